@@ -1,0 +1,1 @@
+//! The `triage` library: the CLI's commands, usable from tests and benches.

@@ -1,0 +1,2 @@
+//! The `triage` binary.
+fn main() {}

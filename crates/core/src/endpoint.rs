@@ -1,0 +1,277 @@
+//! Turning what a user typed into the exact request a probe sends, and keeping keys out of output.
+//!
+//! Shared by the CLI and the browser probe so both send the same bytes and give the same
+//! warnings. The article's most common pitfall lives here: a base URL that points at a web
+//! site, or carries tracking parameters, makes gateways answer 404, which clients then report as
+//! "model unavailable".
+
+use serde::{Deserialize, Serialize};
+
+/// The wire API a probe speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    Openai,
+    Anthropic,
+}
+
+impl Api {
+    pub fn parse(s: &str) -> Option<Api> {
+        match s.to_ascii_lowercase().as_str() {
+            "openai" | "oai" | "chat" => Some(Api::Openai),
+            "anthropic" | "claude" | "messages" => Some(Api::Anthropic),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Openai => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+
+    /// Environment variables a host looks in for the key, in order.
+    pub fn default_key_envs(self) -> &'static [&'static str] {
+        match self {
+            Api::Openai => &["OPENAI_API_KEY", "TAOTOKEN_API_KEY"],
+            Api::Anthropic => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "TAOTOKEN_API_KEY"],
+        }
+    }
+}
+
+/// Why a URL cannot be probed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    #[error("url must start with http:// or https:// (got {0:?})")]
+    Scheme(String),
+    #[error("url has no host: {0:?}")]
+    NoHost(String),
+}
+
+/// The endpoint a probe will call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolved {
+    /// The exact URL requested.
+    pub url: String,
+    /// Things that look wrong but are not fatal (printed in the report).
+    pub warnings: Vec<String>,
+}
+
+const TRACKING_PREFIXES: &[&str] = &["utm_", "spm", "gclid", "fbclid", "msclkid", "ref", "from", "share", "source"];
+
+/// Resolve a base URL (`http://host:8000/v1`, `https://api.anthropic.com`) or a full endpoint
+/// into the URL to POST to.
+pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
+    let input = input.trim();
+    let lower = input.to_ascii_lowercase();
+    let scheme_len = if lower.starts_with("https://") {
+        8
+    } else if lower.starts_with("http://") {
+        7
+    } else {
+        return Err(EndpointError::Scheme(input.to_owned()));
+    };
+    let (before_query, query) = match input.find(['?', '#']) {
+        Some(i) => (&input[..i], Some(&input[i..])),
+        None => (input, None),
+    };
+    let after_scheme = &before_query[scheme_len..];
+    let (host, path) = match after_scheme.find('/') {
+        Some(i) => (&after_scheme[..i], &after_scheme[i..]),
+        None => (after_scheme, ""),
+    };
+    if host.is_empty() {
+        return Err(EndpointError::NoHost(input.to_owned()));
+    }
+    let mut warnings = Vec::new();
+    let path = path.trim_end_matches('/');
+    let lower_path = path.to_ascii_lowercase();
+    let full = match api {
+        Api::Openai => {
+            lower_path.ends_with("/chat/completions") || lower_path.ends_with("/completions") || lower_path.ends_with("/responses")
+        }
+        Api::Anthropic => lower_path.ends_with("/messages"),
+    };
+    let new_path = if full {
+        path.to_owned()
+    } else {
+        match api {
+            Api::Openai if lower_path.ends_with("/v1") || lower_path.contains("/v1/") || lower_path.ends_with("/v4") => {
+                format!("{path}/chat/completions")
+            }
+            Api::Openai => {
+                if !path.is_empty() {
+                    warnings.push(format!(
+                        "the path {path:?} has no /v1: OpenAI-compatible servers usually serve {path}/v1/chat/completions; \
+                         check that the base URL is the API base, not a web page"
+                    ));
+                    format!("{path}/chat/completions")
+                } else {
+                    "/v1/chat/completions".to_owned()
+                }
+            }
+            Api::Anthropic if lower_path.ends_with("/v1") => format!("{path}/messages"),
+            Api::Anthropic => format!("{path}/v1/messages"),
+        }
+    };
+    if let Some(q) = query {
+        let params: Vec<&str> = q
+            .trim_start_matches(['?', '#'])
+            .split('&')
+            .filter_map(|kv| kv.split('=').next())
+            .filter(|k| !k.is_empty())
+            .collect();
+        let tracking: Vec<&str> = params
+            .iter()
+            .copied()
+            .filter(|k| TRACKING_PREFIXES.iter().any(|p| k.to_ascii_lowercase().starts_with(p)))
+            .collect();
+        if !tracking.is_empty() {
+            warnings.push(format!(
+                "the URL carries tracking parameters ({}): API gateways often answer 404 to them, which clients \
+                 report as \"model unavailable\"; use the bare API base URL",
+                tracking.join(", ")
+            ));
+        } else if !params.is_empty() {
+            warnings.push(format!("the URL carries query parameters ({}); API base URLs normally have none", params.join(", ")));
+        }
+    }
+    let url = format!("{}{}{}{}", &input[..scheme_len], host, new_path, query.unwrap_or(""));
+    Ok(Resolved { url, warnings })
+}
+
+/// What to ask the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeRequest<'a> {
+    pub api: Api,
+    pub model: &'a str,
+    pub prompt: &'a str,
+    pub max_tokens: u32,
+}
+
+/// The JSON body of a streaming request.
+pub fn request_body(req: &ProbeRequest<'_>) -> String {
+    let messages = serde_json::json!([{ "role": "user", "content": req.prompt }]);
+    let body = match req.api {
+        Api::Openai => serde_json::json!({
+            "model": req.model,
+            "messages": messages,
+            "max_tokens": req.max_tokens,
+            "stream": true,
+            "stream_options": { "include_usage": true },
+        }),
+        Api::Anthropic => serde_json::json!({
+            "model": req.model,
+            "messages": messages,
+            "max_tokens": req.max_tokens,
+            "stream": true,
+        }),
+    };
+    body.to_string()
+}
+
+/// Headers every probe request carries (besides the key): content type, accept, API version.
+pub fn base_headers(api: Api) -> Vec<(&'static str, &'static str)> {
+    let mut h = vec![("content-type", "application/json"), ("accept", "text/event-stream")];
+    if api == Api::Anthropic {
+        h.push(("anthropic-version", "2023-06-01"));
+    }
+    h
+}
+
+/// The header that carries the key.
+pub fn auth_header(api: Api, key: &str) -> (&'static str, String) {
+    match api {
+        Api::Openai => ("authorization", format!("Bearer {key}")),
+        Api::Anthropic => ("x-api-key", key.to_owned()),
+    }
+}
+
+/// A prompt of about `tokens` tokens: distinct common words, roughly one token each with the
+/// usual BPE vocabularies (the count is approximate; the server's usage says the truth).
+pub fn synthetic_prompt(tokens: usize) -> String {
+    const WORDS: &[&str] = &[
+        "time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child", "world", "school",
+        "state", "family", "student", "group", "country", "problem", "hand", "part", "place", "case", "week",
+        "company", "system", "program", "question", "work", "number", "night", "point", "home",
+    ];
+    let mut s = String::from("Repeat the following words back:");
+    for i in 0..tokens.saturating_sub(6) {
+        s.push(' ');
+        s.push_str(WORDS[i % WORDS.len()]);
+    }
+    s
+}
+
+/// Replace every occurrence of `secret` in `text` with `***`. Secrets shorter than 4
+/// characters are not searched for (they would mangle ordinary text); such keys are not real.
+pub fn redact(text: &str, secret: &str) -> String {
+    if secret.len() < 4 {
+        return text.to_owned();
+    }
+    text.replace(secret, "***")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(input: &str, api: Api) -> String {
+        resolve(input, api).unwrap().url
+    }
+
+    #[test]
+    fn openai_bases_and_full_endpoints() {
+        assert_eq!(url("http://127.0.0.1:8000/v1", Api::Openai), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(url("http://127.0.0.1:8000/v1/", Api::Openai), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(url("http://127.0.0.1:8000", Api::Openai), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(url("https://x.ai/v1/chat/completions", Api::Openai), "https://x.ai/v1/chat/completions");
+        assert_eq!(url("https://x.ai/api/v1/completions", Api::Openai), "https://x.ai/api/v1/completions");
+        assert_eq!(url("https://open.bigmodel.cn/api/paas/v4", Api::Openai), "https://open.bigmodel.cn/api/paas/v4/chat/completions");
+    }
+
+    #[test]
+    fn anthropic_bases() {
+        assert_eq!(url("https://api.anthropic.com", Api::Anthropic), "https://api.anthropic.com/v1/messages");
+        assert_eq!(url("https://gw.example/anthropic", Api::Anthropic), "https://gw.example/anthropic/v1/messages");
+        assert_eq!(url("https://gw.example/v1/messages", Api::Anthropic), "https://gw.example/v1/messages");
+    }
+
+    #[test]
+    fn warns_about_tracking_parameters_and_web_paths() {
+        let r = resolve("https://gw.example/v1?utm_source=newsletter&spm=a2c", Api::Openai).unwrap();
+        assert_eq!(r.url, "https://gw.example/v1/chat/completions?utm_source=newsletter&spm=a2c");
+        assert!(r.warnings[0].contains("utm_source, spm"), "{:?}", r.warnings);
+        let r = resolve("https://gw.example/console/models", Api::Openai).unwrap();
+        assert!(r.warnings[0].contains("no /v1"), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn rejects_non_http() {
+        assert_eq!(resolve("gw.example/v1", Api::Openai), Err(EndpointError::Scheme("gw.example/v1".into())));
+        assert!(matches!(resolve("http:///v1", Api::Openai), Err(EndpointError::NoHost(_))));
+    }
+
+    #[test]
+    fn bodies_are_streaming_requests() {
+        let body = request_body(&ProbeRequest { api: Api::Openai, model: "m", prompt: "hi", max_tokens: 8 });
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["stream"], true);
+        assert_eq!(v["stream_options"]["include_usage"], true);
+        assert_eq!(v["messages"][0]["content"], "hi");
+        let body = request_body(&ProbeRequest { api: Api::Anthropic, model: "m", prompt: "hi", max_tokens: 8 });
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert!(v.get("stream_options").is_none());
+        assert_eq!(v["max_tokens"], 8);
+    }
+
+    #[test]
+    fn redaction() {
+        assert_eq!(redact("auth failed for sk-abcdef123", "sk-abcdef123"), "auth failed for ***");
+        assert_eq!(redact("abc", "ab"), "abc");
+        let p = synthetic_prompt(100);
+        assert_eq!(p.split_whitespace().count(), 5 + 94);
+    }
+}

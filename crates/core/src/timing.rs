@@ -1,0 +1,428 @@
+//! Per-request timing of a streamed LLM response: TTFT, TTFO, every inter-token gap, TPOT, E2E.
+//!
+//! [`StreamTimer`] is sans-I/O (quinn-proto style): the host tells it when the request was sent,
+//! when headers arrived, and feeds each body chunk with its arrival time in monotonic
+//! nanoseconds. Any origin works as long as one request uses one clock. The definitions are
+//! the canonical ones of BRIEF.md; each field's rustdoc says what other tools call it.
+
+use crate::sse::{SseItem, SseLimits, SseParser};
+use crate::stream::{Classified, Dialect, TokenKind, Usage, classify};
+use serde::{Deserialize, Serialize};
+
+/// How stalls are recognised. A gap is a stall when it exceeds
+/// `max(factor × running median of the earlier gaps, threshold)`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StallConfig {
+    pub factor: f64,
+    pub threshold_ns: u64,
+}
+
+impl Default for StallConfig {
+    /// 5 × the running median, and never below 100 ms: decode steps take 10–50 ms, so a 100 ms
+    /// gap is already what users perceive as a hiccup.
+    fn default() -> Self {
+        StallConfig { factor: 5.0, threshold_ns: 100_000_000 }
+    }
+}
+
+/// Configuration of a [`StreamTimer`].
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct TimerConfig {
+    pub stall: StallConfig,
+    pub limits: SseLimits,
+}
+
+/// Where `output_tokens` came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's own usage report (`usage.completion_tokens` / `output_tokens`).
+    Usage,
+    /// Token-carrying events counted by us; one event may hold several tokens when the server
+    /// or a proxy coalesces them, so this can undercount.
+    Counted,
+}
+
+/// One gap that counts as a stall.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stall {
+    /// Index into the gap list (gap `i` lies between token events `i` and `i + 1`).
+    pub index: usize,
+    pub gap_ns: u64,
+    /// The threshold the gap exceeded.
+    pub threshold_ns: u64,
+}
+
+/// Everything measured about one streamed response. All `*_ns` instants are on the host's
+/// monotonic clock, the same clock as `sent_ns`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestTiming {
+    /// When the request was handed to the transport.
+    pub sent_ns: u64,
+    /// When the response status and headers arrived. Some servers (and guidellm's mock) send
+    /// headers only with the first token, so this may equal `first_byte_ns`.
+    pub headers_ns: Option<u64>,
+    /// Arrival of the first body byte.
+    pub first_byte_ns: Option<u64>,
+    /// Arrival of the first complete SSE event of any kind.
+    pub first_event_ns: Option<u64>,
+    /// Arrival of each token-carrying event (text, reasoning or tool call), in order.
+    pub token_times_ns: Vec<u64>,
+    /// Kind of each token-carrying event, parallel to `token_times_ns`.
+    pub token_kinds: Vec<TokenKind>,
+    /// Arrival of the first answer (non-reasoning) token event.
+    pub first_answer_ns: Option<u64>,
+    /// When the stream ended: the terminal event (`[DONE]`, `message_stop`,
+    /// `response.completed`) or, failing that, the end of the body.
+    pub done_ns: Option<u64>,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<String>,
+    /// An error reported inside the stream.
+    pub stream_error: Option<String>,
+    /// A terminal event was seen.
+    pub terminal_seen: bool,
+    pub dialect: Option<Dialect>,
+    pub response_id: Option<String>,
+    pub events: u64,
+    pub pings: u64,
+    /// Events whose data was not JSON of a known shape.
+    pub unreadable_events: u64,
+    pub bytes: u64,
+    /// The body ended in the middle of an event (no blank line after its data).
+    pub truncated_event: bool,
+    /// The first bytes of the body (up to 512), kept to explain what came instead of SSE.
+    pub body_prefix: String,
+    pub stalls: Vec<Stall>,
+}
+
+impl RequestTiming {
+    fn since_sent(&self, t: Option<u64>) -> Option<u64> {
+        t.map(|t| t.saturating_sub(self.sent_ns))
+    }
+
+    /// Time to first token: request sent → first event carrying any generated token (text,
+    /// reasoning or tool call). vLLM bench and aiperf call this TTFT too.
+    pub fn ttft_ns(&self) -> Option<u64> {
+        self.since_sent(self.token_times_ns.first().copied())
+    }
+
+    /// Time to first output: request sent → first *answer* (non-reasoning) token. aiperf TTFO.
+    pub fn ttfo_ns(&self) -> Option<u64> {
+        self.since_sent(self.first_answer_ns)
+    }
+
+    /// Request sent → response headers.
+    pub fn headers_after_ns(&self) -> Option<u64> {
+        self.since_sent(self.headers_ns)
+    }
+
+    /// Inter-token gaps: time between successive token-carrying events. vLLM bench calls these
+    /// ITL, aiperf ICL (inter-chunk latency); vLLM's Prometheus `inter_token_latency_seconds`
+    /// is the server-side per-step analogue.
+    pub fn gaps_ns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.token_times_ns.windows(2).map(|w| w[1].saturating_sub(w[0]))
+    }
+
+    /// Output tokens and where the number came from: the server's usage when it sent one,
+    /// else the count of token-carrying events.
+    pub fn output_tokens(&self) -> (u64, TokenSource) {
+        match self.usage.and_then(|u| u.output_tokens) {
+            Some(n) => (n, TokenSource::Usage),
+            None => (self.token_times_ns.len() as u64, TokenSource::Counted),
+        }
+    }
+
+    /// Time per output token: (last token − first token) / (output tokens − 1), per request.
+    /// vLLM bench calls this TPOT; aiperf and guidellm call it ITL. Needs ≥ 2 tokens.
+    pub fn tpot_ns(&self) -> Option<f64> {
+        let (n, _) = self.output_tokens();
+        let (first, last) = (self.token_times_ns.first()?, self.token_times_ns.last()?);
+        (n >= 2 && last > first).then(|| (last - first) as f64 / (n - 1) as f64)
+    }
+
+    /// End to end: request sent → last token (not socket close).
+    pub fn e2e_ns(&self) -> Option<u64> {
+        self.since_sent(self.token_times_ns.last().copied())
+    }
+
+    /// The stream ended as a complete response (a finish reason or a terminal event).
+    pub fn completed(&self) -> bool {
+        self.finish_reason.is_some() || self.terminal_seen
+    }
+}
+
+const BODY_PREFIX_BYTES: usize = 512;
+
+/// Sans-I/O timer for one streamed response. See the module docs.
+#[derive(Debug, Clone)]
+pub struct StreamTimer {
+    config: TimerConfig,
+    parser: SseParser,
+    t: RequestTiming,
+    prefix: Vec<u8>,
+}
+
+impl StreamTimer {
+    pub fn new(sent_ns: u64, config: TimerConfig) -> StreamTimer {
+        StreamTimer {
+            config,
+            parser: SseParser::with_limits(config.limits),
+            t: RequestTiming {
+                sent_ns,
+                headers_ns: None,
+                first_byte_ns: None,
+                first_event_ns: None,
+                token_times_ns: Vec::new(),
+                token_kinds: Vec::new(),
+                first_answer_ns: None,
+                done_ns: None,
+                usage: None,
+                finish_reason: None,
+                stream_error: None,
+                terminal_seen: false,
+                dialect: None,
+                response_id: None,
+                events: 0,
+                pings: 0,
+                unreadable_events: 0,
+                bytes: 0,
+                truncated_event: false,
+                body_prefix: String::new(),
+                stalls: Vec::new(),
+            },
+            prefix: Vec::new(),
+        }
+    }
+
+    /// The response status line and headers arrived.
+    pub fn on_headers(&mut self, at_ns: u64) {
+        self.t.headers_ns.get_or_insert(at_ns);
+    }
+
+    /// A body chunk arrived at `at_ns`. Returns how many token-carrying events it completed,
+    /// so a live view can update.
+    pub fn feed(&mut self, chunk: &[u8], at_ns: u64) -> usize {
+        if chunk.is_empty() {
+            return 0;
+        }
+        self.t.first_byte_ns.get_or_insert(at_ns);
+        self.t.bytes += chunk.len() as u64;
+        if self.prefix.len() < BODY_PREFIX_BYTES {
+            let take = (BODY_PREFIX_BYTES - self.prefix.len()).min(chunk.len());
+            self.prefix.extend_from_slice(&chunk[..take]);
+        }
+        let before = self.t.token_times_ns.len();
+        let t = &mut self.t;
+        self.parser.feed(chunk, at_ns, &mut |item| match item {
+            SseItem::Event(e) => {
+                let c = classify(e.event, e.data);
+                record(t, &c, e.at_ns);
+            }
+            SseItem::Comment { .. } => t.pings += 1,
+        });
+        self.t.token_times_ns.len() - before
+    }
+
+    /// Token events so far (for progress displays).
+    pub fn tokens_so_far(&self) -> usize {
+        self.t.token_times_ns.len()
+    }
+
+    /// Arrival of the first token so far, if any.
+    pub fn first_token_ns(&self) -> Option<u64> {
+        self.t.token_times_ns.first().copied()
+    }
+
+    /// The stream is over (body ended, or the host gave up at `at_ns`).
+    pub fn finish(mut self, at_ns: u64) -> RequestTiming {
+        let end = self.parser.finish();
+        self.t.truncated_event = end.discarded_event;
+        if self.t.done_ns.is_none() && self.t.first_byte_ns.is_some() {
+            self.t.done_ns = Some(at_ns);
+        }
+        self.t.body_prefix = String::from_utf8_lossy(&self.prefix).into_owned();
+        self.t.stalls = find_stalls(&self.t.token_times_ns, self.config.stall);
+        self.t
+    }
+}
+
+fn record(t: &mut RequestTiming, c: &Classified, at_ns: u64) {
+    t.events += 1;
+    t.first_event_ns.get_or_insert(at_ns);
+    if t.dialect.is_none() {
+        t.dialect = c.dialect;
+    }
+    if t.response_id.is_none() {
+        t.response_id.clone_from(&c.response_id);
+    }
+    if let Some(kind) = c.token {
+        t.token_times_ns.push(at_ns);
+        t.token_kinds.push(kind);
+        if kind != TokenKind::Reasoning {
+            t.first_answer_ns.get_or_insert(at_ns);
+        }
+    }
+    if let Some(u) = c.usage {
+        t.usage.get_or_insert_with(Usage::default).merge(u);
+    }
+    if let Some(f) = &c.finish_reason {
+        t.finish_reason = Some(f.clone());
+    }
+    if let Some(e) = &c.error {
+        t.stream_error.get_or_insert_with(|| e.clone());
+    }
+    if c.ping {
+        t.pings += 1;
+    }
+    if c.not_json {
+        t.unreadable_events += 1;
+    }
+    if c.terminal && !t.terminal_seen {
+        t.terminal_seen = true;
+        t.done_ns = Some(at_ns);
+    }
+}
+
+/// Gaps above `max(factor × median of the earlier gaps, threshold)`. The running median uses
+/// two heaps, so a long stream costs O(n log n).
+pub fn find_stalls(token_times_ns: &[u64], cfg: StallConfig) -> Vec<Stall> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut low: BinaryHeap<u64> = BinaryHeap::new(); // max-heap of the smaller half
+    let mut high: BinaryHeap<Reverse<u64>> = BinaryHeap::new(); // min-heap of the larger half
+    let mut stalls = Vec::new();
+    for (index, w) in token_times_ns.windows(2).enumerate() {
+        let gap = w[1].saturating_sub(w[0]);
+        let median = match (low.peek(), high.peek()) {
+            (None, _) => None,
+            (Some(&l), Some(&Reverse(h))) if low.len() == high.len() => Some((l as f64 + h as f64) / 2.0),
+            (Some(&l), _) => Some(l as f64),
+        };
+        let threshold = median
+            .map(|m| (m * cfg.factor) as u64)
+            .unwrap_or(0)
+            .max(cfg.threshold_ns);
+        if gap > threshold {
+            stalls.push(Stall { index, gap_ns: gap, threshold_ns: threshold });
+        }
+        if low.peek().is_none_or(|&l| gap <= l) {
+            low.push(gap);
+        } else {
+            high.push(Reverse(gap));
+        }
+        if low.len() > high.len() + 1 {
+            high.push(Reverse(low.pop().unwrap_or_default()));
+        } else if high.len() > low.len() {
+            low.push(high.pop().map(|Reverse(h)| h).unwrap_or_default());
+        }
+    }
+    stalls
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn openai_chunk(delta: &str) -> String {
+        format!("data: {{\"id\":\"chatcmpl-9\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n")
+    }
+
+    #[test]
+    fn openai_stream_figures() {
+        let mut t = StreamTimer::new(1_000 * MS, TimerConfig::default());
+        t.on_headers(1_010 * MS);
+        assert_eq!(t.feed(openai_chunk(r#"{"role":"assistant","content":""}"#).as_bytes(), 1_020 * MS), 0);
+        assert_eq!(t.feed(openai_chunk(r#"{"reasoning_content":"think"}"#).as_bytes(), 1_300 * MS), 1);
+        assert_eq!(t.feed(openai_chunk(r#"{"content":"Hel"}"#).as_bytes(), 1_350 * MS), 1);
+        // Two events coalesced in one chunk, one split across chunks.
+        let two = openai_chunk(r#"{"content":"lo"}"#) + &openai_chunk(r#"{"content":" wor"}"#);
+        assert_eq!(t.feed(two.as_bytes(), 1_400 * MS), 2);
+        let last = openai_chunk(r#"{"content":"ld"}"#);
+        let (a, b) = last.as_bytes().split_at(10);
+        assert_eq!(t.feed(a, 1_420 * MS), 0);
+        assert_eq!(t.feed(b, 1_450 * MS), 1);
+        t.feed(
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6}}\n\ndata: [DONE]\n\n",
+            1_460 * MS,
+        );
+        let r = t.finish(1_470 * MS);
+        assert_eq!(r.headers_after_ns(), Some(10 * MS));
+        assert_eq!(r.ttft_ns(), Some(300 * MS));
+        assert_eq!(r.ttfo_ns(), Some(350 * MS));
+        assert_eq!(r.gaps_ns().collect::<Vec<_>>(), vec![50 * MS, 50 * MS, 0, 50 * MS]);
+        assert_eq!(r.output_tokens(), (6, TokenSource::Usage));
+        assert_eq!(r.tpot_ns(), Some(150.0 * MS as f64 / 5.0));
+        assert_eq!(r.e2e_ns(), Some(450 * MS));
+        assert_eq!(r.done_ns, Some(1_460 * MS));
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(r.response_id.as_deref(), Some("chatcmpl-9"));
+        assert!(r.completed());
+        assert!(r.stalls.is_empty());
+    }
+
+    #[test]
+    fn counted_tokens_without_usage_and_incomplete_stream() {
+        let mut t = StreamTimer::new(0, TimerConfig::default());
+        t.feed(openai_chunk(r#"{"content":"a"}"#).as_bytes(), 5 * MS);
+        t.feed(openai_chunk(r#"{"content":"b"}"#).as_bytes(), 9 * MS);
+        t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"c", 10 * MS);
+        let r = t.finish(20 * MS);
+        assert_eq!(r.output_tokens(), (2, TokenSource::Counted));
+        assert!(!r.completed());
+        assert!(r.truncated_event);
+        assert_eq!(r.done_ns, Some(20 * MS));
+    }
+
+    #[test]
+    fn anthropic_stream_with_thinking() {
+        let body = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_7\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n",
+            "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        );
+        let mut t = StreamTimer::new(0, TimerConfig::default());
+        t.feed(body.as_bytes(), MS);
+        t.feed(b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n", 100 * MS);
+        t.feed(b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n", 400 * MS);
+        t.feed(b"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", 420 * MS);
+        let r = t.finish(500 * MS);
+        assert_eq!(r.ttft_ns(), Some(100 * MS));
+        assert_eq!(r.ttfo_ns(), Some(400 * MS));
+        assert_eq!(r.usage, Some(Usage { input_tokens: Some(10), output_tokens: Some(3), reasoning_tokens: None }));
+        assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
+        assert_eq!(r.pings, 1);
+        assert_eq!(r.done_ns, Some(420 * MS));
+        assert_eq!(r.dialect, Some(Dialect::Anthropic));
+    }
+
+    #[test]
+    fn html_body_is_kept_for_diagnosis() {
+        let mut t = StreamTimer::new(0, TimerConfig::default());
+        t.feed(b"<!doctype html><html><title>Welcome</title>", MS);
+        let r = t.finish(2 * MS);
+        assert_eq!(r.events, 0);
+        assert!(r.body_prefix.starts_with("<!doctype html>"));
+        assert_eq!(r.ttft_ns(), None);
+    }
+
+    #[test]
+    fn stalls_use_running_median_and_floor() {
+        let cfg = StallConfig { factor: 5.0, threshold_ns: 100 * MS };
+        // 20 ms steady, then one 150 ms gap (above the floor and 5 × 20 ms), then 90 ms (not).
+        let mut times = vec![0u64];
+        for g in [20, 20, 20, 20, 150, 20, 90] {
+            times.push(times.last().unwrap() + g * MS);
+        }
+        let s = find_stalls(&times, cfg);
+        assert_eq!(s, vec![Stall { index: 4, gap_ns: 150 * MS, threshold_ns: 100 * MS }]);
+        // With a slow steady state, the factor dominates the floor.
+        let times: Vec<u64> = (0..10).map(|i| i * 40 * MS).chain([9 * 40 * MS + 190 * MS]).collect();
+        assert!(find_stalls(&times, cfg).is_empty(), "190 ms < 5 × 40 ms");
+        let times: Vec<u64> = (0..10).map(|i| i * 40 * MS).chain([9 * 40 * MS + 210 * MS]).collect();
+        assert_eq!(find_stalls(&times, cfg)[0].threshold_ns, 200 * MS);
+        assert!(find_stalls(&[], cfg).is_empty());
+        assert!(find_stalls(&[5], cfg).is_empty());
+    }
+}

@@ -1,0 +1,1 @@
+//! Scripted SSE server for tests and demos.
