@@ -1,1 +1,8 @@
-//! The `triage` library: the CLI's commands, usable from tests and benches.
+//! The `triage` command as a library, so tests and benches drive exactly what users run.
+//!
+//! `main.rs` only parses arguments and prints; each command lives in its own module.
+
+pub mod args;
+pub mod demo;
+pub mod probe;
+pub mod render;

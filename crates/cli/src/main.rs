@@ -1,2 +1,133 @@
-//! The `triage` binary.
-fn main() {}
+//! The `triage` binary: parse arguments, run a command, print. All logic lives in the library.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use triage_cli::args::{Cli, Command, Format, ProbeArgs};
+use triage_cli::{demo, probe, render};
+use triage_core::endpoint;
+use triage_core::timing::{StallConfig, TimerConfig};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("triage: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    match cli.command {
+        Command::Probe(args) => rt.block_on(cmd_probe(args)),
+        Command::Demo(args) => rt.block_on(cmd_demo(args.format)),
+    }
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn api_key(args: &ProbeArgs) -> anyhow::Result<Option<String>> {
+    if let Some(var) = &args.api_key_env {
+        let key = std::env::var(var).ok().filter(|k| !k.is_empty());
+        anyhow::ensure!(key.is_some(), "--api-key-env {var}: that environment variable is not set");
+        return Ok(key);
+    }
+    Ok(args.api.default_key_envs().iter().find_map(|v| std::env::var(v).ok().filter(|k| !k.is_empty())))
+}
+
+async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let prompt = match (&args.prompt, args.prompt_tokens) {
+        (Some(p), _) => p.clone(),
+        (None, Some(n)) => endpoint::synthetic_prompt(n),
+        (None, None) => "Write a short story about a lighthouse keeper, about 200 words.".to_owned(),
+    };
+    let opts = probe::ProbeOptions {
+        url: args.url.clone(),
+        api: args.api,
+        model: args.model.clone(),
+        prompt,
+        max_tokens: args.max_tokens,
+        requests: args.requests as usize,
+        concurrency: args.concurrency as usize,
+        rate: args.rate,
+        timeout: args.timeout,
+        headers: args.headers.clone(),
+        api_key: api_key(&args)?,
+        timer: TimerConfig {
+            stall: StallConfig {
+                factor: args.stall_factor,
+                threshold_ns: u64::try_from(args.stall_min.as_nanos()).unwrap_or(u64::MAX),
+            },
+            ..TimerConfig::default()
+        },
+    };
+    if let Err(e) = probe::resolve(&opts) {
+        eprintln!("triage: error: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    let bar = ProgressBar::new(opts.requests as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {pos}/{len} requests {msg} [{elapsed}]")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let failed = std::sync::atomic::AtomicUsize::new(0);
+    let on_done = |r: &triage_core::probe::RequestRecord| {
+        if !r.ok {
+            failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        bar.set_message(format!("({} failed)", failed.load(std::sync::atomic::Ordering::Relaxed)));
+        bar.inc(1);
+    };
+    let run = probe::run(&opts, Instant::now(), &on_done).await?;
+    bar.finish_and_clear();
+    if let Some(path) = &args.out {
+        let mut lines = String::new();
+        for r in &run.report.requests {
+            lines.push_str(&serde_json::to_string(r)?);
+            lines.push('\n');
+        }
+        std::fs::write(path, lines).with_context(|| format!("writing {}", path.display()))?;
+    }
+    match args.format {
+        Format::Json => print(&(serde_json::to_string_pretty(&run.report)? + "\n"))?,
+        Format::Text => print(&render::probe_text(&run.report))?,
+    }
+    Ok(if run.report.summary.ok > 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+async fn cmd_demo(format: Format) -> anyhow::Result<ExitCode> {
+    eprintln!("starting the scripted SSE server on 127.0.0.1 and probing it (12 requests, 4 at a time)…");
+    let (mut run, records, origin) = demo::run().await?;
+    let errors = demo::timing_errors_us(&run, &records, origin);
+    let line = demo::accuracy_line(&errors);
+    match format {
+        Format::Json => {
+            run.report.limits.push(line);
+            print(&(serde_json::to_string_pretty(&run.report)? + "\n"))?
+        }
+        Format::Text => {
+            print(&render::probe_text(&run.report))?;
+            print(&format!("\n{line}\n"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

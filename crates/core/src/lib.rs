@@ -7,6 +7,8 @@
 
 pub mod defs;
 pub mod endpoint;
+pub mod fault;
+pub mod probe;
 pub mod sse;
 pub mod stats;
 pub mod stream;

@@ -1,0 +1,146 @@
+//! Command-line arguments of `triage` (clap), and the small value parsers they need.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+use triage_core::endpoint::Api;
+
+#[derive(Parser, Debug)]
+#[command(name = "triage", version, about = "From an LLM-serving alert to a root cause: probe, analyze, estimate.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Stream requests at an OpenAI- or Anthropic-compatible endpoint and time every token.
+    ///
+    /// Exit status: 0 when at least one request succeeded, 1 when all failed, 2 on usage errors.
+    Probe(ProbeArgs),
+    /// Start the built-in scripted SSE server on 127.0.0.1, probe it, and print the report.
+    Demo(DemoArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// Base URL (http://host:8000/v1, https://api.anthropic.com) or the full endpoint.
+    pub url: String,
+    /// Wire API: openai (chat completions) or anthropic (messages).
+    #[arg(long, default_value = "openai", value_parser = parse_api)]
+    pub api: Api,
+    /// Model name sent in the request.
+    #[arg(long)]
+    pub model: String,
+    /// Prompt text.
+    #[arg(long, conflicts_with = "prompt_tokens")]
+    pub prompt: Option<String>,
+    /// Generate a prompt of about this many tokens instead.
+    #[arg(long)]
+    pub prompt_tokens: Option<usize>,
+    /// max_tokens of each request.
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: u32,
+    /// Number of requests.
+    #[arg(short = 'n', long = "requests", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub requests: u32,
+    /// Requests in flight at once.
+    #[arg(short = 'c', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
+    /// Start this many requests per second (open loop, still capped by --concurrency).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Hard limit per request, from sending to the end of the stream (e.g. 60s, 500ms, 2m).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Extra request header, K:V (repeatable).
+    #[arg(long = "header", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// Environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY,
+    /// then TAOTOKEN_API_KEY). The key is never printed.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Also write one JSON object per request to this file (JSON lines).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A gap is a stall above max(FACTOR × running median of earlier gaps, --stall-min).
+    #[arg(long, default_value_t = 5.0)]
+    pub stall_factor: f64,
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    pub stall_min: Duration,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+pub fn parse_api(s: &str) -> Result<Api, String> {
+    Api::parse(s).ok_or_else(|| format!("unknown api {s:?}: expected openai or anthropic"))
+}
+
+/// `60s`, `500ms`, `2m`, `1.5s`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => (&s[..i], s[i..].trim()),
+        None => (s, "s"),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}: expected e.g. 60s, 500ms, 2m"))?;
+    let secs = match unit {
+        "ms" => v / 1_000.0,
+        "s" | "sec" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3_600.0,
+        _ => return Err(format!("invalid duration unit {unit:?} in {s:?}: use ms, s, m or h")),
+    };
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
+        return Err(format!("duration {s:?} out of range (0, 24h]"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `Name: value` → (name, value).
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    match s.split_once(':') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(format!("invalid header {s:?}: expected NAME:VALUE")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn headers() {
+        assert_eq!(parse_header("X-A: b:c"), Ok(("X-A".into(), "b:c".into())));
+        assert!(parse_header("novalue").is_err());
+    }
+
+    #[test]
+    fn clap_definition_is_valid() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,356 @@
+//! `triage probe`: stream requests at an OpenAI- or Anthropic-compatible endpoint and time them.
+//!
+//! The network half of the probe. Every chunk is stamped with a monotonic clock the moment the
+//! body stream yields it and handed to the core's sans-I/O [`StreamTimer`]; all judgement
+//! (statuses, HTML instead of SSE, incomplete streams) is the core's, so the site's probe says
+//! the same things. Every request is bounded by `timeout`, whatever the server does.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::sync::Semaphore;
+use triage_core::endpoint::{self, Api, ProbeRequest, Resolved};
+use triage_core::fault::{self, Fault, FaultKind};
+use triage_core::probe::{ProbeReport, RequestRecord, RunConfig};
+use triage_core::timing::{RequestTiming, StreamTimer, TimerConfig};
+
+/// Everything a probe run needs.
+#[derive(Clone, Debug)]
+pub struct ProbeOptions {
+    /// Base URL or full endpoint, as the user typed it.
+    pub url: String,
+    pub api: Api,
+    pub model: String,
+    pub prompt: String,
+    pub max_tokens: u32,
+    pub requests: usize,
+    pub concurrency: usize,
+    /// Requests started per second (open loop), limited by `concurrency`.
+    pub rate: Option<f64>,
+    /// Hard limit for one request, from sending to the end of the body.
+    pub timeout: Duration,
+    pub headers: Vec<(String, String)>,
+    /// Never printed; redacted from every message.
+    pub api_key: Option<String>,
+    pub timer: TimerConfig,
+}
+
+/// One request's outcome, with the raw timing kept for callers that compare instants
+/// (benchmarks, tests against the scripted server's record).
+#[derive(Clone, Debug)]
+pub struct Observed {
+    pub record: RequestRecord,
+    pub timing: Option<RequestTiming>,
+}
+
+/// A finished run.
+#[derive(Clone, Debug)]
+pub struct ProbeRun {
+    pub report: ProbeReport,
+    /// Raw timings by request index; instants are nanoseconds since the run's `origin`.
+    pub timings: Vec<Option<RequestTiming>>,
+}
+
+fn now_ns(origin: Instant) -> u64 {
+    u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Build the HTTP client: rustls with the ring provider, no proxy discovery surprises, Nagle off.
+pub fn client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
+    // Installing twice is harmless (the second call reports the first provider).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(concurrency.max(1))
+        .user_agent(concat!("llm-triage/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .context("building the HTTP client")
+}
+
+/// Resolve the URL the way every surface does.
+pub fn resolve(opts: &ProbeOptions) -> Result<Resolved, endpoint::EndpointError> {
+    endpoint::resolve(&opts.url, opts.api)
+}
+
+/// Run the probe. `origin` is the clock origin of every instant in the result; `on_done` is
+/// called as each request finishes (progress bars).
+pub async fn run(opts: &ProbeOptions, origin: Instant, on_done: &(dyn Fn(&RequestRecord) + Sync)) -> anyhow::Result<ProbeRun> {
+    let resolved = resolve(opts)?;
+    let client = client(opts.concurrency)?;
+    let body = endpoint::request_body(&ProbeRequest {
+        api: opts.api,
+        model: &opts.model,
+        prompt: &opts.prompt,
+        max_tokens: opts.max_tokens,
+    });
+    let mut headers = reqwest::header::HeaderMap::new();
+    let mut add = |k: &str, v: &str| -> anyhow::Result<()> {
+        let name = reqwest::header::HeaderName::from_bytes(k.trim().as_bytes())
+            .with_context(|| format!("invalid header name {k:?}"))?;
+        let mut value =
+            reqwest::header::HeaderValue::from_str(v.trim()).with_context(|| format!("invalid value for header {k:?}"))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+        Ok(())
+    };
+    for (k, v) in endpoint::base_headers(opts.api) {
+        add(k, v)?;
+    }
+    if let Some(key) = &opts.api_key {
+        let (k, v) = endpoint::auth_header(opts.api, key);
+        add(k, &v)?;
+    }
+    for (k, v) in &opts.headers {
+        add(k, v)?;
+    }
+    let shared = Arc::new(Shared {
+        client,
+        url: resolved.url.clone(),
+        body,
+        headers,
+        timeout: opts.timeout,
+        timer: opts.timer,
+        key: opts.api_key.clone(),
+        origin,
+    });
+    let run_start = now_ns(origin);
+    let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Observed)>();
+    let scheduler = {
+        let shared = Arc::clone(&shared);
+        let sem = Arc::clone(&sem);
+        let rate = opts.rate.filter(|r| *r > 0.0);
+        let n = opts.requests;
+        let start = Instant::now();
+        tokio::spawn(async move {
+            for i in 0..n {
+                if let Some(rate) = rate {
+                    tokio::time::sleep_until((start + Duration::from_secs_f64(i as f64 / rate)).into()).await;
+                }
+                let Ok(permit) = Arc::clone(&sem).acquire_owned().await else { return };
+                let shared = Arc::clone(&shared);
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let observed = one_request(&shared, i, run_start).await;
+                    drop(permit);
+                    let _ = tx.send((i, observed));
+                });
+            }
+        })
+    };
+    let mut records = Vec::with_capacity(opts.requests);
+    let mut timings: Vec<Option<RequestTiming>> = vec![None; opts.requests];
+    while let Some((i, observed)) = rx.recv().await {
+        on_done(&observed.record);
+        records.push(observed.record);
+        timings[i] = observed.timing;
+        if records.len() == opts.requests {
+            break;
+        }
+    }
+    scheduler.await.context("probe scheduler")?;
+    let wall_ms = (now_ns(origin) - run_start) as f64 / 1e6;
+    let mut warnings = resolved.warnings.clone();
+    if opts.api_key.is_none() {
+        warnings.push(format!(
+            "no API key found (looked in {}); requests go out without one",
+            opts.api.default_key_envs().join(", ")
+        ));
+    }
+    let redact_all = |s: String| match &opts.api_key {
+        Some(k) => endpoint::redact(&s, k),
+        None => s,
+    };
+    let config = RunConfig {
+        api: opts.api,
+        model: opts.model.clone(),
+        requests: opts.requests,
+        concurrency: opts.concurrency,
+        rate_per_s: opts.rate,
+        timeout_ms: u64::try_from(opts.timeout.as_millis()).unwrap_or(u64::MAX),
+        max_tokens: opts.max_tokens,
+        prompt_chars: opts.prompt.chars().count(),
+    };
+    let mut report = ProbeReport::new(redact_all(resolved.url), config, warnings, wall_ms, records);
+    report.limits = vec![
+        "client-side timing: each chunk is stamped when the HTTP stack hands it over (tokio timer, ~µs resolution); loopback adds ~0.05 ms, real networks add their RTT to TTFT".to_owned(),
+        "chunks can coalesce several SSE events (proxies, TCP); those events share one arrival time and their gaps read 0".to_owned(),
+        "output tokens come from the server's usage when it sends one, otherwise they are counted events (token_source)".to_owned(),
+    ];
+    Ok(ProbeRun { report, timings })
+}
+
+struct Shared {
+    client: reqwest::Client,
+    url: String,
+    body: String,
+    headers: reqwest::header::HeaderMap,
+    timeout: Duration,
+    timer: TimerConfig,
+    key: Option<String>,
+    origin: Instant,
+}
+
+impl Shared {
+    fn redact(&self, s: String) -> String {
+        match &self.key {
+            Some(k) => endpoint::redact(&s, k),
+            None => s,
+        }
+    }
+}
+
+/// Errors as text with their whole source chain, for classification and messages.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let t = inner.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = inner.source();
+    }
+    s
+}
+
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(inner) = src {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        src = inner.source();
+    }
+    None
+}
+
+/// Map a failure to send the request (or to get its headers) onto a fault kind.
+pub fn classify_send_error(e: &reqwest::Error, url: &str) -> Fault {
+    let text = chain(e);
+    let lower = text.to_ascii_lowercase();
+    let kind = if e.is_builder() {
+        FaultKind::InvalidUrl
+    } else if io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused) || lower.contains("connection refused") {
+        FaultKind::ConnectionRefused
+    } else if lower.contains("dns error") || lower.contains("failed to lookup address") || lower.contains("name or service not known") {
+        FaultKind::Dns
+    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") || lower.contains("rustls") {
+        FaultKind::Tls
+    } else if lower.contains("connection closed before message completed")
+        || lower.contains("incomplete message")
+        || matches!(io_kind(e), Some(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::UnexpectedEof))
+    {
+        FaultKind::ConnectionClosed
+    } else if e.is_connect() {
+        FaultKind::Connect
+    } else {
+        FaultKind::Other
+    };
+    let hint = match kind {
+        FaultKind::ConnectionRefused => " — nothing listens there: wrong port, or the server is down",
+        FaultKind::Dns => " — the host name does not resolve",
+        FaultKind::Tls => " — TLS failed: http vs https mix-up, or an untrusted certificate",
+        FaultKind::ConnectionClosed => " — the server closed the connection without answering (crash, or a proxy dropping it)",
+        _ => "",
+    };
+    Fault::new(kind, format!("{url}: {text}{hint}"))
+}
+
+async fn read_bounded(resp: &mut reqwest::Response, deadline: tokio::time::Instant, max: usize) -> String {
+    let mut body = Vec::new();
+    while body.len() < max {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(b))) => body.extend_from_slice(&b[..b.len().min(max - body.len())]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
+    let deadline = tokio::time::Instant::now() + s.timeout;
+    let sent = now_ns(s.origin);
+    let mut timer = StreamTimer::new(sent, s.timer);
+    let request = s.client.post(&s.url).headers(s.headers.clone()).body(s.body.clone()).send();
+    let mut resp = match tokio::time::timeout_at(deadline, request).await {
+        Err(_) => {
+            let f = Fault::new(
+                FaultKind::TimeoutBeforeHeaders,
+                format!("no response headers within {:?} (overloaded server, or a queue in front of it)", s.timeout),
+            );
+            return finish(s, index, run_start, sent, None, None, Some(f));
+        }
+        Ok(Err(e)) => {
+            let f = classify_send_error(&e, &s.url);
+            return finish(s, index, run_start, sent, None, None, Some(f));
+        }
+        Ok(Ok(r)) => r,
+    };
+    timer.on_headers(now_ns(s.origin));
+    let status = resp.status().as_u16();
+    let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let content_type = header("content-type").unwrap_or_default();
+    let retry_after = header("retry-after");
+    if !resp.status().is_success() {
+        let body = read_bounded(&mut resp, deadline, 4096).await;
+        let f = fault::from_status(status, &s.url, &body, retry_after.as_deref());
+        let mut obs = finish(s, index, run_start, sent, Some(status), Some(timer.finish(now_ns(s.origin))), Some(f));
+        obs.record.retry_after = retry_after;
+        return obs;
+    }
+    let mut error = None;
+    loop {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(bytes))) => {
+                timer.feed(&bytes, now_ns(s.origin));
+            }
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => {
+                error = Some(Fault::new(
+                    FaultKind::ResetMidStream,
+                    format!(
+                        "the connection broke after {} token events: {} — a crash, an OOM-killed worker, or a proxy timeout cutting the stream",
+                        timer.tokens_so_far(),
+                        chain(&e)
+                    ),
+                ));
+                break;
+            }
+            Err(_) => {
+                let tokens = timer.tokens_so_far();
+                error = Some(if tokens == 0 {
+                    Fault::new(
+                        FaultKind::TimeoutBeforeFirstToken,
+                        format!("headers arrived but no token within {:?}: prefill or queueing is stuck", s.timeout),
+                    )
+                } else {
+                    Fault::new(
+                        FaultKind::TimeoutMidStream,
+                        format!("the stream stalled after {tokens} token events and the {:?} deadline passed", s.timeout),
+                    )
+                });
+                break;
+            }
+        }
+    }
+    let timing = timer.finish(now_ns(s.origin));
+    let error = error.or_else(|| fault::judge_stream(&content_type, &s.url, &timing));
+    finish(s, index, run_start, sent, Some(status), Some(timing), error)
+}
+
+fn finish(
+    s: &Shared,
+    index: usize,
+    run_start: u64,
+    sent: u64,
+    status: Option<u16>,
+    timing: Option<RequestTiming>,
+    error: Option<Fault>,
+) -> Observed {
+    let error = error.map(|f| Fault { kind: f.kind, message: s.redact(f.message) });
+    let record = RequestRecord::new(index, run_start, sent, status, timing.as_ref(), error);
+    Observed { record, timing }
+}

@@ -1,0 +1,295 @@
+//! The `triage.probe/v1` report: what a probe run measured, as the CLI prints it as JSON and
+//! the site renders it.
+//!
+//! Contract (extend, never rename): `{"schema":"triage.probe/v1","url",…,"requests":[{"ok",
+//! "status","error":{"kind","message"},"ttft_ms","ttfo_ms","gaps_ms":[…],"tpot_ms","e2e_ms",
+//! "output_tokens","token_source","finish_reason",…}],"summary":{"ttft_ms":{"p50","p90","p99",
+//! "mean","max"},"ttfo_ms","itl_ms","tpot_ms","e2e_ms","ok","failed",…}}`. Times are
+//! milliseconds rounded to the microsecond (3 decimals).
+
+use crate::defs;
+use crate::endpoint::Api;
+use crate::fault::Fault;
+use crate::stats::Summary;
+use crate::stream::Usage;
+use crate::timing::{RequestTiming, TokenSource};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA: &str = "triage.probe/v1";
+
+/// Milliseconds from nanoseconds, rounded to 3 decimals (1 µs).
+pub fn ms(ns: f64) -> f64 {
+    (ns / 1_000.0).round() / 1_000.0
+}
+
+fn ms_u(ns: u64) -> f64 {
+    ms(ns as f64)
+}
+
+/// A stall as reported: which gap and how long.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StallRecord {
+    pub gap_index: usize,
+    pub gap_ms: f64,
+    pub threshold_ms: f64,
+}
+
+/// One request of a probe run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub index: usize,
+    pub ok: bool,
+    /// HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    pub error: Option<Fault>,
+    pub ttft_ms: Option<f64>,
+    pub ttfo_ms: Option<f64>,
+    /// Every gap between successive token-carrying events, in order.
+    pub gaps_ms: Vec<f64>,
+    pub tpot_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    pub output_tokens: Option<u64>,
+    pub token_source: Option<TokenSource>,
+    pub finish_reason: Option<String>,
+    // Extensions beyond the contract's required fields.
+    /// When the request was sent, relative to the start of the run.
+    pub sent_at_ms: f64,
+    /// Request sent → response headers.
+    pub headers_ms: Option<f64>,
+    pub usage: Option<Usage>,
+    /// The server's id (`chatcmpl-…`, `msg_…`): grep the server logs for it.
+    pub response_id: Option<String>,
+    pub stalls: Vec<StallRecord>,
+    pub retry_after: Option<String>,
+}
+
+impl RequestRecord {
+    /// Build from what the host observed. `run_start_ns` is the run's origin on the same clock.
+    pub fn new(
+        index: usize,
+        run_start_ns: u64,
+        sent_ns: u64,
+        status: Option<u16>,
+        timing: Option<&RequestTiming>,
+        error: Option<Fault>,
+    ) -> RequestRecord {
+        let mut r = RequestRecord {
+            index,
+            ok: error.is_none() && timing.is_some(),
+            status,
+            error,
+            ttft_ms: None,
+            ttfo_ms: None,
+            gaps_ms: Vec::new(),
+            tpot_ms: None,
+            e2e_ms: None,
+            output_tokens: None,
+            token_source: None,
+            finish_reason: None,
+            sent_at_ms: ms_u(sent_ns.saturating_sub(run_start_ns)),
+            headers_ms: None,
+            usage: None,
+            response_id: None,
+            stalls: Vec::new(),
+            retry_after: None,
+        };
+        if let Some(t) = timing {
+            r.ttft_ms = t.ttft_ns().map(ms_u);
+            r.ttfo_ms = t.ttfo_ns().map(ms_u);
+            r.gaps_ms = t.gaps_ns().map(ms_u).collect();
+            r.tpot_ms = t.tpot_ns().map(ms);
+            r.e2e_ms = t.e2e_ns().map(ms_u);
+            let (n, src) = t.output_tokens();
+            r.output_tokens = Some(n);
+            r.token_source = Some(src);
+            r.finish_reason.clone_from(&t.finish_reason);
+            r.headers_ms = t.headers_after_ns().map(ms_u);
+            r.usage = t.usage;
+            r.response_id.clone_from(&t.response_id);
+            r.stalls = t
+                .stalls
+                .iter()
+                .map(|s| StallRecord { gap_index: s.index, gap_ms: ms_u(s.gap_ns), threshold_ms: ms_u(s.threshold_ns) })
+                .collect();
+        }
+        r
+    }
+}
+
+/// The quantiles the contract names, plus extras.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Quantiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub mean: f64,
+    pub max: f64,
+    pub min: f64,
+    pub n: u64,
+}
+
+impl Quantiles {
+    pub fn of(values: &[f64]) -> Option<Quantiles> {
+        let s = Summary::from_values(values)?;
+        let r = |v: f64| (v * 1_000.0).round() / 1_000.0;
+        Some(Quantiles { p50: r(s.p50), p90: r(s.p90), p99: r(s.p99), mean: r(s.mean), max: r(s.max), min: r(s.min), n: s.count })
+    }
+}
+
+/// Summary over the run. Timing quantiles use the requests that produced that figure, failed
+/// ones included (a stream cut mid-way still had a real TTFT); `ok`/`failed` count requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSummary {
+    pub ttft_ms: Option<Quantiles>,
+    pub ttfo_ms: Option<Quantiles>,
+    /// All gaps of all requests pooled.
+    pub itl_ms: Option<Quantiles>,
+    pub tpot_ms: Option<Quantiles>,
+    pub e2e_ms: Option<Quantiles>,
+    pub ok: usize,
+    pub failed: usize,
+    pub failures: BTreeMap<String, usize>,
+    pub stalls: usize,
+    pub output_tokens: u64,
+    /// Output tokens per second of wall time over the run.
+    pub throughput_tok_s: Option<f64>,
+}
+
+impl ProbeSummary {
+    pub fn of(requests: &[RequestRecord], wall_ms: f64) -> ProbeSummary {
+        let collect = |f: fn(&RequestRecord) -> Option<f64>| requests.iter().filter_map(f).collect::<Vec<f64>>();
+        let gaps: Vec<f64> = requests.iter().flat_map(|r| r.gaps_ms.iter().copied()).collect();
+        let mut failures = BTreeMap::new();
+        for r in requests {
+            if let Some(e) = &r.error {
+                *failures.entry(e.kind.as_str().to_owned()).or_insert(0) += 1;
+            }
+        }
+        let output_tokens: u64 = requests.iter().filter_map(|r| r.output_tokens).sum();
+        ProbeSummary {
+            ttft_ms: Quantiles::of(&collect(|r| r.ttft_ms)),
+            ttfo_ms: Quantiles::of(&collect(|r| r.ttfo_ms)),
+            itl_ms: Quantiles::of(&gaps),
+            tpot_ms: Quantiles::of(&collect(|r| r.tpot_ms)),
+            e2e_ms: Quantiles::of(&collect(|r| r.e2e_ms)),
+            ok: requests.iter().filter(|r| r.ok).count(),
+            failed: requests.iter().filter(|r| !r.ok).count(),
+            failures,
+            stalls: requests.iter().map(|r| r.stalls.len()).sum(),
+            output_tokens,
+            throughput_tok_s: (wall_ms > 0.0).then(|| (output_tokens as f64 * 1_000.0 / wall_ms * 10.0).round() / 10.0),
+        }
+    }
+}
+
+/// A definition as printed in reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DefinitionRecord {
+    pub name: String,
+    pub meaning: String,
+    pub others: String,
+}
+
+/// How the run was configured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub api: Api,
+    pub model: String,
+    pub requests: usize,
+    pub concurrency: usize,
+    pub rate_per_s: Option<f64>,
+    pub timeout_ms: u64,
+    pub max_tokens: u32,
+    pub prompt_chars: usize,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    pub schema: String,
+    /// The exact URL requested.
+    pub url: String,
+    pub config: RunConfig,
+    pub warnings: Vec<String>,
+    pub wall_ms: f64,
+    pub requests: Vec<RequestRecord>,
+    pub summary: ProbeSummary,
+    pub definitions: Vec<DefinitionRecord>,
+    pub quantile_method: String,
+    /// What limits these measurements (timer resolution, chunk coalescing, …).
+    pub limits: Vec<String>,
+}
+
+impl ProbeReport {
+    pub fn new(url: String, config: RunConfig, warnings: Vec<String>, wall_ms: f64, mut requests: Vec<RequestRecord>) -> Self {
+        requests.sort_by_key(|r| r.index);
+        let summary = ProbeSummary::of(&requests, wall_ms);
+        ProbeReport {
+            schema: SCHEMA.to_owned(),
+            url,
+            config,
+            warnings,
+            wall_ms: (wall_ms * 1_000.0).round() / 1_000.0,
+            requests,
+            summary,
+            definitions: defs::PROBE_FIGURES
+                .iter()
+                .map(|d| DefinitionRecord { name: d.name.into(), meaning: d.meaning.into(), others: d.others.into() })
+                .collect(),
+            quantile_method: defs::QUANTILE_METHOD.to_owned(),
+            limits: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::FaultKind;
+    use crate::timing::{StreamTimer, TimerConfig};
+
+    #[test]
+    fn record_and_summary_shapes() {
+        let mut t = StreamTimer::new(2_000_000, TimerConfig::default());
+        t.on_headers(3_000_000);
+        t.feed(b"data: {\"id\":\"x\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", 10_000_000);
+        t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", 12_500_500);
+        let timing = t.finish(13_000_000);
+        let ok = RequestRecord::new(0, 1_000_000, 2_000_000, Some(200), Some(&timing), None);
+        assert!(ok.ok);
+        assert_eq!(ok.ttft_ms, Some(8.0));
+        assert_eq!(ok.gaps_ms, vec![2.501]);
+        assert_eq!(ok.sent_at_ms, 1.0);
+        assert_eq!(ok.output_tokens, Some(2));
+        assert_eq!(ok.token_source, Some(TokenSource::Counted));
+        let bad = RequestRecord::new(1, 0, 0, Some(429), None, Some(Fault::new(FaultKind::RateLimited, "slow")));
+        let report = ProbeReport::new(
+            "http://h/v1/chat/completions".into(),
+            RunConfig {
+                api: Api::Openai,
+                model: "m".into(),
+                requests: 2,
+                concurrency: 1,
+                rate_per_s: None,
+                timeout_ms: 60_000,
+                max_tokens: 16,
+                prompt_chars: 5,
+            },
+            vec![],
+            100.0,
+            vec![bad, ok],
+        );
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["schema"], "triage.probe/v1");
+        assert_eq!(v["requests"][0]["index"], 0);
+        assert_eq!(v["requests"][1]["error"]["kind"], "rate_limited");
+        assert_eq!(v["summary"]["ttft_ms"]["p50"], 8.0);
+        assert_eq!(v["summary"]["ok"], 1);
+        assert_eq!(v["summary"]["failed"], 1);
+        assert_eq!(v["summary"]["failures"]["rate_limited"], 1);
+        assert!(v["summary"]["ttfo_ms"]["p99"].is_number());
+        assert!(v["summary"]["tpot_ms"]["max"].is_number());
+        assert_eq!(v["requests"][0]["token_source"], "counted");
+    }
+}

@@ -1,0 +1,528 @@
+//! A scripted streaming server: OpenAI- and Anthropic-compatible SSE on 127.0.0.1 with exact,
+//! scripted timing and faults, recording when it actually wrote every event.
+//!
+//! Tests and the probe benchmark compare what a client measured with this record. The HTTP/1.1
+//! is written by hand on purpose: faults such as a reset in the middle of a stream, a hang before
+//! the headers or an HTML page instead of SSE need control below what an HTTP framework exposes.
+//!
+//! Bounded by construction: it binds 127.0.0.1 only, serves at most `max_requests` requests and
+//! stops by itself after `lifetime`, aborting whatever is still running.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use triage_core::endpoint::Api;
+
+/// What goes wrong, if anything.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Fault {
+    #[default]
+    None,
+    /// Answer with this status, content type and body (e.g. 401, 404, 429, 503).
+    Status { code: u16, content_type: String, body: String, retry_after: Option<u32> },
+    /// 200 with a web page, as a site's homepage answers a mistaken base URL.
+    Html,
+    /// 200 with a non-streaming JSON completion.
+    JsonNotSse,
+    /// An `error` event after this many tokens, then the stream ends.
+    ErrorEvent { after_tokens: usize },
+    /// A TCP reset after this many tokens.
+    ResetAfter { after_tokens: usize },
+    /// A pause after this many tokens, then the stream goes on.
+    StallAfter { after_tokens: usize, stall: Duration },
+    /// Nothing more after this many tokens; the connection stays open.
+    HangAfter { after_tokens: usize },
+    /// A clean end after this many tokens without finish reason or `[DONE]`.
+    EndWithoutDone { after_tokens: usize },
+    /// Read the request, then never answer.
+    HangBeforeHeaders,
+    /// Read the request, then close the connection without answering.
+    CloseBeforeHeaders,
+}
+
+/// How one response is produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Script {
+    pub api: Api,
+    /// Pause between the request and the response headers.
+    pub headers_delay: Duration,
+    /// Pause between the headers and the first token event.
+    pub ttft: Duration,
+    /// Gap before token `i + 1`; the last value repeats; empty means no pause.
+    pub gaps: Vec<Duration>,
+    pub tokens: usize,
+    /// The first tokens are reasoning (`reasoning_content` / `thinking_delta`).
+    pub reasoning_tokens: usize,
+    /// Send usage (OpenAI: a usage chunk; Anthropic: always in `message_delta`).
+    pub usage: bool,
+    pub fault: Fault,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script {
+            api: Api::Openai,
+            headers_delay: Duration::ZERO,
+            ttft: Duration::from_millis(50),
+            gaps: vec![Duration::from_millis(10)],
+            tokens: 8,
+            reasoning_tokens: 0,
+            usage: true,
+            fault: Fault::None,
+        }
+    }
+}
+
+impl Script {
+    fn gap_before(&self, token: usize) -> Duration {
+        if token == 0 {
+            return self.ttft;
+        }
+        self.gaps.get(token - 1).or(self.gaps.last()).copied().unwrap_or_default()
+    }
+}
+
+/// What the server saw and did for one request. Instants are the server's monotonic clock,
+/// the same clock a probe in the same process uses.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub index: usize,
+    pub method: String,
+    pub path: String,
+    /// Header names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    pub received: Instant,
+    pub headers_written: Option<Instant>,
+    /// When each token event was fully written to the socket.
+    pub token_written: Vec<Instant>,
+    /// The id carried in the stream (`chatcmpl-scripted-N` / `msg_scripted_N`).
+    pub response_id: String,
+}
+
+impl Record {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Limits that make the server stop by itself.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerConfig {
+    pub max_requests: usize,
+    pub lifetime: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { max_requests: 10_000, lifetime: Duration::from_secs(120) }
+    }
+}
+
+type ScriptFn = dyn Fn(usize) -> Script + Send + Sync;
+
+struct Shared {
+    script: Box<ScriptFn>,
+    records: Mutex<Vec<Record>>,
+    next: Mutex<usize>,
+    max_requests: usize,
+}
+
+/// A running scripted server. Dropping it stops it.
+pub struct ScriptedServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+}
+
+impl ScriptedServer {
+    /// Bind 127.0.0.1 on a free port and serve on the current tokio runtime. `script(i)` gives
+    /// the script of the `i`-th request (0-based, in arrival order).
+    pub async fn start(
+        script: impl Fn(usize) -> Script + Send + Sync + 'static,
+        config: ServerConfig,
+    ) -> io::Result<ScriptedServer> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            script: Box::new(script),
+            records: Mutex::new(Vec::new()),
+            next: Mutex::new(0),
+            max_requests: config.max_requests,
+        });
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped, config.lifetime));
+        Ok(ScriptedServer { addr, shared, stop })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/v1` (OpenAI style) — Anthropic clients append `/messages`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Requests seen so far, in arrival order.
+    pub fn records(&self) -> Vec<Record> {
+        let mut r = lock(&self.shared.records).clone();
+        r.sort_by_key(|r| r.index);
+        r
+    }
+
+    pub fn shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panicking connection task must not take the whole server down with a poisoned lock.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: watch::Receiver<bool>,
+    lifetime: Duration,
+) {
+    let deadline = tokio::time::sleep(lifetime);
+    tokio::pin!(deadline);
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut deadline => break,
+            _ = stopped.changed() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                conns.spawn(serve_connection(stream, Arc::clone(&shared)));
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
+}
+
+struct Request {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<Option<Request>> {
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        if buf.len() > MAX_HEAD_BYTES {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "request head too large"));
+        }
+        let mut tmp = [0u8; 8192];
+        let n = stream.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or_default().split(' ');
+    let method = first.next().unwrap_or_default().to_owned();
+    let path = first.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+        .min(MAX_BODY_BYTES);
+    let body_start = head_end + 4;
+    while buf.len() < body_start + len {
+        let mut tmp = [0u8; 8192];
+        let n = stream.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let body = String::from_utf8_lossy(&buf[body_start..body_start + len]).into_owned();
+    buf.drain(..body_start + len);
+    Ok(Some(Request { method, path, headers, body }))
+}
+
+const CORS: &str = "access-control-allow-origin: *\r\naccess-control-allow-headers: *\r\naccess-control-allow-methods: POST, GET, OPTIONS\r\naccess-control-expose-headers: *\r\n";
+
+async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
+    let mut buf = Vec::new();
+    loop {
+        let req = match read_request(&mut stream, &mut buf).await {
+            Ok(Some(r)) => r,
+            _ => return,
+        };
+        let received = Instant::now();
+        if req.method == "OPTIONS" {
+            let head = format!("HTTP/1.1 204 No Content\r\n{CORS}access-control-max-age: 600\r\ncontent-length: 0\r\n\r\n");
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let index = {
+            let mut next = lock(&shared.next);
+            let i = *next;
+            *next += 1;
+            i
+        };
+        if index >= shared.max_requests {
+            return;
+        }
+        let script = (shared.script)(index);
+        let response_id = match script.api {
+            Api::Openai => format!("chatcmpl-scripted-{index}"),
+            Api::Anthropic => format!("msg_scripted_{index}"),
+        };
+        lock(&shared.records).push(Record {
+            index,
+            method: req.method,
+            path: req.path,
+            headers: req.headers,
+            body: req.body,
+            received,
+            headers_written: None,
+            token_written: Vec::new(),
+            response_id: response_id.clone(),
+        });
+        let keep_going = respond(&mut stream, &shared, index, &script, &response_id).await;
+        if !keep_going {
+            return;
+        }
+    }
+}
+
+fn update(shared: &Shared, index: usize, f: impl FnOnce(&mut Record)) {
+    if let Some(r) = lock(&shared.records).iter_mut().find(|r| r.index == index) {
+        f(r);
+    }
+}
+
+fn reset(stream: &TcpStream) {
+    // SO_LINGER 0 makes close() send RST instead of FIN: the client sees "connection reset".
+    let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
+}
+
+async fn write_chunk(stream: &mut TcpStream, data: &[u8]) -> io::Result<()> {
+    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+    stream.write_all(&out).await?;
+    stream.flush().await
+}
+
+/// Serve one response. Returns whether the connection may serve another request.
+async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: &Script, id: &str) -> bool {
+    if !script.headers_delay.is_zero() {
+        tokio::time::sleep(script.headers_delay).await;
+    }
+    match &script.fault {
+        Fault::HangBeforeHeaders => {
+            std::future::pending::<()>().await;
+            return false;
+        }
+        Fault::CloseBeforeHeaders => return false,
+        Fault::Status { code, content_type, body, retry_after } => {
+            let retry = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
+            let head = format!(
+                "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{retry}{CORS}\r\n",
+                reason(*code),
+                body.len()
+            );
+            let ok = stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body.as_bytes()).await.is_ok();
+            update(shared, index, |r| r.headers_written = Some(Instant::now()));
+            return ok;
+        }
+        Fault::Html => {
+            let body = "<!DOCTYPE html>\n<html><head><title>Welcome to Example AI</title></head><body><h1>Build with our models</h1></body></html>\n";
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n{CORS}\r\n",
+                body.len()
+            );
+            let ok = stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body.as_bytes()).await.is_ok();
+            update(shared, index, |r| r.headers_written = Some(Instant::now()));
+            return ok;
+        }
+        Fault::JsonNotSse => {
+            let body = format!(
+                r#"{{"id":"{id}","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"hello"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":3,"completion_tokens":1}}}}"#
+            );
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{CORS}\r\n",
+                body.len()
+            );
+            let ok = stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body.as_bytes()).await.is_ok();
+            update(shared, index, |r| r.headers_written = Some(Instant::now()));
+            return ok;
+        }
+        _ => {}
+    }
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nx-scripted-request: {index}\r\n{CORS}\r\n"
+    );
+    if stream.write_all(head.as_bytes()).await.is_err() || stream.flush().await.is_err() {
+        return false;
+    }
+    update(shared, index, |r| r.headers_written = Some(Instant::now()));
+    let events = Events { api: script.api, id, reasoning: script.reasoning_tokens };
+    if write_chunk(stream, events.preamble().as_bytes()).await.is_err() {
+        return false;
+    }
+    for token in 0..script.tokens {
+        match script.fault {
+            Fault::ErrorEvent { after_tokens } if after_tokens == token => {
+                let _ = write_chunk(stream, events.error().as_bytes()).await;
+                let _ = write_chunk(stream, b"").await;
+                return true;
+            }
+            Fault::ResetAfter { after_tokens } if after_tokens == token => {
+                reset(stream);
+                return false;
+            }
+            Fault::StallAfter { after_tokens, stall } if after_tokens == token => tokio::time::sleep(stall).await,
+            Fault::HangAfter { after_tokens } if after_tokens == token => {
+                std::future::pending::<()>().await;
+            }
+            Fault::EndWithoutDone { after_tokens } if after_tokens == token => {
+                let _ = write_chunk(stream, b"").await;
+                return true;
+            }
+            _ => {}
+        }
+        let gap = script.gap_before(token);
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
+        if write_chunk(stream, events.token(token).as_bytes()).await.is_err() {
+            return false;
+        }
+        let at = Instant::now();
+        update(shared, index, |r| r.token_written.push(at));
+    }
+    if write_chunk(stream, events.ending(script.tokens, script.usage).as_bytes()).await.is_err() {
+        return false;
+    }
+    write_chunk(stream, b"").await.is_ok()
+}
+
+fn reason(code: u16) -> &'static str {
+    match code {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Status",
+    }
+}
+
+/// The event texts of one response, in the dialect's exact shapes.
+struct Events<'a> {
+    api: Api,
+    id: &'a str,
+    reasoning: usize,
+}
+
+impl Events<'_> {
+    fn openai_chunk(&self, delta: &str, finish: &str) -> String {
+        format!(
+            "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":1764460800,\"model\":\"scripted\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
+            self.id
+        )
+    }
+
+    fn preamble(&self) -> String {
+        match self.api {
+            Api::Openai => self.openai_chunk(r#"{"role":"assistant","content":""}"#, "null"),
+            Api::Anthropic => {
+                let block = if self.reasoning > 0 { r#"{"type":"thinking","thinking":""}"# } else { r#"{"type":"text","text":""}"# };
+                format!(
+                    "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{}\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"scripted\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":12,\"output_tokens\":1}}}}}}\n\nevent: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{block}}}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n",
+                    self.id
+                )
+            }
+        }
+    }
+
+    fn token(&self, i: usize) -> String {
+        let reasoning = i < self.reasoning;
+        match self.api {
+            Api::Openai if reasoning => self.openai_chunk(&format!(r#"{{"reasoning_content":"think{i} "}}"#), "null"),
+            Api::Openai => self.openai_chunk(&format!(r#"{{"content":"tok{i} "}}"#), "null"),
+            Api::Anthropic => {
+                let mut s = String::new();
+                if i == self.reasoning && self.reasoning > 0 {
+                    s.push_str("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
+                }
+                let (index, delta) = if reasoning {
+                    (0, format!(r#"{{"type":"thinking_delta","thinking":"think{i} "}}"#))
+                } else {
+                    (usize::from(self.reasoning > 0), format!(r#"{{"type":"text_delta","text":"tok{i} "}}"#))
+                };
+                s.push_str(&format!(
+                    "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{delta}}}\n\n"
+                ));
+                s
+            }
+        }
+    }
+
+    fn ending(&self, tokens: usize, usage: bool) -> String {
+        match self.api {
+            Api::Openai => {
+                let mut s = self.openai_chunk("{}", "\"stop\"");
+                if usage {
+                    s.push_str(&format!(
+                        "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":1764460800,\"model\":\"scripted\",\"choices\":[],\"usage\":{{\"prompt_tokens\":12,\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\n",
+                        self.id,
+                        tokens + 12
+                    ));
+                }
+                s.push_str("data: [DONE]\n\n");
+                s
+            }
+            Api::Anthropic => format!(
+                "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{}}}\n\nevent: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\",\"stop_sequence\":null}},\"usage\":{{\"output_tokens\":{tokens}}}}}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n",
+                usize::from(self.reasoning > 0)
+            ),
+        }
+    }
+
+    fn error(&self) -> String {
+        match self.api {
+            Api::Openai => "data: {\"error\":{\"message\":\"scripted failure: engine died\",\"type\":\"server_error\",\"code\":null}}\n\n".to_owned(),
+            Api::Anthropic => "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n".to_owned(),
+        }
+    }
+}
