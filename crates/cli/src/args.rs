@@ -6,7 +6,11 @@ use std::time::Duration;
 use triage_core::endpoint::Api;
 
 #[derive(Parser, Debug)]
-#[command(name = "triage", version, about = "From an LLM-serving alert to a root cause: probe, analyze, estimate.")]
+#[command(
+    name = "triage",
+    version,
+    about = "From an LLM-serving alert to a root cause: probe, analyze, estimate."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -17,7 +21,7 @@ pub enum Command {
     /// Stream requests at an OpenAI- or Anthropic-compatible endpoint and time every token.
     ///
     /// Exit status: 0 when at least one request succeeded, 1 when all failed, 2 on usage errors.
-    Probe(ProbeArgs),
+    Probe(Box<ProbeArgs>),
     /// Start the built-in scripted SSE server on 127.0.0.1, probe it, and print the report.
     Demo(DemoArgs),
 }

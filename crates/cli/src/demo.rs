@@ -29,7 +29,8 @@ pub fn demo_script(i: usize) -> Script {
             s.fault = Fault::Status {
                 code: 429,
                 content_type: "application/json".into(),
-                body: r#"{"error":{"message":"Rate limit reached for requests","type":"rate_limit_error"}}"#.into(),
+                body: r#"{"error":{"message":"Rate limit reached for requests","type":"rate_limit_error"}}"#
+                    .into(),
                 retry_after: Some(20),
             }
         }
@@ -59,7 +60,11 @@ pub fn timing_errors_us(run: &ProbeRun, records: &[Record], origin: Instant) -> 
 
 /// Run the demo: server up, probe, server down. Returns the run and the server's record.
 pub async fn run() -> anyhow::Result<(ProbeRun, Vec<Record>, Instant)> {
-    let server = ScriptedServer::start(demo_script, ServerConfig { max_requests: 64, lifetime: Duration::from_secs(60) }).await?;
+    let server = ScriptedServer::start(
+        demo_script,
+        ServerConfig { max_requests: 64, lifetime: Duration::from_secs(60) },
+    )
+    .await?;
     let opts = ProbeOptions {
         url: server.base_url(),
         api: Api::Openai,

@@ -26,14 +26,19 @@ fn main() -> ExitCode {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     match cli.command {
-        Command::Probe(args) => rt.block_on(cmd_probe(args)),
+        Command::Probe(args) => rt.block_on(cmd_probe(*args)),
         Command::Demo(args) => rt.block_on(cmd_demo(args.format)),
     }
 }

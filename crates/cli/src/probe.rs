@@ -75,7 +75,11 @@ pub fn resolve(opts: &ProbeOptions) -> Result<Resolved, endpoint::EndpointError>
 
 /// Run the probe. `origin` is the clock origin of every instant in the result; `on_done` is
 /// called as each request finishes (progress bars).
-pub async fn run(opts: &ProbeOptions, origin: Instant, on_done: &(dyn Fn(&RequestRecord) + Sync)) -> anyhow::Result<ProbeRun> {
+pub async fn run(
+    opts: &ProbeOptions,
+    origin: Instant,
+    on_done: &(dyn Fn(&RequestRecord) + Sync),
+) -> anyhow::Result<ProbeRun> {
     let resolved = resolve(opts)?;
     let client = client(opts.concurrency)?;
     let body = endpoint::request_body(&ProbeRequest {
@@ -88,8 +92,8 @@ pub async fn run(opts: &ProbeOptions, origin: Instant, on_done: &(dyn Fn(&Reques
     let mut add = |k: &str, v: &str| -> anyhow::Result<()> {
         let name = reqwest::header::HeaderName::from_bytes(k.trim().as_bytes())
             .with_context(|| format!("invalid header name {k:?}"))?;
-        let mut value =
-            reqwest::header::HeaderValue::from_str(v.trim()).with_context(|| format!("invalid value for header {k:?}"))?;
+        let mut value = reqwest::header::HeaderValue::from_str(v.trim())
+            .with_context(|| format!("invalid value for header {k:?}"))?;
         value.set_sensitive(true);
         headers.insert(name, value);
         Ok(())
@@ -203,28 +207,40 @@ impl Shared {
 
 /// Errors as text with their whole source chain, for classification and messages.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        let t = inner.to_string();
+    let mut s = String::new();
+    for layer in layers(e) {
+        let t = layer.to_string();
         if !s.contains(&t) {
-            s.push_str(": ");
+            if !s.is_empty() {
+                s.push_str(": ");
+            }
             s.push_str(&t);
         }
-        src = inner.source();
     }
     s
 }
 
+/// Every error in the chain. `io::Error::source` skips the error it wraps, so descend into
+/// `get_ref` ourselves (hyper wraps rustls errors in two layers of `io::Error`).
+fn layers<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(e), |inner| match inner.downcast_ref::<std::io::Error>() {
+        Some(io) => io.get_ref().map(|i| i as &(dyn std::error::Error + 'static)),
+        None => inner.source(),
+    })
+}
+
 fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(inner) = src {
-        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
-        }
-        src = inner.source();
-    }
-    None
+    layers(e)
+        .filter_map(|l| l.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind)
+        .find(|k| *k != std::io::ErrorKind::Other)
+}
+
+/// A rustls error anywhere in the chain.
+fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    layers(e).any(|l| l.downcast_ref::<rustls::Error>().is_some())
 }
 
 /// Map a failure to send the request (or to get its headers) onto a fault kind.
@@ -233,11 +249,20 @@ pub fn classify_send_error(e: &reqwest::Error, url: &str) -> Fault {
     let lower = text.to_ascii_lowercase();
     let kind = if e.is_builder() {
         FaultKind::InvalidUrl
-    } else if io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused) || lower.contains("connection refused") {
+    } else if io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
+        || lower.contains("connection refused")
+    {
         FaultKind::ConnectionRefused
-    } else if lower.contains("dns error") || lower.contains("failed to lookup address") || lower.contains("name or service not known") {
+    } else if lower.contains("dns error")
+        || lower.contains("failed to lookup address")
+        || lower.contains("name or service not known")
+    {
         FaultKind::Dns
-    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") || lower.contains("rustls") {
+    } else if is_tls_error(e)
+        || lower.contains("certificate")
+        || lower.contains("tls")
+        || lower.contains("handshake")
+    {
         FaultKind::Tls
     } else if lower.contains("connection closed before message completed")
         || lower.contains("incomplete message")
@@ -253,7 +278,9 @@ pub fn classify_send_error(e: &reqwest::Error, url: &str) -> Fault {
         FaultKind::ConnectionRefused => " — nothing listens there: wrong port, or the server is down",
         FaultKind::Dns => " — the host name does not resolve",
         FaultKind::Tls => " — TLS failed: http vs https mix-up, or an untrusted certificate",
-        FaultKind::ConnectionClosed => " — the server closed the connection without answering (crash, or a proxy dropping it)",
+        FaultKind::ConnectionClosed => {
+            " — the server closed the connection without answering (crash, or a proxy dropping it)"
+        }
         _ => "",
     };
     Fault::new(kind, format!("{url}: {text}{hint}"))
@@ -279,7 +306,10 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
         Err(_) => {
             let f = Fault::new(
                 FaultKind::TimeoutBeforeHeaders,
-                format!("no response headers within {:?} (overloaded server, or a queue in front of it)", s.timeout),
+                format!(
+                    "no response headers within {:?} (overloaded server, or a queue in front of it)",
+                    s.timeout
+                ),
             );
             return finish(s, index, run_start, sent, None, None, Some(f));
         }
@@ -297,7 +327,8 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
     if !resp.status().is_success() {
         let body = read_bounded(&mut resp, deadline, 4096).await;
         let f = fault::from_status(status, &s.url, &body, retry_after.as_deref());
-        let mut obs = finish(s, index, run_start, sent, Some(status), Some(timer.finish(now_ns(s.origin))), Some(f));
+        let mut obs =
+            finish(s, index, run_start, sent, Some(status), Some(timer.finish(now_ns(s.origin))), Some(f));
         obs.record.retry_after = retry_after;
         return obs;
     }
@@ -324,12 +355,18 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
                 error = Some(if tokens == 0 {
                     Fault::new(
                         FaultKind::TimeoutBeforeFirstToken,
-                        format!("headers arrived but no token within {:?}: prefill or queueing is stuck", s.timeout),
+                        format!(
+                            "headers arrived but no token within {:?}: prefill or queueing is stuck",
+                            s.timeout
+                        ),
                     )
                 } else {
                     Fault::new(
                         FaultKind::TimeoutMidStream,
-                        format!("the stream stalled after {tokens} token events and the {:?} deadline passed", s.timeout),
+                        format!(
+                            "the stream stalled after {tokens} token events and the {:?} deadline passed",
+                            s.timeout
+                        ),
                     )
                 });
                 break;

@@ -57,7 +57,11 @@ pub fn probe_text(r: &ProbeReport) -> String {
         let _ = writeln!(out, "warning: {w}");
     }
     out.push('\n');
-    let _ = writeln!(out, "  {:<5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}", "ms", "p50", "p90", "p99", "max", "mean", "n");
+    let _ = writeln!(
+        out,
+        "  {:<5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "ms", "p50", "p90", "p99", "max", "mean", "n"
+    );
     row(&mut out, "TTFT", s.ttft_ms.as_ref());
     row(&mut out, "TTFO", s.ttfo_ms.as_ref());
     row(&mut out, "ITL", s.itl_ms.as_ref());

@@ -59,7 +59,8 @@ pub struct Resolved {
     pub warnings: Vec<String>,
 }
 
-const TRACKING_PREFIXES: &[&str] = &["utm_", "spm", "gclid", "fbclid", "msclkid", "ref", "from", "share", "source"];
+const TRACKING_PREFIXES: &[&str] =
+    &["utm_", "spm", "gclid", "fbclid", "msclkid", "ref", "from", "share", "source"];
 
 /// Resolve a base URL (`http://host:8000/v1`, `https://api.anthropic.com`) or a full endpoint
 /// into the URL to POST to.
@@ -90,7 +91,9 @@ pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
     let lower_path = path.to_ascii_lowercase();
     let full = match api {
         Api::Openai => {
-            lower_path.ends_with("/chat/completions") || lower_path.ends_with("/completions") || lower_path.ends_with("/responses")
+            lower_path.ends_with("/chat/completions")
+                || lower_path.ends_with("/completions")
+                || lower_path.ends_with("/responses")
         }
         Api::Anthropic => lower_path.ends_with("/messages"),
     };
@@ -98,7 +101,11 @@ pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
         path.to_owned()
     } else {
         match api {
-            Api::Openai if lower_path.ends_with("/v1") || lower_path.contains("/v1/") || lower_path.ends_with("/v4") => {
+            Api::Openai
+                if lower_path.ends_with("/v1")
+                    || lower_path.contains("/v1/")
+                    || lower_path.ends_with("/v4") =>
+            {
                 format!("{path}/chat/completions")
             }
             Api::Openai => {
@@ -135,7 +142,10 @@ pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
                 tracking.join(", ")
             ));
         } else if !params.is_empty() {
-            warnings.push(format!("the URL carries query parameters ({}); API base URLs normally have none", params.join(", ")));
+            warnings.push(format!(
+                "the URL carries query parameters ({}); API base URLs normally have none",
+                params.join(", ")
+            ));
         }
     }
     let url = format!("{}{}{}{}", &input[..scheme_len], host, new_path, query.unwrap_or(""));
@@ -225,17 +235,26 @@ mod tests {
     #[test]
     fn openai_bases_and_full_endpoints() {
         assert_eq!(url("http://127.0.0.1:8000/v1", Api::Openai), "http://127.0.0.1:8000/v1/chat/completions");
-        assert_eq!(url("http://127.0.0.1:8000/v1/", Api::Openai), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(
+            url("http://127.0.0.1:8000/v1/", Api::Openai),
+            "http://127.0.0.1:8000/v1/chat/completions"
+        );
         assert_eq!(url("http://127.0.0.1:8000", Api::Openai), "http://127.0.0.1:8000/v1/chat/completions");
         assert_eq!(url("https://x.ai/v1/chat/completions", Api::Openai), "https://x.ai/v1/chat/completions");
         assert_eq!(url("https://x.ai/api/v1/completions", Api::Openai), "https://x.ai/api/v1/completions");
-        assert_eq!(url("https://open.bigmodel.cn/api/paas/v4", Api::Openai), "https://open.bigmodel.cn/api/paas/v4/chat/completions");
+        assert_eq!(
+            url("https://open.bigmodel.cn/api/paas/v4", Api::Openai),
+            "https://open.bigmodel.cn/api/paas/v4/chat/completions"
+        );
     }
 
     #[test]
     fn anthropic_bases() {
         assert_eq!(url("https://api.anthropic.com", Api::Anthropic), "https://api.anthropic.com/v1/messages");
-        assert_eq!(url("https://gw.example/anthropic", Api::Anthropic), "https://gw.example/anthropic/v1/messages");
+        assert_eq!(
+            url("https://gw.example/anthropic", Api::Anthropic),
+            "https://gw.example/anthropic/v1/messages"
+        );
         assert_eq!(url("https://gw.example/v1/messages", Api::Anthropic), "https://gw.example/v1/messages");
     }
 
@@ -261,7 +280,8 @@ mod tests {
         assert_eq!(v["stream"], true);
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert_eq!(v["messages"][0]["content"], "hi");
-        let body = request_body(&ProbeRequest { api: Api::Anthropic, model: "m", prompt: "hi", max_tokens: 8 });
+        let body =
+            request_body(&ProbeRequest { api: Api::Anthropic, model: "m", prompt: "hi", max_tokens: 8 });
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert!(v.get("stream_options").is_none());
         assert_eq!(v["max_tokens"], 8);

@@ -105,13 +105,19 @@ fn html_title(body: &str) -> Option<&str> {
 /// Does this body look like a web page?
 pub fn looks_like_html(content_type: &str, body_prefix: &str) -> bool {
     let head = body_prefix.trim_start().get(..15).unwrap_or(body_prefix.trim_start()).to_ascii_lowercase();
-    content_type.to_ascii_lowercase().contains("text/html") || head.starts_with("<!doctype html") || head.starts_with("<html")
+    content_type.to_ascii_lowercase().contains("text/html")
+        || head.starts_with("<!doctype html")
+        || head.starts_with("<html")
 }
 
 /// A response whose status is not 2xx. `body` is what could be read of it (a prefix is fine),
 /// `retry_after` the header's raw value.
 pub fn from_status(status: u16, url: &str, body: &str, retry_after: Option<&str>) -> Fault {
-    let said = if body.trim().is_empty() { String::new() } else { format!("; the server said: {}", excerpt(body, 200)) };
+    let said = if body.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; the server said: {}", excerpt(body, 200))
+    };
     let said = if body.to_ascii_lowercase().contains("<html") {
         match html_title(body) {
             Some(t) => format!("; the server sent an HTML page titled {t:?}"),
@@ -123,11 +129,15 @@ pub fn from_status(status: u16, url: &str, body: &str, retry_after: Option<&str>
     match status {
         401 => Fault::new(
             FaultKind::Unauthorized,
-            format!("HTTP 401 from {url}: the key was rejected — check that it is set, belongs to this provider, and has not expired{said}"),
+            format!(
+                "HTTP 401 from {url}: the key was rejected — check that it is set, belongs to this provider, and has not expired{said}"
+            ),
         ),
         403 => Fault::new(
             FaultKind::Forbidden,
-            format!("HTTP 403 from {url}: the key is valid but not allowed here (model access, region, or IP allow-list){said}"),
+            format!(
+                "HTTP 403 from {url}: the key is valid but not allowed here (model access, region, or IP allow-list){said}"
+            ),
         ),
         404 => Fault::new(
             FaultKind::NotFound,
@@ -143,7 +153,9 @@ pub fn from_status(status: u16, url: &str, body: &str, retry_after: Option<&str>
             };
             Fault::new(
                 FaultKind::RateLimited,
-                format!("HTTP 429 from {url}: rate limited{retry} — count these as failures; retries hide them{said}"),
+                format!(
+                    "HTTP 429 from {url}: rate limited{retry} — count these as failures; retries hide them{said}"
+                ),
             )
         }
         500..=599 => Fault::new(
@@ -167,7 +179,10 @@ pub fn judge_stream(content_type: &str, url: &str, t: &RequestTiming) -> Option<
         ));
     }
     if let Some(e) = &t.stream_error {
-        return Some(Fault::new(FaultKind::StreamErrorEvent, format!("the stream carried an error event: {e}")));
+        return Some(Fault::new(
+            FaultKind::StreamErrorEvent,
+            format!("the stream carried an error event: {e}"),
+        ));
     }
     if t.events == 0 {
         let ct = if content_type.is_empty() { "no content-type" } else { content_type };
@@ -223,7 +238,10 @@ mod tests {
 
         let mut t = StreamTimer::new(0, TimerConfig::default());
         t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", 1);
-        assert_eq!(judge_stream("text/event-stream", "u", &t.finish(2)).unwrap().kind, FaultKind::IncompleteStream);
+        assert_eq!(
+            judge_stream("text/event-stream", "u", &t.finish(2)).unwrap().kind,
+            FaultKind::IncompleteStream
+        );
 
         let mut t = StreamTimer::new(0, TimerConfig::default());
         t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n", 1);
@@ -231,7 +249,10 @@ mod tests {
 
         let mut t = StreamTimer::new(0, TimerConfig::default());
         t.feed(b"data: {\"error\":{\"message\":\"engine dead\"}}\n\n", 1);
-        assert_eq!(judge_stream("text/event-stream", "u", &t.finish(2)).unwrap().kind, FaultKind::StreamErrorEvent);
+        assert_eq!(
+            judge_stream("text/event-stream", "u", &t.finish(2)).unwrap().kind,
+            FaultKind::StreamErrorEvent
+        );
     }
 
     #[test]

@@ -110,7 +110,11 @@ impl RequestRecord {
             r.stalls = t
                 .stalls
                 .iter()
-                .map(|s| StallRecord { gap_index: s.index, gap_ms: ms_u(s.gap_ns), threshold_ms: ms_u(s.threshold_ns) })
+                .map(|s| StallRecord {
+                    gap_index: s.index,
+                    gap_ms: ms_u(s.gap_ns),
+                    threshold_ms: ms_u(s.threshold_ns),
+                })
                 .collect();
         }
         r
@@ -133,7 +137,15 @@ impl Quantiles {
     pub fn of(values: &[f64]) -> Option<Quantiles> {
         let s = Summary::from_values(values)?;
         let r = |v: f64| (v * 1_000.0).round() / 1_000.0;
-        Some(Quantiles { p50: r(s.p50), p90: r(s.p90), p99: r(s.p99), mean: r(s.mean), max: r(s.max), min: r(s.min), n: s.count })
+        Some(Quantiles {
+            p50: r(s.p50),
+            p90: r(s.p90),
+            p99: r(s.p99),
+            mean: r(s.mean),
+            max: r(s.max),
+            min: r(s.min),
+            n: s.count,
+        })
     }
 }
 
@@ -158,7 +170,8 @@ pub struct ProbeSummary {
 
 impl ProbeSummary {
     pub fn of(requests: &[RequestRecord], wall_ms: f64) -> ProbeSummary {
-        let collect = |f: fn(&RequestRecord) -> Option<f64>| requests.iter().filter_map(f).collect::<Vec<f64>>();
+        let collect =
+            |f: fn(&RequestRecord) -> Option<f64>| requests.iter().filter_map(f).collect::<Vec<f64>>();
         let gaps: Vec<f64> = requests.iter().flat_map(|r| r.gaps_ms.iter().copied()).collect();
         let mut failures = BTreeMap::new();
         for r in requests {
@@ -178,7 +191,8 @@ impl ProbeSummary {
             failures,
             stalls: requests.iter().map(|r| r.stalls.len()).sum(),
             output_tokens,
-            throughput_tok_s: (wall_ms > 0.0).then(|| (output_tokens as f64 * 1_000.0 / wall_ms * 10.0).round() / 10.0),
+            throughput_tok_s: (wall_ms > 0.0)
+                .then(|| (output_tokens as f64 * 1_000.0 / wall_ms * 10.0).round() / 10.0),
         }
     }
 }
@@ -222,7 +236,13 @@ pub struct ProbeReport {
 }
 
 impl ProbeReport {
-    pub fn new(url: String, config: RunConfig, warnings: Vec<String>, wall_ms: f64, mut requests: Vec<RequestRecord>) -> Self {
+    pub fn new(
+        url: String,
+        config: RunConfig,
+        warnings: Vec<String>,
+        wall_ms: f64,
+        mut requests: Vec<RequestRecord>,
+    ) -> Self {
         requests.sort_by_key(|r| r.index);
         let summary = ProbeSummary::of(&requests, wall_ms);
         ProbeReport {
@@ -235,7 +255,11 @@ impl ProbeReport {
             summary,
             definitions: defs::PROBE_FIGURES
                 .iter()
-                .map(|d| DefinitionRecord { name: d.name.into(), meaning: d.meaning.into(), others: d.others.into() })
+                .map(|d| DefinitionRecord {
+                    name: d.name.into(),
+                    meaning: d.meaning.into(),
+                    others: d.others.into(),
+                })
                 .collect(),
             quantile_method: defs::QUANTILE_METHOD.to_owned(),
             limits: Vec::new(),
@@ -263,7 +287,8 @@ mod tests {
         assert_eq!(ok.sent_at_ms, 1.0);
         assert_eq!(ok.output_tokens, Some(2));
         assert_eq!(ok.token_source, Some(TokenSource::Counted));
-        let bad = RequestRecord::new(1, 0, 0, Some(429), None, Some(Fault::new(FaultKind::RateLimited, "slow")));
+        let bad =
+            RequestRecord::new(1, 0, 0, Some(429), None, Some(Fault::new(FaultKind::RateLimited, "slow")));
         let report = ProbeReport::new(
             "http://h/v1/chat/completions".into(),
             RunConfig {

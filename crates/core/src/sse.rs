@@ -53,7 +53,10 @@ pub struct SseEvent<'a> {
 pub enum SseItem<'a> {
     Event(SseEvent<'a>),
     /// A comment line (`: keep-alive`), often a server heartbeat. Text without the colon.
-    Comment { text: &'a str, at_ns: u64 },
+    Comment {
+        text: &'a str,
+        at_ns: u64,
+    },
 }
 
 /// An owned copy of [`SseEvent`], convenient for tests and small streams.
@@ -238,13 +241,7 @@ impl SseParser {
         }
     }
 
-    fn line_complete(
-        &mut self,
-        line: &[u8],
-        truncated: bool,
-        at_ns: u64,
-        sink: &mut dyn FnMut(SseItem<'_>),
-    ) {
+    fn line_complete(&mut self, line: &[u8], truncated: bool, at_ns: u64, sink: &mut dyn FnMut(SseItem<'_>)) {
         let (line, truncated) = if line.len() > self.limits.max_line_bytes {
             (&line[..self.limits.max_line_bytes], true)
         } else {
@@ -291,14 +288,12 @@ impl SseParser {
                     self.last_event_id.push_str(&String::from_utf8_lossy(value));
                 }
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    // Saturate rather than overflow on absurd values.
-                    let ms = value
-                        .iter()
-                        .fold(0u64, |acc, d| acc.saturating_mul(10).saturating_add(u64::from(d - b'0')));
-                    self.retry_ms = Some(ms);
-                }
+            // Digits only, per the standard; saturate rather than overflow on absurd values.
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                let ms = value
+                    .iter()
+                    .fold(0u64, |acc, d| acc.saturating_mul(10).saturating_add(u64::from(d - b'0')));
+                self.retry_ms = Some(ms);
             }
             _ => {}
         }
@@ -415,7 +410,9 @@ mod tests {
 
     #[test]
     fn cr_lf_and_crlf_line_ends() {
-        for input in [&b"data: a\r\rdata: b\r\r"[..], b"data: a\r\n\r\ndata: b\r\n\r\n", b"data: a\n\ndata: b\n\n"] {
+        for input in
+            [&b"data: a\r\rdata: b\r\r"[..], b"data: a\r\n\r\ndata: b\r\n\r\n", b"data: a\n\ndata: b\n\n"]
+        {
             let ev = parse_whole(input);
             assert_eq!(names(&ev), vec![("message", "a"), ("message", "b")], "{input:?}");
         }

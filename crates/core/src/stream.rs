@@ -266,10 +266,16 @@ pub fn classify(event: &str, data: &str) -> Classified {
         return c;
     }
     match ty {
-        "message_start" | "content_block_start" | "content_block_delta" | "content_block_stop"
-        | "message_delta" | "message_stop" | "ping" => classify_anthropic(ty, &payload, &mut c),
+        "message_start"
+        | "content_block_start"
+        | "content_block_delta"
+        | "content_block_stop"
+        | "message_delta"
+        | "message_stop"
+        | "ping" => classify_anthropic(ty, &payload, &mut c),
         "error" => {
-            c.dialect = Some(if payload.error.is_some() { Dialect::Anthropic } else { Dialect::OpenaiResponses });
+            c.dialect =
+                Some(if payload.error.is_some() { Dialect::Anthropic } else { Dialect::OpenaiResponses });
             c.error = Some(match &payload.error {
                 Some(e) => error_text(e),
                 None => serde_json::from_str::<Value>(trimmed)
@@ -364,10 +370,8 @@ fn classify_responses(ty: &str, p: &RawPayload<'_>, c: &mut Classified) {
                 c.response_id = r.get("id").and_then(Value::as_str).map(str::to_owned);
                 c.usage = usage_of(r);
                 let status = r.get("status").and_then(Value::as_str).unwrap_or(&ty["response.".len()..]);
-                let reason = r
-                    .get("incomplete_details")
-                    .and_then(|d| d.get("reason"))
-                    .and_then(Value::as_str);
+                let reason =
+                    r.get("incomplete_details").and_then(|d| d.get("reason")).and_then(Value::as_str);
                 c.finish_reason = Some(reason.unwrap_or(status).to_owned());
                 if ty == "response.failed" {
                     let err = r.get("error").filter(|e| !e.is_null()).map(error_text);

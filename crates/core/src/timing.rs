@@ -298,10 +298,7 @@ pub fn find_stalls(token_times_ns: &[u64], cfg: StallConfig) -> Vec<Stall> {
             (Some(&l), Some(&Reverse(h))) if low.len() == high.len() => Some((l as f64 + h as f64) / 2.0),
             (Some(&l), _) => Some(l as f64),
         };
-        let threshold = median
-            .map(|m| (m * cfg.factor) as u64)
-            .unwrap_or(0)
-            .max(cfg.threshold_ns);
+        let threshold = median.map(|m| (m * cfg.factor) as u64).unwrap_or(0).max(cfg.threshold_ns);
         if gap > threshold {
             stalls.push(Stall { index, gap_ns: gap, threshold_ns: threshold });
         }
@@ -326,7 +323,9 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn openai_chunk(delta: &str) -> String {
-        format!("data: {{\"id\":\"chatcmpl-9\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n")
+        format!(
+            "data: {{\"id\":\"chatcmpl-9\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n"
+        )
     }
 
     #[test]
@@ -390,7 +389,10 @@ mod tests {
         let r = t.finish(500 * MS);
         assert_eq!(r.ttft_ns(), Some(100 * MS));
         assert_eq!(r.ttfo_ns(), Some(400 * MS));
-        assert_eq!(r.usage, Some(Usage { input_tokens: Some(10), output_tokens: Some(3), reasoning_tokens: None }));
+        assert_eq!(
+            r.usage,
+            Some(Usage { input_tokens: Some(10), output_tokens: Some(3), reasoning_tokens: None })
+        );
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
         assert_eq!(r.pings, 1);
         assert_eq!(r.done_ns, Some(420 * MS));

@@ -240,6 +240,10 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<O
             return Ok(None);
         }
         buf.extend_from_slice(&tmp[..n]);
+        if !buf[0].is_ascii_uppercase() {
+            // Not HTTP at all (a TLS ClientHello starts with 0x16): answer like real servers do.
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "not an HTTP request"));
+        }
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
@@ -277,11 +281,19 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
     loop {
         let req = match read_request(&mut stream, &mut buf).await {
             Ok(Some(r)) => r,
-            _ => return,
+            Ok(None) => return,
+            Err(_) => {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+                return;
+            }
         };
         let received = Instant::now();
         if req.method == "OPTIONS" {
-            let head = format!("HTTP/1.1 204 No Content\r\n{CORS}access-control-max-age: 600\r\ncontent-length: 0\r\n\r\n");
+            let head = format!(
+                "HTTP/1.1 204 No Content\r\n{CORS}access-control-max-age: 600\r\ncontent-length: 0\r\n\r\n"
+            );
             if stream.write_all(head.as_bytes()).await.is_err() {
                 return;
             }
@@ -356,7 +368,8 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
                 reason(*code),
                 body.len()
             );
-            let ok = stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body.as_bytes()).await.is_ok();
+            let ok = stream.write_all(head.as_bytes()).await.is_ok()
+                && stream.write_all(body.as_bytes()).await.is_ok();
             update(shared, index, |r| r.headers_written = Some(Instant::now()));
             return ok;
         }
@@ -366,7 +379,8 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
                 "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n{CORS}\r\n",
                 body.len()
             );
-            let ok = stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body.as_bytes()).await.is_ok();
+            let ok = stream.write_all(head.as_bytes()).await.is_ok()
+                && stream.write_all(body.as_bytes()).await.is_ok();
             update(shared, index, |r| r.headers_written = Some(Instant::now()));
             return ok;
         }
@@ -378,7 +392,8 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{CORS}\r\n",
                 body.len()
             );
-            let ok = stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body.as_bytes()).await.is_ok();
+            let ok = stream.write_all(head.as_bytes()).await.is_ok()
+                && stream.write_all(body.as_bytes()).await.is_ok();
             update(shared, index, |r| r.headers_written = Some(Instant::now()));
             return ok;
         }
@@ -406,7 +421,9 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
                 reset(stream);
                 return false;
             }
-            Fault::StallAfter { after_tokens, stall } if after_tokens == token => tokio::time::sleep(stall).await,
+            Fault::StallAfter { after_tokens, stall } if after_tokens == token => {
+                tokio::time::sleep(stall).await
+            }
             Fault::HangAfter { after_tokens } if after_tokens == token => {
                 std::future::pending::<()>().await;
             }
@@ -466,7 +483,11 @@ impl Events<'_> {
         match self.api {
             Api::Openai => self.openai_chunk(r#"{"role":"assistant","content":""}"#, "null"),
             Api::Anthropic => {
-                let block = if self.reasoning > 0 { r#"{"type":"thinking","thinking":""}"# } else { r#"{"type":"text","text":""}"# };
+                let block = if self.reasoning > 0 {
+                    r#"{"type":"thinking","thinking":""}"#
+                } else {
+                    r#"{"type":"text","text":""}"#
+                };
                 format!(
                     "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{}\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"scripted\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":12,\"output_tokens\":1}}}}}}\n\nevent: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{block}}}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n",
                     self.id
@@ -478,7 +499,9 @@ impl Events<'_> {
     fn token(&self, i: usize) -> String {
         let reasoning = i < self.reasoning;
         match self.api {
-            Api::Openai if reasoning => self.openai_chunk(&format!(r#"{{"reasoning_content":"think{i} "}}"#), "null"),
+            Api::Openai if reasoning => {
+                self.openai_chunk(&format!(r#"{{"reasoning_content":"think{i} "}}"#), "null")
+            }
             Api::Openai => self.openai_chunk(&format!(r#"{{"content":"tok{i} "}}"#), "null"),
             Api::Anthropic => {
                 let mut s = String::new();

@@ -1,0 +1,3 @@
+//! End-to-end tests across crates, one binary (link once). Each module covers one surface.
+
+mod probe;
