@@ -1,2 +1,210 @@
-//! cargo xtask.
-fn main() {}
+//! `cargo xtask`: the project's automation, in Rust so it runs wherever cargo does.
+//!
+//! `cargo xtask ci` is exactly what CI runs (and what to run before pushing).
+//! `cargo xtask bench [core|probe]` runs the benchmarks and writes their figures to
+//! `bench-results/`. Tidy checks (docs naming every crate, file headers) are `#[test]`s in
+//! `tidy.rs`, so `cargo test` runs them too.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+#[cfg(test)]
+mod tidy;
+
+/// Crates the pure core must never depend on: I/O runtimes, hosts, browser glue, entropy.
+const FORBIDDEN_IN_CORE: &[&str] =
+    &["tokio", "reqwest", "hyper", "wasmtime", "leptos", "web-sys", "js-sys", "getrandom", "wasm-bindgen"];
+
+/// Targets the core must build for.
+const CORE_TARGETS: &[&str] = &["wasm32-unknown-unknown", "wasm32-wasip1", "wasm32-wasip2"];
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  ci               fmt, clippy -D warnings, all tests, core for three wasm targets, core purity
+  bench [WHAT]     benchmarks; WHAT = core | probe | all (default all); figures in bench-results/
+  purity           only the core dependency check
+";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    std::env::set_current_dir(&root)?;
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("bench") => bench(args.get(1).map(String::as_str).unwrap_or("all")),
+        Some("purity") => purity(),
+        Some("-h" | "--help" | "help") | None => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown command {other:?}\n{USAGE}"),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+}
+
+/// Run one step, echoing it and its duration; fail with its exit status.
+fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
+    eprintln!("\n==> {name}");
+    let started = Instant::now();
+    let status = cmd.status().with_context(|| format!("starting {name}"))?;
+    eprintln!("<== {name}: {} in {:.1} s", if status.success() { "ok" } else { "FAILED" }, started.elapsed().as_secs_f64());
+    if !status.success() {
+        bail!("{name} failed ({status})");
+    }
+    Ok(())
+}
+
+fn ci() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    step("rustfmt", fmt)?;
+
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]);
+    step("clippy", clippy)?;
+
+    let mut test = cargo();
+    test.args(["test", "--workspace", "--locked"]);
+    let (passed, failed) = step_counting_tests("tests", test)?;
+
+    for target in CORE_TARGETS {
+        let mut build = cargo();
+        build.args(["build", "--package", "triage-core", "--locked", "--target", target]);
+        step(&format!("triage-core for {target}"), build)?;
+    }
+    purity()?;
+    eprintln!("\nxtask ci: all steps passed in {:.0} s", started.elapsed().as_secs_f64());
+    // The plain closing line CI reads.
+    println!("ci: {passed} passed, {failed} failed");
+    Ok(())
+}
+
+/// Like [`step`], echoing the test output while summing cargo test's `test result:` lines.
+fn step_counting_tests(name: &str, mut cmd: Command) -> anyhow::Result<(u64, u64)> {
+    use std::io::{BufRead, BufReader};
+    eprintln!("\n==> {name}");
+    let started = Instant::now();
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().with_context(|| format!("starting {name}"))?;
+    let (mut passed, mut failed) = (0, 0);
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines() {
+            let line = line?;
+            println!("{line}");
+            if let Some((p, f)) = parse_test_result(&line) {
+                passed += p;
+                failed += f;
+            }
+        }
+    }
+    let status = child.wait()?;
+    eprintln!(
+        "<== {name}: {} in {:.1} s ({passed} passed, {failed} failed)",
+        if status.success() { "ok" } else { "FAILED" },
+        started.elapsed().as_secs_f64()
+    );
+    if !status.success() {
+        println!("ci: {passed} passed, {failed} failed");
+        bail!("{name} failed ({status})");
+    }
+    Ok((passed, failed))
+}
+
+/// `test result: ok. 74 passed; 0 failed; 0 ignored; …` → (74, 0).
+fn parse_test_result(line: &str) -> Option<(u64, u64)> {
+    let rest = line.trim().strip_prefix("test result: ")?;
+    let count = |word: &str| -> Option<u64> {
+        rest.split([';', '.']).find_map(|part| part.trim().strip_suffix(word).and_then(|n| n.trim().parse().ok()))
+    };
+    Some((count(" passed").or(count("passed"))?, count(" failed").or(count("failed")).unwrap_or(0)))
+}
+
+/// The core's dependency tree (every target) must contain none of [`FORBIDDEN_IN_CORE`].
+fn purity() -> anyhow::Result<()> {
+    eprintln!("\n==> core purity");
+    let out = cargo()
+        .args(["tree", "--package", "triage-core", "--edges", "normal,build", "--target", "all", "--prefix", "none", "--locked"])
+        .output()
+        .context("running cargo tree")?;
+    if !out.status.success() {
+        bail!("cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let found = forbidden_in_tree(&tree);
+    if !found.is_empty() {
+        bail!("triage-core must stay pure, but depends on: {}", found.join(", "));
+    }
+    let crates: std::collections::BTreeSet<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    eprintln!("<== core purity: ok ({} crates in its tree, none of {})", crates.len(), FORBIDDEN_IN_CORE.join(", "));
+    Ok(())
+}
+
+fn forbidden_in_tree(tree: &str) -> Vec<String> {
+    let mut found: Vec<String> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| FORBIDDEN_IN_CORE.contains(name))
+        .map(str::to_owned)
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn bench(what: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all("bench-results")?;
+    let core = || {
+        let mut c = cargo();
+        c.args(["bench", "--package", "triage-core", "--locked"]);
+        step("criterion benches (triage-core: sse, sketch)", c)
+    };
+    let probe = || {
+        let mut c = cargo();
+        c.args(["bench", "--package", "triage-cli", "--bench", "probe", "--locked", "--", "bench-results/probe.json"]);
+        step("probe timing error vs the scripted server", c)
+    };
+    match what {
+        "core" => core(),
+        "probe" => probe(),
+        "all" => core().and_then(|()| probe()),
+        other => bail!("unknown bench {other:?}: expected core, probe or all"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn purity_check_finds_forbidden_crates() {
+        let tree = "triage-core v0.1.0 (/x)\nserde v1.0.0\ntokio v1.54.1\nmemchr v2.8.3\ntokio v1.54.1\n";
+        assert_eq!(super::forbidden_in_tree(tree), vec!["tokio".to_owned()]);
+        assert!(super::forbidden_in_tree("serde v1\nserde_json v1\n").is_empty());
+    }
+
+    #[test]
+    fn test_result_lines_are_counted() {
+        let line = "test result: ok. 74 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.30s";
+        assert_eq!(super::parse_test_result(line), Some((74, 2)));
+        assert_eq!(super::parse_test_result("running 3 tests"), None);
+    }
+}

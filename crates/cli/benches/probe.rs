@@ -1,0 +1,211 @@
+//! The probe's timing error against the scripted server, at concurrency 1, 64 and 256.
+//!
+//! Error = |instant the probe stamped a token event − instant the server finished writing it|,
+//! both on this process's monotonic clock. Baseline in the same run: a bare TCP reader with no
+//! HTTP stack and no parsing, which shows what this machine's scheduler and loopback allow; the
+//! report gives the probe's figures, the baseline's, and their ratio. Client CPU per streamed
+//! token is measured on the probe's own thread (a current-thread runtime), the server runs on
+//! another. Targets on the 2-core CI machine: p99 ≤ 1 ms at c=1, ≤ 5 ms at c=256.
+//!
+//! Usage: `cargo bench -p triage-cli --bench probe -- [OUT.json]` (or `cargo xtask bench probe`).
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use triage_cli::demo::timing_errors_us;
+use triage_cli::probe::{self, ProbeOptions};
+use triage_core::endpoint::Api;
+use triage_core::stats::Summary;
+use triage_core::timing::TimerConfig;
+use triage_sim::{Record, Script, ScriptedServer, ServerConfig};
+
+const TOKENS: usize = 64;
+
+fn script(_: usize) -> Script {
+    Script { ttft: Duration::from_millis(30), gaps: vec![Duration::from_millis(10)], tokens: TOKENS, ..Script::default() }
+}
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_THREAD_CPUTIME_ID is valid.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+struct Figures {
+    p50_us: f64,
+    p99_us: f64,
+    max_us: f64,
+    events: u64,
+    cpu_us_per_token: f64,
+}
+
+impl Figures {
+    fn of(errors: &[f64], cpu: Duration) -> Figures {
+        let s = Summary::from_values(errors).expect("matched events");
+        Figures { p50_us: s.p50, p99_us: s.p99, max_us: s.max, events: s.count, cpu_us_per_token: cpu.as_secs_f64() * 1e6 / s.count as f64 }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "p50_us": (self.p50_us * 10.0).round() / 10.0,
+            "p99_us": (self.p99_us * 10.0).round() / 10.0,
+            "max_us": (self.max_us * 10.0).round() / 10.0,
+            "events": self.events,
+            "cpu_us_per_token": (self.cpu_us_per_token * 100.0).round() / 100.0,
+        })
+    }
+}
+
+/// A bare HTTP/1.1 client: write the request, stamp every read, count token events in it.
+async fn raw_stream(addr: std::net::SocketAddr, body: &str, origin: Instant) -> (Option<usize>, Vec<u64>) {
+    let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else { return (None, vec![]) };
+    let _ = s.set_nodelay(true);
+    let req = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    if s.write_all(req.as_bytes()).await.is_err() {
+        return (None, vec![]);
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut seen = Vec::new();
+    let mut times = Vec::new();
+    let mut index = None;
+    loop {
+        let n = match s.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let at = origin.elapsed().as_nanos() as u64;
+        seen.extend_from_slice(&buf[..n]);
+        if index.is_none()
+            && let Some(i) = find(&seen, b"x-scripted-request: ")
+        {
+            let digits: String = seen[i + 20..].iter().take_while(|b| b.is_ascii_digit()).map(|b| *b as char).collect();
+            index = digits.parse().ok();
+        }
+        let count = count_all(&buf[..n], b"\"content\":\"tok");
+        times.extend(std::iter::repeat_n(at, count));
+        if find(&seen[seen.len().saturating_sub(n + 16)..], b"data: [DONE]").is_some() {
+            break;
+        }
+    }
+    (index, times)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn count_all(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+fn raw_errors(results: &[(Option<usize>, Vec<u64>)], records: &[Record], origin: Instant) -> Vec<f64> {
+    let mut errors = Vec::new();
+    for (index, times) in results {
+        let Some(rec) = index.and_then(|i| records.iter().find(|r| r.index == i)) else { continue };
+        for (t, w) in times.iter().zip(&rec.token_written) {
+            let arrival = origin + Duration::from_nanos(*t);
+            let e = arrival.checked_duration_since(*w).unwrap_or_else(|| w.duration_since(arrival));
+            errors.push(e.as_secs_f64() * 1e6);
+        }
+    }
+    errors
+}
+
+fn main() {
+    let out = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_else(|| "bench-results/probe.json".into());
+    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let mut levels = Vec::new();
+    println!("{:>5} {:>6} | {:>24} | {:>24} | {:>9}", "c", "reqs", "probe p50/p99/max µs", "raw TCP p50/p99/max µs", "p99 ratio");
+    for (concurrency, requests, target_us) in [(1usize, 16usize, 1_000.0), (64, 128, 5_000.0), (256, 512, 5_000.0)] {
+        // The probe.
+        let server = server_rt
+            .block_on(ScriptedServer::start(script, ServerConfig { max_requests: requests, lifetime: Duration::from_secs(120) }))
+            .expect("server");
+        let opts = ProbeOptions {
+            url: server.base_url(),
+            api: Api::Openai,
+            model: "bench".into(),
+            prompt: "bench".into(),
+            max_tokens: TOKENS as u32,
+            requests,
+            concurrency,
+            rate: None,
+            timeout: Duration::from_secs(60),
+            headers: vec![],
+            api_key: None,
+            timer: TimerConfig::default(),
+        };
+        let origin = Instant::now();
+        let cpu0 = thread_cpu();
+        let run = client_rt.block_on(probe::run(&opts, origin, &|_| {})).expect("probe");
+        let cpu = thread_cpu() - cpu0;
+        assert_eq!(run.report.summary.ok, requests, "every benchmark request must succeed");
+        let probe_fig = Figures::of(&timing_errors_us(&run, &server.records(), origin), cpu);
+        drop(server);
+
+        // The baseline: bare TCP reads, same server, same concurrency.
+        let server = server_rt
+            .block_on(ScriptedServer::start(script, ServerConfig { max_requests: requests, lifetime: Duration::from_secs(120) }))
+            .expect("server");
+        let addr = server.addr();
+        let body = triage_core::endpoint::request_body(&triage_core::endpoint::ProbeRequest {
+            api: Api::Openai,
+            model: "bench",
+            prompt: "bench",
+            max_tokens: TOKENS as u32,
+        });
+        let origin = Instant::now();
+        let cpu0 = thread_cpu();
+        let results = client_rt.block_on(async {
+            let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency));
+            let mut set = tokio::task::JoinSet::new();
+            for _ in 0..requests {
+                let permit = std::sync::Arc::clone(&sem).acquire_owned().await.expect("semaphore");
+                let body = body.clone();
+                set.spawn(async move {
+                    let r = raw_stream(addr, &body, origin).await;
+                    drop(permit);
+                    r
+                });
+            }
+            set.join_all().await
+        });
+        let cpu = thread_cpu() - cpu0;
+        let raw_fig = Figures::of(&raw_errors(&results, &server.records(), origin), cpu);
+        drop(server);
+
+        let ratio = probe_fig.p99_us / raw_fig.p99_us.max(1.0);
+        println!(
+            "{concurrency:>5} {requests:>6} | {:>7.0} {:>7.0} {:>8.0} | {:>7.0} {:>7.0} {:>8.0} | {ratio:>9.2}   cpu/token: probe {:.1} µs, raw {:.1} µs",
+            probe_fig.p50_us, probe_fig.p99_us, probe_fig.max_us, raw_fig.p50_us, raw_fig.p99_us, raw_fig.max_us,
+            probe_fig.cpu_us_per_token, raw_fig.cpu_us_per_token
+        );
+        levels.push(serde_json::json!({
+            "concurrency": concurrency,
+            "requests": requests,
+            "tokens_per_request": TOKENS,
+            "probe": probe_fig.json(),
+            "baseline_raw_tcp": raw_fig.json(),
+            "p99_ratio_vs_baseline": (ratio * 100.0).round() / 100.0,
+            "cpu_ratio_vs_baseline": ((probe_fig.cpu_us_per_token / raw_fig.cpu_us_per_token.max(0.01)) * 100.0).round() / 100.0,
+            "target_p99_us": target_us,
+            "meets_target": probe_fig.p99_us <= target_us,
+        }));
+    }
+    let report = serde_json::json!({
+        "schema": "triage.bench.probe/v1",
+        "definition": "error = |probe stamp of a token event - server's write completion of that event|, same monotonic clock",
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "levels": levels,
+    });
+    if let Some(dir) = std::path::Path::new(&out).parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(&out, serde_json::to_string_pretty(&report).expect("json") + "\n").expect("writing the bench report");
+    println!("written to {out}");
+}
