@@ -56,7 +56,10 @@ fn run() -> anyhow::Result<()> {
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 fn cargo() -> Command {
@@ -68,7 +71,11 @@ fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
     eprintln!("\n==> {name}");
     let started = Instant::now();
     let status = cmd.status().with_context(|| format!("starting {name}"))?;
-    eprintln!("<== {name}: {} in {:.1} s", if status.success() { "ok" } else { "FAILED" }, started.elapsed().as_secs_f64());
+    eprintln!(
+        "<== {name}: {} in {:.1} s",
+        if status.success() { "ok" } else { "FAILED" },
+        started.elapsed().as_secs_f64()
+    );
     if !status.success() {
         bail!("{name} failed ({status})");
     }
@@ -106,7 +113,8 @@ fn step_counting_tests(name: &str, mut cmd: Command) -> anyhow::Result<(u64, u64
     use std::io::{BufRead, BufReader};
     eprintln!("\n==> {name}");
     let started = Instant::now();
-    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().with_context(|| format!("starting {name}"))?;
+    let mut child =
+        cmd.stdout(std::process::Stdio::piped()).spawn().with_context(|| format!("starting {name}"))?;
     let (mut passed, mut failed) = (0, 0);
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines() {
@@ -135,7 +143,8 @@ fn step_counting_tests(name: &str, mut cmd: Command) -> anyhow::Result<(u64, u64
 fn parse_test_result(line: &str) -> Option<(u64, u64)> {
     let rest = line.trim().strip_prefix("test result: ")?;
     let count = |word: &str| -> Option<u64> {
-        rest.split([';', '.']).find_map(|part| part.trim().strip_suffix(word).and_then(|n| n.trim().parse().ok()))
+        rest.split([';', '.'])
+            .find_map(|part| part.trim().strip_suffix(word).and_then(|n| n.trim().parse().ok()))
     };
     Some((count(" passed").or(count("passed"))?, count(" failed").or(count("failed")).unwrap_or(0)))
 }
@@ -144,7 +153,18 @@ fn parse_test_result(line: &str) -> Option<(u64, u64)> {
 fn purity() -> anyhow::Result<()> {
     eprintln!("\n==> core purity");
     let out = cargo()
-        .args(["tree", "--package", "triage-core", "--edges", "normal,build", "--target", "all", "--prefix", "none", "--locked"])
+        .args([
+            "tree",
+            "--package",
+            "triage-core",
+            "--edges",
+            "normal,build",
+            "--target",
+            "all",
+            "--prefix",
+            "none",
+            "--locked",
+        ])
         .output()
         .context("running cargo tree")?;
     if !out.status.success() {
@@ -155,8 +175,13 @@ fn purity() -> anyhow::Result<()> {
     if !found.is_empty() {
         bail!("triage-core must stay pure, but depends on: {}", found.join(", "));
     }
-    let crates: std::collections::BTreeSet<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
-    eprintln!("<== core purity: ok ({} crates in its tree, none of {})", crates.len(), FORBIDDEN_IN_CORE.join(", "));
+    let crates: std::collections::BTreeSet<&str> =
+        tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    eprintln!(
+        "<== core purity: ok ({} crates in its tree, none of {})",
+        crates.len(),
+        FORBIDDEN_IN_CORE.join(", ")
+    );
     Ok(())
 }
 
@@ -181,7 +206,16 @@ fn bench(what: &str) -> anyhow::Result<()> {
     };
     let probe = || {
         let mut c = cargo();
-        c.args(["bench", "--package", "triage-cli", "--bench", "probe", "--locked", "--", "bench-results/probe.json"]);
+        c.args([
+            "bench",
+            "--package",
+            "triage-cli",
+            "--bench",
+            "probe",
+            "--locked",
+            "--",
+            "bench-results/probe.json",
+        ]);
         step("probe timing error vs the scripted server", c)
     };
     match what {
@@ -203,7 +237,8 @@ mod tests {
 
     #[test]
     fn test_result_lines_are_counted() {
-        let line = "test result: ok. 74 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.30s";
+        let line =
+            "test result: ok. 74 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.30s";
         assert_eq!(super::parse_test_result(line), Some((74, 2)));
         assert_eq!(super::parse_test_result("running 3 tests"), None);
     }

@@ -89,7 +89,11 @@ fn no_ignored_or_should_panic_tests() {
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap_or_default();
         for b in &banned {
-            assert!(!text.contains(b.as_str()), "{} uses {b}: assert the wrong behaviour and add a FIXME instead", f.display());
+            assert!(
+                !text.contains(b.as_str()),
+                "{} uses {b}: assert the wrong behaviour and add a FIXME instead",
+                f.display()
+            );
         }
     }
 }

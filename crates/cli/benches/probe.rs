@@ -22,7 +22,12 @@ use triage_sim::{Record, Script, ScriptedServer, ServerConfig};
 const TOKENS: usize = 64;
 
 fn script(_: usize) -> Script {
-    Script { ttft: Duration::from_millis(30), gaps: vec![Duration::from_millis(10)], tokens: TOKENS, ..Script::default() }
+    Script {
+        ttft: Duration::from_millis(30),
+        gaps: vec![Duration::from_millis(10)],
+        tokens: TOKENS,
+        ..Script::default()
+    }
 }
 
 fn thread_cpu() -> Duration {
@@ -43,7 +48,13 @@ struct Figures {
 impl Figures {
     fn of(errors: &[f64], cpu: Duration) -> Figures {
         let s = Summary::from_values(errors).expect("matched events");
-        Figures { p50_us: s.p50, p99_us: s.p99, max_us: s.max, events: s.count, cpu_us_per_token: cpu.as_secs_f64() * 1e6 / s.count as f64 }
+        Figures {
+            p50_us: s.p50,
+            p99_us: s.p99,
+            max_us: s.max,
+            events: s.count,
+            cpu_us_per_token: cpu.as_secs_f64() * 1e6 / s.count as f64,
+        }
     }
 
     fn json(&self) -> serde_json::Value {
@@ -82,7 +93,8 @@ async fn raw_stream(addr: std::net::SocketAddr, body: &str, origin: Instant) -> 
         if index.is_none()
             && let Some(i) = find(&seen, b"x-scripted-request: ")
         {
-            let digits: String = seen[i + 20..].iter().take_while(|b| b.is_ascii_digit()).map(|b| *b as char).collect();
+            let digits: String =
+                seen[i + 20..].iter().take_while(|b| b.is_ascii_digit()).map(|b| *b as char).collect();
             index = digits.parse().ok();
         }
         let count = count_all(&buf[..n], b"\"content\":\"tok");
@@ -116,15 +128,27 @@ fn raw_errors(results: &[(Option<usize>, Vec<u64>)], records: &[Record], origin:
 }
 
 fn main() {
-    let out = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_else(|| "bench-results/probe.json".into());
-    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let out = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .unwrap_or_else(|| "bench-results/probe.json".into());
+    let server_rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
     let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let mut levels = Vec::new();
-    println!("{:>5} {:>6} | {:>24} | {:>24} | {:>9}", "c", "reqs", "probe p50/p99/max µs", "raw TCP p50/p99/max µs", "p99 ratio");
-    for (concurrency, requests, target_us) in [(1usize, 16usize, 1_000.0), (64, 128, 5_000.0), (256, 512, 5_000.0)] {
+    println!(
+        "{:>5} {:>6} | {:>24} | {:>24} | {:>9}",
+        "c", "reqs", "probe p50/p99/max µs", "raw TCP p50/p99/max µs", "p99 ratio"
+    );
+    for (concurrency, requests, target_us) in
+        [(1usize, 16usize, 1_000.0), (64, 128, 5_000.0), (256, 512, 5_000.0)]
+    {
         // The probe.
         let server = server_rt
-            .block_on(ScriptedServer::start(script, ServerConfig { max_requests: requests, lifetime: Duration::from_secs(120) }))
+            .block_on(ScriptedServer::start(
+                script,
+                ServerConfig { max_requests: requests, lifetime: Duration::from_secs(120) },
+            ))
             .expect("server");
         let opts = ProbeOptions {
             url: server.base_url(),
@@ -150,7 +174,10 @@ fn main() {
 
         // The baseline: bare TCP reads, same server, same concurrency.
         let server = server_rt
-            .block_on(ScriptedServer::start(script, ServerConfig { max_requests: requests, lifetime: Duration::from_secs(120) }))
+            .block_on(ScriptedServer::start(
+                script,
+                ServerConfig { max_requests: requests, lifetime: Duration::from_secs(120) },
+            ))
             .expect("server");
         let addr = server.addr();
         let body = triage_core::endpoint::request_body(&triage_core::endpoint::ProbeRequest {
@@ -182,8 +209,14 @@ fn main() {
         let ratio = probe_fig.p99_us / raw_fig.p99_us.max(1.0);
         println!(
             "{concurrency:>5} {requests:>6} | {:>7.0} {:>7.0} {:>8.0} | {:>7.0} {:>7.0} {:>8.0} | {ratio:>9.2}   cpu/token: probe {:.1} µs, raw {:.1} µs",
-            probe_fig.p50_us, probe_fig.p99_us, probe_fig.max_us, raw_fig.p50_us, raw_fig.p99_us, raw_fig.max_us,
-            probe_fig.cpu_us_per_token, raw_fig.cpu_us_per_token
+            probe_fig.p50_us,
+            probe_fig.p99_us,
+            probe_fig.max_us,
+            raw_fig.p50_us,
+            raw_fig.p99_us,
+            raw_fig.max_us,
+            probe_fig.cpu_us_per_token,
+            raw_fig.cpu_us_per_token
         );
         levels.push(serde_json::json!({
             "concurrency": concurrency,
@@ -206,6 +239,7 @@ fn main() {
     if let Some(dir) = std::path::Path::new(&out).parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    std::fs::write(&out, serde_json::to_string_pretty(&report).expect("json") + "\n").expect("writing the bench report");
+    std::fs::write(&out, serde_json::to_string_pretty(&report).expect("json") + "\n")
+        .expect("writing the bench report");
     println!("written to {out}");
 }
