@@ -57,6 +57,12 @@ pub struct RequestRecord {
     pub sent_at_ms: f64,
     /// Request sent → response headers.
     pub headers_ms: Option<f64>,
+    /// Request sent → first body byte.
+    pub first_byte_ms: Option<f64>,
+    /// Request sent → first complete SSE event of any kind (a role-only chunk counts here).
+    pub first_event_ms: Option<f64>,
+    /// Request sent → end of stream (terminal event, or the body's end).
+    pub done_ms: Option<f64>,
     pub usage: Option<Usage>,
     /// The server's id (`chatcmpl-…`, `msg_…`): grep the server logs for it.
     pub response_id: Option<String>,
@@ -89,6 +95,9 @@ impl RequestRecord {
             finish_reason: None,
             sent_at_ms: ms_u(sent_ns.saturating_sub(run_start_ns)),
             headers_ms: None,
+            first_byte_ms: None,
+            first_event_ms: None,
+            done_ms: None,
             usage: None,
             response_id: None,
             stalls: Vec::new(),
@@ -104,7 +113,11 @@ impl RequestRecord {
             r.output_tokens = Some(n);
             r.token_source = Some(src);
             r.finish_reason.clone_from(&t.finish_reason);
-            r.headers_ms = t.headers_after_ns().map(ms_u);
+            let since = |at: Option<u64>| at.map(|at| ms_u(at.saturating_sub(t.sent_ns)));
+            r.headers_ms = since(t.headers_ns);
+            r.first_byte_ms = since(t.first_byte_ns);
+            r.first_event_ms = since(t.first_event_ns);
+            r.done_ms = since(t.done_ns);
             r.usage = t.usage;
             r.response_id.clone_from(&t.response_id);
             r.stalls = t
