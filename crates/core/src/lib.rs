@@ -5,6 +5,7 @@
 //! in WASI plugins (wasm32-wasip1/-wasip2) and inside proxies. Hosts supply time as
 //! monotonic nanoseconds (`at_ns`) — see [`sse::SseParser::feed`] and [`timing::StreamTimer`].
 
+pub mod analyze;
 pub mod defs;
 pub mod endpoint;
 pub mod fault;

@@ -1,0 +1,287 @@
+//! What kind of text a line looks like: the cheap, line-local recogniser that splits a paste
+//! into sections.
+//!
+//! Only *strong* signals are recognised here — strings that appear in exactly one kind of
+//! source (`Avg prompt throughput`, `NVIDIA-SMI`, `CUDA out of memory`, `# TYPE`). Lines without
+//! one are weak: they join whatever section is open, and its parser decides what they mean.
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of an input section. Serialised names are part of `triage.report/v1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    RequestLog,
+    VllmLog,
+    SglangLog,
+    TgiLog,
+    PromMetrics,
+    NvidiaSmi,
+    OomTrace,
+    ClientConfig,
+    BenchOutput,
+    SseStream,
+    Unknown,
+}
+
+impl InputKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputKind::RequestLog => "request_log",
+            InputKind::VllmLog => "vllm_log",
+            InputKind::SglangLog => "sglang_log",
+            InputKind::TgiLog => "tgi_log",
+            InputKind::PromMetrics => "prom_metrics",
+            InputKind::NvidiaSmi => "nvidia_smi",
+            InputKind::OomTrace => "oom_trace",
+            InputKind::ClientConfig => "client_config",
+            InputKind::BenchOutput => "bench_output",
+            InputKind::SseStream => "sse_stream",
+            InputKind::Unknown => "unknown",
+        }
+    }
+}
+
+fn any(line: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| line.contains(n))
+}
+
+/// Request-log field names (and aliases) that identify a per-request timing record.
+pub(crate) const REQUEST_KEYS: &[&str] = &[
+    "first_token_time",
+    "first_token_ts",
+    "first_token_at",
+    "enqueue_time",
+    "enqueued_at",
+    "queued_at",
+    "arrival_time",
+    "last_token_time",
+    "finish_time",
+    "ttft_ms",
+    "ttft_s",
+    "queue_time_ms",
+    "queue_ms",
+];
+
+const BENCH: &[&str] = &[
+    "Serving Benchmark Result",
+    "Mean TTFT (ms)",
+    "Median TTFT (ms)",
+    "P99 TTFT (ms)",
+    "Mean TPOT (ms)",
+    "Mean ITL (ms)",
+    "Benchmark duration (s)",
+    "Request throughput (req/s)",
+    "Output token throughput (tok/s)",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "mean_itl_ms",
+    "GuideLLM",
+    "guidellm",
+    "aiperf",
+    "AIPerf",
+    "Time to First Token",
+    "Inter Token Latency",
+    "time_to_first_token",
+];
+
+const NVIDIA_SMI: &[&str] = &[
+    "NVIDIA-SMI",
+    "NVSMI LOG",
+    "Clocks Event Reasons",
+    "Clocks Throttle Reasons",
+    "clocks.sm",
+    "clocks.current.sm",
+    "utilization.gpu",
+    "memory.used [MiB]",
+    "power.draw",
+    "clocks_event_reasons",
+    "clocks_throttle_reasons",
+    "GPU-Util",
+    "Product Name",
+];
+
+const OOM: &[&str] = &["CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory"];
+
+const VLLM: &[&str] = &[
+    "Avg prompt throughput",
+    "Avg generation throughput",
+    "GPU KV cache usage",
+    "PreemptionMode",
+    "Available KV cache memory",
+    "GPU KV cache size",
+    "Maximum concurrency for",
+    "# GPU blocks",
+    "Model loading took",
+    "model weights take",
+    "EngineCore",
+    "EngineDeadError",
+    "AsyncLLMEngine",
+    "vllm.",
+    "vLLM",
+    "non-default args",
+    "No available memory for the cache blocks",
+    "larger than the available KV cache memory",
+    "is less than desired GPU memory utilization",
+    "the maximum number of tokens that can be stored in KV cache",
+    "Chunked prefill is enabled",
+];
+
+const SGLANG: &[&str] = &[
+    "Prefill batch",
+    "Decode batch",
+    "#running-req",
+    "#queue-req",
+    "KV Cache is allocated",
+    "sglang",
+    "SGLang",
+];
+
+const TGI: &[&str] = &["text_generation_router", "text_generation_launcher", "text_generation_server"];
+
+const CLIENT: &[&str] = &[
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_MODEL",
+    "API_TIMEOUT_MS",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "model_provider",
+    "[model_providers",
+    "wire_api",
+    "env_key",
+    "max_retries",
+    "timeout_ms",
+    "base_url",
+];
+
+/// Does this look like a Prometheus sample (`name{labels} value [ts]`)? Requires an underscore,
+/// a colon or labels in the name so that ordinary `word 5` text is not taken for a metric.
+pub(crate) fn is_prom_sample(line: &str) -> bool {
+    let b = line.as_bytes();
+    if b.is_empty() || !(b[0].is_ascii_alphabetic() || b[0] == b'_' || b[0] == b':') {
+        return false;
+    }
+    let name_end =
+        b.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')).unwrap_or(b.len());
+    let name = &line[..name_end];
+    let mut rest = &line[name_end..];
+    let labelled = rest.starts_with('{');
+    if labelled {
+        match rest.rfind('}') {
+            Some(i) => rest = &rest[i + 1..],
+            None => return false,
+        }
+    }
+    if !(labelled || name.contains('_') || name.contains(':')) {
+        return false;
+    }
+    let mut parts = rest.split_whitespace();
+    let value_ok = parts
+        .next()
+        .is_some_and(|v| v.parse::<f64>().is_ok() || matches!(v, "NaN" | "+Inf" | "-Inf" | "Inf"));
+    value_ok && parts.next().is_none_or(|ts| ts.parse::<i64>().is_ok()) && parts.next().is_none()
+}
+
+/// Strong recognition of one line (ANSI codes already stripped).
+pub fn recognize(line: &str) -> Option<InputKind> {
+    let t = line.trim();
+    if t.is_empty() {
+        return None;
+    }
+    if t.starts_with("data:") || t.starts_with("event:") {
+        return Some(InputKind::SseStream);
+    }
+    if t.starts_with("# HELP ") || t.starts_with("# TYPE ") || t.starts_with("# UNIT ") || t == "# EOF" {
+        return Some(InputKind::PromMetrics);
+    }
+    // Before the substring lists: metric names contain words those lists look for.
+    if is_prom_sample(t) {
+        return Some(InputKind::PromMetrics);
+    }
+    if any(t, BENCH) {
+        return Some(InputKind::BenchOutput);
+    }
+    if any(t, OOM) {
+        return Some(InputKind::OomTrace);
+    }
+    if any(t, NVIDIA_SMI) || t.starts_with("# gpu") || t.starts_with("+-----") || t.starts_with("|====") {
+        return Some(InputKind::NvidiaSmi);
+    }
+    if any(t, SGLANG) {
+        return Some(InputKind::SglangLog);
+    }
+    if any(t, TGI) || (t.contains("total_time=") && t.contains("queue_time=")) {
+        return Some(InputKind::TgiLog);
+    }
+    if any(t, VLLM) {
+        return Some(InputKind::VllmLog);
+    }
+    if any(t, CLIENT) || t.starts_with("export ") {
+        return Some(InputKind::ClientConfig);
+    }
+    if any(t, REQUEST_KEYS)
+        || t.starts_with('{') && any(t, &["\"request_id\"", "\"req_id\"", "latency_ms", "duration_ms"])
+    {
+        return Some(InputKind::RequestLog);
+    }
+    // An API server's access line (uvicorn): vLLM's unless another engine's section claims it.
+    if t.contains(" HTTP/1.") && (t.contains("\"POST ") || t.contains("\"GET ")) {
+        return Some(InputKind::VllmLog);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_the_brief_formats() {
+        let cases = [
+            (
+                "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 5.4 tokens/s, Running: 1 reqs, Waiting: 14 reqs, GPU KV cache usage: 76.5%, Prefix cache hit rate: 92.0%",
+                InputKind::VllmLog,
+            ),
+            (
+                "[2026-11-29 10:00:01] Decode batch, #running-req: 233, #token: 370959, token usage: 0.82, cuda graph: True, gen throughput (token/s): 4594.01, #queue-req: 317",
+                InputKind::SglangLog,
+            ),
+            ("vllm:num_requests_waiting{model_name=\"m\"} 14.0", InputKind::PromMetrics),
+            ("# TYPE vllm:time_to_first_token_seconds histogram", InputKind::PromMetrics),
+            (
+                "| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |",
+                InputKind::NvidiaSmi,
+            ),
+            ("    Clocks Event Reasons", InputKind::NvidiaSmi),
+            ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", InputKind::OomTrace),
+            ("export ANTHROPIC_BASE_URL=\"https://gw.example/api\"", InputKind::ClientConfig),
+            ("base_url = \"https://gw.example/api\"", InputKind::ClientConfig),
+            ("Mean TTFT (ms):                          120.41", InputKind::BenchOutput),
+            (r#"{"request_id":"r1","enqueue_time":1.0,"first_token_time":1.3}"#, InputKind::RequestLog),
+            ("data: {\"choices\":[]}", InputKind::SseStream),
+        ];
+        for (line, kind) in cases {
+            assert_eq!(recognize(line), Some(kind), "{line}");
+        }
+    }
+
+    #[test]
+    fn weak_lines_are_not_recognised() {
+        for line in ["", "hello 5", "  File \"x.py\", line 3, in f", "{", "Running the job", "name = \"x\""] {
+            assert_eq!(recognize(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn prom_sample_shapes() {
+        assert!(is_prom_sample("http_requests_total 5"));
+        assert!(is_prom_sample("up{job=\"x\"} 1 1700000000000"));
+        assert!(is_prom_sample("vllm:kv_cache_usage_perc +Inf"));
+        assert!(!is_prom_sample("up{job=\"x\" 1"));
+        assert!(!is_prom_sample("ttft_ms=12"));
+        assert!(!is_prom_sample("a_b 1 2 3"));
+    }
+}

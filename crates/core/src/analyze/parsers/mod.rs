@@ -1,0 +1,102 @@
+//! One parser per input kind. Each reads the lines of its sections and writes [`Facts`].
+//!
+//! Parsers are total: any line is accepted; what cannot be read becomes an [`Issue`] with its
+//! line number (bounded per section), never a panic.
+
+use super::facts::Facts;
+use super::kind::InputKind;
+use super::report::{EvidenceLine, Issue};
+use super::text::quote;
+
+pub mod bench;
+pub mod client_config;
+pub mod nvidia_smi;
+pub mod oom;
+pub mod prom;
+pub mod request_log;
+pub mod sglang;
+pub mod sse;
+pub mod tgi;
+pub mod vllm;
+
+/// Most issues kept per section; the rest are counted in one final issue.
+const MAX_ISSUES: usize = 20;
+
+/// What a parser sees of the world while it reads a section.
+pub struct Cx<'a> {
+    pub input: &'a str,
+    pub facts: &'a mut Facts,
+    pub issues: &'a mut Vec<Issue>,
+}
+
+impl Cx<'_> {
+    /// Evidence pointing at `line` of the current input.
+    pub fn evidence(&self, line: usize, text: &str) -> EvidenceLine {
+        EvidenceLine { input: self.input.to_owned(), line, text: quote(text) }
+    }
+
+    /// Report a problem at `line`. After [`MAX_ISSUES`], issues are only counted.
+    pub fn issue(&mut self, line: usize, message: impl Into<String>) {
+        if self.issues.len() < MAX_ISSUES {
+            self.issues.push(Issue { line, message: message.into() });
+        } else if self.issues.len() == MAX_ISSUES {
+            self.issues.push(Issue {
+                line,
+                message: "more issues in this section; showing the first 20".to_owned(),
+            });
+        }
+    }
+}
+
+/// A parser for one section.
+pub trait SectionParser {
+    /// Cheap check: does this line belong to this section even when a recogniser would say
+    /// otherwise? (JSON-lines rows, CSV rows, table bodies.) Default: no.
+    fn continues(&self, _line: &str) -> bool {
+        false
+    }
+    fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str);
+    fn finish(self: Box<Self>, _cx: &mut Cx<'_>) {}
+}
+
+/// Lines nobody recognised. Counted, and the first one quoted, so the report says what it did
+/// not understand instead of guessing.
+#[derive(Default)]
+struct Unknown {
+    lines: usize,
+    first: Option<(usize, String)>,
+}
+
+impl SectionParser for Unknown {
+    fn line(&mut self, _cx: &mut Cx<'_>, no: usize, line: &str) {
+        if !line.trim().is_empty() {
+            self.lines += 1;
+            self.first.get_or_insert_with(|| (no, quote(line)));
+        }
+    }
+
+    fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
+        if let Some((no, text)) = self.first {
+            cx.issue(
+                no,
+                format!("{} line(s) not recognised as any known format, starting with: {text}", self.lines),
+            );
+        }
+    }
+}
+
+pub(crate) fn new_parser(kind: InputKind) -> Box<dyn SectionParser> {
+    match kind {
+        InputKind::RequestLog => Box::new(request_log::RequestLogParser::default()),
+        InputKind::VllmLog => Box::new(vllm::VllmParser::default()),
+        InputKind::SglangLog => Box::new(sglang::SglangParser::default()),
+        InputKind::TgiLog => Box::new(tgi::TgiParser::default()),
+        InputKind::PromMetrics => Box::new(prom::PromParser::default()),
+        InputKind::NvidiaSmi => Box::new(nvidia_smi::SmiParser::default()),
+        InputKind::OomTrace => Box::new(oom::OomParser::default()),
+        InputKind::ClientConfig => Box::new(client_config::ClientParser::default()),
+        InputKind::BenchOutput => Box::new(bench::BenchParser::default()),
+        InputKind::SseStream => Box::new(sse::SseTranscriptParser::default()),
+        InputKind::Unknown => Box::new(Unknown::default()),
+    }
+}

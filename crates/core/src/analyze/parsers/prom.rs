@@ -1,0 +1,307 @@
+//! Prometheus text exposition (vLLM, SGLang, TGI `/metrics`): counters, gauges, histograms,
+//! labels; two scrapes of one server give deltas over the window.
+//!
+//! A section holds one scrape until a series repeats, which starts the next scrape: pasting two
+//! scrapes one after the other just works.
+
+use super::{Cx, SectionParser};
+use crate::analyze::report::EvidenceLine;
+use std::collections::{BTreeMap, HashSet};
+
+/// One sample line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub name: String,
+    /// Sorted by label name.
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+    pub line: usize,
+}
+
+impl Series {
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// One scrape: every sample between two repeats of a series.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scrape {
+    pub input: String,
+    pub series: Vec<Series>,
+    /// Optional sample timestamps (ms) as written.
+    pub timestamp_ms: Option<i64>,
+}
+
+/// Names that mean the same across engine versions: (canonical, older aliases).
+const ALIASES: &[(&str, &[&str])] = &[
+    ("vllm:kv_cache_usage_perc", &["vllm:gpu_cache_usage_perc"]),
+    ("vllm:inter_token_latency_seconds", &["vllm:time_per_output_token_seconds"]),
+];
+
+fn names_for(name: &str) -> Vec<&str> {
+    let mut v = vec![name];
+    if let Some((_, olds)) = ALIASES.iter().find(|(c, _)| *c == name) {
+        v.extend_from_slice(olds);
+    }
+    v
+}
+
+impl Scrape {
+    /// Sum of every series of `name` (or its aliases), with the first matching series.
+    pub fn sum(&self, name: &str) -> Option<(f64, &Series)> {
+        let names = names_for(name);
+        let mut found: Option<(f64, &Series)> = None;
+        for s in self.series.iter().filter(|s| names.contains(&s.name.as_str())) {
+            found = Some(match found {
+                Some((acc, first)) => (acc + s.value, first),
+                None => (s.value, s),
+            });
+        }
+        found
+    }
+
+    /// Largest value of `name` across its series (gauges per GPU or per engine).
+    pub fn max(&self, name: &str) -> Option<(f64, &Series)> {
+        let names = names_for(name);
+        self.series
+            .iter()
+            .filter(|s| names.contains(&s.name.as_str()))
+            .max_by(|a, b| a.value.total_cmp(&b.value))
+            .map(|s| (s.value, s))
+    }
+
+    /// Cumulative buckets `(le, count)` of histogram `base` (without `_bucket`), summed over
+    /// all other labels.
+    pub fn histogram(&self, base: &str) -> Vec<(f64, f64)> {
+        let mut by_le: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        for name in names_for(base) {
+            let bucket = format!("{name}_bucket");
+            for s in self.series.iter().filter(|s| s.name == bucket) {
+                let Some(le) = s.label("le").and_then(parse_value) else { continue };
+                let e = by_le.entry(le.to_bits()).or_insert((le, 0.0));
+                e.1 += s.value;
+            }
+        }
+        let mut v: Vec<(f64, f64)> = by_le.into_values().collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    }
+
+    pub fn evidence(&self, s: &Series) -> EvidenceLine {
+        let labels = if s.labels.is_empty() {
+            String::new()
+        } else {
+            let inner: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+            format!("{{{}}}", inner.join(","))
+        };
+        EvidenceLine {
+            input: self.input.clone(),
+            line: s.line,
+            text: format!("{}{labels} {}", s.name, s.value),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct MetricsFacts {
+    pub scrapes: Vec<Scrape>,
+    /// `# TYPE` by metric family.
+    pub types: BTreeMap<String, String>,
+    /// Samples beyond the per-scrape maximum.
+    pub dropped: u64,
+}
+
+impl MetricsFacts {
+    /// The first and the last scrape, when there are two or more.
+    pub fn window(&self) -> Option<(&Scrape, &Scrape)> {
+        match self.scrapes.as_slice() {
+            [first, .., last] => Some((first, last)),
+            _ => None,
+        }
+    }
+
+    pub fn latest(&self) -> Option<&Scrape> {
+        self.scrapes.last()
+    }
+
+    /// `last − first` of a counter summed over labels, when both scrapes have it.
+    pub fn delta(&self, name: &str) -> Option<f64> {
+        let (a, b) = self.window()?;
+        Some(b.sum(name)?.0 - a.sum(name)?.0)
+    }
+}
+
+const MAX_SERIES: usize = 200_000;
+
+pub(crate) fn parse_value(s: &str) -> Option<f64> {
+    match s {
+        "+Inf" | "Inf" | "inf" | "+inf" => Some(f64::INFINITY),
+        "-Inf" | "-inf" => Some(f64::NEG_INFINITY),
+        "NaN" | "nan" => Some(f64::NAN),
+        _ => s.parse().ok(),
+    }
+}
+
+/// `name{a="b",c="d"} value [ts]` → parts; `None` when the line is not a sample.
+fn parse_sample(line: &str) -> Option<(String, Vec<(String, String)>, f64, Option<i64>)> {
+    let t = line.trim();
+    let name_end = t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))?;
+    let name = &t[..name_end];
+    if name.is_empty() {
+        return None;
+    }
+    let mut rest = &t[name_end..];
+    let mut labels = Vec::new();
+    if let Some(body) = rest.strip_prefix('{') {
+        let mut chars = body.char_indices().peekable();
+        let mut key = String::new();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '}' => {
+                    end = Some(i);
+                    break;
+                }
+                '=' => {
+                    if chars.next().map(|(_, c)| c) != Some('"') {
+                        return None;
+                    }
+                    let mut val = String::new();
+                    loop {
+                        match chars.next()? {
+                            (_, '\\') => match chars.next()?.1 {
+                                'n' => val.push('\n'),
+                                other => val.push(other),
+                            },
+                            (_, '"') => break,
+                            (_, c) => val.push(c),
+                        }
+                    }
+                    labels.push((std::mem::take(&mut key).trim().to_owned(), val));
+                }
+                ',' | ' ' => {}
+                c => key.push(c),
+            }
+        }
+        rest = &body[end? + 1..];
+    }
+    let mut parts = rest.split_whitespace();
+    let value = parse_value(parts.next()?)?;
+    let ts = parts.next().and_then(|t| t.parse().ok());
+    labels.sort();
+    Some((name.to_owned(), labels, value, ts))
+}
+
+#[derive(Default)]
+pub struct PromParser {
+    seen: HashSet<(String, Vec<(String, String)>)>,
+    started: bool,
+}
+
+impl SectionParser for PromParser {
+    fn continues(&self, line: &str) -> bool {
+        let t = line.trim_start();
+        t.starts_with('#') || crate::analyze::kind::is_prom_sample(t) || t.is_empty()
+    }
+
+    fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
+        let t = line.trim();
+        if t.is_empty() {
+            return;
+        }
+        let m = &mut cx.facts.metrics;
+        if !self.started {
+            m.scrapes.push(Scrape { input: cx.input.to_owned(), ..Scrape::default() });
+            self.started = true;
+        }
+        if let Some(rest) = t.strip_prefix("# TYPE ") {
+            let mut it = rest.split_whitespace();
+            if let (Some(name), Some(kind)) = (it.next(), it.next()) {
+                m.types.insert(name.to_owned(), kind.to_owned());
+            }
+            return;
+        }
+        if t.starts_with('#') {
+            return;
+        }
+        let Some((name, labels, value, ts)) = parse_sample(t) else {
+            cx.issue(no, "not a Prometheus sample line");
+            return;
+        };
+        let key = (name, labels);
+        if self.seen.contains(&key) {
+            // The same series again: a second scrape starts here.
+            self.seen.clear();
+            m.scrapes.push(Scrape { input: cx.input.to_owned(), ..Scrape::default() });
+        }
+        let scrape = m.scrapes.last_mut().expect("pushed above");
+        if scrape.series.len() >= MAX_SERIES {
+            m.dropped += 1;
+            return;
+        }
+        if scrape.timestamp_ms.is_none() {
+            scrape.timestamp_ms = ts;
+        }
+        scrape.series.push(Series { name: key.0.clone(), labels: key.1.clone(), value, line: no });
+        self.seen.insert(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::Analyzer;
+
+    fn facts(text: &str) -> MetricsFacts {
+        let mut a = Analyzer::new();
+        a.add_text("metrics", text);
+        std::mem::take(&mut a.facts.metrics)
+    }
+
+    const SCRAPE: &str = r#"# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 12.0
+vllm:gpu_cache_usage_perc{engine="0",model_name="m"} 0.97
+vllm:generation_tokens_total{engine="0",model_name="m"} 1000.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.3",model_name="m"} 10.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="1.0",model_name="m"} 40.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.0
+"#;
+
+    #[test]
+    fn one_scrape() {
+        let f = facts(SCRAPE);
+        assert_eq!(f.scrapes.len(), 1);
+        let s = &f.scrapes[0];
+        assert_eq!(s.sum("vllm:num_requests_waiting").map(|x| x.0), Some(12.0));
+        // The old gauge name answers for the new one.
+        assert_eq!(s.sum("vllm:kv_cache_usage_perc").map(|x| x.0), Some(0.97));
+        assert_eq!(
+            s.histogram("vllm:time_to_first_token_seconds"),
+            vec![(0.3, 10.0), (1.0, 40.0), (f64::INFINITY, 50.0)]
+        );
+        assert_eq!(f.types.get("vllm:num_requests_running").map(String::as_str), Some("gauge"));
+    }
+
+    #[test]
+    fn two_scrapes_pasted_together_give_deltas() {
+        let later = SCRAPE.replace("} 1000.0", "} 1500.0");
+        let f = facts(&format!("{SCRAPE}\n{later}"));
+        assert_eq!(f.scrapes.len(), 2);
+        assert_eq!(f.delta("vllm:generation_tokens_total"), Some(500.0));
+    }
+
+    #[test]
+    fn label_escapes_and_bad_lines() {
+        let (name, labels, value, ts) =
+            parse_sample(r#"m_total{path="/a\"b",code="200"} 4 1700000000000"#).unwrap();
+        assert_eq!(name, "m_total");
+        assert_eq!(labels, vec![("code".into(), "200".into()), ("path".into(), "/a\"b".into())]);
+        assert_eq!((value, ts), (4.0, Some(1_700_000_000_000)));
+        assert!(parse_sample("m{a=b} 1").is_none());
+        assert!(parse_sample("m{a=\"b\" 1").is_none());
+        assert!(parse_sample("{} 1").is_none());
+    }
+}

@@ -1,0 +1,61 @@
+//! A pasted SSE stream body (`data: {…}` lines): what the server sent, judged like a probe would
+//! judge it — tokens by kind, finish reason, usage, in-stream errors, an early end.
+//!
+//! Pasted text has no arrival times, so each line's number stands in for time: order and
+//! counts are real, durations are not (and are not reported).
+
+use super::{Cx, SectionParser};
+use crate::analyze::report::EvidenceLine;
+use crate::fault::{FaultKind, judge_stream};
+use crate::timing::{RequestTiming, StreamTimer, TimerConfig};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamFacts {
+    pub timing: RequestTiming,
+    /// What a probe would call this stream's failure, if any.
+    pub fault: Option<(FaultKind, String)>,
+    pub evidence: EvidenceLine,
+}
+
+#[derive(Default)]
+pub struct SseTranscriptParser {
+    timer: Option<StreamTimer>,
+    first: Option<EvidenceLine>,
+    last_line: usize,
+}
+
+impl SectionParser for SseTranscriptParser {
+    fn continues(&self, line: &str) -> bool {
+        let t = line.trim_start();
+        t.is_empty()
+            || t.starts_with("data:")
+            || t.starts_with("event:")
+            || t.starts_with("id:")
+            || t.starts_with(':')
+            || t.starts_with("retry:")
+    }
+
+    fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
+        let timer = self.timer.get_or_insert_with(|| StreamTimer::new(0, TimerConfig::default()));
+        self.first.get_or_insert_with(|| cx.evidence(no, line));
+        self.last_line = no;
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        timer.feed(&bytes, no as u64);
+    }
+
+    fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
+        let (Some(timer), Some(first)) = (self.timer, self.first) else { return };
+        // A paste usually loses the final blank line: close the last event if it is complete.
+        let mut timer = timer;
+        timer.feed(b"\n", self.last_line as u64);
+        let timing = timer.finish(self.last_line as u64);
+        let fault =
+            judge_stream("text/event-stream", "the pasted stream", &timing).map(|f| (f.kind, f.message));
+        if timing.events == 0 {
+            cx.issue(first.line, "an SSE-looking section without any complete event");
+        }
+        cx.facts.streams.push(StreamFacts { timing, fault, evidence: first });
+    }
+}

@@ -1,0 +1,70 @@
+//! Rule `chunked-prefill-off`: the engine runs without chunked prefill.
+
+use super::{Rule, RuleDoc, q};
+use crate::analyze::facts::Facts;
+use crate::analyze::report::{Class, Finding};
+
+pub(crate) const RULE: Rule = Rule {
+    doc: RuleDoc {
+        id: "chunked-prefill-off",
+        class: Class::TtftHigh,
+        title: "Chunked prefill is off",
+        detects: "vLLM's logged engine arguments show `enable_chunked_prefill: False` (or `chunked_prefill_enabled=False`).",
+        why: "Without chunking, a long prefill monopolises a whole engine step: decodes stall and queued requests wait for it to finish. Chunking splits prefill into budgeted pieces interleaved with decode.",
+        example: "`non-default args: {'enable_chunked_prefill': False, 'max_model_len': 131072}` on a server that sees 30k-token prompts.",
+        fix: "Start the engine with `--enable-chunked-prefill --max-num-batched-tokens 8192` (V1 enables it by default; find what turned it off).",
+    },
+    check,
+};
+
+fn check(f: &Facts) -> Option<Finding> {
+    let v = &f.vllm;
+    if v.arg_bool("enable_chunked_prefill") != Some(false) {
+        return None;
+    }
+    let arg = v.arg("enable_chunked_prefill")?;
+    let r = &f.requests;
+    let long_prompts = q(&r.prompt_tokens, 0.99).is_some_and(|p| p >= 2000.0);
+    let ttft_tail = matches!((q(&r.ttft_ms, 0.5), q(&r.ttft_ms, 0.99)), (Some(a), Some(b)) if b >= 3.0 * a);
+    let max_len = v.arg_f64("max_model_len");
+    let confidence = 0.5 + if long_prompts { 0.15 } else { 0.0 } + if ttft_tail { 0.15 } else { 0.0 };
+    let mut context = Vec::new();
+    if let Some(len) = max_len {
+        context.push(format!("max_model_len is {len:.0}"));
+    }
+    if long_prompts {
+        context.push("the request log has prompts of 2,000+ tokens at p99".to_owned());
+    }
+    if ttft_tail {
+        context.push("TTFT p99 is more than 3× p50".to_owned());
+    }
+    Some(RULE.doc.finding(
+        confidence,
+        format!(
+            "The engine was started with chunked prefill disabled{}.",
+            if context.is_empty() { String::new() } else { format!(" ({})", context.join("; ")) }
+        ),
+        vec![arg.evidence.clone()],
+        &["--enable-chunked-prefill --max-num-batched-tokens 8192", "--scheduler-policy fcfs (the default) keeps arrival order while chunks interleave"],
+        &["after enabling, compare TTFT p99 and decode ITL p99 before and after: chunking trades a little decode speed for much shorter first-token tails"],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fired;
+
+    #[test]
+    fn fires_on_logged_argument() {
+        let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'm', 'enable_chunked_prefill': False, 'max_model_len': 32768}\n";
+        let f = fired(&[("vllm.log", log)], "chunked-prefill-off").unwrap();
+        assert!(f.summary.contains("32768"));
+        assert_eq!(f.evidence[0].line, 1);
+    }
+
+    #[test]
+    fn quiet_when_enabled() {
+        let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'm', 'enable_chunked_prefill': True}\n";
+        assert!(fired(&[("vllm.log", log)], "chunked-prefill-off").is_none());
+    }
+}

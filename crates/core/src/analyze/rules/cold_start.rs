@@ -1,0 +1,85 @@
+//! Rule `cold-start`: the first requests after a (re)start pay for loading and compiling.
+
+use super::{Rule, RuleDoc, q};
+use crate::analyze::facts::Facts;
+use crate::analyze::report::{Class, Finding};
+
+pub(crate) const RULE: Rule = Rule {
+    doc: RuleDoc {
+        id: "cold-start",
+        class: Class::TtftHigh,
+        title: "Cold start: the first requests hit an instance that is not warm",
+        detects: "The earliest requests in a request log are far slower than the rest, or the engine log shows weights loading / CUDA graphs capturing alongside traffic.",
+        why: "A new or restarted instance loads weights, captures CUDA graphs and fills caches; requests routed to it before that is done see seconds of TTFT, which looks like an incident in the p99.",
+        example: "The first 5 requests after `Model loading took 14.99 GiB and 32.1 s` have TTFT 6–9 s; the rest 250 ms.",
+        fix: "Warm up each instance with synthetic requests before it takes traffic (readiness probe after a warm-up generation), keep a minimum of warm replicas, roll out gradually.",
+    },
+    check,
+};
+
+fn check(f: &Facts) -> Option<Finding> {
+    let r = &f.requests;
+    let mut confidence: f64 = 0.0;
+    let mut reasons = Vec::new();
+    let mut evidence = Vec::new();
+    if r.earliest.len() >= 5
+        && let Some(p50) = q(&r.ttft_ms, 0.5)
+        && r.ttft_ms.count() >= 20
+    {
+        let mut first: Vec<f64> = r.earliest.iter().take(5).filter_map(|row| row.ttft_ms).collect();
+        first.sort_by(f64::total_cmp);
+        if let Some(&median_first) = first.get(first.len() / 2)
+            && median_first >= 5.0 * p50
+            && median_first >= 1000.0
+        {
+            confidence = 0.7;
+            reasons.push(format!("the 5 earliest requests have a median TTFT of {median_first:.0} ms against {p50:.0} ms overall"));
+            evidence.extend(r.earliest.iter().take(2).filter_map(|row| row.evidence.clone()));
+        }
+    }
+    if !f.vllm.startup_events.is_empty() && (confidence > 0.0 || !f.vllm.stats.is_empty()) {
+        confidence = if confidence > 0.0 { 0.85 } else { 0.35 };
+        reasons.push("the engine log shows the instance (re)starting (weights loading, CUDA graph capture) in the same window".to_owned());
+        evidence.push(f.vllm.startup_events[0].clone());
+    }
+    if reasons.is_empty() {
+        return None;
+    }
+    Some(RULE.doc.finding(
+        confidence,
+        format!("{}.", reasons.join("; ")),
+        evidence,
+        &[
+            "send a few warm-up generations (short and long prompts) before marking the instance ready",
+            "make the readiness probe wait for the warm-up, not just for /health",
+            "keep a minimum number of warm replicas; scale out ahead of traffic",
+        ],
+        &["check whether the slow requests line up with deployments or autoscaling events"],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fired;
+
+    #[test]
+    fn fires_on_slow_first_requests() {
+        let log: String = (0..40)
+            .map(|i| {
+                format!(
+                    "{{\"enqueue_time\":{i},\"first_token_time\":{}}}\n",
+                    i as f64 + if i < 5 { 7.5 } else { 0.25 }
+                )
+            })
+            .collect();
+        let f = fired(&[("req.jsonl", &log)], "cold-start").unwrap();
+        assert!(f.summary.contains("7500 ms"), "{}", f.summary);
+    }
+
+    #[test]
+    fn quiet_on_steady_traffic() {
+        let log: String =
+            (0..40).map(|i| format!("{{\"enqueue_time\":{i},\"first_token_time\":{}.25}}\n", i)).collect();
+        assert!(fired(&[("req.jsonl", &log)], "cold-start").is_none());
+    }
+}

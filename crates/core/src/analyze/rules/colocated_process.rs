@@ -1,0 +1,22 @@
+//! Rule `colocated-process` (being written by the GPU/OOM and config work; returns nothing yet).
+
+use super::{Rule, RuleDoc};
+use crate::analyze::facts::Facts;
+use crate::analyze::report::{Class, Finding};
+
+pub(crate) const RULE: Rule = Rule {
+    doc: RuleDoc {
+        id: "colocated-process",
+        class: Class::Oom,
+        title: "Another process holds memory on the same GPU",
+        detects: "placeholder until the rule is written",
+        why: "placeholder until the rule is written",
+        example: "placeholder until the rule is written",
+        fix: "placeholder until the rule is written",
+    },
+    check,
+};
+
+fn check(_facts: &Facts) -> Option<Finding> {
+    None
+}

@@ -1,0 +1,87 @@
+//! Rule `long-sequence-in-batch`: over-long sequences in the decode batch stretch everyone's gaps.
+
+use super::{Rule, RuleDoc, q};
+use crate::analyze::facts::Facts;
+use crate::analyze::report::{Class, Finding};
+
+pub(crate) const RULE: Rule = Rule {
+    doc: RuleDoc {
+        id: "long-sequence-in-batch",
+        class: Class::TbtTail,
+        title: "Over-long sequences in the batch stretch decode steps",
+        detects: "A TPOT tail (p99 ≫ p50) in request logs together with sequence lengths whose maximum is far above the mean.",
+        why: "Each decode step reads the KV cache of every sequence in the batch; a few very long sequences make every step slower, so all requests in that batch see longer gaps between tokens.",
+        example: "Mean sequence 1,200 tokens, max 60,000; TPOT p50 18 ms, p99 70 ms.",
+        fix: "Group requests by length (separate pools or routes for long context), cap max_tokens and input length, or lower --max-num-seqs on the long-context pool.",
+    },
+    check,
+};
+
+fn check(f: &Facts) -> Option<Finding> {
+    let r = &f.requests;
+    let (t50, t99) = (q(&r.tpot_ms, 0.5)?, q(&r.tpot_ms, 0.99)?);
+    if r.tpot_ms.count() < 10 || t99 < 2.0 * t50 {
+        return None;
+    }
+    let len = |row: &crate::analyze::parsers::request_log::Row| match (row.prompt_tokens, row.output_tokens) {
+        (None, None) => None,
+        (p, o) => Some(p.unwrap_or(0.0) + o.unwrap_or(0.0)),
+    };
+    let lens: Vec<f64> = r.sample.iter().filter_map(len).collect();
+    if lens.len() < 10 {
+        return None;
+    }
+    let mean = lens.iter().sum::<f64>() / lens.len() as f64;
+    let max = lens.iter().copied().fold(0.0, f64::max);
+    if mean <= 0.0 || max < 8.0 * mean {
+        return None;
+    }
+    let longest = r.sample.iter().max_by(|a, b| len(a).unwrap_or(0.0).total_cmp(&len(b).unwrap_or(0.0)))?;
+    let evidence: Vec<_> = r
+        .slowest
+        .iter()
+        .chain(std::iter::once(longest))
+        .filter_map(|row| row.evidence.clone())
+        .take(2)
+        .collect();
+    Some(RULE.doc.finding(
+        0.6,
+        format!(
+            "TPOT p99 is {t99:.1} ms against p50 {t50:.1} ms, and sequence length (prompt + output) reaches {max:.0} tokens against a mean of {mean:.0} ({:.0}×) in the sampled requests.",
+            max / mean
+        ),
+        evidence,
+        &[
+            "route long-context requests to a separate pool so short requests batch with short ones",
+            "cap max_tokens and the input length at the gateway",
+            "on the long-context pool, lower --max-num-seqs so fewer long sequences share a step",
+        ],
+        &["compare ITL per request against its sequence length", "check one GPU's SM clock against its peers (slow-gpu) before blaming the batch"],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fired;
+
+    fn log(with_long: bool) -> String {
+        (0..100)
+            .map(|i| {
+                let long = with_long && i % 25 == 0;
+                let (prompt, out, decode) = if long { (60_000, 500, 40.0) } else { (800, 200, 3.6) };
+                format!("{{\"enqueue_time\":{i},\"first_token_time\":{i}.2,\"last_token_time\":{},\"prompt_tokens\":{prompt},\"output_tokens\":{out}}}\n", i as f64 + 0.2 + decode)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fires_with_long_sequences_and_a_tpot_tail() {
+        let f = fired(&[("req.jsonl", &log(true))], "long-sequence-in-batch").unwrap();
+        assert!(f.summary.contains("60500"), "{}", f.summary);
+    }
+
+    #[test]
+    fn quiet_without_them() {
+        assert!(fired(&[("req.jsonl", &log(false))], "long-sequence-in-batch").is_none());
+    }
+}

@@ -1,0 +1,69 @@
+//! Rule `missing-timestamps`: request logs lack the four timestamps that split TTFT.
+
+use super::{Rule, RuleDoc};
+use crate::analyze::facts::Facts;
+use crate::analyze::report::{Class, Finding};
+
+pub(crate) const RULE: Rule = Rule {
+    doc: RuleDoc {
+        id: "missing-timestamps",
+        class: Class::Config,
+        title: "Request logs lack enqueue / first-token / last-token / finish timestamps",
+        detects: "Rows of a request log without one of the four timestamps (and no logged duration that stands in for it).",
+        why: "Without enqueue and first-token times you cannot tell queueing from prefill; without last-token and finish you cannot tell decode from post-processing. Every TTFT incident then starts with guesswork.",
+        example: "`{\"request_id\": \"a1\", \"latency_ms\": 3120}`: one number, no way to split it.",
+        fix: "Log enqueue_time, first_token_time, last_token_time and finish_time (unix seconds with milliseconds) for every request, with its request_id and prompt/output token counts.",
+    },
+    check,
+};
+
+fn check(f: &Facts) -> Option<Finding> {
+    let r = &f.requests;
+    if r.rows == 0 {
+        return None;
+    }
+    let m = r.missing;
+    let parts = [
+        ("enqueue", m.enqueue),
+        ("first_token", m.first_token),
+        ("last_token", m.last_token),
+        ("finish", m.finish),
+    ];
+    let lacking: Vec<String> = parts
+        .iter()
+        .filter(|(_, n)| *n * 5 > r.rows)
+        .map(|(name, n)| format!("{name}_time in {:.0} % of rows", *n as f64 * 100.0 / r.rows as f64))
+        .collect();
+    if lacking.is_empty() {
+        return None;
+    }
+    let splits_ttft = m.enqueue * 5 > r.rows || m.first_token * 5 > r.rows;
+    Some(RULE.doc.finding(
+        if splits_ttft { 0.5 } else { 0.35 },
+        format!("The request log lacks {}.", lacking.join(", ")),
+        r.missing_example.clone().into_iter().collect(),
+        &["log enqueue_time, first_token_time, last_token_time and finish_time for every request (unix seconds, ms precision), plus request_id, prompt_tokens and output_tokens"],
+        &["a request with finish but no first_token never reached prefill: look at the gateway or the queue"],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fired;
+
+    #[test]
+    fn fires_when_timestamps_are_missing() {
+        let log = "{\"request_id\":\"a\",\"latency_ms\":3120}\n".repeat(3);
+        let f = fired(&[("req.jsonl", &log)], "missing-timestamps").unwrap();
+        assert!(f.summary.contains("first_token_time in 100 %"), "{}", f.summary);
+        assert_eq!(f.evidence[0].line, 1);
+    }
+
+    #[test]
+    fn quiet_when_all_four_are_there() {
+        let log =
+            "{\"enqueue_time\":1,\"first_token_time\":1.2,\"last_token_time\":2,\"finish_time\":2.01}\n"
+                .repeat(3);
+        assert!(fired(&[("req.jsonl", &log)], "missing-timestamps").is_none());
+    }
+}

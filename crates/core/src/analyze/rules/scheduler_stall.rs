@@ -1,0 +1,111 @@
+//! Rule `scheduler-stall`: requests sit in the batch but nothing is generated.
+
+use super::{Rule, RuleDoc};
+use crate::analyze::facts::Facts;
+use crate::analyze::report::{Class, Finding};
+
+pub(crate) const RULE: Rule = Rule {
+    doc: RuleDoc {
+        id: "scheduler-stall",
+        class: Class::ThroughputZero,
+        title: "Scheduler stall: running requests, zero tokens",
+        detects: "Consecutive vLLM stats lines (or two scrapes) with requests running and generation throughput at zero.",
+        why: "Running requests that produce nothing mean the engine loop is stuck: a scheduler deadlock, a request that hogs the batch, or a hung collective. Everything behind it waits; throughput is zero although the process is alive.",
+        example: "Three stats lines in a row: `Avg generation throughput: 0.0 tokens/s, Running: 48 reqs, Waiting: 210 reqs`.",
+        fix: "Give every request a hard timeout and a max_tokens cap, abort stuck requests, restart the worker to recover, and capture a stack dump (py-spy dump) before restarting to find the culprit.",
+    },
+    check,
+};
+
+fn check(f: &Facts) -> Option<Finding> {
+    let mut confidence: f64 = 0.0;
+    let mut reasons = Vec::new();
+    let mut evidence = Vec::new();
+    // The longest run of stuck stats lines.
+    let mut run = Vec::new();
+    let mut best: Vec<&crate::analyze::parsers::vllm::VllmStat> = Vec::new();
+    for s in &f.vllm.stats {
+        let stuck =
+            s.running.unwrap_or(0.0) > 0.0 && s.gen_tps == Some(0.0) && s.prompt_tps.unwrap_or(0.0) == 0.0;
+        if stuck {
+            run.push(s);
+            if run.len() > best.len() {
+                best.clone_from(&run);
+            }
+        } else {
+            run.clear();
+        }
+    }
+    if best.len() >= 3 {
+        confidence = 0.8;
+        reasons.push(format!(
+            "{} consecutive stats lines show {:.0} requests running and 0 tokens/s generated",
+            best.len(),
+            best[0].running.unwrap_or(0.0)
+        ));
+        evidence.push(best[0].evidence.clone());
+        evidence.push(best[best.len() - 1].evidence.clone());
+    }
+    if let Some((first, last)) = f.metrics.window() {
+        let running = |s: &crate::analyze::parsers::prom::Scrape| {
+            s.sum("vllm:num_requests_running").map_or(0.0, |x| x.0)
+        };
+        if running(first) > 0.0
+            && running(last) > 0.0
+            && let Some(d) = f.metrics.delta("vllm:generation_tokens_total")
+            && d == 0.0
+        {
+            confidence = confidence.max(0.8);
+            reasons.push(format!("between two scrapes {:.0} requests stayed running while vllm:generation_tokens_total did not move", running(last)));
+            if let Some((_, s)) = last.sum("vllm:generation_tokens_total") {
+                evidence.push(last.evidence(s));
+            }
+        }
+    }
+    if reasons.is_empty() {
+        return None;
+    }
+    Some(RULE.doc.finding(
+        confidence,
+        format!("The engine holds requests but generates nothing: {}.", reasons.join("; ")),
+        evidence,
+        &[
+            "capture a stack dump of the engine (py-spy dump --pid PID) before restarting, then restart the worker",
+            "give every request a hard timeout and a max_tokens cap, and abort it on timeout so its KV is freed",
+            "watch for the pattern with an alert: running > 0 and generation throughput = 0 for 60 s",
+        ],
+        &["look for NCCL watchdog timeouts or an engine error just before the stall", "find the oldest running request: one abnormal request can hog the batch"],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fired;
+
+    fn line(i: usize, gen_tps: f64, running: u32) -> String {
+        format!(
+            "INFO 11-29 10:00:{i:02} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: {gen_tps:.1} tokens/s, Running: {running} reqs, Waiting: 210 reqs, GPU KV cache usage: 88.0%, Prefix cache hit rate: 0.0%\n"
+        )
+    }
+
+    #[test]
+    fn fires_on_stuck_stats() {
+        let log: String =
+            [line(0, 900.0, 48), line(10, 0.0, 48), line(20, 0.0, 48), line(30, 0.0, 48)].concat();
+        let f = fired(&[("vllm.log", &log)], "scheduler-stall").unwrap();
+        assert_eq!(f.evidence[0].line, 2);
+        assert_eq!(f.evidence[1].line, 4);
+    }
+
+    #[test]
+    fn quiet_when_idle_or_busy() {
+        let log: String = [line(0, 0.0, 0), line(10, 0.0, 0), line(20, 0.0, 0), line(30, 500.0, 8)].concat();
+        assert!(fired(&[("vllm.log", &log)], "scheduler-stall").is_none());
+    }
+
+    #[test]
+    fn fires_on_two_scrapes() {
+        let m = "vllm:num_requests_running 12\nvllm:generation_tokens_total 5000\nvllm:num_requests_running 12\nvllm:generation_tokens_total 5000\n";
+        assert!(fired(&[("metrics", m)], "scheduler-stall").is_some());
+    }
+}
