@@ -24,6 +24,11 @@ pub enum Command {
     Probe(Box<ProbeArgs>),
     /// Start the built-in scripted SSE server on 127.0.0.1, probe it, and print the report.
     Demo(DemoArgs),
+    /// Read logs, /metrics scrapes, nvidia-smi output, OOM tracebacks, request logs and client
+    /// configs; name the failure class and the root causes with the lines that prove them.
+    ///
+    /// Exit status: 0 when the analysis ran (whatever it found), 2 on usage errors.
+    Analyze(AnalyzeArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -80,6 +85,21 @@ pub struct ProbeArgs {
     pub stall_factor: f64,
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     pub stall_min: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Files to read (`-` or nothing: standard input). Several sources may share one file.
+    pub files: Vec<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
 }
 
 #[derive(Args, Debug)]

@@ -2,6 +2,7 @@
 //!
 //! `main.rs` only parses arguments and prints; each command lives in its own module.
 
+pub mod analyze;
 pub mod args;
 pub mod demo;
 pub mod probe;

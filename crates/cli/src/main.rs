@@ -7,8 +7,8 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use triage_cli::args::{Cli, Command, Format, ProbeArgs};
-use triage_cli::{demo, probe, render};
+use triage_cli::args::{AnalyzeArgs, Cli, Command, Format, ProbeArgs, ReportFormat};
+use triage_cli::{analyze, demo, probe, render};
 use triage_core::endpoint;
 use triage_core::timing::{StallConfig, TimerConfig};
 
@@ -33,6 +33,9 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    if let Command::Analyze(args) = &cli.command {
+        return cmd_analyze(args);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -40,6 +43,7 @@ fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Probe(args) => rt.block_on(cmd_probe(*args)),
         Command::Demo(args) => rt.block_on(cmd_demo(args.format)),
+        Command::Analyze(args) => cmd_analyze(&args),
     }
 }
 
@@ -117,6 +121,22 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         Format::Text => print(&render::probe_text(&run.report))?,
     }
     Ok(if run.report.summary.ok > 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn cmd_analyze(args: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    for f in &args.files {
+        if f != "-" && !std::path::Path::new(f).is_file() {
+            eprintln!("triage: error: {f}: no such file");
+            return Ok(ExitCode::from(2));
+        }
+    }
+    let report = analyze::analyze_paths(&args.files)?;
+    match args.format {
+        ReportFormat::Json => print(&(serde_json::to_string_pretty(&report)? + "\n"))?,
+        ReportFormat::Text => print(&render::analyze_text(&report))?,
+        ReportFormat::Markdown => print(&render::analyze_markdown(&report))?,
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn cmd_demo(format: Format) -> anyhow::Result<ExitCode> {

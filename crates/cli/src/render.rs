@@ -113,3 +113,207 @@ pub fn probe_text(r: &ProbeReport) -> String {
     }
     out
 }
+
+use triage_core::analyze::report::{Figure, Report};
+
+fn figure_value(f: &Figure) -> String {
+    match &f.value {
+        serde_json::Value::Object(m) if m.contains_key("p50") => {
+            let g = |k: &str| m.get(k).map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+            format!(
+                "p50 {}  p90 {}  p99 {}  max {}  mean {}  (n={})",
+                g("p50"),
+                g("p90"),
+                g("p99"),
+                g("max"),
+                g("mean"),
+                g("n")
+            )
+        }
+        v => v.to_string(),
+    }
+}
+
+fn opt(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "-".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The analysis report as text.
+pub fn analyze_text(r: &Report) -> String {
+    let mut out = String::new();
+    let recognised = r.inputs.iter().filter(|i| i.kind.as_str() != "unknown").count();
+    let _ = writeln!(
+        out,
+        "triage analyze · verdict: {} · {} finding(s) · {} section(s) recognised",
+        r.verdict.as_str(),
+        r.findings.len(),
+        recognised
+    );
+    for (i, f) in r.findings.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "\n{}. [{}] {} ({}) · confidence {:.2}",
+            i + 1,
+            f.class.as_str(),
+            f.title,
+            f.rule,
+            f.confidence
+        );
+        let _ = writeln!(out, "   {}", f.summary);
+        if !f.evidence.is_empty() {
+            let _ = writeln!(out, "   evidence:");
+            for e in &f.evidence {
+                let _ = writeln!(out, "     {}:{}  {}", e.input, e.line, e.text);
+            }
+        }
+        if !f.remediation.is_empty() {
+            let _ = writeln!(out, "   what to change:");
+            for x in &f.remediation {
+                let _ = writeln!(out, "     - {x}");
+            }
+        }
+        if !f.next_checks.is_empty() {
+            let _ = writeln!(out, "   next checks:");
+            for x in &f.next_checks {
+                let _ = writeln!(out, "     - {x}");
+            }
+        }
+    }
+    if r.findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            match r.verdict.as_str() {
+                "HEALTHY" => "Nothing wrong found in what was recognised.",
+                _ =>
+                    "Nothing was recognised: paste vLLM/SGLang/TGI logs, /metrics scrapes, nvidia-smi output, OOM tracebacks, request logs or client configs.",
+            }
+        );
+    }
+    let _ = writeln!(out, "\ninputs:");
+    for i in &r.inputs {
+        let _ = writeln!(out, "  {} lines {}-{}  {}", i.name, i.lines[0], i.lines[1], i.kind.as_str());
+        for issue in i.issues.iter().take(5) {
+            let _ = writeln!(out, "      line {}: {}", issue.line, issue.message);
+        }
+        if i.issues.len() > 5 {
+            let _ = writeln!(out, "      … {} more issue(s)", i.issues.len() - 5);
+        }
+    }
+    let plain: Vec<_> = r.figures.iter().filter(|(k, _)| !k.ends_with(".slowest")).collect();
+    if !plain.is_empty() {
+        let _ = writeln!(out, "\nfigures:");
+        for (name, f) in plain {
+            let _ = writeln!(out, "  {name}: {} {}", figure_value(f), f.unit);
+            let _ = writeln!(out, "      = {}", f.definition);
+        }
+    }
+    if let Some(slow) = r.figures.get("request_log.slowest")
+        && let Some(rows) = slow.value.as_array()
+    {
+        let _ = writeln!(out, "\nslowest requests by TTFT (ms): {}", slow.definition);
+        let _ = writeln!(
+            out,
+            "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  where",
+            "id", "TTFT", "queue", "prefill", "decode", "E2E", "prompt"
+        );
+        for row in rows {
+            let id = opt(&row["id"]);
+            let _ = writeln!(
+                out,
+                "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  {}:{}",
+                id.chars().take(18).collect::<String>(),
+                opt(&row["ttft_ms"]),
+                opt(&row["queue_ms"]),
+                opt(&row["prefill_ms"]),
+                opt(&row["decode_ms"]),
+                opt(&row["e2e_ms"]),
+                opt(&row["prompt_tokens"]),
+                opt(&row["input"]),
+                opt(&row["line"])
+            );
+        }
+    }
+    out
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The analysis report as Markdown (for tickets and chat).
+pub fn analyze_markdown(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Triage: {}\n", r.verdict.as_str());
+    if r.findings.is_empty() {
+        let _ = writeln!(out, "No findings.\n");
+    }
+    for (i, f) in r.findings.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "## {}. {} — `{}` ({}, confidence {:.2})\n",
+            i + 1,
+            f.title,
+            f.rule,
+            f.class.as_str(),
+            f.confidence
+        );
+        let _ = writeln!(out, "{}\n", f.summary);
+        if !f.evidence.is_empty() {
+            let _ = writeln!(out, "Evidence:\n");
+            for e in &f.evidence {
+                let _ = writeln!(out, "- `{}:{}` `{}`", e.input, e.line, e.text.replace('`', "'"));
+            }
+            out.push('\n');
+        }
+        if !f.remediation.is_empty() {
+            let _ = writeln!(out, "What to change:\n");
+            for x in &f.remediation {
+                let _ = writeln!(out, "- {x}");
+            }
+            out.push('\n');
+        }
+        if !f.next_checks.is_empty() {
+            let _ = writeln!(out, "Next checks:\n");
+            for x in &f.next_checks {
+                let _ = writeln!(out, "- {x}");
+            }
+            out.push('\n');
+        }
+    }
+    let _ = writeln!(out, "## Inputs\n\n| input | lines | kind | issues |\n| --- | --- | --- | --- |");
+    for i in &r.inputs {
+        let issues: Vec<String> =
+            i.issues.iter().take(3).map(|x| format!("line {}: {}", x.line, md_escape(&x.message))).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {}–{} | {} | {} |",
+            md_escape(&i.name),
+            i.lines[0],
+            i.lines[1],
+            i.kind.as_str(),
+            issues.join("; ")
+        );
+    }
+    let plain: Vec<_> = r.figures.iter().filter(|(k, _)| !k.ends_with(".slowest")).collect();
+    if !plain.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Figures\n\n| figure | value | unit | definition |\n| --- | --- | --- | --- |"
+        );
+        for (name, f) in plain {
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {} | {} |",
+                md_escape(&figure_value(f)),
+                f.unit,
+                md_escape(&f.definition)
+            );
+        }
+    }
+    out
+}

@@ -2,7 +2,8 @@
 
 use super::facts::Facts;
 use super::report::Figure;
-use crate::stats::QuantileSketch;
+use super::parsers::request_log::Row;
+use crate::stats::{QuantileSketch, Summary};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -39,64 +40,39 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
     let mut out = BTreeMap::new();
     let r = &f.requests;
     if !r.is_empty() {
-        let sketch_note = "; quantiles from a sketch with ≤ 1 % relative error";
+        // Every row is in the reservoir until it overflows: then quantiles are exact.
+        let exact = r.rows as usize <= r.sample.len();
+        let note = if exact {
+            "; quantiles exact, interpolated linearly between closest ranks"
+        } else {
+            "; quantiles from a sketch with ≤ 1 % relative error"
+        };
         put(&mut out, "request_log.requests", Some(json!(r.rows)), "requests", "rows read from request logs");
-        put(
-            &mut out,
-            "request_log.ttft_ms",
-            quantiles(&r.ttft_ms),
-            "ms",
-            &format!("server-side TTFT: first_token_time − enqueue_time (or a logged TTFT){sketch_note}"),
-        );
-        put(
-            &mut out,
-            "request_log.queue_ms",
-            quantiles(&r.queue_ms),
-            "ms",
-            &format!("queue: scheduled − enqueue (or a logged queue time){sketch_note}"),
-        );
-        put(
-            &mut out,
-            "request_log.prefill_ms",
-            quantiles(&r.prefill_ms),
-            "ms",
-            &format!("prefill: first_token − scheduled{sketch_note}"),
-        );
-        put(
-            &mut out,
-            "request_log.decode_ms",
-            quantiles(&r.decode_ms),
-            "ms",
-            &format!("decode: last_token − first_token{sketch_note}"),
-        );
-        put(
-            &mut out,
-            "request_log.e2e_ms",
-            quantiles(&r.e2e_ms),
-            "ms",
-            &format!("E2E: finish (or last token) − enqueue{sketch_note}"),
-        );
-        put(
-            &mut out,
-            "request_log.tpot_ms",
-            quantiles(&r.tpot_ms),
-            "ms",
-            &format!("TPOT: (last − first token) / (output tokens − 1), per request{sketch_note}"),
-        );
-        put(
-            &mut out,
-            "request_log.prompt_tokens",
-            quantiles(&r.prompt_tokens),
-            "tokens",
-            "prompt length per request",
-        );
-        put(
-            &mut out,
-            "request_log.output_tokens",
-            quantiles(&r.output_tokens),
-            "tokens",
-            "output length per request",
-        );
+        type Get = fn(&Row) -> Option<f64>;
+        let table: [(&str, &QuantileSketch, Get, &str, &str); 8] = [
+            ("ttft_ms", &r.ttft_ms, |x| x.ttft_ms, "ms", "server-side TTFT: first_token_time − enqueue_time (or a logged TTFT)"),
+            ("queue_ms", &r.queue_ms, |x| x.queue_ms, "ms", "queue: scheduled − enqueue (or a logged queue time)"),
+            ("prefill_ms", &r.prefill_ms, |x| x.prefill_ms, "ms", "prefill: first_token − scheduled"),
+            ("decode_ms", &r.decode_ms, |x| x.decode_ms, "ms", "decode: last_token − first_token"),
+            ("e2e_ms", &r.e2e_ms, |x| x.e2e_ms, "ms", "E2E: finish (or last token) − enqueue"),
+            ("tpot_ms", &r.tpot_ms, |x| x.tpot_ms, "ms", "TPOT: (last − first token) / (output tokens − 1), per request"),
+            ("prompt_tokens", &r.prompt_tokens, |x| x.prompt_tokens, "tokens", "prompt length per request"),
+            ("output_tokens", &r.output_tokens, |x| x.output_tokens, "tokens", "output length per request"),
+        ];
+        for (name, sketch, get, unit, definition) in table {
+            let value = if exact {
+                let values: Vec<f64> = r.sample.iter().filter_map(get).collect();
+                Summary::from_values(&values).map(|s| {
+                    json!({
+                        "p50": round(s.p50, 1), "p90": round(s.p90, 1), "p99": round(s.p99, 1),
+                        "max": round(s.max, 1), "mean": round(s.mean, 1), "n": s.count,
+                    })
+                })
+            } else {
+                quantiles(sketch)
+            };
+            put(&mut out, &format!("request_log.{name}"), value, unit, &format!("{definition}{note}"));
+        }
         put(
             &mut out,
             "request_log.failed",
@@ -104,6 +80,28 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "requests",
             "rows whose status is ≥ 400 or names an error, timeout or abort",
         );
+        let slowest: Vec<serde_json::Value> = r
+            .slowest
+            .iter()
+            .map(|row| {
+                let ms = |v: Option<f64>| v.map(|v| round(v, 1));
+                json!({
+                    "id": row.id, "input": row.evidence.as_ref().map(|e| e.input.clone()), "line": row.line,
+                    "ttft_ms": ms(row.ttft_ms), "queue_ms": ms(row.queue_ms), "prefill_ms": ms(row.prefill_ms),
+                    "decode_ms": ms(row.decode_ms), "e2e_ms": ms(row.e2e_ms),
+                    "prompt_tokens": row.prompt_tokens, "output_tokens": row.output_tokens, "status": row.status,
+                })
+            })
+            .collect();
+        if !slowest.is_empty() {
+            put(
+                &mut out,
+                "request_log.slowest",
+                Some(json!(slowest)),
+                "requests",
+                "the slowest requests by TTFT, with their timeline: queue = scheduled − enqueue, prefill = first token − scheduled, decode = last token − first token",
+            );
+        }
     }
     let v = &f.vllm;
     if !v.stats.is_empty() {

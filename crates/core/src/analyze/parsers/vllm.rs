@@ -177,7 +177,22 @@ fn arg_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 #[derive(Default)]
-pub struct VllmParser;
+pub struct VllmParser {
+    /// Lines that are neither log records nor traceback lines: counted, first one quoted.
+    strangers: usize,
+    first_stranger: Option<usize>,
+}
+
+/// Does this look like any log record or traceback line (even one we do not read)?
+fn looks_like_log(line: &str) -> bool {
+    let t = line.trim_start();
+    t.is_empty()
+        || ["INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", "File \"", "(", "[", "^", "raise ", "During handling", "The above exception"]
+            .iter()
+            .any(|p| t.starts_with(p))
+        || line.starts_with([' ', '\t'])
+        || t.split(':').next().is_some_and(|head| head.ends_with("Error") || head.ends_with("Exception") || head.contains('.'))
+}
 
 impl SectionParser for VllmParser {
     fn continues(&self, line: &str) -> bool {
@@ -340,6 +355,17 @@ impl SectionParser for VllmParser {
         if lower_has_timeout && (line.contains("ERROR") || line.contains("Error")) {
             let e = cx.evidence(no, line);
             push_bounded(&mut cx.facts.vllm.timeouts, e, MAX_LINES);
+            return;
+        }
+        if !looks_like_log(line) {
+            self.strangers += 1;
+            self.first_stranger.get_or_insert(no);
+        }
+    }
+
+    fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
+        if let Some(first) = self.first_stranger {
+            cx.issue(first, format!("{} line(s) in this vLLM log section are not log records and were skipped", self.strangers));
         }
     }
 }
