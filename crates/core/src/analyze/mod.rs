@@ -38,6 +38,8 @@ struct InputState {
     line_no: usize,
     partial: Vec<u8>,
     open: Option<Open>,
+    /// Every line goes to this kind's parser (no recognition).
+    forced: Option<InputKind>,
 }
 
 /// The streaming analyzer. See the module docs.
@@ -61,7 +63,16 @@ impl Analyzer {
     /// Start a new input (a file, a paste). Ends the previous one if still open.
     pub fn begin(&mut self, name: &str) {
         self.end();
-        self.input = Some(InputState { name: name.to_owned(), line_no: 0, partial: Vec::new(), open: None });
+        self.input = Some(InputState { name: name.to_owned(), line_no: 0, partial: Vec::new(), open: None, forced: None });
+    }
+
+    /// Start a new input whose every line is read as `kind`, without recognition (the user said
+    /// what it is; also the fuzz targets' way into one parser).
+    pub fn begin_as(&mut self, name: &str, kind: InputKind) {
+        self.begin(name);
+        if let Some(state) = self.input.as_mut() {
+            state.forced = Some(kind);
+        }
     }
 
     /// Feed bytes of the current input (any chunking).
@@ -121,6 +132,14 @@ impl Analyzer {
         let line = text::strip_ansi(&lossy);
         let line: &str = &line;
 
+        if let Some(kind) = state.forced {
+            let open = state.open.get_or_insert_with(|| {
+                self.facts.kinds.insert(kind);
+                Open { kind, parser: parsers::new_parser(kind), start: no, end: no, issues: Vec::new(), traceback: false }
+            });
+            feed_open(&mut self.facts, &state.name, open, no, line, cut);
+            return;
+        }
         // Fast path: the open section's parser claims the line without recognition.
         if let Some(open) = state.open.as_mut()
             && open.kind != InputKind::Unknown
@@ -234,4 +253,96 @@ pub fn analyze(inputs: &[(&str, &str)]) -> Report {
         a.add_text(name, text);
     }
     a.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pieces of every format, so random mixes reach every parser.
+    const PIECES: &[&str] = &[
+        "INFO 11-29 10:00:05 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 5.4 tokens/s, Running: 1 reqs, Waiting: 14 reqs, GPU KV cache usage: 76.5%\n",
+        "WARNING 11-29 10:00:00 scheduler.py:1] Sequence group x is preempted by PreemptionMode.RECOMPUTE mode\n",
+        "{\"request_id\":\"a\",\"enqueue_time\":1764460800.0,\"first_token_time\":1764460801}\n",
+        "request_id,enqueue_time,first_token_time\nr,1,2\n",
+        "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{a=\"b\"} 3\n",
+        "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 5\n",
+        "| NVIDIA-SMI 580.159.04 |\n|   0  NVIDIA H200   On |\n",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free.\n",
+        "export ANTHROPIC_BASE_URL=\"https://x/api?utm_source=y\"\n",
+        "Mean TTFT (ms): 12.5\n",
+        "[2026-11-29 10:00:00] Decode batch. #running-req: 2, #token: 10, token usage: 0.9, #queue-req: 3\n",
+        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+        "Traceback (most recent call last):\n  File \"x.py\", line 1\n",
+        "\x1b[31m", "\r\n", "\n", "{", "\"", ",", "=", ":", "\u{fffd}", "  ", "0x4", "ms",
+    ];
+
+    fn report(chunks: &[&[u8]]) -> Report {
+        let mut a = Analyzer::new();
+        a.begin("fuzz");
+        for c in chunks {
+            a.feed(c);
+        }
+        a.finish()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn never_panics_and_chunking_does_not_matter(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..40),
+            noise in proptest::collection::vec(any::<u8>(), 0..64),
+            cut in 0usize..2000,
+        ) {
+            let mut input: Vec<u8> = picks.iter().flat_map(|&i| PIECES[i].bytes()).collect();
+            let at = cut.min(input.len());
+            input.splice(at..at, noise);
+            let whole = report(&[&input]);
+            let (a, b) = input.split_at(cut.min(input.len()));
+            prop_assert_eq!(&report(&[a, b]), &whole);
+            let bytes: Vec<&[u8]> = input.chunks(7).collect();
+            prop_assert_eq!(&report(&bytes), &whole);
+        }
+
+        #[test]
+        fn every_parser_takes_arbitrary_lines(kind in 0usize..11, data in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let kinds = [
+                InputKind::RequestLog, InputKind::VllmLog, InputKind::SglangLog, InputKind::TgiLog,
+                InputKind::PromMetrics, InputKind::NvidiaSmi, InputKind::OomTrace, InputKind::ClientConfig,
+                InputKind::BenchOutput, InputKind::SseStream, InputKind::Unknown,
+            ];
+            let mut a = Analyzer::new();
+            a.begin_as("fuzz", kinds[kind]);
+            a.feed(&data);
+            let r = a.finish();
+            prop_assert!(r.inputs.len() <= 1);
+        }
+    }
+
+    #[test]
+    fn sections_split_a_mixed_paste() {
+        let paste = concat!(
+            "INFO 11-29 10:00:05 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 5.4 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 6.5%\n",
+            "\n",
+            "# TYPE vllm:num_requests_waiting gauge\n",
+            "vllm:num_requests_waiting 0\n",
+            "{\"request_id\":\"a\",\"enqueue_time\":1,\"first_token_time\":1.2,\"last_token_time\":2,\"finish_time\":2}\n",
+            "what is this\n",
+        );
+        let r = analyze(&[("paste", paste)]);
+        let kinds: Vec<(&str, [usize; 2])> = r.inputs.iter().map(|i| (i.kind.as_str(), i.lines)).collect();
+        assert_eq!(kinds, vec![("vllm_log", [1, 2]), ("prom_metrics", [3, 4]), ("request_log", [5, 6])]);
+        assert_eq!(r.inputs[2].issues[0].line, 6);
+        assert_eq!(r.verdict, Verdict::Healthy);
+    }
+
+    #[test]
+    fn nothing_recognised_is_inconclusive() {
+        let r = analyze(&[("paste", "hello\nworld\n")]);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert_eq!(r.inputs[0].kind, InputKind::Unknown);
+        assert!(r.inputs[0].issues[0].message.contains("2 line(s) not recognised"));
+        assert_eq!(analyze(&[]).verdict, Verdict::Inconclusive);
+    }
 }
