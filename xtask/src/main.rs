@@ -25,7 +25,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci               fmt, clippy -D warnings, all tests, core for three wasm targets, core purity
-  bench [WHAT]     benchmarks; WHAT = core | probe | all (default all); figures in bench-results/
+  bench [WHAT]     benchmarks; WHAT = core | probe | analyze | all (default all); figures in bench-results/
   purity           only the core dependency check
 ";
 
@@ -218,11 +218,17 @@ fn bench(what: &str) -> anyhow::Result<()> {
         ]);
         step("probe timing error vs the scripted server", c)
     };
+    let analyze = || {
+        let mut c = cargo();
+        c.args(["bench", "--package", "triage-cli", "--bench", "analyze_big", "--locked", "--", "bench-results/analyze.json"]);
+        step("1 GiB request log: analyzer throughput and memory", c)
+    };
     match what {
         "core" => core(),
         "probe" => probe(),
-        "all" => core().and_then(|()| probe()),
-        other => bail!("unknown bench {other:?}: expected core, probe or all"),
+        "analyze" => analyze(),
+        "all" => core().and_then(|()| probe()).and_then(|()| analyze()),
+        other => bail!("unknown bench {other:?}: expected core, probe, analyze or all"),
     }
 }
 

@@ -63,7 +63,13 @@ impl Analyzer {
     /// Start a new input (a file, a paste). Ends the previous one if still open.
     pub fn begin(&mut self, name: &str) {
         self.end();
-        self.input = Some(InputState { name: name.to_owned(), line_no: 0, partial: Vec::new(), open: None, forced: None });
+        self.input = Some(InputState {
+            name: name.to_owned(),
+            line_no: 0,
+            partial: Vec::new(),
+            open: None,
+            forced: None,
+        });
     }
 
     /// Start a new input whose every line is read as `kind`, without recognition (the user said
@@ -128,14 +134,25 @@ impl Analyzer {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let cut = raw.len() > MAX_LINE_BYTES;
         let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
-        let lossy = String::from_utf8_lossy(raw);
+        // Valid UTF-8 (the common case) is borrowed; only broken lines pay for the lossy copy.
+        let lossy = match std::str::from_utf8(raw) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(raw),
+        };
         let line = text::strip_ansi(&lossy);
         let line: &str = &line;
 
         if let Some(kind) = state.forced {
             let open = state.open.get_or_insert_with(|| {
                 self.facts.kinds.insert(kind);
-                Open { kind, parser: parsers::new_parser(kind), start: no, end: no, issues: Vec::new(), traceback: false }
+                Open {
+                    kind,
+                    parser: parsers::new_parser(kind),
+                    start: no,
+                    end: no,
+                    issues: Vec::new(),
+                    traceback: false,
+                }
             });
             feed_open(&mut self.facts, &state.name, open, no, line, cut);
             return;
@@ -275,7 +292,18 @@ mod tests {
         "[2026-11-29 10:00:00] Decode batch. #running-req: 2, #token: 10, token usage: 0.9, #queue-req: 3\n",
         "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
         "Traceback (most recent call last):\n  File \"x.py\", line 1\n",
-        "\x1b[31m", "\r\n", "\n", "{", "\"", ",", "=", ":", "\u{fffd}", "  ", "0x4", "ms",
+        "\x1b[31m",
+        "\r\n",
+        "\n",
+        "{",
+        "\"",
+        ",",
+        "=",
+        ":",
+        "\u{fffd}",
+        "  ",
+        "0x4",
+        "ms",
     ];
 
     fn report(chunks: &[&[u8]]) -> Report {

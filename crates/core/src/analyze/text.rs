@@ -39,26 +39,30 @@ pub fn number_after(line: &str, key: &str) -> Option<f64> {
 /// The number at the start of `s` (after spaces), with `,` thousands separators allowed.
 pub fn leading_number(s: &str) -> Option<f64> {
     let s = s.trim_start();
+    let b = s.as_bytes();
     let mut end = 0;
-    let mut digits = String::new();
-    for (i, c) in s.char_indices() {
-        match c {
-            '0'..='9' | '.' | 'e' | 'E' => digits.push(c),
-            '-' | '+' if i == 0 || matches!(digits.chars().last(), Some('e' | 'E')) => digits.push(c),
-            ',' if s[i + 1..].starts_with(|c: char| c.is_ascii_digit()) && !digits.is_empty() => {}
+    let mut commas = false;
+    while end < b.len() {
+        match b[end] {
+            b'0'..=b'9' | b'.' | b'e' | b'E' => {}
+            b'-' | b'+' if end == 0 || matches!(b[end - 1], b'e' | b'E') => {}
+            b',' if end > 0 && b.get(end + 1).is_some_and(u8::is_ascii_digit) => commas = true,
             _ => break,
         }
-        end = i + c.len_utf8();
+        end += 1;
     }
-    let _ = end;
-    let digits = digits.trim_end_matches(['.', 'e', 'E']);
-    digits.parse().ok().filter(|v: &f64| v.is_finite())
+    let text = s[..end].trim_end_matches(['.', 'e', 'E', '-', '+']);
+    let parsed = if commas { text.replace(',', "").parse() } else { text.parse() };
+    parsed.ok().filter(|v: &f64| v.is_finite())
 }
 
 /// Shorten a line for quoting as evidence.
 pub fn quote(line: &str) -> String {
     const MAX: usize = 300;
     let t = line.trim();
+    if t.len() <= MAX {
+        return t.to_owned();
+    }
     match t.char_indices().nth(MAX) {
         Some((i, _)) => format!("{}…", &t[..i]),
         None => t.to_owned(),

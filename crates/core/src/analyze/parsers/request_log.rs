@@ -118,6 +118,27 @@ fn field_of(key: &str) -> Option<Field> {
     Some(f)
 }
 
+/// Field lookups by key, remembered: a log repeats the same dozen keys on every line.
+#[derive(Default)]
+struct KeyCache {
+    entries: Vec<(Box<str>, Option<Field>)>,
+}
+
+impl KeyCache {
+    const MAX: usize = 256;
+
+    fn get(&mut self, key: &str) -> Option<Field> {
+        if let Some((_, f)) = self.entries.iter().find(|(k, _)| &**k == key) {
+            return *f;
+        }
+        let f = field_of(key);
+        if self.entries.len() < Self::MAX {
+            self.entries.push((key.into(), f));
+        }
+        f
+    }
+}
+
 /// A scalar value as read.
 #[derive(Clone, Debug, PartialEq)]
 enum Scalar<'a> {
@@ -250,7 +271,8 @@ impl RequestFacts {
         self.rows == 0
     }
 
-    fn add(&mut self, mut row: Row) {
+    /// Add one row; `evidence` quotes its line, made only for the rows that are kept.
+    fn add(&mut self, mut row: Row, evidence: impl Fn() -> EvidenceLine) {
         self.rows += 1;
         let ms = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b >= a => Some((b - a) * 1000.0),
@@ -299,27 +321,28 @@ impl RequestFacts {
             || row.last_token.is_none()
             || row.finish.is_none();
         if lacks_any && self.missing_example.is_none() {
-            self.missing_example.clone_from(&row.evidence);
+            self.missing_example = Some(evidence());
         }
         let failed = row.failed();
         self.failed += u64::from(failed);
         if row.first_token.is_none() && row.ttft_ms.is_none() && (row.finish.is_some() || failed) {
             self.never_started += 1;
         }
-        if let Some(s) = &row.status
-            && (self.statuses.len() < 64 || self.statuses.contains_key(s))
-        {
-            *self.statuses.entry(s.clone()).or_insert(0) += 1;
+        if let Some(s) = &row.status {
+            if let Some(n) = self.statuses.get_mut(s) {
+                *n += 1;
+            } else if self.statuses.len() < 64 {
+                self.statuses.insert(s.clone(), 1);
+            }
         }
         if let Some(t) = row.enqueue {
             self.first_enqueue = Some(self.first_enqueue.map_or(t, |f| f.min(t)));
             self.last_enqueue = Some(self.last_enqueue.map_or(t, |l| l.max(t)));
         }
-        insert_top(&mut self.slowest, &row, |r| r.ttft_ms.map(|t| -t));
-        insert_top(&mut self.earliest, &row, |r| r.enqueue);
+        insert_top(&mut self.slowest, &row, &evidence, |r| r.ttft_ms.map(|t| -t));
+        insert_top(&mut self.earliest, &row, &evidence, |r| r.enqueue);
         // Reservoir sampling (Algorithm R) with a fixed-seed xorshift: deterministic output.
-        let mut sampled = row;
-        sampled.evidence = None;
+        let sampled = row;
         if self.sample.len() < RESERVOIR {
             self.sample.push(sampled);
         } else {
@@ -336,19 +359,27 @@ impl RequestFacts {
 }
 
 /// Keep the `TOP_K` rows with the smallest `key`, sorted.
-fn insert_top(list: &mut Vec<Row>, row: &Row, key: impl Fn(&Row) -> Option<f64>) {
+fn insert_top(
+    list: &mut Vec<Row>,
+    row: &Row,
+    evidence: &dyn Fn() -> EvidenceLine,
+    key: impl Fn(&Row) -> Option<f64>,
+) {
     let Some(k) = key(row) else { return };
     if list.len() == TOP_K && list.last().and_then(&key).is_some_and(|last| k >= last) {
         return;
     }
     let pos = list.partition_point(|r| key(r).is_some_and(|x| x <= k));
-    list.insert(pos, row.clone());
+    let mut kept = row.clone();
+    kept.evidence = Some(evidence());
+    list.insert(pos, kept);
     list.truncate(TOP_K);
 }
 
 /// Collects `(field, value)` pairs from one JSON object, one level of nesting deep.
 struct Flat<'b, 'a> {
     out: &'b mut Vec<(Field, Scalar<'a>)>,
+    keys: &'b mut KeyCache,
     depth: u8,
 }
 
@@ -365,16 +396,47 @@ impl<'de, 'b> Visitor<'de> for Flat<'b, 'de> {
         f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            map.next_value_seed(ValueSeed { field: field_of(&key), out: &mut *self.out, depth: self.depth })?;
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let field = self.keys.get(&key);
+            map.next_value_seed(ValueSeed {
+                field,
+                out: &mut *self.out,
+                keys: &mut *self.keys,
+                depth: self.depth,
+            })?;
         }
         Ok(())
+    }
+}
+
+/// A map key, borrowed from the line unless it holds escapes (serde's own `Cow<str>` always
+/// allocates).
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(KeySeed)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
     }
 }
 
 struct ValueSeed<'b, 'a> {
     field: Option<Field>,
     out: &'b mut Vec<(Field, Scalar<'a>)>,
+    keys: &'b mut KeyCache,
     depth: u8,
 }
 
@@ -425,7 +487,7 @@ impl<'de, 'b> Visitor<'de> for ValueSeed<'b, 'de> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         if self.depth < 2 {
-            Flat { out: self.out, depth: self.depth + 1 }.visit_map(map)
+            Flat { out: self.out, keys: self.keys, depth: self.depth + 1 }.visit_map(map)
         } else {
             while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
             Ok(())
@@ -437,10 +499,10 @@ impl<'de, 'b> Visitor<'de> for ValueSeed<'b, 'de> {
     }
 }
 
-fn parse_json(line: &str) -> Option<Vec<(Field, Scalar<'_>)>> {
-    let mut out = Vec::with_capacity(8);
+fn parse_json<'a>(line: &'a str, keys: &mut KeyCache) -> Option<Vec<(Field, Scalar<'a>)>> {
+    let mut out = Vec::with_capacity(16);
     let mut de = serde_json::Deserializer::from_str(line);
-    Flat { out: &mut out, depth: 0 }.deserialize(&mut de).ok()?;
+    Flat { out: &mut out, keys, depth: 0 }.deserialize(&mut de).ok()?;
     Some(out)
 }
 
@@ -493,10 +555,11 @@ pub struct RequestLogParser {
     /// Column → field, once a CSV header has been read.
     csv: Option<Vec<Option<Field>>>,
     rows: u64,
+    keys: KeyCache,
 }
 
 impl RequestLogParser {
-    fn to_row(&self, cx: &mut Cx<'_>, no: usize, line: &str, pairs: &[(Field, Scalar<'_>)]) -> Row {
+    fn to_row(&self, cx: &mut Cx<'_>, no: usize, pairs: &[(Field, Scalar<'_>)]) -> Row {
         let mut row = Row { line: no, ..Row::default() };
         for (field, v) in pairs {
             let dur = |scale: Scale, facts_assumed: &mut u64| {
@@ -530,7 +593,6 @@ impl RequestLogParser {
                 Field::Status => row.status = Some(v.text()),
             }
         }
-        row.evidence = Some(cx.evidence(no, line));
         row
     }
 }
@@ -553,7 +615,7 @@ impl SectionParser for RequestLogParser {
             return;
         }
         let pairs = if t.starts_with('{') {
-            match parse_json(t) {
+            match parse_json(t, &mut self.keys) {
                 Some(p) => p,
                 None => {
                     cx.facts.requests.unreadable += 1;
@@ -595,9 +657,14 @@ impl SectionParser for RequestLogParser {
             cx.issue(no, "a record without any known timing field");
             return;
         }
-        let row = self.to_row(cx, no, t, &pairs);
+        let row = self.to_row(cx, no, &pairs);
         self.rows += 1;
-        cx.facts.requests.add(row);
+        let input = cx.input;
+        cx.facts.requests.add(row, || EvidenceLine {
+            input: input.to_owned(),
+            line: no,
+            text: crate::analyze::text::quote(t),
+        });
     }
 
     fn finish(self: Box<Self>, cx: &mut Cx<'_>) {

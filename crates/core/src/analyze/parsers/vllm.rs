@@ -8,7 +8,6 @@
 use super::{Cx, SectionParser};
 use crate::analyze::facts::push_bounded;
 use crate::analyze::report::EvidenceLine;
-use crate::analyze::text::number_after;
 use std::collections::BTreeMap;
 
 /// One periodic stats line.
@@ -176,6 +175,157 @@ fn arg_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     None
 }
 
+/// The strings [`VllmParser::line`] dispatches on, found in one multi-pattern scan per line
+/// (a chain of `contains` calls cost more than everything else the parser does).
+mod needle {
+    pub const AVG_PROMPT: u64 = 1 << 0;
+    pub const AVG_GEN: u64 = 1 << 1;
+    pub const KV_USAGE: u64 = 1 << 2;
+    pub const RUNNING: u64 = 1 << 3;
+    pub const PREEMPTED: u64 = 1 << 4;
+    pub const NO_BLOCKS: u64 = 1 << 5;
+    pub const KV_LARGER: u64 = 1 << 6;
+    pub const FREE_LESS: u64 = 1 << 7;
+    pub const MAX_SEQ: u64 = 1 << 8;
+    pub const AVAILABLE_KV: u64 = 1 << 9;
+    pub const KV_SIZE: u64 = 1 << 10;
+    pub const MAX_CONC: u64 = 1 << 11;
+    pub const GPU_BLOCKS: u64 = 1 << 12;
+    pub const WEIGHTS_TAKE: u64 = 1 << 13;
+    pub const MODEL_LOADING: u64 = 1 << 14;
+    pub const REST_FOR_KV: u64 = 1 << 15;
+    pub const CAPTURING: u64 = 1 << 16;
+    pub const CAPTURE_DONE: u64 = 1 << 17;
+    pub const STARTING: u64 = 1 << 18;
+    pub const LOADING_WEIGHTS: u64 = 1 << 19;
+    pub const ENGINE_DEAD_ERR: u64 = 1 << 20;
+    pub const LOOP_DIED: u64 = 1 << 21;
+    pub const CORE_ENCOUNTERED: u64 = 1 << 22;
+    pub const CORE_PROC: u64 = 1 << 23;
+    pub const DIED: u64 = 1 << 24;
+    pub const ENGINE_IS_DEAD: u64 = 1 << 25;
+    pub const WATCHDOG: u64 = 1 << 26;
+    pub const NCCL_ERROR: u64 = 1 << 27;
+    pub const NCCL_INTERNAL: u64 = 1 << 28;
+    pub const NCCL_SYSTEM: u64 = 1 << 29;
+    pub const PG_NCCL: u64 = 1 << 30;
+    pub const LOWER_TIMEOUT: u64 = 1 << 31;
+    pub const ABORTED: u64 = 1 << 32;
+    pub const CHUNKED: u64 = 1 << 33;
+    pub const HTTP: u64 = 1 << 34;
+    pub const NON_DEFAULT: u64 = 1 << 35;
+    pub const WITH_CONFIG: u64 = 1 << 36;
+    pub const NAMESPACE: u64 = 1 << 37;
+    pub const ENGINE_ARGS: u64 = 1 << 38;
+    pub const TIMEOUT_ERROR: u64 = 1 << 39;
+    pub const TIMED_OUT: u64 = 1 << 40;
+    pub const TIMEOUT: u64 = 1 << 41;
+    pub const ERROR_UPPER: u64 = 1 << 42;
+    pub const ERROR_WORD: u64 = 1 << 43;
+}
+
+const NEEDLE_TEXT: [&str; 44] = [
+    "Avg prompt throughput",
+    "Avg generation throughput",
+    "GPU KV cache usage:",
+    "Running:",
+    "preempted by PreemptionMode",
+    "No available memory for the cache blocks",
+    "larger than the available KV cache memory",
+    "is less than desired GPU memory utilization",
+    "larger than the maximum number of tokens that can be stored in KV cache",
+    "Available KV cache memory",
+    "GPU KV cache size",
+    "Maximum concurrency for",
+    "# GPU blocks",
+    "model weights take",
+    "Model loading took",
+    "the rest of the memory reserved for KV Cache",
+    "Capturing CUDA graph",
+    "Graph capturing finished",
+    "Starting vLLM API server",
+    "Loading weights took",
+    "EngineDeadError",
+    "Engine loop has died",
+    "EngineCore encountered",
+    "Engine core proc",
+    "died",
+    "engine is dead",
+    "Watchdog caught collective operation timeout",
+    "NCCL error",
+    "ncclInternalError",
+    "ncclSystemError",
+    "ProcessGroupNCCL",
+    "timeout",
+    "Aborted request",
+    "Chunked prefill is enabled",
+    "HTTP/1.",
+    "non-default args",
+    "with config:",
+    "Namespace(",
+    "engine_args",
+    "TimeoutError",
+    "timed out",
+    "Timeout",
+    "ERROR",
+    "Error",
+];
+
+/// Leftmost-first search uses the SIMD prefilter, so lines without any needle (most lines of a
+/// log) cost little. It reports non-overlapping matches: no needle's meaning depends on another
+/// needle found inside it (`TimeoutError` counts as an error by itself).
+static NEEDLES: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+        .build(NEEDLE_TEXT)
+        .expect("static patterns build")
+});
+
+/// Bit `i` set when needle `i` occurs in the line.
+fn needles_in(line: &str) -> u64 {
+    NEEDLES.find_iter(line).fold(0, |acc, m| acc | 1 << m.pattern().as_usize())
+}
+
+/// One pass over a stats line: `key: number unit` segments separated by commas.
+fn parse_stats(line: &str) -> [Option<f64>; 9] {
+    const KEYS: [&str; 9] = [
+        "Avg prompt throughput",
+        "Avg generation throughput",
+        "Running",
+        "Waiting",
+        "Swapped",
+        "Preemptions",
+        "GPU KV cache usage",
+        "CPU KV cache usage",
+        "Prefix cache hit rate",
+    ];
+    let mut out = [None; 9];
+    let mut pending: Option<f64> = None;
+    // Segments end at ", " (a comma inside `1,234.5` is not followed by a space).
+    let mut rest = line;
+    while !rest.is_empty() {
+        let end = memchr::memchr_iter(b',', rest.as_bytes())
+            .find(|&i| rest.as_bytes().get(i + 1) == Some(&b' '))
+            .unwrap_or(rest.len());
+        let segment = &rest[..end];
+        rest = rest.get(end + 2..).unwrap_or("");
+        let Some(colon) = memchr::memrchr(b':', segment.as_bytes()) else { continue };
+        let (key, value) = (&segment[..colon], &segment[colon + 1..]);
+        let value = crate::analyze::text::leading_number(value);
+        if key.ends_with("Pending") {
+            pending = value;
+            continue;
+        }
+        if let Some(i) = KEYS.iter().position(|k| key.ends_with(k)) {
+            out[i] = value;
+        }
+    }
+    if out[3].is_none() {
+        out[3] = pending;
+    }
+    out
+}
+
 #[derive(Default)]
 pub struct VllmParser {
     /// Lines that are neither log records nor traceback lines: counted, first one quoted.
@@ -187,11 +337,27 @@ pub struct VllmParser {
 fn looks_like_log(line: &str) -> bool {
     let t = line.trim_start();
     t.is_empty()
-        || ["INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "Traceback", "File \"", "(", "[", "^", "raise ", "During handling", "The above exception"]
-            .iter()
-            .any(|p| t.starts_with(p))
+        || [
+            "INFO",
+            "WARNING",
+            "ERROR",
+            "DEBUG",
+            "CRITICAL",
+            "Traceback",
+            "File \"",
+            "(",
+            "[",
+            "^",
+            "raise ",
+            "During handling",
+            "The above exception",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p))
         || line.starts_with([' ', '\t'])
-        || t.split(':').next().is_some_and(|head| head.ends_with("Error") || head.ends_with("Exception") || head.contains('.'))
+        || t.split(':')
+            .next()
+            .is_some_and(|head| head.ends_with("Error") || head.ends_with("Exception") || head.contains('.'))
 }
 
 impl SectionParser for VllmParser {
@@ -205,27 +371,32 @@ impl SectionParser for VllmParser {
     }
 
     fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
-        if line.contains("Avg prompt throughput")
-            || line.contains("Avg generation throughput")
-            || line.contains("GPU KV cache usage:") && line.contains("Running:")
-        {
-            let pct = |key: &str| number_after(line, key);
+        use needle::*;
+        let m = needles_in(line);
+        let has = |bits: u64| m & bits != 0;
+        let all = |bits: u64| m & bits == bits;
+        if m == 0 {
+            if !looks_like_log(line) {
+                self.strangers += 1;
+                self.first_stranger.get_or_insert(no);
+            }
+            return;
+        }
+        if has(AVG_PROMPT | AVG_GEN) || all(KV_USAGE | RUNNING) {
+            let [prompt_tps, gen_tps, running, waiting, swapped, preemptions, kv, cpu_kv, prefix] =
+                parse_stats(line);
             let stat = VllmStat {
                 t: stamp(line),
-                prompt_tps: pct("Avg prompt throughput: "),
-                gen_tps: pct("Avg generation throughput: "),
-                running: pct("Running: "),
-                waiting: pct("Waiting: ").or_else(|| pct("Pending: ")),
-                swapped: pct("Swapped: "),
-                preemptions: pct("Preemptions: "),
-                kv_usage_pct: pct("GPU KV cache usage: "),
-                cpu_kv_usage_pct: pct("CPU KV cache usage: "),
-                prefix_hit_pct: pct("Prefix cache hit rate: "),
-                evidence: EvidenceLine {
-                    input: cx.input.to_owned(),
-                    line: no,
-                    text: crate::analyze::text::quote(line),
-                },
+                prompt_tps,
+                gen_tps,
+                running,
+                waiting,
+                swapped,
+                preemptions,
+                kv_usage_pct: kv,
+                cpu_kv_usage_pct: cpu_kv,
+                prefix_hit_pct: prefix,
+                evidence: cx.evidence(no, line),
             };
             if stat.running.is_none() && stat.kv_usage_pct.is_none() {
                 cx.issue(no, "a vLLM stats line without Running or KV usage figures");
@@ -238,89 +409,7 @@ impl SectionParser for VllmParser {
             }
             return;
         }
-        if line.contains("is preempted by PreemptionMode") || line.contains("preempted by PreemptionMode") {
-            cx.facts.vllm.preemptions += 1;
-            let e = cx.evidence(no, line);
-            push_bounded(&mut cx.facts.vllm.preemption_lines, e, MAX_LINES);
-            return;
-        }
-        let fatal = if line.contains("No available memory for the cache blocks") {
-            Some(FatalMemory::NoCacheBlocks)
-        } else if line.contains("larger than the available KV cache memory") {
-            Some(FatalMemory::KvLargerThanAvailable)
-        } else if line.contains("is less than desired GPU memory utilization") {
-            Some(FatalMemory::FreeLessThanDesired)
-        } else if line.contains("larger than the maximum number of tokens that can be stored in KV cache") {
-            Some(FatalMemory::MaxSeqLenTooLarge)
-        } else {
-            None
-        };
-        if let Some(kind) = fatal {
-            let e = cx.evidence(no, line);
-            if cx.facts.vllm.fatal_memory.len() < MAX_LINES {
-                cx.facts.vllm.fatal_memory.push((kind, e));
-            }
-            return;
-        }
-        if [
-            "Available KV cache memory",
-            "GPU KV cache size",
-            "Maximum concurrency for",
-            "# GPU blocks",
-            "model weights take",
-            "Model loading took",
-            "the rest of the memory reserved for KV Cache",
-        ]
-        .iter()
-        .any(|k| line.contains(k))
-        {
-            let e = cx.evidence(no, line);
-            push_bounded(&mut cx.facts.vllm.startup_lines, e.clone(), 32);
-            if line.contains("Model loading took") {
-                push_bounded(&mut cx.facts.vllm.startup_events, e, MAX_LINES);
-            }
-            return;
-        }
-        if line.contains("Capturing CUDA graph")
-            || line.contains("Graph capturing finished")
-            || line.contains("Starting vLLM API server")
-            || line.contains("Loading weights took")
-        {
-            let e = cx.evidence(no, line);
-            push_bounded(&mut cx.facts.vllm.startup_events, e, MAX_LINES);
-            return;
-        }
-        if line.contains("EngineDeadError")
-            || line.contains("Engine loop has died")
-            || line.contains("EngineCore encountered")
-            || line.contains("Engine core proc") && line.contains("died")
-            || line.contains("engine is dead")
-        {
-            let e = cx.evidence(no, line);
-            push_bounded(&mut cx.facts.vllm.engine_dead, e, MAX_LINES);
-            return;
-        }
-        if line.contains("Watchdog caught collective operation timeout")
-            || line.contains("NCCL error")
-            || line.contains("ncclInternalError")
-            || line.contains("ncclSystemError")
-            || line.contains("ProcessGroupNCCL") && line.contains("timeout")
-        {
-            let e = cx.evidence(no, line);
-            push_bounded(&mut cx.facts.vllm.nccl, e, MAX_LINES);
-            return;
-        }
-        if line.contains("Aborted request") {
-            cx.facts.vllm.aborts += 1;
-            let e = cx.evidence(no, line);
-            push_bounded(&mut cx.facts.vllm.abort_lines, e, MAX_LINES);
-            return;
-        }
-        if line.contains("Chunked prefill is enabled") {
-            let e = cx.evidence(no, line);
-            cx.facts.vllm.chunked_prefill_line.get_or_insert(e);
-        }
-        if line.contains("HTTP/1.") && line.contains('"') {
+        if has(HTTP) && line.contains('"') {
             // `… "POST /v1/chat/completions HTTP/1.1" 404 Not Found`
             if let Some(close) = line.rfind('"')
                 && let Some(code) =
@@ -334,11 +423,64 @@ impl SectionParser for VllmParser {
                 return;
             }
         }
-        if line.contains("non-default args")
-            || line.contains("with config:")
-            || line.contains("Namespace(")
-            || line.contains("engine_args")
-        {
+        if has(PREEMPTED) {
+            cx.facts.vllm.preemptions += 1;
+            let e = cx.evidence(no, line);
+            push_bounded(&mut cx.facts.vllm.preemption_lines, e, MAX_LINES);
+            return;
+        }
+        let fatal = if has(NO_BLOCKS) {
+            Some(FatalMemory::NoCacheBlocks)
+        } else if has(KV_LARGER) {
+            Some(FatalMemory::KvLargerThanAvailable)
+        } else if has(FREE_LESS) {
+            Some(FatalMemory::FreeLessThanDesired)
+        } else if has(MAX_SEQ) {
+            Some(FatalMemory::MaxSeqLenTooLarge)
+        } else {
+            None
+        };
+        if let Some(kind) = fatal {
+            let e = cx.evidence(no, line);
+            if cx.facts.vllm.fatal_memory.len() < MAX_LINES {
+                cx.facts.vllm.fatal_memory.push((kind, e));
+            }
+            return;
+        }
+        if has(AVAILABLE_KV | KV_SIZE | MAX_CONC | GPU_BLOCKS | WEIGHTS_TAKE | MODEL_LOADING | REST_FOR_KV) {
+            let e = cx.evidence(no, line);
+            push_bounded(&mut cx.facts.vllm.startup_lines, e.clone(), 32);
+            if has(MODEL_LOADING) {
+                push_bounded(&mut cx.facts.vllm.startup_events, e, MAX_LINES);
+            }
+            return;
+        }
+        if has(CAPTURING | CAPTURE_DONE | STARTING | LOADING_WEIGHTS) {
+            let e = cx.evidence(no, line);
+            push_bounded(&mut cx.facts.vllm.startup_events, e, MAX_LINES);
+            return;
+        }
+        if has(ENGINE_DEAD_ERR | LOOP_DIED | CORE_ENCOUNTERED | ENGINE_IS_DEAD) || all(CORE_PROC | DIED) {
+            let e = cx.evidence(no, line);
+            push_bounded(&mut cx.facts.vllm.engine_dead, e, MAX_LINES);
+            return;
+        }
+        if has(WATCHDOG | NCCL_ERROR | NCCL_INTERNAL | NCCL_SYSTEM) || all(PG_NCCL | LOWER_TIMEOUT) {
+            let e = cx.evidence(no, line);
+            push_bounded(&mut cx.facts.vllm.nccl, e, MAX_LINES);
+            return;
+        }
+        if has(ABORTED) {
+            cx.facts.vllm.aborts += 1;
+            let e = cx.evidence(no, line);
+            push_bounded(&mut cx.facts.vllm.abort_lines, e, MAX_LINES);
+            return;
+        }
+        if has(CHUNKED) {
+            let e = cx.evidence(no, line);
+            cx.facts.vllm.chunked_prefill_line.get_or_insert(e);
+        }
+        if has(NON_DEFAULT | WITH_CONFIG | NAMESPACE | ENGINE_ARGS) {
             for (canonical, names) in ARGS {
                 if let Some(value) = names.iter().find_map(|n| arg_value(line, n)) {
                     let e = cx.evidence(no, line);
@@ -350,9 +492,7 @@ impl SectionParser for VllmParser {
             }
             return;
         }
-        let lower_has_timeout =
-            line.contains("TimeoutError") || line.contains("timed out") || line.contains("Timeout");
-        if lower_has_timeout && (line.contains("ERROR") || line.contains("Error")) {
+        if has(TIMEOUT_ERROR) || has(TIMED_OUT | TIMEOUT) && has(ERROR_UPPER | ERROR_WORD) {
             let e = cx.evidence(no, line);
             push_bounded(&mut cx.facts.vllm.timeouts, e, MAX_LINES);
             return;
@@ -365,7 +505,13 @@ impl SectionParser for VllmParser {
 
     fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
         if let Some(first) = self.first_stranger {
-            cx.issue(first, format!("{} line(s) in this vLLM log section are not log records and were skipped", self.strangers));
+            cx.issue(
+                first,
+                format!(
+                    "{} line(s) in this vLLM log section are not log records and were skipped",
+                    self.strangers
+                ),
+            );
         }
     }
 }

@@ -1,0 +1,93 @@
+//! A 1 GB request log through the analyzer: throughput and peak memory (target ≤ 64 MB).
+//!
+//! The log is a 16 MiB block of realistic JSON lines fed 64 times (1 GiB in all), as a file
+//! would be read: 64 KiB at a time. Baselines in the same run: the process's peak RSS before
+//! the analysis (the allocator, the block itself) and a memchr line count over the same bytes.
+//! Figures go to stdout and to the JSON file named by the first non-flag argument
+//! (default `bench-results/analyze.json`).
+
+use std::time::Instant;
+
+use triage_core::analyze::Analyzer;
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn block(bytes: usize) -> Vec<u8> {
+    let mut s = String::with_capacity(bytes + 512);
+    let mut i = 0u64;
+    while s.len() < bytes {
+        let t = 1_764_460_800.0 + i as f64 * 0.01;
+        let prompt = 100 + (i * 7919) % 9000;
+        s.push_str(&format!(
+            "{{\"request_id\":\"req-{i:010}\",\"enqueue_time\":{t:.3},\"scheduled_time\":{:.3},\"first_token_time\":{:.3},\"last_token_time\":{:.3},\"finish_time\":{:.3},\"prompt_tokens\":{prompt},\"output_tokens\":{},\"status\":{}}}\n",
+            t + (i % 17) as f64 * 0.02,
+            t + 0.3 + prompt as f64 * 0.0001,
+            t + 4.0,
+            t + 4.01,
+            20 + i % 700,
+            if i % 997 == 0 { 504 } else { 200 }
+        ));
+        i += 1;
+    }
+    s.into_bytes()
+}
+
+fn main() {
+    let out = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_else(|| "bench-results/analyze.json".into());
+    let block = block(16 << 20);
+    let repeats = (1usize << 30) / block.len();
+    let total = (block.len() * repeats) as f64;
+    let rss_before = peak_rss_kib();
+
+    let started = Instant::now();
+    let mut lines = 0usize;
+    for _ in 0..repeats {
+        for chunk in block.chunks(64 * 1024) {
+            lines += memchr::memchr_iter(b'\n', std::hint::black_box(chunk)).count();
+        }
+    }
+    let baseline_s = started.elapsed().as_secs_f64();
+
+    let started = Instant::now();
+    let mut a = Analyzer::new();
+    a.begin("big.jsonl");
+    for _ in 0..repeats {
+        for chunk in block.chunks(64 * 1024) {
+            a.feed(chunk);
+        }
+    }
+    let report = a.finish();
+    let analyze_s = started.elapsed().as_secs_f64();
+    let rss_after = peak_rss_kib();
+    let rows = report.figures.get("request_log.requests").and_then(|f| f.value.as_u64()).unwrap_or(0);
+    assert_eq!(rows as usize, lines, "every line is a request");
+
+    let mb_s = total / analyze_s / 1e6;
+    let growth_mb = rss_after.saturating_sub(rss_before) as f64 / 1024.0;
+    println!("1 GiB request log ({lines} rows): analyzer {analyze_s:.2} s = {mb_s:.0} MB/s; memchr baseline {baseline_s:.2} s ({:.1}× faster)", analyze_s / baseline_s);
+    println!("peak RSS: {:.1} MB before, {:.1} MB after; the analysis added {growth_mb:.1} MB (target ≤ 64 MB)", rss_before as f64 / 1024.0, rss_after as f64 / 1024.0);
+    let json = serde_json::json!({
+        "schema": "triage.bench.analyze/v1",
+        "input_bytes": total,
+        "rows": lines,
+        "analyzer_s": (analyze_s * 1000.0).round() / 1000.0,
+        "analyzer_mb_s": mb_s.round(),
+        "baseline_memchr_s": (baseline_s * 1000.0).round() / 1000.0,
+        "ratio_vs_baseline": (analyze_s / baseline_s * 10.0).round() / 10.0,
+        "peak_rss_before_mb": rss_before as f64 / 1024.0,
+        "peak_rss_after_mb": rss_after as f64 / 1024.0,
+        "analysis_memory_mb": growth_mb,
+        "target_memory_mb": 64,
+        "meets_memory_target": growth_mb <= 64.0,
+    });
+    if let Some(dir) = std::path::Path::new(&out).parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(&out, serde_json::to_string_pretty(&json).expect("json") + "\n").expect("writing the bench report");
+    println!("written to {out}");
+}
