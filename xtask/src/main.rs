@@ -198,29 +198,25 @@ fn forbidden_in_tree(tree: &str) -> Vec<String> {
 }
 
 fn bench(what: &str) -> anyhow::Result<()> {
-    std::fs::create_dir_all("bench-results")?;
+    // Benches run with their package as the working directory: give them absolute paths.
+    let results = workspace_root().join("bench-results");
+    std::fs::create_dir_all(&results)?;
+    let out = |name: &str| results.join(name).to_string_lossy().into_owned();
     let core = || {
         let mut c = cargo();
         c.args(["bench", "--package", "triage-core", "--locked"]);
-        step("criterion benches (triage-core: sse, sketch)", c)
+        step("criterion benches (triage-core: sse, sketch, analyze)", c)
     };
     let probe = || {
         let mut c = cargo();
-        c.args([
-            "bench",
-            "--package",
-            "triage-cli",
-            "--bench",
-            "probe",
-            "--locked",
-            "--",
-            "bench-results/probe.json",
-        ]);
+        c.args(["bench", "--package", "triage-cli", "--bench", "probe", "--locked", "--"])
+            .arg(out("probe.json"));
         step("probe timing error vs the scripted server", c)
     };
     let analyze = || {
         let mut c = cargo();
-        c.args(["bench", "--package", "triage-cli", "--bench", "analyze_big", "--locked", "--", "bench-results/analyze.json"]);
+        c.args(["bench", "--package", "triage-cli", "--bench", "analyze_big", "--locked", "--"])
+            .arg(out("analyze.json"));
         step("1 GiB request log: analyzer throughput and memory", c)
     };
     match what {
