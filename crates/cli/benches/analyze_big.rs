@@ -13,7 +13,11 @@ use triage_core::analyze::Analyzer;
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -30,7 +34,7 @@ fn block(bytes: usize) -> Vec<u8> {
             t + 4.0,
             t + 4.01,
             20 + i % 700,
-            if i % 997 == 0 { 504 } else { 200 }
+            if i.is_multiple_of(997) { 504 } else { 200 }
         ));
         i += 1;
     }
@@ -38,7 +42,10 @@ fn block(bytes: usize) -> Vec<u8> {
 }
 
 fn main() {
-    let out = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_else(|| "bench-results/analyze.json".into());
+    let out = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .unwrap_or_else(|| "bench-results/analyze.json".into());
     let block = block(16 << 20);
     let repeats = (1usize << 30) / block.len();
     let total = (block.len() * repeats) as f64;
@@ -69,8 +76,15 @@ fn main() {
 
     let mb_s = total / analyze_s / 1e6;
     let growth_mb = rss_after.saturating_sub(rss_before) as f64 / 1024.0;
-    println!("1 GiB request log ({lines} rows): analyzer {analyze_s:.2} s = {mb_s:.0} MB/s; memchr baseline {baseline_s:.2} s ({:.1}× faster)", analyze_s / baseline_s);
-    println!("peak RSS: {:.1} MB before, {:.1} MB after; the analysis added {growth_mb:.1} MB (target ≤ 64 MB)", rss_before as f64 / 1024.0, rss_after as f64 / 1024.0);
+    println!(
+        "1 GiB request log ({lines} rows): analyzer {analyze_s:.2} s = {mb_s:.0} MB/s; memchr baseline {baseline_s:.2} s ({:.1}× faster)",
+        analyze_s / baseline_s
+    );
+    println!(
+        "peak RSS: {:.1} MB before, {:.1} MB after; the analysis added {growth_mb:.1} MB (target ≤ 64 MB)",
+        rss_before as f64 / 1024.0,
+        rss_after as f64 / 1024.0
+    );
     let json = serde_json::json!({
         "schema": "triage.bench.analyze/v1",
         "input_bytes": total,
@@ -88,6 +102,7 @@ fn main() {
     if let Some(dir) = std::path::Path::new(&out).parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    std::fs::write(&out, serde_json::to_string_pretty(&json).expect("json") + "\n").expect("writing the bench report");
+    std::fs::write(&out, serde_json::to_string_pretty(&json).expect("json") + "\n")
+        .expect("writing the bench report");
     println!("written to {out}");
 }

@@ -29,6 +29,12 @@ pub enum Command {
     ///
     /// Exit status: 0 when the analysis ran (whatever it found), 2 on usage errors.
     Analyze(AnalyzeArgs),
+    /// Estimate the KV cache vLLM allocates for a model (config.json or preset) on a GPU:
+    /// bytes per token, blocks, tokens, concurrency, the max_model_len and max_num_seqs that
+    /// fit; with --log, reconcile with the server's startup lines.
+    ///
+    /// Exit status: 0 when the estimate ran, 2 on bad input (config, options).
+    Kv(Box<KvArgs>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -106,6 +112,102 @@ pub struct AnalyzeArgs {
 pub struct DemoArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct KvArgs {
+    /// Hugging Face config.json of the model (`-` reads stdin).
+    #[arg(long, conflicts_with = "model")]
+    pub config: Option<PathBuf>,
+    /// A built-in model preset (see --list-models), e.g. llama-3.1-8b, deepseek-v3.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// List the model presets and exit.
+    #[arg(long)]
+    pub list_models: bool,
+    /// List the GPU presets and exit.
+    #[arg(long)]
+    pub list_gpus: bool,
+    /// KV cache dtype: auto, bf16, fp16, fp32, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla.
+    #[arg(long, alias = "kv-cache-dtype", default_value = "auto")]
+    pub kv_dtype: String,
+    /// Serving dtype (bf16, fp16, fp32); default the config's.
+    #[arg(long)]
+    pub dtype: Option<String>,
+    /// Tensor parallel size.
+    #[arg(long, alias = "tensor-parallel-size", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_count)]
+    pub tp: u32,
+    /// Pipeline parallel size.
+    #[arg(long, alias = "pipeline-parallel-size", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_count)]
+    pub pp: u32,
+    /// Tokens per KV block (vLLM default 16; FlashMLA forces 64).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_count)]
+    pub block_size: Option<u32>,
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_count_u64)]
+    pub max_model_len: Option<u64>,
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_count_u64)]
+    pub max_num_seqs: Option<u64>,
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_count_u64)]
+    pub max_num_batched_tokens: Option<u64>,
+    /// GPU preset (see --list-gpus): h200, h100, a100-80gb, a100-40gb, l40s, a10g, rtx-4090 …
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Total GPU memory in GiB as CUDA reports it (vLLM's `total_gpu_memory`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub gpu_mem_gib: Option<String>,
+    #[arg(long, default_value = "0.9", allow_hyphen_values = true)]
+    pub gpu_memory_utilization: String,
+    /// Parameters in billions (weights = parameters × weight dtype).
+    #[arg(long, allow_hyphen_values = true)]
+    pub params_b: Option<String>,
+    /// Weights size in GiB for the whole model (split over TP × PP).
+    #[arg(long, allow_hyphen_values = true)]
+    pub weights_gib: Option<String>,
+    /// Weight storage: bf16, fp16, fp8, int8, int4, mxfp4 (default: config's quantization or dtype).
+    #[arg(long)]
+    pub weights_dtype: Option<String>,
+    /// Activation peak per GPU in GiB (vLLM logs it at startup).
+    #[arg(long, allow_hyphen_values = true)]
+    pub activation_gib: Option<String>,
+    /// Non-torch memory per GPU in GiB (NCCL, cuBLAS).
+    #[arg(long, allow_hyphen_values = true)]
+    pub non_torch_gib: Option<String>,
+    /// Skip the budget: answer for exactly this much KV memory per GPU.
+    #[arg(long, allow_hyphen_values = true)]
+    pub available_kv_gib: Option<String>,
+    /// Concurrency at this request length (default max_model_len).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_count_u64)]
+    pub at_len: Option<u64>,
+    /// Reverse question: memory for SEQSxLEN, e.g. 64x4096.
+    #[arg(long)]
+    pub need: Option<String>,
+    /// vLLM or SGLang startup log to reconcile with (`-` reads stdin).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// Model vLLM's hybrid KV-cache manager as disabled (sliding layers allocated as full).
+    #[arg(long)]
+    pub no_hybrid: bool,
+    /// Accept conventional defaults for fields missing from config.json (listed as assumptions).
+    #[arg(long)]
+    pub assume_defaults: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// A whole number ≥ 1 (TP, PP, block size).
+pub fn parse_count(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("must be a whole number ≥ 1, got {s:?}")),
+    }
+}
+
+/// A whole number ≥ 1 (lengths, counts).
+pub fn parse_count_u64(s: &str) -> Result<u64, String> {
+    match s.trim().replace(['_', ','], "").parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("must be a whole number ≥ 1, got {s:?}")),
+    }
 }
 
 pub fn parse_api(s: &str) -> Result<Api, String> {

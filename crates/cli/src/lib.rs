@@ -5,5 +5,6 @@
 pub mod analyze;
 pub mod args;
 pub mod demo;
+pub mod kv;
 pub mod probe;
 pub mod render;

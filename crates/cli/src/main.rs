@@ -44,6 +44,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Probe(args) => rt.block_on(cmd_probe(*args)),
         Command::Demo(args) => rt.block_on(cmd_demo(args.format)),
         Command::Analyze(args) => cmd_analyze(&args),
+        Command::Kv(args) => triage_cli::kv::run(&args),
     }
 }
 

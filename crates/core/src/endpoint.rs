@@ -59,8 +59,21 @@ pub struct Resolved {
     pub warnings: Vec<String>,
 }
 
-const TRACKING_PREFIXES: &[&str] =
-    &["utm_", "spm", "gclid", "fbclid", "msclkid", "ref", "from", "share", "source"];
+/// Query parameters that marketing links add and APIs never take (name prefixes).
+pub const TRACKING_PARAM_PREFIXES: &[&str] =
+    &["utm_", "spm", "gclid", "fbclid", "msclkid", "from", "ref", "share", "source", "_hsenc", "mc_cid"];
+
+/// The tracking parameters in a query string (`a=1&utm_source=x` → `["utm_source"]`).
+pub fn tracking_params(query: &str) -> Vec<&str> {
+    query
+        .trim_start_matches(['?', '#'])
+        .split('&')
+        .filter_map(|kv| kv.split('=').next())
+        .filter(|k| {
+            !k.is_empty() && TRACKING_PARAM_PREFIXES.iter().any(|p| k.to_ascii_lowercase().starts_with(p))
+        })
+        .collect()
+}
 
 /// Resolve a base URL (`http://host:8000/v1`, `https://api.anthropic.com`) or a full endpoint
 /// into the URL to POST to.
@@ -130,11 +143,7 @@ pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
             .filter_map(|kv| kv.split('=').next())
             .filter(|k| !k.is_empty())
             .collect();
-        let tracking: Vec<&str> = params
-            .iter()
-            .copied()
-            .filter(|k| TRACKING_PREFIXES.iter().any(|p| k.to_ascii_lowercase().starts_with(p)))
-            .collect();
+        let tracking = tracking_params(q);
         if !tracking.is_empty() {
             warnings.push(format!(
                 "the URL carries tracking parameters ({}): API gateways often answer 404 to them, which clients \

@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod defs;
 pub mod endpoint;
 pub mod fault;
+pub mod kv;
 pub mod probe;
 pub mod sse;
 pub mod stats;

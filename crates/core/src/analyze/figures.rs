@@ -1,8 +1,8 @@
 //! The figures a report shows, each with its unit and definition, derived from the facts.
 
 use super::facts::Facts;
-use super::report::Figure;
 use super::parsers::request_log::Row;
+use super::report::Figure;
 use crate::stats::{QuantileSketch, Summary};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -50,12 +50,30 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
         put(&mut out, "request_log.requests", Some(json!(r.rows)), "requests", "rows read from request logs");
         type Get = fn(&Row) -> Option<f64>;
         let table: [(&str, &QuantileSketch, Get, &str, &str); 8] = [
-            ("ttft_ms", &r.ttft_ms, |x| x.ttft_ms, "ms", "server-side TTFT: first_token_time − enqueue_time (or a logged TTFT)"),
-            ("queue_ms", &r.queue_ms, |x| x.queue_ms, "ms", "queue: scheduled − enqueue (or a logged queue time)"),
+            (
+                "ttft_ms",
+                &r.ttft_ms,
+                |x| x.ttft_ms,
+                "ms",
+                "server-side TTFT: first_token_time − enqueue_time (or a logged TTFT)",
+            ),
+            (
+                "queue_ms",
+                &r.queue_ms,
+                |x| x.queue_ms,
+                "ms",
+                "queue: scheduled − enqueue (or a logged queue time)",
+            ),
             ("prefill_ms", &r.prefill_ms, |x| x.prefill_ms, "ms", "prefill: first_token − scheduled"),
             ("decode_ms", &r.decode_ms, |x| x.decode_ms, "ms", "decode: last_token − first_token"),
             ("e2e_ms", &r.e2e_ms, |x| x.e2e_ms, "ms", "E2E: finish (or last token) − enqueue"),
-            ("tpot_ms", &r.tpot_ms, |x| x.tpot_ms, "ms", "TPOT: (last − first token) / (output tokens − 1), per request"),
+            (
+                "tpot_ms",
+                &r.tpot_ms,
+                |x| x.tpot_ms,
+                "ms",
+                "TPOT: (last − first token) / (output tokens − 1), per request",
+            ),
             ("prompt_tokens", &r.prompt_tokens, |x| x.prompt_tokens, "tokens", "prompt length per request"),
             ("output_tokens", &r.output_tokens, |x| x.output_tokens, "tokens", "output length per request"),
         ];
@@ -162,6 +180,164 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             Some(json!(f.gpus.readings.len())),
             "readings",
             "per-GPU readings from nvidia-smi output",
+        );
+        // Per GPU: the median SM clock over its readings, and every clock-event reason seen.
+        let mut by_gpu: BTreeMap<u32, (Vec<f64>, Vec<String>)> = BTreeMap::new();
+        for r in &f.gpus.readings {
+            let e = by_gpu.entry(r.index).or_default();
+            e.0.extend(r.sm_clock_mhz);
+            for reason in &r.reasons {
+                if !e.1.contains(reason) {
+                    e.1.push(reason.clone());
+                }
+            }
+        }
+        let clocks: serde_json::Map<String, serde_json::Value> = by_gpu
+            .iter()
+            .filter_map(|(i, (c, _))| {
+                Summary::from_values(c).map(|s| (i.to_string(), json!(round(s.p50, 0))))
+            })
+            .collect();
+        if !clocks.is_empty() {
+            put(
+                &mut out,
+                "gpus.sm_clock_mhz",
+                Some(json!(clocks)),
+                "MHz",
+                "median SM clock of each GPU over its readings, by GPU index",
+            );
+        }
+        let reasons: serde_json::Map<String, serde_json::Value> = by_gpu
+            .iter()
+            .filter(|(_, (_, r))| !r.is_empty())
+            .map(|(i, (_, r))| (i.to_string(), json!(r)))
+            .collect();
+        if !reasons.is_empty() {
+            put(
+                &mut out,
+                "gpus.clock_event_reasons",
+                Some(json!(reasons)),
+                "reasons",
+                "clock-event (throttle) reasons seen active, by GPU index (NVML names)",
+            );
+        }
+    }
+    if let Some(o) = f.ooms.first() {
+        let v = json!({ "tried_gib": o.tried_gib, "total_gib": o.total_gib, "free_gib": o.free_gib,
+            "allocated_by_pytorch_gib": o.allocated_by_pytorch_gib, "reserved_unallocated_gib": o.reserved_unallocated_gib });
+        put(
+            &mut out,
+            "oom.first",
+            Some(v),
+            "GiB",
+            "the first out-of-memory message: the failed allocation, the GPU's capacity and free memory, PyTorch's allocated and reserved-but-unallocated memory",
+        );
+        put(&mut out, "oom.count", Some(json!(f.ooms.len())), "messages", "out-of-memory messages read");
+    }
+    let lines: Vec<&str> = f.vllm.startup_lines.iter().map(|e| e.text.as_str()).collect();
+    if !lines.is_empty() {
+        let s = crate::kv::startup::parse_startup(&lines.join("\n"));
+        if let Some(t) = &s.kv_cache_tokens {
+            put(
+                &mut out,
+                "vllm.kv_cache_tokens",
+                Some(json!(t.value)),
+                "tokens",
+                "`GPU KV cache size` logged at start-up: tokens the KV cache holds",
+            );
+        }
+        if let Some(a) = &s.available_kv {
+            put(
+                &mut out,
+                "vllm.available_kv",
+                Some(json!(a.value.to_string())),
+                "bytes",
+                "`Available KV cache memory` logged at start-up, as printed",
+            );
+        }
+        if let Some(c) = &s.max_concurrency {
+            put(
+                &mut out,
+                "vllm.max_concurrency",
+                Some(
+                    json!({"tokens_per_request": c.value.tokens_per_request, "times": c.value.times.as_f64()}),
+                ),
+                "×",
+                "`Maximum concurrency for N tokens per request` logged at start-up",
+            );
+        }
+    }
+    for (i, b) in f.bench.iter().enumerate() {
+        let name = match &b.label {
+            Some(l) => format!("bench.{}.{i}.{l}", b.tool),
+            None => format!("bench.{}.{i}", b.tool),
+        };
+        let mut v = json!(b.figures);
+        if !b.notes.is_empty() {
+            v["notes"] = json!(b.notes);
+        }
+        put(
+            &mut out,
+            &name,
+            Some(v),
+            "ms / per s",
+            "a benchmark's figures renamed to this tool's definitions (ttft_ms, tpot_ms, itl_ms, e2e_ms …; see notes where the tool's own names mean something else)",
+        );
+    }
+    let t = &f.tgi;
+    if t.requests > 0 {
+        put(&mut out, "tgi.requests", Some(json!(t.requests)), "requests", "TGI request spans read");
+        put(
+            &mut out,
+            "tgi.total_ms",
+            quantiles(&t.total_ms),
+            "ms",
+            "TGI total_time per request (validation + queue + inference)",
+        );
+        put(&mut out, "tgi.queue_ms", quantiles(&t.queue_ms), "ms", "TGI queue_time per request");
+        put(
+            &mut out,
+            "tgi.time_per_token_ms",
+            quantiles(&t.time_per_token_ms),
+            "ms",
+            "TGI time_per_token = inference_time / tokens; includes prefill, so it is not TPOT",
+        );
+    }
+    let b = &f.sglang.batches;
+    if !b.is_empty() {
+        let max = |get: fn(&super::parsers::sglang::SglangBatch) -> Option<f64>| {
+            b.iter()
+                .filter_map(get)
+                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+                .map(|x| json!(x))
+        };
+        put(
+            &mut out,
+            "sglang.batches",
+            Some(json!(b.len() as u64 + f.sglang.batches_dropped)),
+            "lines",
+            "SGLang prefill/decode batch lines read",
+        );
+        put(
+            &mut out,
+            "sglang.max_queue",
+            max(|x| x.queue),
+            "requests",
+            "largest `#queue-req` in the batch lines",
+        );
+        put(
+            &mut out,
+            "sglang.max_running",
+            max(|x| x.running),
+            "requests",
+            "largest `#running-req` in the batch lines",
+        );
+        put(
+            &mut out,
+            "sglang.max_token_usage",
+            max(|x| x.token_usage),
+            "fraction",
+            "largest `token usage` (KV pool occupancy, 0..1) in the batch lines",
         );
     }
     out

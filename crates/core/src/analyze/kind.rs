@@ -84,6 +84,16 @@ const BENCH: &[&str] = &[
     "Time to First Token",
     "Inter Token Latency",
     "time_to_first_token",
+    "Successful requests:",
+    "num_prompts",
+    "\"request_throughput\"",
+    "\"output_throughput\"",
+    "\"burstiness\"",
+    "GenAI-Perf",
+    // guidellm's console tables
+    "Statistics (Completed Requests)",
+    "Statistics (All Requests)",
+    "Run Summary Info",
 ];
 
 const NVIDIA_SMI: &[&str] = &[
@@ -136,6 +146,9 @@ const SGLANG: &[&str] = &[
     "KV Cache is allocated",
     "sglang",
     "SGLang",
+    "ServerArgs(",
+    "Decode out of memory happened",
+    "Retract requests",
 ];
 
 const TGI: &[&str] = &["text_generation_router", "text_generation_launcher", "text_generation_server"];
@@ -155,7 +168,35 @@ const CLIENT: &[&str] = &[
     "max_retries",
     "timeout_ms",
     "base_url",
+    "claude-code-settings",
 ];
+
+/// A line that is unmistakably a client setting: `export` of a client variable, a JSON key or a
+/// TOML/dotenv assignment of one, a Codex provider table, a one-line settings.json. Checked
+/// before the engine lists, whose words (`vllm.`, `sglang`) turn up inside base URLs and model
+/// names (`base_url = "http://vllm.internal:8000/v1"`).
+fn is_client_setting(t: &str) -> bool {
+    if t.starts_with("[model_providers") {
+        return true;
+    }
+    if t.starts_with('{') {
+        return t.contains("\"env\"") && any(t, CLIENT);
+    }
+    let (body, json) = match (t.strip_prefix("export "), t.strip_prefix('"')) {
+        (Some(r), _) => (r.trim_start(), false),
+        (None, Some(r)) => (r, true),
+        (None, None) => (t, false),
+    };
+    let end = body.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(body.len());
+    let (key, rest) = body.split_at(end);
+    let rest = if json { rest.strip_prefix('"').map(str::trim_start) } else { Some(rest.trim_start()) };
+    let assigns = rest.is_some_and(|r| r.starts_with(if json { ':' } else { '=' }));
+    // A key's line must reach the client parser, which cuts the value out before quoting; an
+    // `unknown` section would quote it as is.
+    let key_setting =
+        key.ends_with("_API_KEY") || key.ends_with("_AUTH_TOKEN") || key == "api_key" || key == "apiKey";
+    assigns && (CLIENT.contains(&key) || key_setting)
+}
 
 /// Does this look like a Prometheus sample (`name{labels} value [ts]`)? Requires an underscore,
 /// a colon or labels in the name so that ordinary `word 5` text is not taken for a metric.
@@ -185,6 +226,20 @@ pub(crate) fn is_prom_sample(line: &str) -> bool {
     value_ok && parts.next().is_none_or(|ts| ts.parse::<i64>().is_ok()) && parts.next().is_none()
 }
 
+/// A prompt or heading that names the command (`$ nvidia-smi -q`, `### nvidia-smi`), or dmon's
+/// header in its other forms (`#Date Time gpu pwr …` with `-o DT`): the first line of a paste
+/// of nvidia-smi output, so the output that follows opens its section instead of `unknown`.
+fn smi_command_or_dmon_header(t: &str) -> bool {
+    if t.trim_start_matches(['$', '#', '>', ' ']).starts_with("nvidia-smi") {
+        return true;
+    }
+    t.strip_prefix('#').is_some_and(|rest| {
+        let cols: Vec<&str> = rest.split_whitespace().collect();
+        cols.iter().any(|c| c.eq_ignore_ascii_case("gpu"))
+            && cols.iter().any(|c| matches!(*c, "pwr" | "pclk" | "sm" | "fb"))
+    })
+}
+
 /// Strong recognition of one line (ANSI codes already stripped).
 pub fn recognize(line: &str) -> Option<InputKind> {
     let t = line.trim();
@@ -201,19 +256,31 @@ pub fn recognize(line: &str) -> Option<InputKind> {
     if is_prom_sample(t) {
         return Some(InputKind::PromMetrics);
     }
+    if is_client_setting(t) {
+        return Some(InputKind::ClientConfig);
+    }
     if any(t, BENCH) {
         return Some(InputKind::BenchOutput);
     }
     if any(t, OOM) {
         return Some(InputKind::OomTrace);
     }
-    if any(t, NVIDIA_SMI) || t.starts_with("# gpu") || t.starts_with("+-----") || t.starts_with("|====") {
+    if any(t, NVIDIA_SMI)
+        || t.starts_with("# gpu")
+        || t.starts_with("+-----")
+        || t.starts_with("|====")
+        || smi_command_or_dmon_header(t)
+    {
         return Some(InputKind::NvidiaSmi);
     }
     if any(t, SGLANG) {
         return Some(InputKind::SglangLog);
     }
-    if any(t, TGI) || (t.contains("total_time=") && t.contains("queue_time=")) {
+    // TGI's span fields are quoted durations (`total_time="2.1s"`); unquoted `total_time=2.1`
+    // is a request log's logfmt.
+    let tgi_text = t.contains("total_time=\"") && t.contains("queue_time=\"");
+    let tgi_json = t.contains("\"total_time\":\"") && t.contains("\"queue_time\":\"");
+    if any(t, TGI) || tgi_text || tgi_json {
         return Some(InputKind::TgiLog);
     }
     if any(t, VLLM) {
@@ -256,6 +323,9 @@ mod tests {
                 InputKind::NvidiaSmi,
             ),
             ("    Clocks Event Reasons", InputKind::NvidiaSmi),
+            ("### nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE (under load)", InputKind::NvidiaSmi),
+            ("$ nvidia-smi dmon -s pucvmet", InputKind::NvidiaSmi),
+            ("#Date       Time        gpu    pwr  gtemp  mtemp     sm", InputKind::NvidiaSmi),
             ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", InputKind::OomTrace),
             ("export ANTHROPIC_BASE_URL=\"https://gw.example/api\"", InputKind::ClientConfig),
             ("base_url = \"https://gw.example/api\"", InputKind::ClientConfig),

@@ -29,8 +29,8 @@ struct Open {
     start: usize,
     end: usize,
     issues: Vec<Issue>,
-    /// Lines of an unknown section that belong to the next section if it is a traceback's end.
-    traceback: bool,
+    /// What an unknown section may be the head of (its lines then belong to the next section).
+    head: Head,
 }
 
 struct InputState {
@@ -113,10 +113,10 @@ impl Analyzer {
             let last = std::mem::take(&mut state.partial);
             self.line(&last);
         }
-        if let Some(mut state) = self.input.take() {
-            if let Some(open) = state.open.take() {
-                close(&mut self.facts, &mut self.sections, &state.name, open);
-            }
+        if let Some(mut state) = self.input.take()
+            && let Some(open) = state.open.take()
+        {
+            close(&mut self.facts, &mut self.sections, &state.name, open);
         }
     }
 
@@ -151,7 +151,7 @@ impl Analyzer {
                     start: no,
                     end: no,
                     issues: Vec::new(),
-                    traceback: false,
+                    head: Head::Fresh,
                 }
             });
             feed_open(&mut self.facts, &state.name, open, no, line, cut);
@@ -175,7 +175,7 @@ impl Analyzer {
                 if let Some(prev) = state.open.take() {
                     // A traceback's head ("Traceback…", "File …") is weak; its last line names the
                     // error. Give the head to the section the last line opens.
-                    if prev.kind == InputKind::Unknown && prev.traceback && kind == InputKind::OomTrace {
+                    if prev.kind == InputKind::Unknown && prev.head.belongs_to(kind) {
                         start = prev.start;
                     } else {
                         close(&mut self.facts, &mut self.sections, &state.name, prev);
@@ -188,7 +188,7 @@ impl Analyzer {
                     start,
                     end: no,
                     issues: Vec::new(),
-                    traceback: false,
+                    head: Head::Fresh,
                 };
                 feed_open(&mut self.facts, &state.name, &mut open, no, line, cut);
                 state.open = Some(open);
@@ -204,7 +204,7 @@ impl Analyzer {
                     start: no,
                     end: no,
                     issues: Vec::new(),
-                    traceback: false,
+                    head: Head::Fresh,
                 };
                 feed_open(&mut self.facts, &state.name, &mut open, no, line, cut);
                 state.open = Some(open);
@@ -239,11 +239,53 @@ impl Analyzer {
     }
 }
 
+/// Weak lines at the start of a block whose recognisable line comes later: a traceback's
+/// `Traceback…`/`File …` lines before the OOM message, a pretty-printed config's `{` and
+/// `"env": {` before its first key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Head {
+    Fresh,
+    Traceback,
+    /// Every line so far is JSON/TOML structure or a comment.
+    Config,
+    Neither,
+}
+
+impl Head {
+    fn next(self, line: &str) -> Head {
+        let t = line.trim();
+        if self == Head::Traceback
+            || t.starts_with("Traceback (most recent call last)")
+            || t.starts_with("File \"")
+        {
+            return Head::Traceback;
+        }
+        let structural = t.is_empty()
+            || t.starts_with(['{', '}', '[', ']', '"', '#'])
+            || t.split_once('=').is_some_and(|(k, _)| {
+                let k = k.trim();
+                !k.is_empty()
+                    && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+            });
+        match self {
+            Head::Fresh | Head::Config if structural => Head::Config,
+            _ => Head::Neither,
+        }
+    }
+
+    fn belongs_to(self, kind: InputKind) -> bool {
+        matches!(
+            (self, kind),
+            (Head::Traceback, InputKind::OomTrace)
+                | (Head::Config, InputKind::ClientConfig | InputKind::BenchOutput)
+        )
+    }
+}
+
 fn feed_open(facts: &mut Facts, name: &str, open: &mut Open, no: usize, line: &str, cut: bool) {
     open.end = no;
-    if open.kind == InputKind::Unknown && !open.traceback {
-        let t = line.trim_start();
-        open.traceback = t.starts_with("Traceback (most recent call last)") || t.starts_with("File \"");
+    if open.kind == InputKind::Unknown {
+        open.head = open.head.next(line);
     }
     let mut cx = Cx { input: name, facts, issues: &mut open.issues };
     if cut {

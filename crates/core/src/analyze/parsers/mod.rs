@@ -71,7 +71,8 @@ impl SectionParser for Unknown {
     fn line(&mut self, _cx: &mut Cx<'_>, no: usize, line: &str) {
         if !line.trim().is_empty() {
             self.lines += 1;
-            self.first.get_or_insert_with(|| (no, quote(line)));
+            // Unrecognised text may hold a key: never quote one.
+            self.first.get_or_insert_with(|| (no, quote(&client_config::redact_secrets(line))));
         }
     }
 

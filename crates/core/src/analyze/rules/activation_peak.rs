@@ -1,7 +1,14 @@
-//! Rule `activation-peak` (being written by the GPU/OOM and config work; returns nothing yet).
+//! Rule `activation-peak`: a prefill batch's working buffers overflow the headroom left next
+//! to a full KV reservation.
+//!
+//! This is also the rule of last resort for an OOM that no more specific rule explains (an
+//! over-long input, fragmentation, another process): in an engine that preallocates its KV
+//! cache, what grows at run time is the activations. Such findings carry a low confidence and
+//! say that the figures did not pin the cause, so an OOM paste never comes out HEALTHY.
 
 use super::{Rule, RuleDoc};
 use crate::analyze::facts::Facts;
+use crate::analyze::parsers::oom::{OomFacts, fmt_gib};
 use crate::analyze::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
@@ -9,14 +16,150 @@ pub(crate) const RULE: Rule = Rule {
         id: "activation-peak",
         class: Class::Oom,
         title: "Activation peak of a large prefill batch",
-        detects: "placeholder until the rule is written",
-        why: "placeholder until the rule is written",
-        example: "placeholder until the rule is written",
-        fix: "placeholder until the rule is written",
+        detects: "A run-time OOM where the failed allocation is moderate (under 25 % of the GPU), PyTorch already holds most of the GPU (≥ 70 % allocated), and neither reserved-but-unallocated memory nor other processes explain it. With lower confidence, any OOM the other OOM rules do not explain.",
+        why: "vLLM reserves the KV cache up front and keeps only the activation peak it profiled at start-up as headroom. A prefill step bigger than that profile — many long prompts at once, chunked prefill off, a large max_num_batched_tokens — needs more activation memory than is left, and the step fails even though the cache has room.",
+        example: "`Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free. … Of the allocated memory 75.20 GiB is allocated by PyTorch, and 420.00 MiB is reserved by PyTorch but unallocated.`",
+        fix: "Lower --max-num-batched-tokens (e.g. 8192), enable chunked prefill (--enable-chunked-prefill) so long prompts are split across steps, and lower --gpu-memory-utilization a little (0.90 → 0.85) to leave activation headroom.",
     },
     check,
 };
 
-fn check(_facts: &Facts) -> Option<Finding> {
-    None
+/// Below this share of the GPU, the failed allocation is a working buffer, not one huge input.
+const MODERATE_SHARE: f64 = 0.25;
+/// PyTorch holding at least this share of the GPU means the reservation is full.
+const FULL_SHARE: f64 = 0.7;
+/// Batched tokens at or above this make a large prefill step.
+const BIG_BATCH_TOKENS: f64 = 16_384.0;
+
+/// How strongly one OOM points at the activation peak, and why.
+fn judge(o: &OomFacts, total: Option<f64>) -> Option<(f64, String)> {
+    let (Some(tried), Some(total)) = (o.tried_gib, total) else {
+        return Some((
+            0.3,
+            format!(
+                "an out-of-memory error on {} without the figures that would pin its cause",
+                o.gpu_name()
+            ),
+        ));
+    };
+    if total <= 0.0 {
+        return None;
+    }
+    let fragmented = o.reserved_unallocated_gib.is_some_and(|r| r >= tried && r >= 0.05 * total);
+    if tried >= MODERATE_SHARE * total || fragmented || o.others_gib() >= 0.1 * total {
+        return None; // input-too-long, allocator-fragmentation or colocated-process explains it
+    }
+    match OomFacts::share(o.allocated_by_pytorch_gib, Some(total)) {
+        Some(held) if held >= FULL_SHARE => Some((
+            0.65,
+            format!(
+                "{} failed to allocate {} with {:.0} % of its {} already allocated by PyTorch and little else to reclaim",
+                o.gpu_name(),
+                fmt_gib(tried),
+                held * 100.0,
+                fmt_gib(total)
+            ),
+        )),
+        _ => Some((
+            0.4,
+            format!(
+                "{} failed to allocate {} of {}, and neither the request's size, fragmentation nor another process explains it",
+                o.gpu_name(),
+                fmt_gib(tried),
+                fmt_gib(total)
+            ),
+        )),
+    }
+}
+
+fn check(f: &Facts) -> Option<Finding> {
+    let (o, mut confidence, mut why) = f
+        .ooms
+        .iter()
+        .filter_map(|o| judge(o, o.total_or_smi(&f.gpus)).map(|(c, w)| (o, c, w)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    // The engine's settings that make prefill steps big.
+    let v = &f.vllm;
+    let mut settings = Vec::new();
+    if v.arg_bool("enable_chunked_prefill") == Some(false) {
+        settings.push("chunked prefill is off".to_owned());
+    }
+    if let Some(n) = v.arg_f64("max_num_batched_tokens")
+        && n >= BIG_BATCH_TOKENS
+    {
+        settings.push(format!("max_num_batched_tokens is {n:.0}"));
+    }
+    if !settings.is_empty() && confidence >= 0.4 {
+        confidence += 0.1;
+        why.push_str(&format!("; {}, so prefill steps are large", settings.join(" and ")));
+    }
+    let mut evidence: Vec<_> = o.evidence.iter().take(2).cloned().collect();
+    for name in ["enable_chunked_prefill", "max_num_batched_tokens"] {
+        if let Some(a) = v.arg(name)
+            && !evidence.contains(&a.evidence)
+            && !settings.is_empty()
+        {
+            evidence.push(a.evidence.clone());
+        }
+    }
+    Some(RULE.doc.finding(
+        confidence,
+        format!("Likely the activation peak of a large prefill batch: {why}."),
+        evidence,
+        &[
+            "lower --max-num-batched-tokens (e.g. 8192) so each step's activations stay inside the profiled headroom",
+            "enable chunked prefill (--enable-chunked-prefill) so long prompts are split across steps",
+            "lower --gpu-memory-utilization a little (0.90 → 0.85) to leave more activation headroom",
+            "cap concurrent long prompts at the gateway if one burst of them triggers it",
+        ],
+        &[
+            "look at the prompt lengths in flight at the time of the OOM (a burst of long prompts?)",
+            "compare the engine's profiled activation peak (`PyTorch activation peak memory takes …` at start-up) with the failed allocation",
+        ],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fired;
+
+    const PEAK: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free. Including non-PyTorch memory, this process has 78.05 GiB memory in use. Of the allocated memory 75.20 GiB is allocated by PyTorch, and 420.00 MiB is reserved by PyTorch but unallocated.\n";
+
+    #[test]
+    fn fires_on_a_full_reservation_and_a_moderate_request() {
+        let report = crate::analyze::analyze(&[("oom", PEAK)]);
+        let f = &report.findings[0];
+        assert_eq!(f.rule, "activation-peak", "{:?}", report.findings);
+        assert_eq!(f.confidence, 0.65);
+        assert!(f.summary.contains("95 % of its 79.15 GiB"), "{}", f.summary);
+    }
+
+    #[test]
+    fn engine_settings_raise_it() {
+        let args = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'enable_chunked_prefill': False, 'max_num_batched_tokens': 32768}\n";
+        let f = fired(&[("vllm.log", args), ("oom", PEAK)], "activation-peak").unwrap();
+        assert_eq!(f.confidence, 0.75);
+        assert!(
+            f.summary.contains("chunked prefill is off and max_num_batched_tokens is 32768"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.evidence.len(), 2);
+    }
+
+    #[test]
+    fn an_oom_without_figures_is_never_healthy() {
+        let report = crate::analyze::analyze(&[("oom", "RuntimeError: CUDA error: out of memory\n")]);
+        assert_eq!(report.verdict, crate::analyze::report::Verdict::Oom);
+        assert_eq!(report.findings[0].rule, "activation-peak");
+        assert_eq!(report.findings[0].confidence, 0.3);
+    }
+
+    #[test]
+    fn quiet_when_a_more_specific_cause_explains_it() {
+        let h200 = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
+        assert!(fired(&[("oom", h200)], "activation-peak").is_none());
+        let fragmented = PEAK.replace("420.00 MiB is reserved", "8.40 GiB is reserved");
+        assert!(fired(&[("oom", &fragmented)], "activation-peak").is_none());
+    }
 }

@@ -1,7 +1,9 @@
-//! Rule `allocator-fragmentation` (being written by the GPU/OOM and config work; returns nothing yet).
+//! Rule `allocator-fragmentation`: the OOM's memory is free in total — reserved by PyTorch but
+//! unallocated — yet no block is large enough.
 
 use super::{Rule, RuleDoc};
 use crate::analyze::facts::Facts;
+use crate::analyze::parsers::oom::fmt_gib;
 use crate::analyze::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
@@ -9,14 +11,81 @@ pub(crate) const RULE: Rule = Rule {
         id: "allocator-fragmentation",
         class: Class::Oom,
         title: "Memory is free in total but fragmented",
-        detects: "placeholder until the rule is written",
-        why: "placeholder until the rule is written",
-        example: "placeholder until the rule is written",
-        fix: "placeholder until the rule is written",
+        detects: "An OOM whose `reserved by PyTorch but unallocated` memory is at least the failed allocation and at least 5 % of the GPU (older messages: `reserved in total` minus `already allocated`).",
+        why: "PyTorch's caching allocator keeps freed blocks for reuse. When requests of changing sizes leave those blocks scattered, the memory is free in total but no single block fits the next request, and the allocation fails although the sum would suffice.",
+        example: "`Tried to allocate 2.00 GiB … Of the allocated memory 60.10 GiB is allocated by PyTorch, and 8.40 GiB is reserved by PyTorch but unallocated.`",
+        fix: "Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (segments grow in place instead of fragmenting), keep the KV cache in the engine's paged allocator with prefix caching rather than per-request tensors, and restart the worker to reset the pool now.",
     },
     check,
 };
 
-fn check(_facts: &Facts) -> Option<Finding> {
-    None
+/// Reserved-but-unallocated must also be this share of the GPU to matter.
+const MIN_SHARE: f64 = 0.05;
+/// Without a known total, this many GiB.
+const MIN_GIB: f64 = 1.0;
+
+fn check(f: &Facts) -> Option<Finding> {
+    let (o, idle, tried) = f
+        .ooms
+        .iter()
+        .filter_map(|o| {
+            let (idle, tried) = (o.reserved_unallocated_gib?, o.tried_gib?);
+            let floor = o.total_or_smi(&f.gpus).map_or(MIN_GIB, |t| MIN_SHARE * t);
+            (idle >= tried && idle >= floor).then_some((o, idle, tried))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let free = o.free_gib.map_or(String::new(), |x| format!(" (plus {} free on the device)", fmt_gib(x)));
+    Some(RULE.doc.finding(
+        if idle >= 2.0 * tried { 0.8 } else { 0.75 },
+        format!(
+            "{} is reserved by PyTorch but unallocated on {}{free} — at least the {} the failed allocation asked for: the memory exists, but not in one block.",
+            fmt_gib(idle),
+            o.gpu_name(),
+            fmt_gib(tried)
+        ),
+        o.evidence.iter().take(2).cloned().collect(),
+        &[
+            "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the server's environment and restart it",
+            "restart the worker now to reset the allocator's pool",
+            "keep the KV cache in the engine's paged allocator and enable prefix caching (--enable-prefix-caching) instead of growing per-request tensors",
+            "if it recurs, lower --gpu-memory-utilization slightly so the allocator has headroom outside the KV cache",
+        ],
+        &["track torch.cuda.memory_reserved() against memory_allocated() over time to see the pool fragment"],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fired;
+
+    #[test]
+    fn fires_on_the_briefs_example() {
+        let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.91 GiB memory in use. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n";
+        let report = crate::analyze::analyze(&[("oom", oom)]);
+        assert_eq!(report.findings[0].rule, "allocator-fragmentation", "{:?}", report.findings);
+        let f = &report.findings[0];
+        assert_eq!(f.confidence, 0.8);
+        assert!(
+            f.summary.starts_with("6.50 GiB is reserved by PyTorch but unallocated on GPU 0"),
+            "{}",
+            f.summary
+        );
+        // Process 1234 is the failing process itself (older PyTorch named it by pid).
+        assert!(fired(&[("oom", oom)], "colocated-process").is_none());
+    }
+
+    #[test]
+    fn fires_on_the_older_format() {
+        let oom = "RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 39.59 GiB total capacity; 30.10 GiB already allocated; 512.00 MiB free; 37.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.\n";
+        let f = fired(&[("oom", oom)], "allocator-fragmentation").unwrap();
+        assert!(f.summary.starts_with("7.40 GiB is reserved"), "{}", f.summary);
+    }
+
+    #[test]
+    fn quiet_when_little_is_reserved() {
+        let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free. Including non-PyTorch memory, this process has 77.91 GiB memory in use. Of the allocated memory 76.00 GiB is allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.\n";
+        assert!(fired(&[("oom", oom)], "allocator-fragmentation").is_none());
+        let h200 = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
+        assert!(fired(&[("oom", h200)], "allocator-fragmentation").is_none());
+    }
 }

@@ -1,22 +1,239 @@
-//! Rule `kv-reservation-too-large` (being written by the GPU/OOM and config work; returns nothing yet).
+//! Rule `kv-reservation-too-large`: the KV cache the server is configured to reserve does not
+//! fit next to the weights — vLLM refuses to start, or runs out of memory while starting.
 
 use super::{Rule, RuleDoc};
 use crate::analyze::facts::Facts;
-use crate::analyze::report::{Class, Finding};
+use crate::analyze::parsers::vllm::FatalMemory;
+use crate::analyze::report::{Class, EvidenceLine, Finding};
+use crate::analyze::text::number_after;
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
         id: "kv-reservation-too-large",
         class: Class::Oom,
         title: "The static KV-cache reservation does not fit",
-        detects: "placeholder until the rule is written",
-        why: "placeholder until the rule is written",
-        example: "placeholder until the rule is written",
-        fix: "placeholder until the rule is written",
+        detects: "vLLM's start-up memory errors (`No available memory for the cache blocks`, `… KV cache is needed, which is larger than the available KV cache memory`, `The model's max seq len (X) is larger than the maximum number of tokens that can be stored in KV cache (Y)`, `Free memory on device … is less than desired GPU memory utilization`), or an out-of-memory error while the server was still starting (start-up lines, no serving stats yet).",
+        why: "vLLM reserves the KV cache up front: gpu_memory_utilization of the GPU, minus the weights and the profiled activation peak. If one request of max_model_len needs more than that, or the weights leave nothing, the engine refuses to start — and a restart loop with the same flags fails the same way.",
+        example: "`ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (65536). Try increasing gpu_memory_utilization or decreasing max_model_len when initializing the engine.`",
+        fix: "Lower --max-model-len (to the estimate vLLM prints) or --max-num-seqs; store the KV cache in fp8 (--kv-cache-dtype fp8); spread the model over more GPUs (--tensor-parallel-size); raise --gpu-memory-utilization only if nothing else uses the GPU.",
     },
     check,
 };
 
-fn check(_facts: &Facts) -> Option<Finding> {
-    None
+/// The size in GiB just before `marker` (`(16.00 GiB KV cache is needed`).
+fn gib_before(text: &str, marker: &str) -> Option<f64> {
+    let end = text.find(marker)?;
+    let head = text[..end].trim_end();
+    let head = head.strip_suffix("GiB")?.trim_end();
+    let digits: String = head.chars().rev().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
+
+/// What one fatal line says, with its numbers, and how sure it makes us.
+fn explain(kind: FatalMemory, text: &str) -> (f64, String) {
+    match kind {
+        FatalMemory::MaxSeqLenTooLarge => {
+            let want = number_after(text, "max seq len (");
+            let fits = number_after(text, "stored in KV cache (");
+            let msg = match (want, fits) {
+                (Some(w), Some(k)) => format!(
+                    "the model's max seq len of {w:.0} tokens does not fit the {k:.0} tokens the KV cache can hold"
+                ),
+                _ => "the model's max seq len is larger than the KV cache can hold".to_owned(),
+            };
+            (0.9, msg)
+        }
+        FatalMemory::KvLargerThanAvailable => {
+            let need = gib_before(text, "KV cache is needed");
+            let have = number_after(text, "available KV cache memory (");
+            let est = number_after(text, "maximum model length is ");
+            let mut msg = match (need, have) {
+                (Some(n), Some(h)) => format!(
+                    "one request of max_model_len needs {n:.2} GiB of KV cache but only {h:.2} GiB is available"
+                ),
+                _ => "one request of max_model_len needs more KV cache than is available".to_owned(),
+            };
+            if let Some(e) = est {
+                msg.push_str(&format!(" (vLLM estimates a max_model_len of {e:.0} would fit)"));
+            }
+            (0.9, msg)
+        }
+        FatalMemory::NoCacheBlocks => (
+            0.85,
+            "the weights and the profiled activation peak leave no memory for KV cache blocks at this gpu_memory_utilization".to_owned(),
+        ),
+        // Usually another tenant: the colocated-process rule ranks higher for this line.
+        FatalMemory::FreeLessThanDesired => (
+            0.5,
+            "less memory is free at start-up than --gpu-memory-utilization asks to reserve".to_owned(),
+        ),
+    }
+}
+
+fn check(f: &Facts) -> Option<Finding> {
+    let v = &f.vllm;
+    let mut confidence: f64 = 0.0;
+    let mut reasons: Vec<String> = Vec::new();
+    let mut evidence: Vec<EvidenceLine> = Vec::new();
+    let mut seen: Vec<FatalMemory> = Vec::new();
+    for (kind, e) in &v.fatal_memory {
+        if seen.contains(kind) {
+            continue; // a restart loop repeats the same line
+        }
+        seen.push(*kind);
+        let (c, msg) = explain(*kind, &e.text);
+        confidence = confidence.max(c);
+        reasons.push(msg);
+        evidence.push(e.clone());
+    }
+    // An OOM before the server served anything: the reservation itself did not fit.
+    let starting = !v.startup_lines.is_empty() || !v.startup_events.is_empty();
+    let serving = !v.stats.is_empty() || !v.access.is_empty();
+    if starting
+        && !serving
+        && let Some(o) = f.ooms.first()
+    {
+        confidence = confidence.max(0.55);
+        reasons.push(format!(
+            "{} ran out of memory while the server was starting (start-up lines, no serving stats yet)",
+            o.gpu_name()
+        ));
+        evidence.extend(o.evidence.first().cloned());
+        evidence.extend(v.startup_lines.iter().chain(&v.startup_events).take(1).cloned());
+    }
+    if reasons.is_empty() {
+        return None;
+    }
+    let args: Vec<String> = ["max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype"]
+        .iter()
+        .filter_map(|name| v.arg(name).map(|a| format!("{name}={}", a.value)))
+        .collect();
+    let configured =
+        if args.is_empty() { String::new() } else { format!(" Configured: {}.", args.join(", ")) };
+    let configured = match kv_context(f) {
+        Some(kv) => format!("{configured} {kv}"),
+        None => configured,
+    };
+    Some(RULE.doc.finding(
+        confidence,
+        format!("The KV-cache reservation does not fit: {}.{configured}", reasons.join("; ")),
+        evidence,
+        &[
+            "lower --max-model-len to what the cache holds (vLLM prints the estimate in its error)",
+            "lower --max-num-seqs so fewer sequences are reserved at once",
+            "store the KV cache in fp8: --kv-cache-dtype fp8 (half the bytes per token)",
+            "spread the model over more GPUs: raise --tensor-parallel-size so each holds fewer weights and KV heads",
+            "raise --gpu-memory-utilization (e.g. 0.90 → 0.95) only if nothing else uses the GPU",
+        ],
+        &[
+            "run `triage kv` with the model's config.json to see the bytes per token and the max_model_len that fits",
+            "check nvidia-smi for other processes on the GPU before raising --gpu-memory-utilization",
+        ],
+    ))
+}
+
+/// What the KV estimator (`triage kv`) says for the served model, when the log names a model
+/// with a built-in preset: bytes per token, and what the logged KV memory holds.
+fn kv_context(f: &Facts) -> Option<String> {
+    use crate::kv::estimate::{KvBudget, KvOptions, estimate};
+    let v = &f.vllm;
+    let model = v.arg("model")?.value.clone();
+    let preset = crate::kv::presets::preset_for_served_model(&model)?;
+    let shape = preset.shape().ok()?;
+    let lines: Vec<&str> = v.startup_lines.iter().map(|e| e.text.as_str()).collect();
+    let startup = crate::kv::startup::parse_startup(&lines.join("\n"));
+    let available = startup.available_kv.as_ref().map(|l| l.value.bytes(true));
+    let opts = KvOptions {
+        tp: v.arg_f64("tensor_parallel_size").map_or(1, |t| t.max(1.0) as u32),
+        max_model_len: v.arg_f64("max_model_len").map(|l| l as u64),
+        ..KvOptions::default()
+    };
+    let est = estimate(&shape, &opts, &KvBudget::Available(available.unwrap_or(0))).ok()?;
+    let per_seq = est.bytes_per_token_per_rank.saturating_mul(est.concurrency_len);
+    let mut s = format!(
+        "KV estimate for {} ({}): {} B per token on each GPU, {} for one {}-token sequence",
+        preset.id,
+        model,
+        est.bytes_per_token_per_rank,
+        crate::kv::units::fmt_gib(per_seq),
+        est.concurrency_len
+    );
+    if let Some(avail) = available {
+        s.push_str(&format!(
+            "; the logged {} of KV memory holds {} tokens ({:.2}× that sequence)",
+            crate::kv::units::fmt_gib(avail),
+            est.tokens,
+            est.max_concurrency
+        ));
+    }
+    s.push('.');
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fired;
+
+    #[test]
+    fn explains_with_the_kv_estimator_when_the_model_is_known() {
+        let log = concat!(
+            "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 1048576}\n",
+            "INFO 11-29 09:59:00 [gpu_worker.py:276] Available KV cache memory: 54.62 GiB\n",
+            "ValueError: The model's max seq len (1048576) is larger than the maximum number of tokens that can be stored in KV cache (447088). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n",
+        );
+        let f = fired(&[("vllm.log", log)], "kv-reservation-too-large").unwrap();
+        assert!(f.summary.contains("131072 B per token on each GPU"), "{}", f.summary);
+        assert!(f.summary.contains("128.00 GiB for one 1048576-token sequence"), "{}", f.summary);
+        assert!(f.summary.contains("holds 447440 tokens"), "{}", f.summary);
+    }
+
+    #[test]
+    fn fires_on_max_seq_len_with_its_numbers() {
+        let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 131072, 'gpu_memory_utilization': 0.5}\nValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (65536). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n";
+        let report = crate::analyze::analyze(&[("vllm.log", log)]);
+        let f = &report.findings[0];
+        assert_eq!(f.rule, "kv-reservation-too-large", "{:?}", report.findings);
+        assert_eq!(f.confidence, 0.9);
+        assert!(
+            f.summary.contains("max seq len of 131072 tokens does not fit the 65536 tokens"),
+            "{}",
+            f.summary
+        );
+        assert!(f.summary.contains("max_model_len=131072, gpu_memory_utilization=0.5"), "{}", f.summary);
+        assert_eq!(f.evidence[0].line, 2);
+    }
+
+    #[test]
+    fn fires_on_kv_larger_than_available() {
+        let log = "ERROR 11-29 09:58:00 [core.py:700] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.50 GiB). Based on the available memory, the estimated maximum model length is 77664. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n";
+        let f = fired(&[("vllm.log", log)], "kv-reservation-too-large").unwrap();
+        assert!(f.summary.contains("needs 16.00 GiB of KV cache but only 9.50 GiB"), "{}", f.summary);
+        assert!(f.summary.contains("max_model_len of 77664"), "{}", f.summary);
+    }
+
+    #[test]
+    fn fires_on_an_oom_during_startup_but_not_while_serving() {
+        let start = "INFO 11-29 09:58:10 [default_loader.py:262] Loading weights took 12.30 seconds\nINFO 11-29 09:58:11 [gpu_model_runner.py:2000] Model loading took 14.9888 GiB and 13.1 seconds\n";
+        let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 2.10 GiB is free. Including non-PyTorch memory, this process has 77.00 GiB memory in use. Of the allocated memory 75.50 GiB is allocated by PyTorch, and 600.00 MiB is reserved by PyTorch but unallocated.\n";
+        let f = fired(&[("vllm.log", &format!("{start}{oom}"))], "kv-reservation-too-large").unwrap();
+        assert_eq!(f.confidence, 0.55);
+        let stats = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 40 reqs, Waiting: 0 reqs, GPU KV cache usage: 60.0%, Prefix cache hit rate: 0.0%\n";
+        assert!(
+            fired(&[("vllm.log", &format!("{start}{stats}{oom}"))], "kv-reservation-too-large").is_none()
+        );
+    }
+
+    #[test]
+    fn numbers_before_a_marker() {
+        assert_eq!(super::gib_before("(16.00 GiB KV cache is needed", "KV cache is needed"), Some(16.0));
+        assert_eq!(super::gib_before("é16 GiB KV cache is needed", "KV cache is needed"), Some(16.0));
+        assert_eq!(super::gib_before("é GiB KV cache is needed", "KV cache is needed"), None);
+        assert_eq!(super::gib_before("no marker", "KV cache is needed"), None);
+    }
+
+    #[test]
+    fn quiet_without_vllm() {
+        let h200 = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
+        assert!(fired(&[("oom", h200)], "kv-reservation-too-large").is_none());
+    }
 }

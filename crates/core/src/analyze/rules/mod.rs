@@ -111,6 +111,17 @@ pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
     RULES.iter().map(|r| &r.doc)
 }
 
+/// Quantile of a sketch, when it has data.
+pub(crate) fn q(s: &crate::stats::QuantileSketch, p: f64) -> Option<f64> {
+    s.quantile(p)
+}
+
+/// Test helper: the finding of `rule` for these inputs, if it fires.
+#[cfg(test)]
+pub(crate) fn fired(inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
+    crate::analyze::analyze(inputs).findings.into_iter().find(|f| f.rule == rule)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -137,15 +148,4 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), n);
     }
-}
-
-/// Quantile of a sketch, when it has data.
-pub(crate) fn q(s: &crate::stats::QuantileSketch, p: f64) -> Option<f64> {
-    s.quantile(p)
-}
-
-/// Test helper: the finding of `rule` for these inputs, if it fires.
-#[cfg(test)]
-pub(crate) fn fired(inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
-    crate::analyze::analyze(inputs).findings.into_iter().find(|f| f.rule == rule)
 }

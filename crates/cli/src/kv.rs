@@ -1,0 +1,494 @@
+//! `triage kv`: read a config or preset and a startup log, call the core's estimator, print.
+//!
+//! Files and stdin are read here; every number comes from `triage_core::kv`. Input errors
+//! (bad config, absurd options) print `triage: error: …` and exit with status 2.
+
+use crate::args::{Format, KvArgs};
+use anyhow::Context;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+use triage_core::kv::budget::BudgetInputs;
+use triage_core::kv::dtype::{KvDtype, ModelDtype, WeightDtype};
+use triage_core::kv::estimate::{KvBudget, KvOptions, Need};
+use triage_core::kv::gpus::{GPUS, gpu};
+use triage_core::kv::hf_config::{ConfigOptions, parse_config};
+use triage_core::kv::layout::{Layout, LayoutOptions};
+use triage_core::kv::model::ModelShape;
+use triage_core::kv::presets::{PRESETS, preset};
+use triage_core::kv::reconcile::{Verdict, merge_logged_settings, reconcile};
+use triage_core::kv::report::KvReport;
+use triage_core::kv::startup::parse_startup;
+use triage_core::kv::units::{
+    Decimal, GIB, fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_ppm, fmt_size, parse_fraction_ppm, parse_gib,
+};
+use triage_core::kv::{KvError, estimate};
+
+/// The GPU assumed when none is named and no KV figure is given.
+const DEFAULT_GPU: &str = "h100";
+
+fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).with_context(|| format!("reading the {what} from stdin"))?;
+        return Ok(s);
+    }
+    std::fs::read_to_string(path).with_context(|| format!("reading the {what} {}", path.display()))
+}
+
+/// Run `triage kv`.
+pub fn run(args: &KvArgs) -> anyhow::Result<ExitCode> {
+    if args.list_models {
+        return print(args.format, &list_models_json(), &list_models_text());
+    }
+    if args.list_gpus {
+        return print(args.format, &list_gpus_json(), &list_gpus_text());
+    }
+    if args.config.as_deref().is_some_and(|c| c.as_os_str() == "-")
+        && args.log.as_deref().is_some_and(|c| c.as_os_str() == "-")
+    {
+        eprintln!("triage: error: --config - and --log - cannot both read stdin");
+        return Ok(ExitCode::from(2));
+    }
+    let config = args.config.as_deref().map(|p| read_input(p, "config")).transpose()?;
+    let log = args.log.as_deref().map(|p| read_input(p, "startup log")).transpose()?;
+    match build_report(args, config.as_deref(), log.as_deref()) {
+        Ok(report) => {
+            let json = serde_json::to_string_pretty(&report)? + "\n";
+            print(args.format, &json, &render_text(&report))
+        }
+        Err(e) => {
+            eprintln!("triage: error: {e}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn print(format: Format, json: &str, text: &str) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(match format {
+        Format::Json => json.as_bytes(),
+        Format::Text => text.as_bytes(),
+    })?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `64x4096` → 64 sequences of 4096 tokens.
+pub fn parse_need(s: &str) -> Result<Need, KvError> {
+    let bad = || KvError::invalid("--need", format!("{s:?}"), "expected SEQSxLEN, e.g. 64x4096");
+    let (a, b) = s.split_once(['x', 'X', '*', '×']).ok_or_else(bad)?;
+    let seqs: u64 = a.trim().replace([',', '_'], "").parse().map_err(|_| bad())?;
+    let len: u64 = b.trim().replace([',', '_'], "").parse().map_err(|_| bad())?;
+    if seqs == 0 || len == 0 {
+        return Err(KvError::invalid("--need", s, "sequences and length must both be at least 1"));
+    }
+    Ok(Need { seqs, len })
+}
+
+fn parse_billions(field: &str, s: &str) -> Result<u64, KvError> {
+    let t = s.trim();
+    if t.starts_with('-') {
+        return Err(KvError::invalid(field, t, "a parameter count cannot be negative"));
+    }
+    let d = Decimal::parse(t)
+        .ok_or_else(|| KvError::invalid(field, format!("{t:?}"), "expected billions, e.g. 8.03"))?;
+    let n = d.times_round(1_000_000_000);
+    if n == 0 || n > 100_000_000_000_000 {
+        return Err(KvError::invalid(field, t, "must be between 0 and 100,000 billion parameters"));
+    }
+    Ok(n)
+}
+
+fn model_shape(args: &KvArgs, config: Option<&str>) -> Result<ModelShape, KvError> {
+    match (config, &args.model) {
+        (Some(text), _) => parse_config(text, &ConfigOptions { assume_defaults: args.assume_defaults }),
+        (None, Some(name)) => preset(name)?.shape(),
+        (None, None) => Err(KvError::invalid(
+            "model",
+            "none",
+            "pass --config config.json (or - for stdin) or --model PRESET (see --list-models)",
+        )),
+    }
+}
+
+/// Everything `triage kv` computes, from already-read inputs.
+pub fn build_report(args: &KvArgs, config: Option<&str>, log: Option<&str>) -> Result<KvReport, KvError> {
+    let model = model_shape(args, config)?;
+    let startup = log.map(parse_startup);
+
+    let mut opts = KvOptions {
+        kv_dtype: KvDtype::parse(&args.kv_dtype)?,
+        dtype: args
+            .dtype
+            .as_deref()
+            .map(|d| ModelDtype::parse(d).ok_or_else(|| KvError::UnknownDtype(d.to_owned())))
+            .transpose()?,
+        tp: args.tp,
+        pp: args.pp,
+        block_size: args.block_size,
+        max_model_len: args.max_model_len,
+        max_num_seqs: args.max_num_seqs,
+        max_num_batched_tokens: args.max_num_batched_tokens,
+        hybrid: !args.no_hybrid,
+        at_len: args.at_len,
+        need: args.need.as_deref().map(parse_need).transpose()?,
+        large_gpu: None,
+    };
+    let mut log_notes = Vec::new();
+    if let Some(s) = &startup {
+        let (merged, notes) = merge_logged_settings(&opts, s);
+        opts = merged;
+        log_notes =
+            notes.into_iter().map(|n| format!("{} (line {})", n.message, n.line.unwrap_or(0))).collect();
+    }
+
+    let utilization_ppm = parse_fraction_ppm("--gpu-memory-utilization", &args.gpu_memory_utilization)?;
+    let gib = |field: &str, v: &Option<String>| v.as_deref().map(|s| parse_gib(field, s)).transpose();
+    let available = gib("--available-kv-gib", &args.available_kv_gib)?;
+    let gpu_mem = gib("--gpu-mem-gib", &args.gpu_mem_gib)?;
+    let weights = gib("--weights-gib", &args.weights_gib)?;
+    let activation = gib("--activation-gib", &args.activation_gib)?;
+    let non_torch = gib("--non-torch-gib", &args.non_torch_gib)?;
+    let params = args.params_b.as_deref().map(|p| parse_billions("--params-b", p)).transpose()?;
+    let weights_dtype = args.weights_dtype.as_deref().map(WeightDtype::parse).transpose()?;
+    let preset_gpu = args.gpu.as_deref().map(gpu).transpose()?;
+    let mut extra = Vec::new();
+
+    let logged_available = startup.as_ref().and_then(|s| {
+        s.available_kv
+            .as_ref()
+            .or(s.kv_reserved.as_ref())
+            .map(|a| (a.value.bytes(false), a.value.to_string(), a.line))
+    });
+    let budget = if let Some(b) = available {
+        KvBudget::Available(b)
+    } else if preset_gpu.is_none() && gpu_mem.is_none() && logged_available.is_some() {
+        let (bytes, printed, line) = logged_available.clone().unwrap_or_default();
+        extra.push(format!("KV memory from the log: {printed} (line {line})"));
+        KvBudget::Available(bytes)
+    } else {
+        let (total, large) = match (gpu_mem, preset_gpu) {
+            (Some(t), _) => (t, t >= 70 * GIB && !preset_gpu.is_some_and(|g| g.id.starts_with("a100"))),
+            (None, Some(g)) => (g.total_bytes(), g.large_defaults),
+            (None, None) => {
+                let g = gpu(DEFAULT_GPU)?;
+                extra.push(format!(
+                    "no --gpu, --gpu-mem-gib or --available-kv-gib: one {} assumed ({} as CUDA reports it)",
+                    g.name,
+                    fmt_gib(g.total_bytes())
+                ));
+                (g.total_bytes(), g.large_defaults)
+            }
+        };
+        if let Some(g) = preset_gpu {
+            extra.push(format!("gpu {}: {} total ({})", g.id, fmt_gib(g.total_bytes()), g.source));
+        }
+        opts.large_gpu = Some(large);
+        KvBudget::Gpu(BudgetInputs {
+            gpu_total_bytes: total,
+            utilization_ppm,
+            weights_bytes: weights,
+            params,
+            weights_dtype,
+            activation_bytes: activation,
+            non_torch_bytes: non_torch,
+        })
+    };
+
+    let from_log = matches!(budget, KvBudget::Available(_)) && available.is_none();
+    let mut est = estimate(&model, &opts, &budget)?;
+    if from_log && let Some((_, _, line)) = &logged_available {
+        est.available_kv_source = format!("log line {line}");
+    }
+    est.assumptions.extend(log_notes);
+    est.assumptions.extend(extra);
+    let rec = startup.as_ref().map(|s| reconcile(&model, &opts, s)).transpose()?;
+    Ok(KvReport::new(est, rec))
+}
+
+/// The report as text for a person at a terminal.
+pub fn render_text(r: &KvReport) -> String {
+    let e = &r.estimate;
+    let s = &e.settings;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "triage kv · {} · KV {} ({} B/value) · TP {} × PP {} · block {} · max_model_len {}",
+        e.model,
+        match s.kv_cache_dtype {
+            KvDtype::Auto => format!("auto = {}", s.serving_dtype.as_str()),
+            d => d.as_str().to_owned(),
+        },
+        s.kv_element_bytes,
+        s.tp,
+        s.pp,
+        s.block_size,
+        fmt_int(s.max_model_len)
+    );
+    let _ = writeln!(out);
+    let gpus = u64::from(s.tp) * u64::from(s.pp);
+    let _ = writeln!(
+        out,
+        "  KV per token   {} B on each GPU · {} B over all {gpus} GPU(s){}",
+        fmt_int(e.bytes_per_token_per_rank),
+        fmt_int(e.bytes_per_token),
+        if e.bytes_per_token_past_windows_per_rank != e.bytes_per_token_per_rank {
+            format!(
+                " · {} B per GPU once past the sliding windows",
+                fmt_int(e.bytes_per_token_past_windows_per_rank)
+            )
+        } else {
+            String::new()
+        }
+    );
+    for l in &e.layers {
+        let what = match l.kind {
+            "sliding" => format!("sliding (window {})", fmt_int(l.window.unwrap_or(0))),
+            k => k.to_owned(),
+        };
+        let heads = l.kv_heads_per_rank.map_or("latent".to_owned(), |h| format!("{h} kv heads/GPU"));
+        let _ = writeln!(
+            out,
+            "  layers         {what} ×{} [{}]: {heads} × {} values × {} B = {} B/token each{}",
+            l.count,
+            l.layers,
+            l.cached_dim,
+            s.kv_element_bytes,
+            fmt_int(l.bytes_per_token_per_layer),
+            l.max_tokens_per_request
+                .map_or(String::new(), |c| format!("; ≤ {} tokens per request", fmt_int(c)))
+        );
+    }
+    if e.kv_cache_groups > 1 {
+        let _ = writeln!(
+            out,
+            "  kv groups      {} groups sharing one pool of {} tensors ({} padding slot(s))",
+            e.kv_cache_groups, e.pool_tensors, e.padding_layers
+        );
+    }
+    match &e.budget {
+        Some(b) => {
+            let _ = writeln!(
+                out,
+                "  budget/GPU     {} × {} = {} − weights {} − activation {} − non-torch {} = {} for KV",
+                fmt_gib(b.gpu_total_bytes),
+                fmt_ppm(b.utilization_ppm),
+                fmt_gib(b.requested_bytes),
+                fmt_gib(b.weights_bytes),
+                fmt_gib(b.activation_bytes),
+                fmt_gib(b.non_torch_bytes),
+                fmt_gib(b.available_kv_bytes)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  KV memory/GPU  {} ({})",
+                fmt_gib(e.available_kv_bytes),
+                e.available_kv_source
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  capacity       {} blocks of {} tokens ({} each) = {} tokens  (vLLM: \"GPU KV cache size\")",
+        fmt_int(e.blocks),
+        s.block_size,
+        fmt_size(e.block_bytes),
+        fmt_int(e.tokens)
+    );
+    let _ = writeln!(
+        out,
+        "  concurrency    {}x at {} tokens per request ({} full-length sequences at once)",
+        e.max_concurrency,
+        fmt_int(e.concurrency_len),
+        fmt_int(e.max_concurrency_whole)
+    );
+    let _ = writeln!(
+        out,
+        "  fits           max_model_len ≤ {} · max_num_seqs ≤ {} keeps every {}-token sequence resident",
+        e.max_model_len_fit.map_or("any length (every layer slides)".to_owned(), fmt_int),
+        fmt_int(e.max_num_seqs),
+        fmt_int(s.max_model_len)
+    );
+    if let Some(n) = &e.need {
+        let _ = writeln!(
+            out,
+            "  need {}×{}   {} of KV per GPU ({}; {} over all GPUs){}{} — {}",
+            fmt_int(n.seqs),
+            fmt_int(n.len),
+            fmt_gib(n.kv_bytes_per_rank),
+            fmt_gb(n.kv_bytes_per_rank),
+            fmt_gib(n.kv_bytes_all_ranks),
+            n.article_bytes.map_or(String::new(), |a| format!("; article's formula: {}", fmt_gb(a))),
+            match (n.gpu_bytes_per_rank, n.gpu_memory_utilization_ppm) {
+                (Some(g), Some(u)) => format!(
+                    "; with weights etc. {} per GPU = gpu_memory_utilization {}",
+                    fmt_gib(g),
+                    fmt_centi(u / 10_000)
+                ),
+                _ => String::new(),
+            },
+            if n.fits { "fits" } else { "does NOT fit the KV memory" }
+        );
+    }
+    section(&mut out, "warnings", e.warnings.iter().map(|w| format!("! {w}")));
+    section(&mut out, "formula", e.formula.iter().cloned());
+    section(&mut out, "assumptions", e.assumptions.iter().map(|a| format!("- {a}")));
+    if let Some(rc) = &r.reconcile {
+        let verdict = match rc.verdict {
+            Verdict::Match if rc.within_one_block == Some(true) => "MATCH — within one block",
+            Verdict::Match => "MATCH",
+            Verdict::Explained => "EXPLAINED — one setting differs",
+            Verdict::Mismatch => "MISMATCH — see below",
+            Verdict::NotEnoughData => "nothing to compare",
+        };
+        let _ = writeln!(out, "\nreconcile with the startup log: {verdict}");
+        if let (Some(t), Some(lo), Some(hi)) =
+            (rc.logged_tokens, rc.expected_tokens_min, rc.expected_tokens_max)
+        {
+            let _ = writeln!(
+                out,
+                "  logged {} tokens (line {}) · estimate {}–{} from {} · difference {} tokens ({} blocks)",
+                fmt_int(t),
+                rc.logged_tokens_line.unwrap_or(0),
+                fmt_int(lo),
+                fmt_int(hi),
+                rc.available_kv_printed.as_deref().unwrap_or("?"),
+                rc.difference_tokens.unwrap_or(0),
+                rc.difference_blocks.unwrap_or(0)
+            );
+        }
+        for x in &rc.explanations {
+            let line = x.line.map_or(String::new(), |l| format!("line {l}: "));
+            let why = serde_json::to_value(x.why)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  - [{why}] {line}{}", x.message);
+        }
+    }
+    out
+}
+
+fn section(out: &mut String, title: &str, lines: impl Iterator<Item = String>) {
+    let lines: Vec<String> = lines.collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n{title}");
+    for l in lines {
+        let _ = writeln!(out, "  {l}");
+    }
+}
+
+fn preset_row(p: &triage_core::kv::presets::Preset) -> Option<(ModelShape, u64)> {
+    let m = p.shape().ok()?;
+    let o = LayoutOptions {
+        tp: 1,
+        pp: 1,
+        block_size: 16,
+        kv_dtype: KvDtype::Auto,
+        serving_dtype: ModelDtype::Bf16,
+        hybrid: true,
+    };
+    let bpt = Layout::new(&m, &o).ok()?.bytes_per_token_per_rank();
+    Some((m, bpt))
+}
+
+fn kinds(m: &ModelShape) -> String {
+    if m.mla.is_some() {
+        return "mla".to_owned();
+    }
+    let sliding = m.layers.iter().filter(|a| matches!(a, triage_core::kv::Attention::Sliding { .. })).count();
+    match sliding {
+        0 => "full".to_owned(),
+        n if n == m.layers.len() => "sliding".to_owned(),
+        n => format!("{n} sliding + {} full", m.layers.len() - n),
+    }
+}
+
+pub fn list_models_text() -> String {
+    let mut out = String::from("model presets (bytes per token at bf16, one GPU)\n\n");
+    let _ = writeln!(
+        out,
+        "  {:<18} {:>6} {:>5} {:>5} {:<20} {:>9}  source",
+        "id", "layers", "kv", "dim", "attention", "B/token"
+    );
+    for p in PRESETS {
+        if let Some((m, bpt)) = preset_row(p) {
+            let _ = writeln!(
+                out,
+                "  {:<18} {:>6} {:>5} {:>5} {:<20} {:>9}  {}",
+                p.id,
+                m.num_layers(),
+                if m.mla.is_some() { "-".to_owned() } else { m.num_kv_heads.to_string() },
+                m.mla.map_or(m.head_dim_k, |x| x.kv_lora_rank + x.qk_rope_head_dim),
+                kinds(&m),
+                fmt_int(bpt),
+                p.source_url()
+            );
+        }
+    }
+    out
+}
+
+fn list_models_json() -> String {
+    let rows: Vec<serde_json::Value> = PRESETS
+        .iter()
+        .filter_map(|p| {
+            let (m, bpt) = preset_row(p)?;
+            Some(serde_json::json!({
+                "id": p.id, "aliases": p.aliases, "source": p.source_url(), "params": p.params,
+                "params_source": p.params_source, "layers": m.num_layers(), "attention": kinds(&m),
+                "bytes_per_token_bf16": bpt, "max_model_len": m.max_model_len,
+            }))
+        })
+        .collect();
+    serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"
+}
+
+pub fn list_gpus_text() -> String {
+    let mut out = String::from(
+        "gpu presets (total memory as CUDA reports it; vLLM multiplies it by gpu_memory_utilization)\n\n",
+    );
+    for g in GPUS {
+        let _ = writeln!(out, "  {:<10} {:<32} {:>11}  {}", g.id, g.name, fmt_gib(g.total_bytes()), g.source);
+    }
+    out
+}
+
+fn list_gpus_json() -> String {
+    serde_json::to_string_pretty(GPUS).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn need_parses() {
+        assert_eq!(parse_need("64x4096").unwrap(), Need { seqs: 64, len: 4096 });
+        assert_eq!(parse_need("8 × 32,768").unwrap(), Need { seqs: 8, len: 32_768 });
+        assert!(parse_need("64").is_err());
+        assert!(parse_need("0x10").is_err());
+    }
+
+    #[test]
+    fn billions_parse() {
+        assert_eq!(parse_billions("p", "8.03").unwrap(), 8_030_000_000);
+        assert!(parse_billions("p", "-1").unwrap_err().to_string().contains("negative"));
+    }
+
+    #[test]
+    fn listings_cover_every_preset() {
+        assert_eq!(
+            list_models_text().lines().filter(|l| l.contains("huggingface.co")).count(),
+            PRESETS.len()
+        );
+        assert!(list_gpus_text().contains("139.80 GiB"));
+    }
+}

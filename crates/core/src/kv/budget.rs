@@ -1,0 +1,251 @@
+//! The memory vLLM leaves for KV on one GPU: `total × gpu_memory_utilization − weights −
+//! activation peak − non-torch memory` (vLLM V1 `gpu_worker.determine_available_memory`; V0
+//! printed the same terms as "model weights take …; non_torch_memory takes …; PyTorch
+//! activation peak memory takes …; the rest of the memory reserved for KV Cache is …").
+//!
+//! Weights and activation are estimates unless given. The activation estimate is a documented
+//! heuristic of the profile run (one forward pass of `max_num_batched_tokens` tokens, then a
+//! dummy sampler pass): the larger of the widest MLP intermediate, `T · (3·I/tp + 4·H) · 2 B`,
+//! and the sampler's fp32 logits, `min(max_num_seqs, T) · vocab · 4 B · 3`. It is within a
+//! factor of about two of what vLLM logs; give `--activation-gib` from the log when you have it.
+//! CUDA-graph memory is outside vLLM's budget and not counted here either.
+
+use crate::kv::KvError;
+use crate::kv::dtype::{ModelDtype, WeightDtype};
+use crate::kv::model::{ModelShape, ParamSource};
+use crate::kv::units::{GIB, MIB, fmt_gib, fmt_int, fmt_ppm};
+use serde::Serialize;
+
+/// What is known about the GPU and the non-KV memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BudgetInputs {
+    /// Memory CUDA reports as total on one GPU.
+    pub gpu_total_bytes: u64,
+    /// `gpu_memory_utilization` in parts per million (vLLM's default 0.9 = 900,000).
+    pub utilization_ppm: u32,
+    /// Whole-model weights, when given (`--weights-gib`); split over `tp × pp` GPUs.
+    pub weights_bytes: Option<u64>,
+    /// Parameter count, when given (`--params-b`); else the model's.
+    pub params: Option<u64>,
+    /// Weight storage, when given (`--weights-dtype`); else the config's quantization or dtype.
+    pub weights_dtype: Option<WeightDtype>,
+    /// Activation peak per GPU, when given (`--activation-gib`).
+    pub activation_bytes: Option<u64>,
+    /// Non-torch memory per GPU (NCCL, cuBLAS workspaces), when given (`--non-torch-gib`).
+    pub non_torch_bytes: Option<u64>,
+}
+
+/// Scheduler settings the activation estimate depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BudgetContext {
+    pub tp: u32,
+    pub pp: u32,
+    pub serving_dtype: ModelDtype,
+    pub max_num_batched_tokens: u64,
+    pub max_num_seqs: u64,
+}
+
+/// The budget of one GPU, every term with how it was obtained.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    pub gpu_total_bytes: u64,
+    pub utilization_ppm: u32,
+    /// `total × utilization`, rounded down.
+    pub requested_bytes: u64,
+    pub weights_bytes: u64,
+    pub weights_how: String,
+    pub activation_bytes: u64,
+    pub activation_how: String,
+    pub non_torch_bytes: u64,
+    pub non_torch_how: String,
+    /// What is left for KV (0 when the rest does not fit).
+    pub available_kv_bytes: u64,
+    /// How far weights + activation + non-torch exceed the requested memory (0 when they fit).
+    pub shortfall_bytes: u64,
+}
+
+/// Compute the budget; fails only when a needed size cannot be estimated from the model.
+pub fn plan(model: &ModelShape, ctx: &BudgetContext, inp: &BudgetInputs) -> Result<Budget, KvError> {
+    if inp.gpu_total_bytes == 0 {
+        return Err(KvError::invalid("--gpu-mem-gib", 0, "a GPU needs some memory"));
+    }
+    let gpus = u64::from(ctx.tp.max(1)) * u64::from(ctx.pp.max(1));
+    let requested =
+        u64::try_from(u128::from(inp.gpu_total_bytes) * u128::from(inp.utilization_ppm) / 1_000_000)
+            .unwrap_or(u64::MAX);
+
+    let (weights, weights_how) = match inp.weights_bytes {
+        Some(w) => (w.div_ceil(gpus), format!("given: {} over {gpus} GPU(s)", fmt_gib(w))),
+        None => {
+            let (params, psrc) = match (inp.params, &model.params) {
+                (Some(p), _) => (p, "given".to_owned()),
+                (None, Some((p, ParamSource::Published(s)))) => (*p, format!("published: {s}")),
+                (None, Some((p, _))) => (*p, "counted from config.json".to_owned()),
+                (None, None) => {
+                    return Err(KvError::BudgetUnknown(
+                        "the weights size is unknown: config.json lacks hidden_size, vocab_size or \
+                         intermediate_size to count parameters; pass --weights-gib or --params-b"
+                            .to_owned(),
+                    ));
+                }
+            };
+            let d = inp
+                .weights_dtype
+                .or(model.weight_dtype)
+                .unwrap_or_else(|| WeightDtype::from_model(ctx.serving_dtype));
+            let total = u128::from(params) * u128::from(d.millibytes()) / 1000;
+            let total = u64::try_from(total).map_err(|_| KvError::Overflow("weights size"))?;
+            let approx = if matches!(d, WeightDtype::Int4 | WeightDtype::Mxfp4) { "about " } else { "" };
+            (
+                total.div_ceil(gpus),
+                format!(
+                    "estimated: {} parameters ({psrc}) × {approx}{}.{:03} B ({}) = {}, over {gpus} GPU(s)",
+                    fmt_int(params),
+                    d.millibytes() / 1000,
+                    d.millibytes() % 1000,
+                    d.as_str(),
+                    fmt_gib(total)
+                ),
+            )
+        }
+    };
+
+    let (activation, activation_how) = match inp.activation_bytes {
+        Some(a) => (a, "given".to_owned()),
+        None => activation_estimate(model, ctx)?,
+    };
+    let (non_torch, non_torch_how) = match inp.non_torch_bytes {
+        Some(n) => (n, "given".to_owned()),
+        None if gpus > 1 => (GIB, "estimated: 1 GiB with NCCL buffers on a multi-GPU deployment".to_owned()),
+        None => (256 * MIB, "estimated: 0.25 GiB (CUDA/cuBLAS workspaces) on one GPU".to_owned()),
+    };
+    let used = weights.saturating_add(activation).saturating_add(non_torch);
+    Ok(Budget {
+        gpu_total_bytes: inp.gpu_total_bytes,
+        utilization_ppm: inp.utilization_ppm,
+        requested_bytes: requested,
+        weights_bytes: weights,
+        weights_how,
+        activation_bytes: activation,
+        activation_how,
+        non_torch_bytes: non_torch,
+        non_torch_how,
+        available_kv_bytes: requested.saturating_sub(used),
+        shortfall_bytes: used.saturating_sub(requested),
+    })
+}
+
+fn activation_estimate(model: &ModelShape, ctx: &BudgetContext) -> Result<(u64, String), KvError> {
+    let missing = |what: &str| {
+        KvError::BudgetUnknown(format!(
+            "the activation peak cannot be estimated: config.json has no `{what}`; pass --activation-gib \
+             (vLLM logs it as \"PyTorch activation peak memory takes …\" / \"torch peak memory increase\")"
+        ))
+    };
+    let h = u128::from(model.hidden_size.ok_or_else(|| missing("hidden_size"))?);
+    let vocab = u128::from(model.vocab_size.ok_or_else(|| missing("vocab_size"))?);
+    let tp = u128::from(ctx.tp.max(1));
+    let t = u128::from(ctx.max_num_batched_tokens);
+    let act = u128::from(ctx.serving_dtype.bytes().min(2));
+    let (inter, moe_out) = match model.moe {
+        Some(m) => (
+            (u128::from(m.experts_per_token) * u128::from(m.expert_intermediate)
+                + u128::from(m.shared_experts) * u128::from(m.shared_intermediate))
+                / tp,
+            u128::from(m.experts_per_token) * h,
+        ),
+        None => (u128::from(model.intermediate_size.ok_or_else(|| missing("intermediate_size"))?) / tp, 0),
+    };
+    let layer = t * (3 * inter + 4 * h + moe_out) * act;
+    let seqs = u128::from(ctx.max_num_seqs).min(t).max(1);
+    let sampler = seqs * vocab * 4 * 3;
+    let peak = u64::try_from(layer.max(sampler)).map_err(|_| KvError::Overflow("activation estimate"))?;
+    let which = if layer >= sampler {
+        format!("the MLP of {} batched tokens", ctx.max_num_batched_tokens)
+    } else {
+        format!("the sampler's logits for {seqs} sequences")
+    };
+    Ok((peak, format!("estimated: {} ({which}; heuristic, ±2×)", fmt_gib(peak))))
+}
+
+/// A person-readable line for the budget.
+pub fn describe(b: &Budget) -> String {
+    format!(
+        "{} × {} = {} − weights {} − activation {} − non-torch {} = {} for KV",
+        fmt_gib(b.gpu_total_bytes),
+        fmt_ppm(b.utilization_ppm),
+        fmt_gib(b.requested_bytes),
+        fmt_gib(b.weights_bytes),
+        fmt_gib(b.activation_bytes),
+        fmt_gib(b.non_torch_bytes),
+        fmt_gib(b.available_kv_bytes)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::presets::preset;
+
+    fn ctx(tp: u32) -> BudgetContext {
+        BudgetContext {
+            tp,
+            pp: 1,
+            serving_dtype: ModelDtype::Bf16,
+            max_num_batched_tokens: 8192,
+            max_num_seqs: 1024,
+        }
+    }
+
+    fn inputs(total: u64) -> BudgetInputs {
+        BudgetInputs {
+            gpu_total_bytes: total,
+            utilization_ppm: 900_000,
+            weights_bytes: None,
+            params: None,
+            weights_dtype: None,
+            activation_bytes: None,
+            non_torch_bytes: None,
+        }
+    }
+
+    #[test]
+    fn given_terms_are_used_exactly() {
+        let m = preset("llama-3.1-8b").unwrap().shape().unwrap();
+        // The V0 log's terms: 79.19 × 0.9 = 71.27; weights 14.99, non-torch 0.18, activation 1.24.
+        let mut i = inputs(85_031_714_816);
+        i.weights_bytes = Some(16_095_180_472);
+        i.activation_bytes = Some(1_331_439_861);
+        i.non_torch_bytes = Some(193_273_528);
+        let b = plan(&m, &ctx(1), &i).unwrap();
+        assert_eq!(b.requested_bytes, 76_528_543_334);
+        assert_eq!(fmt_gib(b.available_kv_bytes), "54.86 GiB");
+        assert!(describe(&b).contains("for KV"));
+    }
+
+    #[test]
+    fn estimates_name_their_source() {
+        let m = preset("llama-3.1-8b").unwrap().shape().unwrap();
+        let b = plan(&m, &ctx(1), &inputs(150_108_651_520)).unwrap();
+        assert_eq!(b.weights_bytes, 16_060_522_496);
+        assert!(b.weights_how.contains("published"));
+        assert!(b.activation_how.starts_with("estimated"));
+        assert_eq!(b.shortfall_bytes, 0);
+        // 405B in bf16 does not fit one H200.
+        let big = preset("llama-3.1-405b").unwrap().shape().unwrap();
+        let b = plan(&big, &ctx(1), &inputs(150_108_651_520)).unwrap();
+        assert_eq!(b.available_kv_bytes, 0);
+        assert!(b.shortfall_bytes > 600 * GIB);
+    }
+
+    #[test]
+    fn unknown_sizes_say_what_to_pass() {
+        let m = ModelShape::plain("bare", 2, 8, 8, 64);
+        let e = plan(&m, &ctx(1), &inputs(GIB)).unwrap_err().to_string();
+        assert!(e.contains("--weights-gib"), "{e}");
+        let mut i = inputs(GIB);
+        i.weights_bytes = Some(1);
+        let e = plan(&m, &ctx(1), &i).unwrap_err().to_string();
+        assert!(e.contains("--activation-gib"), "{e}");
+    }
+}

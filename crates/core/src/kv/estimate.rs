@@ -1,0 +1,766 @@
+//! Options in, capacity out: bytes per token, blocks, tokens, concurrency, the `max_model_len`
+//! that fits, the `max_num_seqs` that keeps KV inside the budget, and the reverse question
+//! (memory needed for `seqs × len`).
+//!
+//! Rounding, everywhere: bytes and blocks are integers rounded down (vLLM keeps whole blocks);
+//! concurrency is `blocks / blocks_per_request` printed to two decimals rounded half up (vLLM
+//! prints `%.2f`), and its whole part rounded down.
+
+use crate::kv::KvError;
+use crate::kv::article::article_kv_bytes;
+use crate::kv::budget::{self, Budget, BudgetContext, BudgetInputs};
+use crate::kv::dtype::{KvDtype, ModelDtype};
+use crate::kv::layout::{Layout, LayoutOptions};
+use crate::kv::model::{Attention, ModelShape, ranges};
+use crate::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
+use serde::Serialize;
+
+/// vLLM's default `--block-size` on CUDA.
+pub const DEFAULT_BLOCK_SIZE: u32 = 16;
+
+/// "Memory for `seqs` sequences of `len` tokens each?"
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Need {
+    pub seqs: u64,
+    pub len: u64,
+}
+
+/// What to estimate for. `None` means "what vLLM would pick", and the report says what that was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KvOptions {
+    pub kv_dtype: KvDtype,
+    /// Serving dtype (`--dtype`); default the config's, with float32 served as bf16.
+    pub dtype: Option<ModelDtype>,
+    pub tp: u32,
+    pub pp: u32,
+    pub block_size: Option<u32>,
+    pub max_model_len: Option<u64>,
+    pub max_num_seqs: Option<u64>,
+    pub max_num_batched_tokens: Option<u64>,
+    /// vLLM's hybrid KV-cache manager (default on).
+    pub hybrid: bool,
+    /// Length for the concurrency answer (default `max_model_len`).
+    pub at_len: Option<u64>,
+    pub need: Option<Need>,
+    /// Whether vLLM's defaults for ≥ 70 GiB non-A100 GPUs apply (`None`: GPU unknown, assume
+    /// yes, and say so).
+    pub large_gpu: Option<bool>,
+}
+
+impl Default for KvOptions {
+    fn default() -> Self {
+        KvOptions {
+            kv_dtype: KvDtype::Auto,
+            dtype: None,
+            tp: 1,
+            pp: 1,
+            block_size: None,
+            max_model_len: None,
+            max_num_seqs: None,
+            max_num_batched_tokens: None,
+            hybrid: true,
+            at_len: None,
+            need: None,
+            large_gpu: None,
+        }
+    }
+}
+
+/// Where the KV memory figure comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KvBudget {
+    /// Exactly this many bytes of KV memory on each GPU (`--available-kv-gib`, or a log).
+    Available(u64),
+    /// Compute it from the GPU and the non-KV memory.
+    Gpu(BudgetInputs),
+}
+
+/// The settings actually used, defaults resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    pub kv_cache_dtype: KvDtype,
+    pub serving_dtype: ModelDtype,
+    pub kv_element_bytes: u64,
+    pub tp: u32,
+    pub pp: u32,
+    pub block_size: u32,
+    pub max_model_len: u64,
+    pub max_num_seqs: u64,
+    pub max_num_batched_tokens: u64,
+    pub hybrid_kv_cache_manager: bool,
+}
+
+/// One row of the per-layer breakdown: all layers of one attention kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LayerRow {
+    /// `full`, `sliding` or `mla`.
+    pub kind: &'static str,
+    pub window: Option<u64>,
+    pub count: u64,
+    /// Layer indices, compact (`0-4,6-10`).
+    pub layers: String,
+    /// KV heads on one GPU (`None` for MLA: one latent per token).
+    pub kv_heads_per_rank: Option<u32>,
+    /// Cached width per token per layer: `head_dim_k + head_dim_v`, or the MLA latent.
+    pub cached_dim: u64,
+    pub bytes_per_token_per_layer: u64,
+    /// `count × bytes_per_token_per_layer`, one GPU of each pipeline stage summed.
+    pub bytes_per_token: u64,
+    /// vLLM KV-cache groups of this kind.
+    pub groups: u64,
+    /// Tokens one request keeps in each of these layers at most, as vLLM budgets it
+    /// (`window − 1 + max_num_batched_tokens`); `None` = the whole sequence.
+    pub max_tokens_per_request: Option<u64>,
+}
+
+/// The answer to "memory for `seqs × len`".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NeedRow {
+    pub seqs: u64,
+    pub len: u64,
+    pub blocks_per_request: u64,
+    /// KV memory on the busiest GPU, whole blocks.
+    pub kv_bytes_per_rank: u64,
+    /// Summed over all `tp × pp` GPUs, replication included.
+    pub kv_bytes_all_ranks: u64,
+    /// The article's formula for the same question (plain attention only; no TP, no blocks).
+    pub article_bytes: Option<u64>,
+    /// KV + weights + activation + non-torch on the busiest GPU (GPU budget only).
+    pub gpu_bytes_per_rank: Option<u64>,
+    /// The `gpu_memory_utilization` that would be needed, in parts per million.
+    pub gpu_memory_utilization_ppm: Option<u64>,
+    /// Whether the KV part fits the available KV memory.
+    pub fits: bool,
+}
+
+/// The whole estimate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KvEstimate {
+    pub model: String,
+    pub settings: Settings,
+    /// Bytes one token costs, summed over all `tp × pp` GPUs (replication included).
+    pub bytes_per_token: u64,
+    /// Bytes one token costs on the busiest GPU.
+    pub bytes_per_token_per_rank: u64,
+    /// Bytes per token per GPU once a context is past every sliding window.
+    pub bytes_per_token_past_windows_per_rank: u64,
+    pub layers: Vec<LayerRow>,
+    pub kv_cache_groups: u64,
+    /// Tensors in the block pool of the busiest stage (layers per group, padding included).
+    pub pool_tensors: u64,
+    pub padding_layers: u64,
+    /// One block of one layer (vLLM `page_size_bytes`).
+    pub page_bytes: u64,
+    /// One block of the pool: `page_bytes × pool_tensors`.
+    pub block_bytes: u64,
+    pub budget: Option<Budget>,
+    pub available_kv_bytes: u64,
+    /// Where `available_kv_bytes` comes from: `given`, `gpu budget`, or the log line.
+    pub available_kv_source: String,
+    pub blocks: u64,
+    /// As vLLM logs `GPU KV cache size`: `blocks / groups × block_size`.
+    pub tokens: u64,
+    pub concurrency_len: u64,
+    pub blocks_per_request: u64,
+    /// `blocks / blocks_per_request`, two decimals rounded half up.
+    pub max_concurrency: f64,
+    pub max_concurrency_whole: u64,
+    /// Longest request the KV memory holds (vLLM's startup check); `None` when every layer
+    /// slides, so any length fits.
+    pub max_model_len_fit: Option<u64>,
+    /// The `max_num_seqs` that keeps every sequence at `max_model_len` inside the KV memory.
+    pub max_num_seqs: u64,
+    pub need: Option<NeedRow>,
+    /// `2 · layers · kv_heads · head_dim · dtype_bytes` (unsharded) when the article's formula
+    /// applies to this model.
+    pub article_bytes_per_token: Option<u64>,
+    pub formula: Vec<String>,
+    pub assumptions: Vec<String>,
+    /// Things that would stop vLLM or surprise the operator.
+    pub warnings: Vec<String>,
+}
+
+/// Run the estimate.
+pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Result<KvEstimate, KvError> {
+    let mut assumptions: Vec<String> = model.notes.clone();
+    let mut warnings = Vec::new();
+
+    let serving_dtype = match (opts.dtype, model.dtype) {
+        (Some(d), _) => d,
+        (None, Some(ModelDtype::Fp32)) => {
+            assumptions
+                .push("float32 checkpoint: vLLM serves it in 16 bits by default (bf16 assumed)".to_owned());
+            ModelDtype::Bf16
+        }
+        (None, Some(d)) => d,
+        (None, None) => ModelDtype::Bf16,
+    };
+    let large = opts.large_gpu.unwrap_or(true);
+    let block_size = match opts.block_size {
+        Some(b) => b,
+        None if model.mla.is_some() && opts.large_gpu == Some(true) => {
+            assumptions.push(
+                "block size 64: vLLM forces it for the FlashMLA backend on Hopper (CUTLASS MLA on Blackwell \
+                 uses 128)"
+                    .to_owned(),
+            );
+            64
+        }
+        None => {
+            if model.mla.is_some() {
+                assumptions.push(
+                    "block size 16 (vLLM's default); on Hopper vLLM forces 64 for FlashMLA — pass \
+                     --block-size 64 to match (capacity moves by less than one block)"
+                        .to_owned(),
+                );
+            } else {
+                assumptions.push("block size 16 (vLLM's default)".to_owned());
+            }
+            DEFAULT_BLOCK_SIZE
+        }
+    };
+    let max_model_len = match (opts.max_model_len, model.max_model_len) {
+        (Some(0), _) => return Err(KvError::invalid("--max-model-len", 0, "must be at least 1 token")),
+        (Some(l), Some(m)) => {
+            if l > m {
+                warnings.push(format!(
+                    "max_model_len {} is above the model's {} tokens: vLLM refuses it unless \
+                     VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+                    fmt_int(l),
+                    fmt_int(m)
+                ));
+            }
+            l
+        }
+        (Some(l), None) => l,
+        (None, Some(m)) => {
+            assumptions.push(format!("max_model_len {} (the model's context, vLLM's default)", fmt_int(m)));
+            m
+        }
+        (None, None) => {
+            return Err(KvError::MissingField {
+                field: "max_position_embeddings",
+                aliases: " (nor n_positions, max_seq_len, seq_length)".to_owned(),
+                why: "the default max_model_len is unknown; pass --max-model-len".to_owned(),
+            });
+        }
+    };
+    if max_model_len > 1 << 40 {
+        return Err(KvError::invalid(
+            "max_model_len",
+            max_model_len,
+            "more than 2^40 tokens is not plausible",
+        ));
+    }
+    let gpu_words = match opts.large_gpu {
+        Some(true) => "on ≥ 70 GiB GPUs other than A100",
+        Some(false) => "on this GPU",
+        None => "assuming a ≥ 70 GiB GPU",
+    };
+    let mnbt = match opts.max_num_batched_tokens {
+        Some(0) => return Err(KvError::invalid("--max-num-batched-tokens", 0, "must be at least 1")),
+        Some(n) => n,
+        None => {
+            let n = if large { 8192 } else { 2048 };
+            assumptions.push(format!("max_num_batched_tokens {n} (vLLM `vllm serve` default {gpu_words})"));
+            n
+        }
+    };
+    let max_num_seqs = match opts.max_num_seqs {
+        Some(0) => return Err(KvError::invalid("--max-num-seqs", 0, "must be at least 1")),
+        Some(n) => n,
+        None => {
+            let n = if large { 1024 } else { 256 };
+            assumptions.push(format!("max_num_seqs {n} (vLLM `vllm serve` default {gpu_words})"));
+            n
+        }
+    };
+    if opts.kv_dtype == KvDtype::Auto {
+        assumptions.push(format!("kv cache dtype auto = the model's dtype ({})", serving_dtype.as_str()));
+    }
+
+    let lo = LayoutOptions {
+        tp: opts.tp,
+        pp: opts.pp,
+        block_size,
+        kv_dtype: opts.kv_dtype,
+        serving_dtype,
+        hybrid: opts.hybrid,
+    };
+    let layout = Layout::new(model, &lo)?;
+    assumptions.extend(layout.notes.iter().cloned());
+
+    let (budget_row, available) = match budget {
+        KvBudget::Available(b) => {
+            assumptions.push(format!("KV memory given: {} per GPU ({} B)", fmt_gib(*b), fmt_int(*b)));
+            (None, *b)
+        }
+        KvBudget::Gpu(inp) => {
+            let ctx = BudgetContext {
+                tp: opts.tp,
+                pp: opts.pp,
+                serving_dtype,
+                max_num_batched_tokens: mnbt,
+                max_num_seqs,
+            };
+            let b = budget::plan(model, &ctx, inp)?;
+            assumptions.push(format!("budget per GPU: {}", budget::describe(&b)));
+            assumptions.push(format!("weights: {}", b.weights_how));
+            assumptions.push(format!("activation peak: {}", b.activation_how));
+            assumptions.push(format!("non-torch memory: {}", b.non_torch_how));
+            assumptions.push(
+                "CUDA graphs are captured outside vLLM's KV budget: keep 0.5–2 GiB of headroom beyond it"
+                    .to_owned(),
+            );
+            if b.shortfall_bytes > 0 {
+                warnings.push(format!(
+                    "no memory left for KV: weights + activation + non-torch exceed {} of the GPU by {} — \
+                     vLLM fails with \"No available memory for the cache blocks\"; add GPUs (--tp), quantize, \
+                     or raise gpu_memory_utilization",
+                    crate::kv::units::fmt_ppm(b.utilization_ppm),
+                    fmt_gib(b.shortfall_bytes)
+                ));
+            }
+            let avail = b.available_kv_bytes;
+            (Some(b), avail)
+        }
+    };
+
+    let busiest = layout.ranks.iter().max_by_key(|r| layout.block_bytes(r)).cloned();
+    let (pool_tensors, block_bytes) =
+        busiest.as_ref().map_or((0, 0), |r| (r.pool_tensors, layout.block_bytes(r)));
+    let blocks = layout.num_blocks(available);
+    let tokens = layout.logged_tokens(blocks);
+    let groups = layout.groups.len() as u64;
+
+    let concurrency_len = opts.at_len.unwrap_or(max_model_len);
+    if concurrency_len == 0 {
+        return Err(KvError::invalid("--at-len", 0, "must be at least 1 token"));
+    }
+    let bpr = layout.blocks_per_request(concurrency_len, mnbt).max(1);
+    let centi = (u128::from(blocks) * 200 + u128::from(bpr)) / (2 * u128::from(bpr));
+    let max_concurrency = centi as f64 / 100.0;
+    let max_concurrency_whole = blocks / bpr;
+    let bpr_max_len = layout.blocks_per_request(max_model_len, mnbt).max(1);
+    let max_num_seqs_fit = blocks / bpr_max_len;
+    let max_model_len_fit = layout.max_len_fitting(available, mnbt);
+
+    // Warnings vLLM would raise.
+    let needed = layout.request_bytes(max_model_len, mnbt);
+    if needed > available && budget_row.as_ref().is_none_or(|b| b.shortfall_bytes == 0) {
+        let est = max_model_len_fit.map_or("unlimited".to_owned(), fmt_int);
+        warnings.push(format!(
+            "vLLM would refuse to start: one request of max_model_len {} needs {} of KV per GPU, more than \
+             the {} available; the estimated maximum model length is {est} — lower --max-model-len, raise \
+             gpu_memory_utilization, add GPUs or use an fp8 KV cache",
+            fmt_int(max_model_len),
+            fmt_gib(needed),
+            fmt_gib(available)
+        ));
+    } else if max_num_seqs_fit < max_num_seqs && max_num_seqs_fit > 0 {
+        warnings.push(format!(
+            "max_num_seqs {} is above the {} sequences of {} tokens that fit: when they all grow long vLLM \
+             preempts (recomputes) the excess — set max_num_seqs ≤ {} to keep every admitted sequence's KV \
+             resident",
+            fmt_int(max_num_seqs),
+            fmt_int(max_num_seqs_fit),
+            fmt_int(max_model_len),
+            fmt_int(max_num_seqs_fit)
+        ));
+    }
+    if layout.groups.iter().any(|g| matches!(g.attention, Attention::Sliding { .. })) {
+        assumptions.push(format!(
+            "sliding-window layers are budgeted as vLLM budgets them: window − 1 + max_num_batched_tokens \
+             ({}) tokens plus one block per request; in steady decode they hold only about the window",
+            fmt_int(mnbt)
+        ));
+        if groups > 1 {
+            assumptions.push(format!(
+                "hybrid allocator: {groups} KV-cache groups share one pool of {} blocks; vLLM's logged \"GPU KV \
+                 cache size\" is blocks / {groups} groups × block size",
+                fmt_int(blocks)
+            ));
+        }
+    }
+
+    let layers = layer_rows(&layout, model, mnbt);
+    let per_rank = layout.bytes_per_token_per_rank();
+    let article = if model.is_plain_attention() {
+        article_kv_bytes(
+            model.num_layers() as u64,
+            u64::from(model.num_kv_heads),
+            u64::from(model.head_dim_k),
+            layout.element_bytes,
+            1,
+            1,
+        )
+        .filter(|_| model.head_dim_k == model.head_dim_v)
+    } else {
+        None
+    };
+
+    let need = opts
+        .need
+        .map(|n| need_row(&layout, n, mnbt, block_bytes, available, budget_row.as_ref(), article))
+        .transpose()?;
+
+    let source = if budget_row.is_some() { "gpu budget" } else { "given" };
+    let formula = formula_lines(
+        &layout,
+        model,
+        FormulaFigures { available, blocks, tokens, block_bytes, concurrency_len, bpr, centi: centi as u64 },
+    );
+
+    Ok(KvEstimate {
+        model: model.name.clone(),
+        settings: Settings {
+            kv_cache_dtype: opts.kv_dtype,
+            serving_dtype,
+            kv_element_bytes: layout.element_bytes,
+            tp: opts.tp,
+            pp: opts.pp,
+            block_size,
+            max_model_len,
+            max_num_seqs,
+            max_num_batched_tokens: mnbt,
+            hybrid_kv_cache_manager: opts.hybrid,
+        },
+        bytes_per_token: layout.bytes_per_token_all_ranks(),
+        bytes_per_token_per_rank: per_rank,
+        bytes_per_token_past_windows_per_rank: layout.bytes_per_token_past_windows_per_rank(),
+        layers,
+        kv_cache_groups: groups,
+        pool_tensors,
+        padding_layers: layout.ranks.iter().map(|r| r.padding_layers).sum(),
+        page_bytes: layout.page_bytes,
+        block_bytes,
+        budget: budget_row,
+        available_kv_bytes: available,
+        available_kv_source: source.to_owned(),
+        blocks,
+        tokens,
+        concurrency_len,
+        blocks_per_request: bpr,
+        max_concurrency,
+        max_concurrency_whole,
+        max_model_len_fit,
+        max_num_seqs: max_num_seqs_fit,
+        need,
+        article_bytes_per_token: article,
+        formula,
+        assumptions,
+        warnings,
+    })
+}
+
+fn layer_rows(layout: &Layout, model: &ModelShape, mnbt: u64) -> Vec<LayerRow> {
+    let mut kinds: Vec<Attention> = Vec::new();
+    for l in &layout.layers {
+        if !kinds.contains(&l.attention) {
+            kinds.push(l.attention);
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|a| {
+            let idx: Vec<u32> = layout.layers.iter().filter(|l| l.attention == a).map(|l| l.index).collect();
+            let count = idx.len() as u64;
+            let (kind, window, cap) = match a {
+                Attention::Full => ("full", None, None),
+                Attention::Mla => ("mla", None, None),
+                Attention::Sliding { window } => {
+                    ("sliding", Some(window), Some(window.saturating_sub(1).saturating_add(mnbt)))
+                }
+            };
+            let cached_dim = match model.mla {
+                Some(m) => u64::from(m.kv_lora_rank) + u64::from(m.qk_rope_head_dim),
+                None => u64::from(model.head_dim_k) + u64::from(model.head_dim_v),
+            };
+            LayerRow {
+                kind,
+                window,
+                count,
+                layers: ranges(&idx),
+                kv_heads_per_rank: model.mla.is_none().then_some(layout.kv_heads_per_rank),
+                cached_dim,
+                bytes_per_token_per_layer: layout.bytes_per_token_per_layer,
+                bytes_per_token: layout.bytes_per_token_per_layer.saturating_mul(count),
+                groups: layout.groups.iter().filter(|g| g.attention == a).count() as u64,
+                max_tokens_per_request: cap,
+            }
+        })
+        .collect()
+}
+
+fn need_row(
+    layout: &Layout,
+    n: Need,
+    mnbt: u64,
+    block_bytes: u64,
+    available: u64,
+    budget: Option<&Budget>,
+    article_per_token: Option<u64>,
+) -> Result<NeedRow, KvError> {
+    if n.seqs == 0 || n.len == 0 {
+        return Err(KvError::invalid(
+            "--need",
+            format!("{}x{}", n.seqs, n.len),
+            "sequences and length must be ≥ 1",
+        ));
+    }
+    let bpr = layout.blocks_per_request(n.len, mnbt);
+    let per_rank = u128::from(n.seqs) * u128::from(bpr) * u128::from(block_bytes);
+    let per_rank = u64::try_from(per_rank).map_err(|_| KvError::Overflow("--need memory"))?;
+    let all: u128 = layout
+        .ranks
+        .iter()
+        .map(|r| u128::from(n.seqs) * u128::from(bpr) * u128::from(layout.block_bytes(r)))
+        .sum::<u128>()
+        * u128::from(layout.tp);
+    let all = u64::try_from(all).map_err(|_| KvError::Overflow("--need memory"))?;
+    let article_bytes =
+        article_per_token.and_then(|p| p.checked_mul(n.len)).and_then(|b| b.checked_mul(n.seqs));
+    let gpu = budget.map(|b| {
+        per_rank
+            .saturating_add(b.weights_bytes)
+            .saturating_add(b.activation_bytes)
+            .saturating_add(b.non_torch_bytes)
+    });
+    let util = match (gpu, budget) {
+        (Some(g), Some(b)) if b.gpu_total_bytes > 0 => {
+            Some(u64::try_from(u128::from(g) * 1_000_000 / u128::from(b.gpu_total_bytes)).unwrap_or(u64::MAX))
+        }
+        _ => None,
+    };
+    Ok(NeedRow {
+        seqs: n.seqs,
+        len: n.len,
+        blocks_per_request: bpr,
+        kv_bytes_per_rank: per_rank,
+        kv_bytes_all_ranks: all,
+        article_bytes,
+        gpu_bytes_per_rank: gpu,
+        gpu_memory_utilization_ppm: util,
+        fits: per_rank <= available,
+    })
+}
+
+struct FormulaFigures {
+    available: u64,
+    blocks: u64,
+    tokens: u64,
+    block_bytes: u64,
+    concurrency_len: u64,
+    bpr: u64,
+    centi: u64,
+}
+
+fn formula_lines(layout: &Layout, model: &ModelShape, f: FormulaFigures) -> Vec<String> {
+    let mut out = Vec::new();
+    let e = layout.element_bytes;
+    let per_layer = layout.bytes_per_token_per_layer;
+    match model.mla {
+        Some(m) if per_layer != (u64::from(m.kv_lora_rank) + u64::from(m.qk_rope_head_dim)) * e => out.push(format!(
+            "per token per layer (MLA, fp8_ds_mla): {} fp8 latent + {} B of fp32 scales + {} bf16 rope values \
+             = {per_layer} B, whole on every TP rank",
+            m.kv_lora_rank,
+            u64::from(m.kv_lora_rank).div_ceil(128) * 4,
+            m.qk_rope_head_dim
+        )),
+        Some(m) => out.push(format!(
+            "per token per layer (MLA): (kv_lora_rank {} + qk_rope_head_dim {}) × {e} B = {} B — one \
+             latent, no ×2 for K and V, whole on every TP rank",
+            m.kv_lora_rank,
+            m.qk_rope_head_dim,
+            fmt_int(per_layer)
+        )),
+        None => out.push(format!(
+            "per token per layer: kv_heads_per_rank {} × (head_dim_k {} + head_dim_v {}) × {e} B = {} B \
+             (kv_heads_per_rank = max(1, {} / tp {}))",
+            layout.kv_heads_per_rank,
+            model.head_dim_k,
+            model.head_dim_v,
+            fmt_int(per_layer),
+            model.num_kv_heads,
+            layout.tp
+        )),
+    }
+    let busiest_layers = layout.ranks.iter().map(|r| r.layers.len()).max().unwrap_or(0);
+    out.push(format!(
+        "per token per GPU: {} B × {busiest_layers} layers = {} B{}",
+        fmt_int(per_layer),
+        fmt_int(layout.bytes_per_token_per_rank()),
+        if layout.pp > 1 { " (the pipeline stage with the most layers)" } else { "" }
+    ));
+    let pool = f.block_bytes / layout.page_bytes.max(1);
+    out.push(format!(
+        "num_blocks = floor(available {} / (page {} B × {pool} {})) = {}",
+        fmt_size(f.available),
+        fmt_int(layout.page_bytes),
+        if layout.groups.len() > 1 { "pool tensors" } else { "layers" },
+        fmt_int(f.blocks)
+    ));
+    if layout.groups.len() > 1 {
+        out.push(format!(
+            "tokens = floor({} blocks / {} groups) × block_size {} = {}",
+            fmt_int(f.blocks),
+            layout.groups.len(),
+            layout.block_size,
+            fmt_int(f.tokens)
+        ));
+    } else {
+        out.push(format!(
+            "tokens = {} blocks × block_size {} = {}",
+            fmt_int(f.blocks),
+            layout.block_size,
+            fmt_int(f.tokens)
+        ));
+    }
+    out.push(format!(
+        "max concurrency at {} tokens = {} blocks / {} blocks per request = {}x",
+        fmt_int(f.concurrency_len),
+        fmt_int(f.blocks),
+        fmt_int(f.bpr),
+        fmt_centi(f.centi)
+    ));
+    if model.is_plain_attention() {
+        out.push(format!(
+            "article's formula (plain attention, one GPU): 2 × {} layers × {} kv_heads × {} head_dim × {e} B = {} \
+             B per token; e.g. 7B, 4096 tokens × 64 sequences: {}",
+            model.num_layers(),
+            model.num_kv_heads,
+            model.head_dim_k,
+            fmt_int(article_kv_bytes(model.num_layers() as u64, u64::from(model.num_kv_heads), u64::from(model.head_dim_k), e, 1, 1).unwrap_or(0)),
+            fmt_gb(crate::kv::article::ARTICLE_7B_BYTES)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::presets::preset;
+    use crate::kv::units::{GIB, parse_gib};
+
+    fn with_available(id: &str, opts: KvOptions, gib: &str) -> KvEstimate {
+        let m = preset(id).unwrap().shape().unwrap();
+        estimate(&m, &opts, &KvBudget::Available(parse_gib("x", gib).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn llama_3_1_8b_matches_vllm_capacity_arithmetic() {
+        let o = KvOptions { max_model_len: Some(32_768), ..KvOptions::default() };
+        // 447,088 tokens × 131,072 B = the KV memory those tokens occupy exactly.
+        let m = preset("llama-3.1-8b").unwrap().shape().unwrap();
+        let e = estimate(&m, &o, &KvBudget::Available(447_088 * 131_072)).unwrap();
+        assert_eq!((e.bytes_per_token, e.bytes_per_token_per_rank), (131_072, 131_072));
+        assert_eq!((e.blocks, e.tokens), (27_943, 447_088));
+        // vLLM: "Maximum concurrency for 32,768 tokens per request: 13.64x".
+        assert_eq!(e.max_concurrency, 13.64);
+        assert_eq!((e.max_concurrency_whole, e.max_num_seqs), (13, 13));
+        assert_eq!(e.max_model_len_fit, Some(447_088));
+        // 54.62 GiB as printed buys 27,965 blocks.
+        let e = with_available("llama-3.1-8b", o, "54.62");
+        assert_eq!((e.blocks, e.tokens), (27_965, 447_440));
+        assert!(e.formula.iter().any(|l| l.contains("article's formula")));
+    }
+
+    #[test]
+    fn h200_measured_bytes_per_token() {
+        // shared/data/h200/phases.json: Llama-shaped, 22 layers, 4 kv heads, head_dim 64, bf16.
+        let m = ModelShape::plain("h200-decode", 22, 32, 4, 64);
+        let mut m = m;
+        m.max_model_len = Some(32_768);
+        let e = estimate(&m, &KvOptions::default(), &KvBudget::Available(GIB)).unwrap();
+        assert_eq!(e.bytes_per_token, 22_528);
+    }
+
+    #[test]
+    fn deepseek_v3_mla_on_eight_gpus() {
+        let o = KvOptions { tp: 8, max_model_len: Some(163_840), ..KvOptions::default() };
+        let e = with_available("deepseek-v3", o.clone(), "40");
+        assert_eq!(e.bytes_per_token_per_rank, 70_272);
+        assert_eq!(e.bytes_per_token, 8 * 70_272);
+        assert_eq!(e.page_bytes, 16 * 1_152);
+        // floor(40 GiB / (18,432 B × 61)) = 38,199 blocks → 611,184 tokens.
+        assert_eq!((e.blocks, e.tokens), (38_199, 611_184));
+        assert!(e.layers[0].kv_heads_per_rank.is_none());
+        let ds = with_available(
+            "deepseek-v3",
+            KvOptions { kv_dtype: KvDtype::Fp8DsMla, block_size: Some(64), ..o },
+            "40",
+        );
+        assert_eq!(ds.bytes_per_token_per_rank, 61 * 656);
+        assert_eq!(ds.blocks, 40 * GIB / (64 * 656 * 61));
+    }
+
+    #[test]
+    fn gemma3_sliding_capacity_and_concurrency() {
+        let o = KvOptions {
+            max_model_len: Some(32_768),
+            max_num_batched_tokens: Some(8192),
+            ..KvOptions::default()
+        };
+        let e = with_available("gemma-3-27b", o, "20");
+        assert_eq!(e.bytes_per_token_per_rank, 62 * 8192);
+        assert_eq!(e.bytes_per_token_past_windows_per_rank, 10 * 8192);
+        assert_eq!((e.kv_cache_groups, e.pool_tensors, e.padding_layers), (7, 10, 8));
+        // floor(20 GiB / (131,072 B × 10)) = 16,384 blocks; / 7 groups × 16 = 37,440 tokens.
+        assert_eq!((e.blocks, e.tokens), (16_384, 37_440));
+        // A 32k request: 2048 + 6 × (ceil(9215 / 16) + 1) = 2048 + 6 × 577 = 5510 blocks → 2.97x.
+        assert_eq!((e.blocks_per_request, e.max_concurrency), (5_510, 2.97));
+        let sliding = e.layers.iter().find(|r| r.kind == "sliding").unwrap();
+        assert_eq!((sliding.count, sliding.window, sliding.groups), (52, Some(1024), 6));
+        assert_eq!(sliding.max_tokens_per_request, Some(9215));
+    }
+
+    #[test]
+    fn all_sliding_fits_any_length() {
+        let o = KvOptions { max_model_len: Some(32_768), ..KvOptions::default() };
+        let e = with_available("mistral-7b-v0.1", o, "10");
+        assert_eq!(e.max_model_len_fit, None);
+        assert_eq!(e.kv_cache_groups, 1);
+    }
+
+    #[test]
+    fn reverse_question_reproduces_the_article() {
+        let o = KvOptions { need: Some(Need { seqs: 64, len: 4096 }), ..KvOptions::default() };
+        let e = with_available("llama-2-7b", o, "200");
+        let n = e.need.unwrap();
+        assert_eq!(n.kv_bytes_per_rank, 137_438_953_472);
+        assert_eq!(n.article_bytes, Some(137_438_953_472));
+        assert!(n.fits);
+        assert_eq!(fmt_gb(n.kv_bytes_per_rank), "137.4 GB");
+    }
+
+    #[test]
+    fn not_fitting_is_a_warning_not_an_error() {
+        let o = KvOptions { max_model_len: Some(131_072), ..KvOptions::default() };
+        let e = with_available("llama-3.1-8b", o, "5");
+        assert_eq!(e.max_num_seqs, 0);
+        assert!(e.warnings.iter().any(|w| w.contains("refuse to start")), "{:?}", e.warnings);
+        let e = with_available("llama-3.1-8b", KvOptions::default(), "0");
+        assert_eq!((e.blocks, e.tokens, e.max_model_len_fit), (0, 0, Some(0)));
+    }
+
+    #[test]
+    fn gpu_budget_path() {
+        let m = preset("llama-3.1-8b").unwrap().shape().unwrap();
+        let inp = BudgetInputs {
+            gpu_total_bytes: crate::kv::gpus::gpu("h200").unwrap().total_bytes(),
+            utilization_ppm: 900_000,
+            weights_bytes: None,
+            params: None,
+            weights_dtype: None,
+            activation_bytes: None,
+            non_torch_bytes: None,
+        };
+        let o = KvOptions { large_gpu: Some(true), ..KvOptions::default() };
+        let e = estimate(&m, &o, &KvBudget::Gpu(inp)).unwrap();
+        let b = e.budget.as_ref().unwrap();
+        assert_eq!(e.available_kv_bytes, b.available_kv_bytes);
+        assert!(e.tokens > 700_000 && e.tokens < 900_000, "{}", e.tokens);
+        assert!(e.assumptions.iter().any(|a| a.contains("CUDA graphs")));
+    }
+}

@@ -1,0 +1,538 @@
+//! Where the KV cache lives: bytes per token per layer on one GPU, layers per pipeline stage,
+//! and vLLM's KV-cache groups (the hybrid allocator's shared block pool).
+//!
+//! vLLM V1 (`vllm/v1/core/kv_cache_utils.py`, from memory of the upstream source):
+//!
+//! - Every attention layer gets a spec; layers with equal specs are one *type*.
+//! - One type (every dense model, every MLA model): one group holding all layers; the memory is
+//!   split into one tensor per layer and `num_blocks = floor(available / (page · layers))`.
+//! - Several types (Gemma 2/3, gpt-oss: sliding + full): `group_size` = the smallest type's
+//!   layer count (or the largest when that is under 1.25× the smallest); each type is cut into
+//!   `ceil(n / group_size)` groups, layers `i, i+g, i+2g …` in group `i`; the pool holds
+//!   `group_size` tensors and every group draws its blocks from the same pool, so
+//!   `num_blocks = floor(available / (page · group_size))`. Groups shorter than `group_size`
+//!   leave padding (vLLM warns "Add N padding layers").
+//! - The log's `GPU KV cache size` is `num_blocks / groups · block_size` tokens.
+//!
+//! A request needs, per group, `ceil(len / block_size)` blocks (full, MLA) or
+//! `ceil(min(window − 1 + max_num_batched_tokens, len) / block_size) + 1` (sliding: the window
+//! plus the chunk being prefilled, plus one block because the window need not start at a block
+//! boundary). Those are vLLM's `max_memory_usage_bytes`.
+
+use crate::kv::KvError;
+use crate::kv::dtype::{KvDtype, ModelDtype};
+use crate::kv::model::{Attention, ModelShape};
+use serde::Serialize;
+
+/// Block sizes vLLM's CUDA backends accept (`--block-size`).
+pub const VLLM_BLOCK_SIZES: &[u32] = &[1, 8, 16, 32, 64, 128];
+
+/// The parallelism and cache settings that shape the layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayoutOptions {
+    pub tp: u32,
+    pub pp: u32,
+    pub block_size: u32,
+    pub kv_dtype: KvDtype,
+    /// The dtype the model is served in (what `auto` follows).
+    pub serving_dtype: ModelDtype,
+    /// vLLM's hybrid KV-cache manager (on by default). Off: sliding layers are allocated like
+    /// full ones (`--disable-hybrid-kv-cache-manager`).
+    pub hybrid: bool,
+}
+
+/// One decoder layer's KV cost on one GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LayerCost {
+    pub index: u32,
+    /// As the allocator treats it (sliding counts as full when the hybrid manager is off).
+    pub attention: Attention,
+    pub pp_rank: u32,
+    /// Bytes one token costs in this layer on one GPU.
+    pub bytes_per_token: u64,
+}
+
+/// One KV-cache group: layers of one type that share block tables.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KvGroup {
+    pub attention: Attention,
+    /// Layer indices (all pipeline stages).
+    pub layers: Vec<u32>,
+}
+
+/// What one pipeline stage (one GPU of each TP group) holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RankLayout {
+    pub pp_rank: u32,
+    pub layers: Vec<u32>,
+    /// Tensors in this stage's block pool: one page of each per block.
+    pub pool_tensors: u64,
+    /// Pool tensors × groups − layers: slots allocated for no layer.
+    pub padding_layers: u64,
+    /// Bytes one token costs on one GPU of this stage, all its layers.
+    pub bytes_per_token: u64,
+}
+
+/// The whole placement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Layout {
+    pub tp: u32,
+    pub pp: u32,
+    pub block_size: u32,
+    pub kv_heads_per_rank: u32,
+    /// Bytes per KV element (1 for the fp8 kinds).
+    pub element_bytes: u64,
+    /// The same for every layer of one model: every layer has the same head shape.
+    pub bytes_per_token_per_layer: u64,
+    /// `block_size × bytes_per_token_per_layer`: one block of one layer (vLLM's `page_size_bytes`).
+    pub page_bytes: u64,
+    pub layers: Vec<LayerCost>,
+    pub groups: Vec<KvGroup>,
+    pub ranks: Vec<RankLayout>,
+    /// What the layout decided, in words (replication, padding, block size).
+    pub notes: Vec<String>,
+}
+
+fn divisors_up_to(n: u32, max: u32) -> String {
+    let d: Vec<String> = (1..=max.min(n)).filter(|d| n.is_multiple_of(*d)).map(|d| d.to_string()).collect();
+    d.join(", ")
+}
+
+/// Layers per pipeline stage as vLLM's `get_pp_indices` splits them: `layers / pp` each, the
+/// remainder going one each to the stages just before the last (the last also holds lm_head).
+pub fn pp_partition(layers: u32, pp: u32) -> Vec<u32> {
+    if pp == 0 {
+        return Vec::new();
+    }
+    let mut parts = vec![layers / pp; pp as usize];
+    let rem = (layers % pp) as usize;
+    for i in 2..rem + 2 {
+        if let Some(p) = parts.len().checked_sub(i).and_then(|j| parts.get_mut(j)) {
+            *p += 1;
+        }
+    }
+    parts
+}
+
+impl Layout {
+    /// Place `model` on `tp × pp` GPUs; rejects settings vLLM would reject.
+    pub fn new(model: &ModelShape, o: &LayoutOptions) -> Result<Layout, KvError> {
+        let mut notes = Vec::new();
+        let n_layers = u32::try_from(model.num_layers()).map_err(|_| KvError::Overflow("layer count"))?;
+        if n_layers == 0 {
+            return Err(KvError::invalid("num_hidden_layers", 0, "a model needs at least one layer"));
+        }
+        if o.tp == 0 || o.tp > 4096 {
+            return Err(KvError::invalid("--tp", o.tp, "tensor parallel size must be between 1 and 4096"));
+        }
+        if o.pp == 0 || o.pp > 4096 {
+            return Err(KvError::invalid("--pp", o.pp, "pipeline parallel size must be between 1 and 4096"));
+        }
+        if o.pp > n_layers {
+            return Err(KvError::PpExceedsLayers { pp: o.pp, layers: n_layers });
+        }
+        if o.block_size == 0 || o.block_size > 1024 {
+            return Err(KvError::invalid("--block-size", o.block_size, "must be between 1 and 1024 tokens"));
+        }
+        if !VLLM_BLOCK_SIZES.contains(&o.block_size) {
+            notes.push(format!(
+                "block size {} is not one vLLM's CUDA backends accept ({VLLM_BLOCK_SIZES:?})",
+                o.block_size
+            ));
+        }
+        let heads = model.num_attention_heads;
+        if heads == 0 || !heads.is_multiple_of(o.tp) {
+            return Err(KvError::TpDoesNotDivideHeads {
+                tp: o.tp,
+                heads,
+                suggest: divisors_up_to(heads, 16),
+            });
+        }
+        if o.kv_dtype == KvDtype::Fp8DsMla && model.mla.is_none() {
+            return Err(KvError::DsMlaNeedsMla);
+        }
+        let element_bytes = o.kv_dtype.element_bytes(o.serving_dtype);
+
+        let (kv_heads_per_rank, per_layer) = match model.mla {
+            Some(mla) => {
+                let (lora, rope) = (u64::from(mla.kv_lora_rank), u64::from(mla.qk_rope_head_dim));
+                let b = if o.kv_dtype == KvDtype::Fp8DsMla {
+                    // 512 fp8 latent values, one fp32 scale per 128 of them, rope kept in bf16.
+                    lora + lora.div_ceil(128) * 4 + rope * 2
+                } else {
+                    (lora + rope) * element_bytes
+                };
+                if o.tp > 1 {
+                    notes.push(format!(
+                        "MLA: every one of the {} TP ranks holds the whole latent cache ({} B per token per \
+                         layer); it is not divided by TP",
+                        o.tp, b
+                    ));
+                }
+                (1, b)
+            }
+            None => {
+                let kv = model.num_kv_heads;
+                if kv == 0 {
+                    return Err(KvError::invalid(
+                        "num_key_value_heads",
+                        0,
+                        "a model needs at least one kv head",
+                    ));
+                }
+                let fits = if o.tp <= kv { kv.is_multiple_of(o.tp) } else { o.tp.is_multiple_of(kv) };
+                if !fits {
+                    return Err(KvError::TpDoesNotFitKvHeads { tp: o.tp, kv_heads: kv });
+                }
+                let per_rank = (kv / o.tp).max(1);
+                if o.tp > kv {
+                    notes.push(format!(
+                        "TP {} > {kv} kv heads: each kv head is replicated on {} ranks, so every rank holds \
+                         1 kv head",
+                        o.tp,
+                        o.tp / kv
+                    ));
+                }
+                let b = u64::from(per_rank)
+                    * (u64::from(model.head_dim_k) + u64::from(model.head_dim_v))
+                    * element_bytes;
+                (per_rank, b)
+            }
+        };
+        if per_layer == 0 {
+            return Err(KvError::invalid("head_dim", 0, "a layer with no KV bytes cannot be sized"));
+        }
+        let page_bytes =
+            per_layer.checked_mul(u64::from(o.block_size)).ok_or(KvError::Overflow("page size"))?;
+
+        let parts = pp_partition(n_layers, o.pp);
+        let mut layers = Vec::with_capacity(model.num_layers());
+        let mut stage_of = Vec::with_capacity(model.num_layers());
+        for (rank, count) in parts.iter().enumerate() {
+            stage_of.extend(std::iter::repeat_n(rank as u32, *count as usize));
+        }
+        let mut converted = 0;
+        for (i, a) in model.layers.iter().enumerate() {
+            let attention = match a {
+                Attention::Sliding { .. } if !o.hybrid => {
+                    converted += 1;
+                    Attention::Full
+                }
+                other => *other,
+            };
+            layers.push(LayerCost {
+                index: i as u32,
+                attention,
+                pp_rank: stage_of.get(i).copied().unwrap_or(0),
+                bytes_per_token: per_layer,
+            });
+        }
+        if converted > 0 {
+            notes.push(format!(
+                "hybrid KV-cache manager off: the {converted} sliding-window layers are allocated like full \
+                 attention (every token kept)"
+            ));
+        }
+        let groups = group_layers(&layers);
+        let mut ranks = Vec::with_capacity(parts.len());
+        for rank in 0..o.pp {
+            let on_rank: Vec<u32> = layers.iter().filter(|l| l.pp_rank == rank).map(|l| l.index).collect();
+            let here = |i: &&u32| stage_of.get(**i as usize) == Some(&rank);
+            let pool_tensors =
+                groups.iter().map(|g| g.layers.iter().filter(here).count() as u64).max().unwrap_or(0);
+            let slots = pool_tensors * groups.len() as u64;
+            ranks.push(RankLayout {
+                pp_rank: rank,
+                bytes_per_token: per_layer * on_rank.len() as u64,
+                padding_layers: slots.saturating_sub(on_rank.len() as u64),
+                layers: on_rank,
+                pool_tensors,
+            });
+        }
+        let padding: u64 = ranks.iter().map(|r| r.padding_layers).sum();
+        if padding > 0 {
+            notes.push(format!(
+                "{} KV-cache groups of up to {} layers: {padding} padding layer slot(s) hold no layer, as in \
+                 vLLM's \"Add N padding layers\" warning",
+                groups.len(),
+                ranks.iter().map(|r| r.pool_tensors).max().unwrap_or(0)
+            ));
+        }
+        Ok(Layout {
+            tp: o.tp,
+            pp: o.pp,
+            block_size: o.block_size,
+            kv_heads_per_rank,
+            element_bytes,
+            bytes_per_token_per_layer: per_layer,
+            page_bytes,
+            layers,
+            groups,
+            ranks,
+            notes,
+        })
+    }
+
+    /// Bytes per token on the busiest GPU (the stage with the most layers).
+    pub fn bytes_per_token_per_rank(&self) -> u64 {
+        self.ranks.iter().map(|r| r.bytes_per_token).max().unwrap_or(0)
+    }
+
+    /// Bytes per token summed over all `tp × pp` GPUs, replication included.
+    pub fn bytes_per_token_all_ranks(&self) -> u64 {
+        let one_tp_group: u64 = self.ranks.iter().map(|r| r.bytes_per_token).sum();
+        one_tp_group.saturating_mul(u64::from(self.tp))
+    }
+
+    /// Bytes per token once a context is past every sliding window: full and MLA layers only,
+    /// on the busiest GPU.
+    pub fn bytes_per_token_past_windows_per_rank(&self) -> u64 {
+        self.ranks
+            .iter()
+            .map(|r| {
+                r.layers
+                    .iter()
+                    .filter_map(|i| self.layers.get(*i as usize))
+                    .filter(|l| !matches!(l.attention, Attention::Sliding { .. }))
+                    .map(|l| l.bytes_per_token)
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Bytes one pool block costs on `rank`: one page in each pool tensor.
+    pub fn block_bytes(&self, rank: &RankLayout) -> u64 {
+        self.page_bytes.saturating_mul(rank.pool_tensors)
+    }
+
+    /// Whole blocks `available` bytes on one GPU hold: the minimum over stages (vLLM gives
+    /// every stage the smallest stage's count).
+    pub fn num_blocks(&self, available: u64) -> u64 {
+        self.ranks
+            .iter()
+            .map(|r| match self.block_bytes(r) {
+                0 => 0,
+                b => available / b,
+            })
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Tokens as vLLM logs them (`GPU KV cache size`): blocks per group × block size.
+    pub fn logged_tokens(&self, blocks: u64) -> u64 {
+        let groups = self.groups.len().max(1) as u64;
+        (blocks / groups).saturating_mul(u64::from(self.block_size))
+    }
+
+    /// Blocks one layer of this kind needs for a request of `len` tokens (vLLM's
+    /// `max_memory_usage_bytes` / page size).
+    pub fn blocks_for(&self, attention: Attention, len: u64, max_num_batched_tokens: u64) -> u64 {
+        let bs = u64::from(self.block_size);
+        match attention {
+            Attention::Full | Attention::Mla => len.div_ceil(bs),
+            Attention::Sliding { window } => {
+                let held = window.saturating_sub(1).saturating_add(max_num_batched_tokens).min(len);
+                held.div_ceil(bs) + 1
+            }
+        }
+    }
+
+    /// Pool blocks one request of `len` tokens takes, summed over groups (all groups draw on
+    /// the same pool).
+    pub fn blocks_per_request(&self, len: u64, max_num_batched_tokens: u64) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| self.blocks_for(g.attention, len, max_num_batched_tokens))
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// The memory vLLM's startup check says one request of `len` needs on the busiest stage:
+    /// the sum over that stage's layers of `blocks_for × page` (no group padding).
+    pub fn request_bytes(&self, len: u64, max_num_batched_tokens: u64) -> u64 {
+        self.ranks
+            .iter()
+            .map(|r| {
+                r.layers
+                    .iter()
+                    .filter_map(|i| self.layers.get(*i as usize))
+                    .map(|l| {
+                        self.blocks_for(l.attention, len, max_num_batched_tokens)
+                            .saturating_mul(self.page_bytes)
+                    })
+                    .fold(0u64, u64::saturating_add)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Largest `len` whose single request fits `available` (vLLM's `estimate_max_model_len`);
+    /// `None` when every layer slides, so any length fits.
+    pub fn max_len_fitting(&self, available: u64, mnbt: u64) -> Option<u64> {
+        let bs = u64::from(self.block_size);
+        let has_unbounded = self.layers.iter().any(|l| !matches!(l.attention, Attention::Sliding { .. }));
+        let hi = if has_unbounded {
+            (available / self.page_bytes.max(1)).saturating_add(1).saturating_mul(bs)
+        } else {
+            let w = self
+                .layers
+                .iter()
+                .filter_map(|l| match l.attention {
+                    Attention::Sliding { window } => Some(window),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0);
+            w.saturating_add(mnbt).saturating_add(bs)
+        };
+        if self.request_bytes(hi, mnbt) <= available {
+            return None;
+        }
+        let (mut lo, mut hi) = (0u64, hi);
+        // Invariant: request_bytes(lo) ≤ available or lo = 0; request_bytes(hi) > available.
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.request_bytes(mid, mnbt) <= available {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(lo)
+    }
+}
+
+/// vLLM's grouping of layers by spec (see the module docs).
+fn group_layers(layers: &[LayerCost]) -> Vec<KvGroup> {
+    // Types in order of first appearance, as vLLM's dict of same-type layers iterates.
+    let mut types: Vec<(Attention, Vec<u32>)> = Vec::new();
+    for l in layers {
+        match types.iter_mut().find(|(a, _)| *a == l.attention) {
+            Some((_, v)) => v.push(l.index),
+            None => types.push((l.attention, vec![l.index])),
+        }
+    }
+    if types.len() <= 1 {
+        return types.into_iter().map(|(attention, layers)| KvGroup { attention, layers }).collect();
+    }
+    let min = types.iter().map(|(_, v)| v.len()).min().unwrap_or(1).max(1);
+    let max = types.iter().map(|(_, v)| v.len()).max().unwrap_or(1);
+    // "max < min × 1.25" in integers.
+    let group_size = if 4 * max < 5 * min { max } else { min };
+    let mut groups = Vec::new();
+    for (attention, v) in types {
+        let n_groups = v.len().div_ceil(group_size).max(1);
+        for i in 0..n_groups {
+            let layers = v.iter().skip(i).step_by(n_groups).copied().collect();
+            groups.push(KvGroup { attention, layers });
+        }
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::model::MlaDims;
+
+    fn opts(tp: u32, pp: u32) -> LayoutOptions {
+        LayoutOptions {
+            tp,
+            pp,
+            block_size: 16,
+            kv_dtype: KvDtype::Auto,
+            serving_dtype: ModelDtype::Bf16,
+            hybrid: true,
+        }
+    }
+
+    #[test]
+    fn llama_3_1_8b_bytes_per_token() {
+        let m = ModelShape::plain("llama-3.1-8b", 32, 32, 8, 128);
+        let l = Layout::new(&m, &opts(1, 1)).unwrap();
+        assert_eq!(l.bytes_per_token_per_rank(), 131_072);
+        assert_eq!(l.page_bytes, 65_536);
+        assert_eq!(l.block_bytes(&l.ranks[0]), 2_097_152);
+        let l = Layout::new(&m, &opts(2, 1)).unwrap();
+        assert_eq!((l.bytes_per_token_per_rank(), l.bytes_per_token_all_ranks()), (65_536, 131_072));
+        // TP 16 > 8 kv heads: one head per rank, replicated.
+        let l = Layout::new(&m, &opts(16, 1)).unwrap();
+        assert_eq!(l.bytes_per_token_per_rank(), 16_384);
+        assert_eq!(l.bytes_per_token_all_ranks(), 262_144);
+    }
+
+    #[test]
+    fn mla_is_replicated_not_divided() {
+        let mut m = ModelShape::plain("deepseek-v3", 61, 128, 128, 192);
+        m.mla = Some(MlaDims { kv_lora_rank: 512, qk_rope_head_dim: 64 });
+        m.layers = vec![Attention::Mla; 61];
+        let l = Layout::new(&m, &opts(8, 1)).unwrap();
+        assert_eq!(l.bytes_per_token_per_layer, 1_152);
+        assert_eq!(l.bytes_per_token_per_rank(), 70_272);
+        assert_eq!(l.bytes_per_token_all_ranks(), 8 * 70_272);
+        let ds = LayoutOptions { kv_dtype: KvDtype::Fp8DsMla, ..opts(8, 1) };
+        assert_eq!(Layout::new(&m, &ds).unwrap().bytes_per_token_per_layer, 656);
+        let fp8 = LayoutOptions { kv_dtype: KvDtype::Fp8, ..opts(8, 1) };
+        assert_eq!(Layout::new(&m, &fp8).unwrap().bytes_per_token_per_layer, 576);
+    }
+
+    #[test]
+    fn tp_and_pp_are_validated() {
+        let m = ModelShape::plain("m", 32, 32, 8, 128);
+        assert!(matches!(Layout::new(&m, &opts(3, 1)), Err(KvError::TpDoesNotDivideHeads { .. })));
+        let m2 = ModelShape::plain("m", 32, 48, 6, 128);
+        // 48 heads divide by 4, but 4 does not divide 6 kv heads.
+        assert!(matches!(Layout::new(&m2, &opts(4, 1)), Err(KvError::TpDoesNotFitKvHeads { .. })));
+        assert!(matches!(Layout::new(&m, &opts(1, 33)), Err(KvError::PpExceedsLayers { .. })));
+        assert!(Layout::new(&m, &opts(0, 1)).is_err());
+        let ds = LayoutOptions { kv_dtype: KvDtype::Fp8DsMla, ..opts(1, 1) };
+        assert_eq!(Layout::new(&m, &ds), Err(KvError::DsMlaNeedsMla));
+        let bad = LayoutOptions { block_size: 0, ..opts(1, 1) };
+        assert!(Layout::new(&m, &bad).is_err());
+    }
+
+    #[test]
+    fn pipeline_stages_follow_vllm() {
+        assert_eq!(pp_partition(61, 2), vec![31, 30]);
+        assert_eq!(pp_partition(32, 4), vec![8, 8, 8, 8]);
+        // The remainder goes to the stages just before the last one.
+        assert_eq!(pp_partition(10, 4), vec![2, 3, 3, 2]);
+        let m = ModelShape::plain("m", 61, 8, 8, 64);
+        let l = Layout::new(&m, &opts(1, 2)).unwrap();
+        assert_eq!(l.ranks[0].layers.len(), 31);
+        assert_eq!(l.bytes_per_token_per_rank(), 31 * 2 * 8 * 64 * 2);
+    }
+
+    #[test]
+    fn gemma3_groups_with_padding() {
+        let mut m = ModelShape::plain("gemma-3-27b", 62, 32, 16, 128);
+        for (i, a) in m.layers.iter_mut().enumerate() {
+            if (i + 1) % 6 != 0 {
+                *a = Attention::Sliding { window: 1024 };
+            }
+        }
+        let l = Layout::new(&m, &opts(1, 1)).unwrap();
+        // 52 sliding layers in 6 groups (9,9,9,9,8,8), 10 full layers in 1 group.
+        assert_eq!(l.groups.len(), 7);
+        assert_eq!(l.groups.iter().map(|g| g.layers.len()).collect::<Vec<_>>(), vec![9, 9, 9, 9, 8, 8, 10]);
+        assert_eq!(l.ranks[0].pool_tensors, 10);
+        assert_eq!(l.ranks[0].padding_layers, 8);
+        // A 32k request: 2048 blocks for the full group, 6 × (ceil((1023 + 8192) / 16) + 1).
+        assert_eq!(l.blocks_per_request(32_768, 8192), 2048 + 6 * 577);
+    }
+
+    #[test]
+    fn gpt_oss_two_groups_and_hybrid_off() {
+        let mut m = ModelShape::plain("gpt-oss-20b", 24, 64, 8, 64);
+        for (i, a) in m.layers.iter_mut().enumerate() {
+            if i % 2 == 0 {
+                *a = Attention::Sliding { window: 128 };
+            }
+        }
+        let l = Layout::new(&m, &opts(1, 1)).unwrap();
+        assert_eq!((l.groups.len(), l.ranks[0].pool_tensors, l.ranks[0].padding_layers), (2, 12, 0));
+        assert_eq!(l.logged_tokens(1000), 500 * 16);
+        let off = Layout::new(&m, &LayoutOptions { hybrid: false, ..opts(1, 1) }).unwrap();
+        assert_eq!((off.groups.len(), off.ranks[0].pool_tensors), (1, 24));
+    }
+}

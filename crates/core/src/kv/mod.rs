@@ -1,0 +1,52 @@
+//! KV-cache estimator and capacity planner that matches what vLLM allocates (issue #4).
+//!
+//! Read this module in the order the numbers flow:
+//!
+//! 1. a model's shape — [`model::ModelShape`], from a Hugging Face `config.json`
+//!    ([`hf_config::parse_config`]) or a built-in preset ([`presets`]);
+//! 2. how its layers land on GPUs and in vLLM's KV-cache groups — [`layout::Layout`];
+//! 3. the memory left for KV on one GPU — [`budget`] (the profile vLLM runs at startup), or a
+//!    figure given outright;
+//! 4. blocks, tokens, concurrency, the `max_model_len` that fits and the reverse question —
+//!    [`estimate::estimate`];
+//! 5. what a server actually logged — [`startup::parse_startup`] — and why it differs —
+//!    [`reconcile::reconcile`];
+//! 6. the `triage.kv/v1` JSON — [`report::KvReport`].
+//!
+//! The formulas, and where they come from (vLLM's `vllm/v1/kv_cache_interface.py` and
+//! `vllm/v1/core/kv_cache_utils.py`, read from memory of the upstream source because the
+//! repository could not be fetched in the session that wrote this; see `ARCHITECTURE.md`):
+//!
+//! - one layer, one block, standard attention: `block_size · kv_heads_per_rank ·
+//!   (head_dim_k + head_dim_v) · dtype_bytes`, with `kv_heads_per_rank = max(1, kv_heads / tp)`
+//!   (heads are replicated when TP exceeds them);
+//! - MLA (DeepSeek V2/V3): `block_size · (kv_lora_rank + qk_rope_head_dim) · dtype_bytes`, one
+//!   latent vector per token (no ×2) and the *whole* latent on every TP rank; `fp8_ds_mla`
+//!   stores 656 bytes per token per layer;
+//! - `num_blocks = floor(available / (page_bytes · layers_per_group_tensor))`, tokens = blocks ·
+//!   block_size (divided by the number of KV-cache groups for hybrid models);
+//! - max concurrency = blocks / blocks one request of `max_model_len` needs.
+//!
+//! The article's formula (`2 · layers · kv_heads · head_dim · dtype_bytes · seq · batch`) is
+//! the special case of plain multi-head attention on one GPU: [`article`].
+
+pub mod article;
+pub mod budget;
+pub mod dtype;
+pub mod error;
+pub mod estimate;
+pub mod gpus;
+pub mod hf_config;
+pub mod layout;
+pub mod model;
+pub mod params;
+pub mod presets;
+pub mod reconcile;
+pub mod report;
+pub mod startup;
+pub mod units;
+
+pub use error::KvError;
+pub use estimate::{KvEstimate, KvOptions, estimate};
+pub use model::{Attention, ModelShape};
+pub use startup::{StartupCapacity, parse_startup};
