@@ -164,6 +164,69 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "preemption warnings (requests evicted for lack of KV cache space)",
         );
     }
+    let m = &f.metrics;
+    if m.window().is_some() {
+        let counters = [
+            ("generation_tokens", "vllm:generation_tokens_total"),
+            ("prompt_tokens", "vllm:prompt_tokens_total"),
+            ("requests_succeeded", "vllm:request_success_total"),
+            ("preemptions", "vllm:num_preemptions_total"),
+        ];
+        let window = m.window_seconds();
+        for (name, metric) in counters {
+            if let Some(d) = m.delta(metric) {
+                let v = match window {
+                    Some(w) => json!({ "delta": d, "per_s": round(d / w, 2), "window_s": w }),
+                    None => json!({ "delta": d }),
+                };
+                put(
+                    &mut out,
+                    &format!("metrics.{name}"),
+                    Some(v),
+                    "count",
+                    &format!(
+                        "change of `{metric}` between the first and the last scrape (per second when the samples carry timestamps)"
+                    ),
+                );
+            }
+        }
+    }
+    // Server-side latency histograms: quantiles only as good as the buckets — "below the first
+    // bucket" is said as such, never interpolated from zero.
+    let histograms = [
+        ("ttft", "vllm:time_to_first_token_seconds", "server-side TTFT (from arrival; no network)"),
+        ("itl", "vllm:inter_token_latency_seconds", "server-side inter-token latency per decode step"),
+        ("e2e", "vllm:e2e_request_latency_seconds", "server-side end-to-end request latency"),
+        ("queue", "vllm:request_queue_time_seconds", "time in the waiting queue"),
+    ];
+    for (name, metric, what) in histograms {
+        let buckets = match m.window() {
+            Some((a, b)) => crate::stats::delta(&a.histogram(metric), &b.histogram(metric)).ok(),
+            None => m.latest().map(|s| s.histogram(metric)),
+        };
+        let Some(buckets) = buckets.filter(|b| !b.is_empty()) else { continue };
+        let (p50, _) = crate::stats::histogram_quantile(0.5, &buckets);
+        let (p99, _) = crate::stats::histogram_quantile(0.99, &buckets);
+        if matches!(p50, crate::stats::BucketQuantile::Empty) {
+            continue;
+        }
+        let scope = if m.window().is_some() {
+            "between the first and the last scrape"
+        } else {
+            "since the server started"
+        };
+        put(
+            &mut out,
+            &format!("metrics.{name}_s"),
+            Some(
+                json!({ "p50": p50.to_string(), "p99": p99.to_string(), "p50_detail": p50, "p99_detail": p99 }),
+            ),
+            "s",
+            &format!(
+                "{what}, from `{metric}` buckets {scope}; Prometheus histogram_quantile, but a quantile in the first bucket is reported as ≤ its bound, not interpolated"
+            ),
+        );
+    }
     if !f.metrics.scrapes.is_empty() {
         put(
             &mut out,

@@ -130,6 +130,19 @@ impl MetricsFacts {
         let (a, b) = self.window()?;
         Some(b.sum(name)?.0 - a.sum(name)?.0)
     }
+
+    /// Seconds between the first and the last scrape, when their samples carry timestamps.
+    pub fn window_seconds(&self) -> Option<f64> {
+        let (a, b) = self.window()?;
+        let secs = (b.timestamp_ms? - a.timestamp_ms?) as f64 / 1000.0;
+        (secs > 0.0).then_some(secs)
+    }
+
+    /// `delta / window` of a counter, per second; `None` without timestamps (a rate needs the
+    /// window, and pasted scrapes rarely say when they were taken).
+    pub fn rate(&self, name: &str) -> Option<f64> {
+        Some(self.delta(name)? / self.window_seconds()?)
+    }
 }
 
 const MAX_SERIES: usize = 200_000;
@@ -294,6 +307,19 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.
         let f = facts(&format!("{SCRAPE}\n{later}"));
         assert_eq!(f.scrapes.len(), 2);
         assert_eq!(f.delta("vllm:generation_tokens_total"), Some(500.0));
+    }
+
+    #[test]
+    fn rates_need_timestamps() {
+        let a = "vllm:generation_tokens_total 1000 1764460800000\nvllm:generation_tokens_total 4000 1764460830000\n";
+        let f = facts(a);
+        assert_eq!(f.window_seconds(), Some(30.0));
+        assert_eq!(f.rate("vllm:generation_tokens_total"), Some(100.0));
+        let f = facts("vllm:generation_tokens_total 1000\nvllm:generation_tokens_total 4000\n");
+        assert_eq!(
+            (f.delta("vllm:generation_tokens_total"), f.rate("vllm:generation_tokens_total")),
+            (Some(3000.0), None)
+        );
     }
 
     #[test]

@@ -122,18 +122,29 @@ fn field_of(key: &str) -> Option<Field> {
 #[derive(Default)]
 struct KeyCache {
     entries: Vec<(Box<str>, Option<Field>)>,
+    /// The entry after the last one found: lines of one log list their keys in the same order,
+    /// so this is almost always the next key.
+    next: usize,
 }
 
 impl KeyCache {
     const MAX: usize = 256;
 
     fn get(&mut self, key: &str) -> Option<Field> {
-        if let Some((_, f)) = self.entries.iter().find(|(k, _)| &**k == key) {
+        if let Some((k, f)) = self.entries.get(self.next)
+            && &**k == key
+        {
+            self.next += 1;
             return *f;
+        }
+        if let Some(i) = self.entries.iter().position(|(k, _)| &**k == key) {
+            self.next = i + 1;
+            return self.entries[i].1;
         }
         let f = field_of(key);
         if self.entries.len() < Self::MAX {
             self.entries.push((key.into(), f));
+            self.next = self.entries.len();
         }
         f
     }
