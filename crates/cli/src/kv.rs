@@ -9,24 +9,16 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
-use triage_core::kv::budget::BudgetInputs;
-use triage_core::kv::dtype::{KvDtype, ModelDtype, WeightDtype};
-use triage_core::kv::estimate::{KvBudget, KvOptions, Need};
-use triage_core::kv::gpus::{GPUS, gpu};
-use triage_core::kv::hf_config::{ConfigOptions, parse_config};
+use triage_core::kv::KvError;
+use triage_core::kv::dtype::{KvDtype, ModelDtype};
+use triage_core::kv::gpus::GPUS;
 use triage_core::kv::layout::{Layout, LayoutOptions};
 use triage_core::kv::model::ModelShape;
-use triage_core::kv::presets::{PRESETS, preset};
-use triage_core::kv::reconcile::{Verdict, merge_logged_settings, reconcile};
+use triage_core::kv::presets::PRESETS;
+use triage_core::kv::reconcile::Verdict;
 use triage_core::kv::report::KvReport;
-use triage_core::kv::startup::parse_startup;
-use triage_core::kv::units::{
-    Decimal, GIB, fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_ppm, fmt_size, parse_fraction_ppm, parse_gib,
-};
-use triage_core::kv::{KvError, estimate};
-
-/// The GPU assumed when none is named and no KV figure is given.
-const DEFAULT_GPU: &str = "h100";
+use triage_core::kv::request::KvRequest;
+use triage_core::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_ppm, fmt_size};
 
 fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
     if path.as_os_str() == "-" {
@@ -76,137 +68,37 @@ fn print(format: Format, json: &str, text: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `64x4096` → 64 sequences of 4096 tokens.
-pub fn parse_need(s: &str) -> Result<Need, KvError> {
-    let bad = || KvError::invalid("--need", format!("{s:?}"), "expected SEQSxLEN, e.g. 64x4096");
-    let (a, b) = s.split_once(['x', 'X', '*', '×']).ok_or_else(bad)?;
-    let seqs: u64 = a.trim().replace([',', '_'], "").parse().map_err(|_| bad())?;
-    let len: u64 = b.trim().replace([',', '_'], "").parse().map_err(|_| bad())?;
-    if seqs == 0 || len == 0 {
-        return Err(KvError::invalid("--need", s, "sequences and length must both be at least 1"));
-    }
-    Ok(Need { seqs, len })
-}
-
-fn parse_billions(field: &str, s: &str) -> Result<u64, KvError> {
-    let t = s.trim();
-    if t.starts_with('-') {
-        return Err(KvError::invalid(field, t, "a parameter count cannot be negative"));
-    }
-    let d = Decimal::parse(t)
-        .ok_or_else(|| KvError::invalid(field, format!("{t:?}"), "expected billions, e.g. 8.03"))?;
-    let n = d.times_round(1_000_000_000);
-    if n == 0 || n > 100_000_000_000_000 {
-        return Err(KvError::invalid(field, t, "must be between 0 and 100,000 billion parameters"));
-    }
-    Ok(n)
-}
-
-fn model_shape(args: &KvArgs, config: Option<&str>) -> Result<ModelShape, KvError> {
-    match (config, &args.model) {
-        (Some(text), _) => parse_config(text, &ConfigOptions { assume_defaults: args.assume_defaults }),
-        (None, Some(name)) => preset(name)?.shape(),
-        (None, None) => Err(KvError::invalid(
-            "model",
-            "none",
-            "pass --config config.json (or - for stdin) or --model PRESET (see --list-models)",
-        )),
-    }
-}
-
-/// Everything `triage kv` computes, from already-read inputs.
-pub fn build_report(args: &KvArgs, config: Option<&str>, log: Option<&str>) -> Result<KvReport, KvError> {
-    let model = model_shape(args, config)?;
-    let startup = log.map(parse_startup);
-
-    let mut opts = KvOptions {
-        kv_dtype: KvDtype::parse(&args.kv_dtype)?,
-        dtype: args
-            .dtype
-            .as_deref()
-            .map(|d| ModelDtype::parse(d).ok_or_else(|| KvError::UnknownDtype(d.to_owned())))
-            .transpose()?,
+/// The flags as the core's plain request.
+pub fn request(args: &KvArgs) -> KvRequest {
+    KvRequest {
+        model: args.model.clone(),
+        kv_dtype: args.kv_dtype.clone(),
+        dtype: args.dtype.clone(),
         tp: args.tp,
         pp: args.pp,
         block_size: args.block_size,
         max_model_len: args.max_model_len,
         max_num_seqs: args.max_num_seqs,
         max_num_batched_tokens: args.max_num_batched_tokens,
-        hybrid: !args.no_hybrid,
+        gpu: args.gpu.clone(),
+        gpu_mem_gib: args.gpu_mem_gib.clone(),
+        gpu_memory_utilization: args.gpu_memory_utilization.clone(),
+        params_b: args.params_b.clone(),
+        weights_gib: args.weights_gib.clone(),
+        weights_dtype: args.weights_dtype.clone(),
+        activation_gib: args.activation_gib.clone(),
+        non_torch_gib: args.non_torch_gib.clone(),
+        available_kv_gib: args.available_kv_gib.clone(),
         at_len: args.at_len,
-        need: args.need.as_deref().map(parse_need).transpose()?,
-        large_gpu: None,
-    };
-    let mut log_notes = Vec::new();
-    if let Some(s) = &startup {
-        let (merged, notes) = merge_logged_settings(&opts, s);
-        opts = merged;
-        log_notes =
-            notes.into_iter().map(|n| format!("{} (line {})", n.message, n.line.unwrap_or(0))).collect();
+        need: args.need.clone(),
+        no_hybrid: args.no_hybrid,
+        assume_defaults: args.assume_defaults,
     }
+}
 
-    let utilization_ppm = parse_fraction_ppm("--gpu-memory-utilization", &args.gpu_memory_utilization)?;
-    let gib = |field: &str, v: &Option<String>| v.as_deref().map(|s| parse_gib(field, s)).transpose();
-    let available = gib("--available-kv-gib", &args.available_kv_gib)?;
-    let gpu_mem = gib("--gpu-mem-gib", &args.gpu_mem_gib)?;
-    let weights = gib("--weights-gib", &args.weights_gib)?;
-    let activation = gib("--activation-gib", &args.activation_gib)?;
-    let non_torch = gib("--non-torch-gib", &args.non_torch_gib)?;
-    let params = args.params_b.as_deref().map(|p| parse_billions("--params-b", p)).transpose()?;
-    let weights_dtype = args.weights_dtype.as_deref().map(WeightDtype::parse).transpose()?;
-    let preset_gpu = args.gpu.as_deref().map(gpu).transpose()?;
-    let mut extra = Vec::new();
-
-    let logged_available = startup.as_ref().and_then(|s| {
-        s.available_kv
-            .as_ref()
-            .or(s.kv_reserved.as_ref())
-            .map(|a| (a.value.bytes(false), a.value.to_string(), a.line))
-    });
-    let budget = if let Some(b) = available {
-        KvBudget::Available(b)
-    } else if preset_gpu.is_none() && gpu_mem.is_none() && logged_available.is_some() {
-        let (bytes, printed, line) = logged_available.clone().unwrap_or_default();
-        extra.push(format!("KV memory from the log: {printed} (line {line})"));
-        KvBudget::Available(bytes)
-    } else {
-        let (total, large) = match (gpu_mem, preset_gpu) {
-            (Some(t), _) => (t, t >= 70 * GIB && !preset_gpu.is_some_and(|g| g.id.starts_with("a100"))),
-            (None, Some(g)) => (g.total_bytes(), g.large_defaults),
-            (None, None) => {
-                let g = gpu(DEFAULT_GPU)?;
-                extra.push(format!(
-                    "no --gpu, --gpu-mem-gib or --available-kv-gib: one {} assumed ({} as CUDA reports it)",
-                    g.name,
-                    fmt_gib(g.total_bytes())
-                ));
-                (g.total_bytes(), g.large_defaults)
-            }
-        };
-        if let Some(g) = preset_gpu {
-            extra.push(format!("gpu {}: {} total ({})", g.id, fmt_gib(g.total_bytes()), g.source));
-        }
-        opts.large_gpu = Some(large);
-        KvBudget::Gpu(BudgetInputs {
-            gpu_total_bytes: total,
-            utilization_ppm,
-            weights_bytes: weights,
-            params,
-            weights_dtype,
-            activation_bytes: activation,
-            non_torch_bytes: non_torch,
-        })
-    };
-
-    let from_log = matches!(budget, KvBudget::Available(_)) && available.is_none();
-    let mut est = estimate(&model, &opts, &budget)?;
-    if from_log && let Some((_, _, line)) = &logged_available {
-        est.available_kv_source = format!("log line {line}");
-    }
-    est.assumptions.extend(log_notes);
-    est.assumptions.extend(extra);
-    let rec = startup.as_ref().map(|s| reconcile(&model, &opts, s)).transpose()?;
-    Ok(KvReport::new(est, rec))
+/// Everything `triage kv` computes, from already-read inputs.
+pub fn build_report(args: &KvArgs, config: Option<&str>, log: Option<&str>) -> Result<KvReport, KvError> {
+    triage_core::kv::request::build_report(&request(args), config, log)
 }
 
 /// The report as text for a person at a terminal.

@@ -6,6 +6,7 @@
 //! monotonic nanoseconds (`at_ns`) — see [`sse::SseParser::feed`] and [`timing::StreamTimer`].
 
 pub mod analyze;
+pub mod cards;
 pub mod defs;
 pub mod endpoint;
 pub mod fault;

@@ -43,6 +43,7 @@ pub mod params;
 pub mod presets;
 pub mod reconcile;
 pub mod report;
+pub mod request;
 pub mod startup;
 pub mod units;
 

@@ -1,0 +1,209 @@
+//! One KV question as plain data (`KvRequest`), answered the same way by every surface: the
+//! CLI fills it from flags, the site from its form, so both print the same numbers.
+
+use crate::kv::budget::BudgetInputs;
+use crate::kv::dtype::{KvDtype, ModelDtype, WeightDtype};
+use crate::kv::estimate::{KvBudget, KvOptions, Need};
+use crate::kv::gpus::gpu;
+use crate::kv::hf_config::{ConfigOptions, parse_config};
+use crate::kv::model::ModelShape;
+use crate::kv::presets::preset;
+use crate::kv::reconcile::{merge_logged_settings, reconcile};
+use crate::kv::report::KvReport;
+use crate::kv::startup::parse_startup;
+use crate::kv::units::{Decimal, GIB, fmt_gib, parse_fraction_ppm, parse_gib};
+use crate::kv::{KvError, estimate};
+use serde::{Deserialize, Serialize};
+
+/// The GPU assumed when none is named and no KV figure is given.
+pub const DEFAULT_GPU: &str = "h100";
+
+/// Everything `triage kv` takes, as values (sizes as the user typed them: `54.62`, `0.9`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvRequest {
+    /// A preset name (used when no config text is given).
+    pub model: Option<String>,
+    pub kv_dtype: String,
+    pub dtype: Option<String>,
+    pub tp: u32,
+    pub pp: u32,
+    pub block_size: Option<u32>,
+    pub max_model_len: Option<u64>,
+    pub max_num_seqs: Option<u64>,
+    pub max_num_batched_tokens: Option<u64>,
+    pub gpu: Option<String>,
+    pub gpu_mem_gib: Option<String>,
+    pub gpu_memory_utilization: String,
+    pub params_b: Option<String>,
+    pub weights_gib: Option<String>,
+    pub weights_dtype: Option<String>,
+    pub activation_gib: Option<String>,
+    pub non_torch_gib: Option<String>,
+    pub available_kv_gib: Option<String>,
+    pub at_len: Option<u64>,
+    pub need: Option<String>,
+    pub no_hybrid: bool,
+    pub assume_defaults: bool,
+}
+
+impl Default for KvRequest {
+    fn default() -> Self {
+        KvRequest {
+            model: None,
+            kv_dtype: "auto".to_owned(),
+            dtype: None,
+            tp: 1,
+            pp: 1,
+            block_size: None,
+            max_model_len: None,
+            max_num_seqs: None,
+            max_num_batched_tokens: None,
+            gpu: None,
+            gpu_mem_gib: None,
+            gpu_memory_utilization: "0.9".to_owned(),
+            params_b: None,
+            weights_gib: None,
+            weights_dtype: None,
+            activation_gib: None,
+            non_torch_gib: None,
+            available_kv_gib: None,
+            at_len: None,
+            need: None,
+            no_hybrid: false,
+            assume_defaults: false,
+        }
+    }
+}
+
+/// `64x4096` → 64 sequences of 4096 tokens.
+pub fn parse_need(s: &str) -> Result<Need, KvError> {
+    let bad = || KvError::invalid("--need", format!("{s:?}"), "expected SEQSxLEN, e.g. 64x4096");
+    let (a, b) = s.split_once(['x', 'X', '*', '×']).ok_or_else(bad)?;
+    let seqs: u64 = a.trim().replace([',', '_'], "").parse().map_err(|_| bad())?;
+    let len: u64 = b.trim().replace([',', '_'], "").parse().map_err(|_| bad())?;
+    if seqs == 0 || len == 0 {
+        return Err(KvError::invalid("--need", s, "sequences and length must both be at least 1"));
+    }
+    Ok(Need { seqs, len })
+}
+
+pub fn parse_billions(field: &str, s: &str) -> Result<u64, KvError> {
+    let t = s.trim();
+    if t.starts_with('-') {
+        return Err(KvError::invalid(field, t, "a parameter count cannot be negative"));
+    }
+    let d = Decimal::parse(t)
+        .ok_or_else(|| KvError::invalid(field, format!("{t:?}"), "expected billions, e.g. 8.03"))?;
+    let n = d.times_round(1_000_000_000);
+    if n == 0 || n > 100_000_000_000_000 {
+        return Err(KvError::invalid(field, t, "must be between 0 and 100,000 billion parameters"));
+    }
+    Ok(n)
+}
+
+fn model_shape(req: &KvRequest, config: Option<&str>) -> Result<ModelShape, KvError> {
+    match (config, &req.model) {
+        (Some(text), _) => parse_config(text, &ConfigOptions { assume_defaults: req.assume_defaults }),
+        (None, Some(name)) => preset(name)?.shape(),
+        (None, None) => Err(KvError::invalid(
+            "model",
+            "none",
+            "pass --config config.json (or - for stdin) or --model PRESET (see --list-models)",
+        )),
+    }
+}
+
+/// Everything `triage kv` computes, from already-read inputs.
+pub fn build_report(req: &KvRequest, config: Option<&str>, log: Option<&str>) -> Result<KvReport, KvError> {
+    let model = model_shape(req, config)?;
+    let startup = log.map(parse_startup);
+
+    let mut opts = KvOptions {
+        kv_dtype: KvDtype::parse(&req.kv_dtype)?,
+        dtype: req
+            .dtype
+            .as_deref()
+            .map(|d| ModelDtype::parse(d).ok_or_else(|| KvError::UnknownDtype(d.to_owned())))
+            .transpose()?,
+        tp: req.tp,
+        pp: req.pp,
+        block_size: req.block_size,
+        max_model_len: req.max_model_len,
+        max_num_seqs: req.max_num_seqs,
+        max_num_batched_tokens: req.max_num_batched_tokens,
+        hybrid: !req.no_hybrid,
+        at_len: req.at_len,
+        need: req.need.as_deref().map(parse_need).transpose()?,
+        large_gpu: None,
+    };
+    let mut log_notes = Vec::new();
+    if let Some(s) = &startup {
+        let (merged, notes) = merge_logged_settings(&opts, s);
+        opts = merged;
+        log_notes =
+            notes.into_iter().map(|n| format!("{} (line {})", n.message, n.line.unwrap_or(0))).collect();
+    }
+
+    let utilization_ppm = parse_fraction_ppm("--gpu-memory-utilization", &req.gpu_memory_utilization)?;
+    let gib = |field: &str, v: &Option<String>| v.as_deref().map(|s| parse_gib(field, s)).transpose();
+    let available = gib("--available-kv-gib", &req.available_kv_gib)?;
+    let gpu_mem = gib("--gpu-mem-gib", &req.gpu_mem_gib)?;
+    let weights = gib("--weights-gib", &req.weights_gib)?;
+    let activation = gib("--activation-gib", &req.activation_gib)?;
+    let non_torch = gib("--non-torch-gib", &req.non_torch_gib)?;
+    let params = req.params_b.as_deref().map(|p| parse_billions("--params-b", p)).transpose()?;
+    let weights_dtype = req.weights_dtype.as_deref().map(WeightDtype::parse).transpose()?;
+    let preset_gpu = req.gpu.as_deref().map(gpu).transpose()?;
+    let mut extra = Vec::new();
+
+    let logged_available = startup.as_ref().and_then(|s| {
+        s.available_kv
+            .as_ref()
+            .or(s.kv_reserved.as_ref())
+            .map(|a| (a.value.bytes(false), a.value.to_string(), a.line))
+    });
+    let budget = if let Some(b) = available {
+        KvBudget::Available(b)
+    } else if preset_gpu.is_none() && gpu_mem.is_none() && logged_available.is_some() {
+        let (bytes, printed, line) = logged_available.clone().unwrap_or_default();
+        extra.push(format!("KV memory from the log: {printed} (line {line})"));
+        KvBudget::Available(bytes)
+    } else {
+        let (total, large) = match (gpu_mem, preset_gpu) {
+            (Some(t), _) => (t, t >= 70 * GIB && !preset_gpu.is_some_and(|g| g.id.starts_with("a100"))),
+            (None, Some(g)) => (g.total_bytes(), g.large_defaults),
+            (None, None) => {
+                let g = gpu(DEFAULT_GPU)?;
+                extra.push(format!(
+                    "no --gpu, --gpu-mem-gib or --available-kv-gib: one {} assumed ({} as CUDA reports it)",
+                    g.name,
+                    fmt_gib(g.total_bytes())
+                ));
+                (g.total_bytes(), g.large_defaults)
+            }
+        };
+        if let Some(g) = preset_gpu {
+            extra.push(format!("gpu {}: {} total ({})", g.id, fmt_gib(g.total_bytes()), g.source));
+        }
+        opts.large_gpu = Some(large);
+        KvBudget::Gpu(BudgetInputs {
+            gpu_total_bytes: total,
+            utilization_ppm,
+            weights_bytes: weights,
+            params,
+            weights_dtype,
+            activation_bytes: activation,
+            non_torch_bytes: non_torch,
+        })
+    };
+
+    let from_log = matches!(budget, KvBudget::Available(_)) && available.is_none();
+    let mut est = estimate(&model, &opts, &budget)?;
+    if from_log && let Some((_, _, line)) = &logged_available {
+        est.available_kv_source = format!("log line {line}");
+    }
+    est.assumptions.extend(log_notes);
+    est.assumptions.extend(extra);
+    let rec = startup.as_ref().map(|s| reconcile(&model, &opts, s)).transpose()?;
+    Ok(KvReport::new(est, rec))
+}
