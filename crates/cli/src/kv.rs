@@ -362,20 +362,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn need_parses() {
-        assert_eq!(parse_need("64x4096").unwrap(), Need { seqs: 64, len: 4096 });
-        assert_eq!(parse_need("8 × 32,768").unwrap(), Need { seqs: 8, len: 32_768 });
-        assert!(parse_need("64").is_err());
-        assert!(parse_need("0x10").is_err());
-    }
-
-    #[test]
-    fn billions_parse() {
-        assert_eq!(parse_billions("p", "8.03").unwrap(), 8_030_000_000);
-        assert!(parse_billions("p", "-1").unwrap_err().to_string().contains("negative"));
-    }
-
-    #[test]
     fn listings_cover_every_preset() {
         assert_eq!(
             list_models_text().lines().filter(|l| l.contains("huggingface.co")).count(),

@@ -207,3 +207,39 @@ pub fn build_report(req: &KvRequest, config: Option<&str>, log: Option<&str>) ->
     let rec = startup.as_ref().map(|s| reconcile(&model, &opts, s)).transpose()?;
     Ok(KvReport::new(est, rec))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn need_parses() {
+        assert_eq!(parse_need("64x4096").unwrap(), Need { seqs: 64, len: 4096 });
+        assert_eq!(parse_need("8 × 32,768").unwrap(), Need { seqs: 8, len: 32_768 });
+        assert!(parse_need("64").is_err());
+        assert!(parse_need("0x10").is_err());
+    }
+
+    #[test]
+    fn billions_parse() {
+        assert_eq!(parse_billions("p", "8.03").unwrap(), 8_030_000_000);
+        assert!(parse_billions("p", "-1").unwrap_err().to_string().contains("negative"));
+    }
+
+    #[test]
+    fn the_default_request_needs_a_model() {
+        let e = build_report(&KvRequest::default(), None, None).unwrap_err();
+        assert!(e.to_string().contains("--model"), "{e}");
+        let r = build_report(
+            &KvRequest {
+                model: Some("llama-3.1-8b".into()),
+                available_kv_gib: Some("54.62".into()),
+                ..KvRequest::default()
+            },
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!((r.estimate.bytes_per_token, r.estimate.tokens), (131_072, 447_440));
+    }
+}
