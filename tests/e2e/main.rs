@@ -2,4 +2,5 @@
 
 mod analyze;
 mod probe;
+mod sim;
 mod transcripts;

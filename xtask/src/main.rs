@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
+mod site;
 #[cfg(test)]
 mod tidy;
 
@@ -27,6 +28,9 @@ commands:
   ci               fmt, clippy -D warnings, all tests, core for three wasm targets, core purity
   bench [WHAT]     benchmarks; WHAT = core | probe | analyze | all (default all); figures in bench-results/
   purity           only the core dependency check
+  site             build the static site into site/dist (needs wasm-bindgen-cli 0.2.130)
+  site-test        build the site, then run its browser tests (Chromium, playwright-core)
+  serve [PORT]     serve site/dist on 127.0.0.1 (default 8080)
 ";
 
 fn main() -> ExitCode {
@@ -47,6 +51,13 @@ fn run() -> anyhow::Result<()> {
         Some("ci") => ci(),
         Some("bench") => bench(args.get(1).map(String::as_str).unwrap_or("all")),
         Some("purity") => purity(),
+        Some("site") => site::build().map(|_| ()),
+        Some("site-test") => site::build().and_then(|_| site::browser_tests()).map(|_| ()),
+        Some("serve") => {
+            let port =
+                args.get(1).map(|p| p.parse()).transpose().context("port must be a number")?.unwrap_or(8080);
+            site::serve(port)
+        }
         Some("-h" | "--help" | "help") | None => {
             print!("{USAGE}");
             Ok(())
@@ -88,13 +99,38 @@ fn ci() -> anyhow::Result<()> {
     fmt.args(["fmt", "--all", "--", "--check"]);
     step("rustfmt", fmt)?;
 
+    // The site is a wasm crate: checked for its own target, tested in a browser below.
     let mut clippy = cargo();
-    clippy.args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--exclude",
+        "triage-site",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     step("clippy", clippy)?;
+    let mut clippy_site = cargo();
+    clippy_site.args([
+        "clippy",
+        "--package",
+        "triage-site",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    step("clippy (site, wasm32)", clippy_site)?;
 
     let mut test = cargo();
-    test.args(["test", "--workspace", "--locked"]);
-    let (passed, failed) = step_counting_tests("tests", test)?;
+    test.args(["test", "--workspace", "--exclude", "triage-site", "--locked"]);
+    let (mut passed, mut failed) =
+        step_counting_tests("tests", test).inspect_err(|_| println!("ci: tests failed"))?;
 
     for target in CORE_TARGETS {
         let mut build = cargo();
@@ -102,6 +138,18 @@ fn ci() -> anyhow::Result<()> {
         step(&format!("triage-core for {target}"), build)?;
     }
     purity()?;
+
+    site::build()?;
+    match site::browser_tests() {
+        Ok((p, f)) => {
+            passed += p;
+            failed += f;
+        }
+        Err(e) => {
+            println!("ci: {passed} passed, {failed} failed (and the browser tests failed)");
+            return Err(e);
+        }
+    }
     eprintln!("\nxtask ci: all steps passed in {:.0} s", started.elapsed().as_secs_f64());
     // The plain closing line CI reads.
     println!("ci: {passed} passed, {failed} failed");
@@ -109,7 +157,7 @@ fn ci() -> anyhow::Result<()> {
 }
 
 /// Like [`step`], echoing the test output while summing cargo test's `test result:` lines.
-fn step_counting_tests(name: &str, mut cmd: Command) -> anyhow::Result<(u64, u64)> {
+pub(crate) fn step_counting_tests(name: &str, mut cmd: Command) -> anyhow::Result<(u64, u64)> {
     use std::io::{BufRead, BufReader};
     eprintln!("\n==> {name}");
     let started = Instant::now();
@@ -133,14 +181,21 @@ fn step_counting_tests(name: &str, mut cmd: Command) -> anyhow::Result<(u64, u64
         started.elapsed().as_secs_f64()
     );
     if !status.success() {
-        println!("ci: {passed} passed, {failed} failed");
-        bail!("{name} failed ({status})");
+        bail!("{name} failed ({status}): {passed} passed, {failed} failed");
     }
     Ok((passed, failed))
 }
 
-/// `test result: ok. 74 passed; 0 failed; 0 ignored; …` → (74, 0).
+/// `test result: ok. 74 passed; 0 failed; 0 ignored; …` → (74, 0); node's test runner closes
+/// with `# pass 8` and `# fail 0` lines, counted the same way.
 fn parse_test_result(line: &str) -> Option<(u64, u64)> {
+    let t = line.trim();
+    if let Some(n) = t.strip_prefix("# pass ").and_then(|n| n.trim().parse().ok()) {
+        return Some((n, 0));
+    }
+    if let Some(n) = t.strip_prefix("# fail ").and_then(|n| n.trim().parse().ok()) {
+        return Some((0, n));
+    }
     let rest = line.trim().strip_prefix("test result: ")?;
     let count = |word: &str| -> Option<u64> {
         rest.split([';', '.'])
@@ -243,5 +298,7 @@ mod tests {
             "test result: ok. 74 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.30s";
         assert_eq!(super::parse_test_result(line), Some((74, 2)));
         assert_eq!(super::parse_test_result("running 3 tests"), None);
+        assert_eq!(super::parse_test_result("# pass 8"), Some((8, 0)));
+        assert_eq!(super::parse_test_result("# fail 1"), Some((0, 1)));
     }
 }

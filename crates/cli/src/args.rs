@@ -22,8 +22,17 @@ pub enum Command {
     ///
     /// Exit status: 0 when at least one request succeeded, 1 when all failed, 2 on usage errors.
     Probe(Box<ProbeArgs>),
-    /// Start the built-in scripted SSE server on 127.0.0.1, probe it, and print the report.
+    /// The main job on a built-in service, no setup: with SCENARIO, start the incident simulator
+    /// with that fault, probe it, analyse its logs and metrics and print the diagnosis; without,
+    /// probe the built-in scripted SSE server on 127.0.0.1 and print the report.
     Demo(DemoArgs),
+    /// The incident simulator: a continuous-batching engine with a paged KV cache, calibrated on
+    /// a real H200 trace, with one injected fault per scenario. Writes the logs, /metrics,
+    /// request log and GPU telemetry the fault produces (--out DIR), or serves it live over
+    /// HTTP on 127.0.0.1 (--serve PORT).
+    ///
+    /// Exit status: 0 when it ran, 2 on usage errors (unknown scenario, missing --out/--serve).
+    Sim(Box<SimArgs>),
     /// Read logs, /metrics scrapes, nvidia-smi output, OOM tracebacks, request logs and client
     /// configs; name the failure class and the root causes with the lines that prove them.
     ///
@@ -35,6 +44,9 @@ pub enum Command {
     ///
     /// Exit status: 0 when the estimate ran, 2 on bad input (config, options).
     Kv(Box<KvArgs>),
+    /// Serve scripted SSE streams with CORS and print the server's record (for browser tests).
+    #[command(hide = true)]
+    ScriptedServe(crate::scripted_serve::ScriptedServeArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -110,6 +122,42 @@ pub struct AnalyzeArgs {
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
+    /// A simulator scenario (see `triage sim --list`), e.g. kv-leak, slow-gpu, overload.
+    pub scenario: Option<String>,
+    /// Seed of the simulated incident.
+    #[arg(long, default_value_t = triage_sim::model::scenario::DEFAULT_SEED)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    /// List the fault scenarios (name, class, cause) and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// The scenario to run (see --list).
+    #[arg(long, required_unless_present = "list")]
+    pub scenario: Option<String>,
+    /// Run offline, as fast as possible, and write the files to this directory.
+    #[arg(long, conflicts_with = "serve")]
+    pub out: Option<PathBuf>,
+    /// Serve the scenario live on 127.0.0.1:PORT (0: any free port) after fast-forwarding to
+    /// its incident.
+    #[arg(long)]
+    pub serve: Option<u16>,
+    /// Seed of the workload and the engine's jitter (same seed, same incident).
+    #[arg(long, default_value_t = triage_sim::model::scenario::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Offline: simulate this long instead of the scenario's own duration (e.g. 10m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Live: simulated seconds per real second.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Live: stop serving after this long.
+    #[arg(long, default_value = "30m", value_parser = parse_duration)]
+    pub lifetime: Duration,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 }

@@ -8,3 +8,5 @@ pub mod demo;
 pub mod kv;
 pub mod probe;
 pub mod render;
+pub mod scripted_serve;
+pub mod sim;

@@ -42,9 +42,16 @@ fn run() -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")?;
     match cli.command {
         Command::Probe(args) => rt.block_on(cmd_probe(*args)),
-        Command::Demo(args) => rt.block_on(cmd_demo(args.format)),
+        Command::Demo(args) => match &args.scenario {
+            Some(name) => rt.block_on(triage_cli::sim::demo(name, args.seed, args.format)),
+            None => rt.block_on(cmd_demo(args.format)),
+        },
+        Command::Sim(args) => rt.block_on(triage_cli::sim::run(*args)),
         Command::Analyze(args) => cmd_analyze(&args),
         Command::Kv(args) => triage_cli::kv::run(&args),
+        Command::ScriptedServe(args) => {
+            rt.block_on(triage_cli::scripted_serve::run(args)).map(|()| ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -153,6 +160,7 @@ async fn cmd_demo(format: Format) -> anyhow::Result<ExitCode> {
         Format::Text => {
             print(&render::probe_text(&run.report))?;
             print(&format!("\n{line}\n"))?;
+            eprintln!("now a real incident, simulated: triage demo kv-leak (all of them: triage sim --list)");
         }
     }
     Ok(ExitCode::SUCCESS)

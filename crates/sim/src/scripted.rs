@@ -8,11 +8,12 @@
 //! Bounded by construction: it binds 127.0.0.1 only, serves at most `max_requests` requests and
 //! stops by itself after `lifetime`, aborting whatever is still running.
 
+use crate::http::{CORS, Events, read_request, reason, write_chunk};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -98,6 +99,8 @@ pub struct Record {
     pub headers: Vec<(String, String)>,
     pub body: String,
     pub received: Instant,
+    /// When the request's first byte arrived (`received` is after its last byte).
+    pub request_started: Instant,
     pub headers_written: Option<Instant>,
     /// When each token event was fully written to the socket.
     pub token_written: Vec<Instant>,
@@ -216,66 +219,6 @@ async fn accept_loop(
     conns.abort_all();
 }
 
-struct Request {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-const MAX_HEAD_BYTES: usize = 64 * 1024;
-const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
-
-async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<Option<Request>> {
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        if buf.len() > MAX_HEAD_BYTES {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "request head too large"));
-        }
-        let mut tmp = [0u8; 8192];
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        if !buf[0].is_ascii_uppercase() {
-            // Not HTTP at all (a TLS ClientHello starts with 0x16): answer like real servers do.
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "not an HTTP request"));
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap_or_default().split(' ');
-    let method = first.next().unwrap_or_default().to_owned();
-    let path = first.next().unwrap_or_default().to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let len: usize = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0)
-        .min(MAX_BODY_BYTES);
-    let body_start = head_end + 4;
-    while buf.len() < body_start + len {
-        let mut tmp = [0u8; 8192];
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    }
-    let body = String::from_utf8_lossy(&buf[body_start..body_start + len]).into_owned();
-    buf.drain(..body_start + len);
-    Ok(Some(Request { method, path, headers, body }))
-}
-
-const CORS: &str = "access-control-allow-origin: *\r\naccess-control-allow-headers: *\r\naccess-control-allow-methods: POST, GET, OPTIONS\r\naccess-control-expose-headers: *\r\n";
-
 async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
     let mut buf = Vec::new();
     loop {
@@ -320,6 +263,7 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             headers: req.headers,
             body: req.body,
             received,
+            request_started: req.first_byte,
             headers_written: None,
             token_written: Vec::new(),
             response_id: response_id.clone(),
@@ -340,14 +284,6 @@ fn update(shared: &Shared, index: usize, f: impl FnOnce(&mut Record)) {
 fn reset(stream: &TcpStream) {
     // SO_LINGER 0 makes close() send RST instead of FIN: the client sees "connection reset".
     let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
-}
-
-async fn write_chunk(stream: &mut TcpStream, data: &[u8]) -> io::Result<()> {
-    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
-    out.extend_from_slice(data);
-    out.extend_from_slice(b"\r\n");
-    stream.write_all(&out).await?;
-    stream.flush().await
 }
 
 /// Serve one response. Returns whether the connection may serve another request.
@@ -406,7 +342,13 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
         return false;
     }
     update(shared, index, |r| r.headers_written = Some(Instant::now()));
-    let events = Events { api: script.api, id, reasoning: script.reasoning_tokens };
+    let events = Events {
+        api: script.api,
+        id,
+        reasoning: script.reasoning_tokens,
+        model: "scripted",
+        prompt_tokens: 12,
+    };
     if write_chunk(stream, events.preamble().as_bytes()).await.is_err() {
         return false;
     }
@@ -447,105 +389,4 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
         return false;
     }
     write_chunk(stream, b"").await.is_ok()
-}
-
-fn reason(code: u16) -> &'static str {
-    match code {
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "Status",
-    }
-}
-
-/// The event texts of one response, in the dialect's exact shapes.
-struct Events<'a> {
-    api: Api,
-    id: &'a str,
-    reasoning: usize,
-}
-
-impl Events<'_> {
-    fn openai_chunk(&self, delta: &str, finish: &str) -> String {
-        format!(
-            "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":1764460800,\"model\":\"scripted\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
-            self.id
-        )
-    }
-
-    fn preamble(&self) -> String {
-        match self.api {
-            Api::Openai => self.openai_chunk(r#"{"role":"assistant","content":""}"#, "null"),
-            Api::Anthropic => {
-                let block = if self.reasoning > 0 {
-                    r#"{"type":"thinking","thinking":""}"#
-                } else {
-                    r#"{"type":"text","text":""}"#
-                };
-                format!(
-                    "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{}\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"scripted\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":12,\"output_tokens\":1}}}}}}\n\nevent: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{block}}}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n",
-                    self.id
-                )
-            }
-        }
-    }
-
-    fn token(&self, i: usize) -> String {
-        let reasoning = i < self.reasoning;
-        match self.api {
-            Api::Openai if reasoning => {
-                self.openai_chunk(&format!(r#"{{"reasoning_content":"think{i} "}}"#), "null")
-            }
-            Api::Openai => self.openai_chunk(&format!(r#"{{"content":"tok{i} "}}"#), "null"),
-            Api::Anthropic => {
-                let mut s = String::new();
-                if i == self.reasoning && self.reasoning > 0 {
-                    s.push_str("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
-                }
-                let (index, delta) = if reasoning {
-                    (0, format!(r#"{{"type":"thinking_delta","thinking":"think{i} "}}"#))
-                } else {
-                    (usize::from(self.reasoning > 0), format!(r#"{{"type":"text_delta","text":"tok{i} "}}"#))
-                };
-                s.push_str(&format!(
-                    "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{delta}}}\n\n"
-                ));
-                s
-            }
-        }
-    }
-
-    fn ending(&self, tokens: usize, usage: bool) -> String {
-        match self.api {
-            Api::Openai => {
-                let mut s = self.openai_chunk("{}", "\"stop\"");
-                if usage {
-                    s.push_str(&format!(
-                        "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":1764460800,\"model\":\"scripted\",\"choices\":[],\"usage\":{{\"prompt_tokens\":12,\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\n",
-                        self.id,
-                        tokens + 12
-                    ));
-                }
-                s.push_str("data: [DONE]\n\n");
-                s
-            }
-            Api::Anthropic => format!(
-                "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{}}}\n\nevent: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\",\"stop_sequence\":null}},\"usage\":{{\"output_tokens\":{tokens}}}}}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n",
-                usize::from(self.reasoning > 0)
-            ),
-        }
-    }
-
-    fn error(&self) -> String {
-        match self.api {
-            Api::Openai => "data: {\"error\":{\"message\":\"scripted failure: engine died\",\"type\":\"server_error\",\"code\":null}}\n\n".to_owned(),
-            Api::Anthropic => "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n".to_owned(),
-        }
-    }
 }

@@ -23,6 +23,11 @@ use report::{InputSection, Issue, Report, Verdict};
 /// Lines longer than this are cut before parsing (and the cut is reported).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// Bytes of a line kept while it arrives in pieces: past the limit, so that the line is still
+/// seen to be cut, and by two, so that it still is once a trailing CR is stripped. Keeping only
+/// the limit made a long line reported as cut when fed whole and not when fed in chunks.
+const KEEP_LINE_BYTES: usize = MAX_LINE_BYTES + 2;
+
 struct Open {
     kind: InputKind,
     parser: Box<dyn SectionParser>,
@@ -95,13 +100,13 @@ impl Analyzer {
                 self.line(line);
             } else {
                 let mut buf = std::mem::take(&mut state.partial);
-                buf.extend_from_slice(&line[..line.len().min(MAX_LINE_BYTES.saturating_sub(buf.len()))]);
+                buf.extend_from_slice(&line[..line.len().min(KEEP_LINE_BYTES.saturating_sub(buf.len()))]);
                 self.line(&buf);
             }
         }
         if !rest.is_empty() {
             let state = self.input.as_mut().expect("begun above");
-            let room = MAX_LINE_BYTES.saturating_sub(state.partial.len());
+            let room = KEEP_LINE_BYTES.saturating_sub(state.partial.len());
             state.partial.extend_from_slice(&rest[..rest.len().min(room)]);
         }
     }
@@ -405,6 +410,25 @@ mod tests {
         assert_eq!(kinds, vec![("vllm_log", [1, 2]), ("prom_metrics", [3, 4]), ("request_log", [5, 6])]);
         assert_eq!(r.inputs[2].issues[0].line, 6);
         assert_eq!(r.verdict, Verdict::Healthy);
+    }
+
+    /// The fuzz target's two chunkings disagreed on a line over the limit: fed whole it was
+    /// reported cut, fed in pieces it was silently kept at the limit. A trailing CR must not
+    /// change that either.
+    #[test]
+    fn a_cut_line_is_reported_however_it_is_chunked() {
+        for (extra, end) in [(1, "\n"), (10, "\n"), (0, "\r\n"), (1, "\r\n"), (0, "\r\r\n"), (2, "\r\r\n")] {
+            let mut input = "a".repeat(MAX_LINE_BYTES + extra).into_bytes();
+            input.extend_from_slice(end.as_bytes());
+            input.extend_from_slice(b"what is this\n");
+            let whole = report(&[&input]);
+            let (a, b) = input.split_at(MAX_LINE_BYTES / 2);
+            assert_eq!(report(&[a, b]), whole, "{extra} {end:?}");
+            let pieces: Vec<&[u8]> = input.chunks(MAX_LINE_BYTES / 3).collect();
+            assert_eq!(report(&pieces), whole, "{extra} {end:?}");
+            let cut = whole.inputs[0].issues.iter().any(|i| i.message.contains("longer than"));
+            assert_eq!(cut, extra > 0 || end == "\r\r\n", "{extra} {end:?}");
+        }
     }
 
     #[test]

@@ -214,6 +214,41 @@ fn token_end(c: char) -> bool {
     c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '}' | ']' | ')' | '&' | ';' | '`')
 }
 
+/// Longest query-parameter name [`redact_secrets`] reads (`?api_key=`, `&x-goog-api-key=`).
+const MAX_PARAM_NAME: usize = 256;
+
+/// The first position at or after a given one where a character matches (or the line's end),
+/// remembering the stretch `lo..hi` known to hold no match before `hi`: asked again from inside
+/// it, the answer is known; asked from further right, only new text is searched. Linear over a
+/// line when the starting points only move right.
+struct NextHit {
+    lo: usize,
+    hi: usize,
+}
+
+impl NextHit {
+    fn new(line: &str) -> NextHit {
+        NextHit { lo: line.len(), hi: line.len() }
+    }
+
+    /// `from` is a char boundary of `line`, at most its length.
+    fn find(&mut self, line: &str, from: usize, hit: impl Fn(char) -> bool) -> usize {
+        if (self.lo..=self.hi).contains(&from) {
+            return self.hi;
+        }
+        // Left of the known stretch only the gap needs searching; right of it, the rest.
+        let limit = if from < self.lo { self.lo } else { line.len() };
+        let found = line.get(from..limit).and_then(|s| s.find(&hit)).map(|e| from + e);
+        match found {
+            Some(at) => self.hi = at,
+            None if from < self.lo => {}
+            None => self.hi = line.len(),
+        }
+        self.lo = from;
+        self.hi
+    }
+}
+
 /// Replace what looks like a credential anywhere in `line` with `***`: `sk-…` keys, `Bearer …`
 /// tokens, `key=`/`token=` query parameters, `user:password@` in URLs. Borrowed when nothing was
 /// found. Used on every line this parser quotes, on top of the per-setting redaction, so a key
@@ -223,26 +258,36 @@ pub(crate) fn redact_secrets(line: &str) -> Cow<'_, str> {
     let mut copied = 0;
     let mut i = 0;
     let b = line.as_bytes();
+    // Every candidate looks ahead (to its value's end, to a parameter's `=`); on a long line of
+    // candidates (`sk-$sk-$…`, `????…`) looking afresh each time is quadratic. Each kind of
+    // look-ahead starts further right as `i` moves on, so its last answer is remembered.
+    let mut key_end = NextHit::new(line);
+    let mut param_end = NextHit::new(line);
+    let mut name_end = NextHit::new(line);
     while i < b.len() {
         let rest = &line[i..];
         let boundary = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'-');
-        let skip = if boundary && rest.starts_with("sk-") {
-            Some(3)
+        let (skip, ends) = if boundary && rest.starts_with("sk-") {
+            (Some(3), &mut key_end)
         } else if rest.starts_with("Bearer ") || rest.starts_with("bearer ") {
-            Some(7)
+            (Some(7), &mut key_end)
         } else if b[i] == b'?' || b[i] == b'&' {
-            let name_end = rest.find('=').filter(|e| !rest[1..*e].contains(['&', ' ', '"']));
-            name_end.and_then(|e| {
-                let name = rest[1..e].to_ascii_lowercase();
+            // The parameter's name runs to the first of `=&" ` and must end at `=`; names longer
+            // than `MAX_PARAM_NAME` are not parameters (and would make every `?` cost a long copy).
+            let e = name_end.find(line, i + 1, |c| matches!(c, '=' | '&' | ' ' | '"')) - i;
+            let name =
+                (b.get(i + e) == Some(&b'=') && e <= MAX_PARAM_NAME).then(|| rest[1..e].to_ascii_lowercase());
+            let skip = name.and_then(|name| {
                 (name == "key" || name == "token" || is_secret_name(&name) || name.ends_with("key"))
                     .then_some(e + 1)
-            })
+            });
+            (skip, &mut param_end)
         } else {
-            None
+            (None, &mut key_end)
         };
         if let Some(skip) = skip {
             let start = i + skip;
-            let end = line[start..].find(token_end).map_or(line.len(), |e| start + e);
+            let end = ends.find(line, start, token_end);
             // Too short to be a credential (`sk-` in prose, `Bearer` followed by a variable).
             if end - start >= 3 && !line[start..end].starts_with('$') && &line[start..end] != "***" {
                 out.push_str(&line[copied..start]);
@@ -1157,6 +1202,23 @@ mod tests {
         no_key_anywhere(&f, "12345678");
         assert_eq!(env_reference("${TAOTOKEN_API_KEY}"), Some("TAOTOKEN_API_KEY"));
         assert_eq!(env_reference("sk-1"), None);
+    }
+
+    /// Fuzzing found long lines of candidates that are not credentials taking seconds: each `sk-`
+    /// and `?` searched to the end of the line again. At this size the old code took minutes.
+    #[test]
+    fn redaction_is_linear_on_long_lines_of_candidates() {
+        for unit in ["sk-$", "?key=$", "????", "&&&&", "?k?k", "Bearer $"] {
+            let line = unit.repeat(100_000);
+            assert_eq!(redact_secrets(&line), line, "{unit}");
+        }
+        let line = format!("{}?key={}", "?".repeat(100_000), "x".repeat(100_000));
+        assert_eq!(redact_secrets(&line), format!("{}?key=***", "?".repeat(100_000)));
+        // A query-parameter name is short; a very long one is not read as one.
+        let long = format!("?{}key=abcdef", "a".repeat(MAX_PARAM_NAME));
+        assert_eq!(redact_secrets(&long), long);
+        let short = format!("?{}key=abcdef", "a".repeat(MAX_PARAM_NAME - 4));
+        assert!(redact_secrets(&short).ends_with("key=***"));
     }
 
     #[test]

@@ -1,0 +1,338 @@
+//! `triage sim` (the incident simulator: list, write a scenario's files, serve it live) and
+//! `triage demo SCENARIO` (simulate, probe, analyse, and say whether the fault was named).
+//!
+//! The model is `triage-sim-model` (pure, also in the browser); `triage-sim` serves it over
+//! HTTP. This module only chooses, writes files and prints.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+use triage_core::analyze::Analyzer;
+use triage_core::analyze::report::Report;
+use triage_core::endpoint::{self, Api};
+use triage_core::timing::TimerConfig;
+use triage_sim::model::engine::Totals;
+use triage_sim::model::{Artifact, Scenario, Sim, scenario};
+use triage_sim::{LiveConfig, SimServer};
+
+use crate::args::{Format, SimArgs};
+use crate::probe::{self, ProbeOptions, ProbeRun};
+use crate::render;
+
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// One line of `triage sim --list --format json`.
+#[derive(Serialize)]
+struct Listed {
+    name: &'static str,
+    class: &'static str,
+    cause: &'static str,
+}
+
+/// The answer key of a scenario, as `--format json` prints it.
+pub fn answer_key(s: &Scenario, seed: u64) -> serde_json::Value {
+    serde_json::json!({
+        "name": s.name,
+        "class": s.class_str(),
+        "cause": s.cause,
+        "rules": s.rules,
+        "symptom": s.symptom,
+        "seed": seed,
+    })
+}
+
+fn unknown(name: &str) -> ExitCode {
+    let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
+    eprintln!("triage: error: unknown scenario {name:?}; one of: {}", names.join(", "));
+    ExitCode::from(2)
+}
+
+/// `triage sim`.
+pub async fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
+    if args.list {
+        let list: Vec<Listed> = scenario::faults()
+            .iter()
+            .map(|s| Listed { name: s.name, class: s.class_str(), cause: s.cause })
+            .collect();
+        match args.format {
+            Format::Json => print(&(serde_json::to_string_pretty(&list)? + "\n"))?,
+            Format::Text => {
+                let mut t = String::new();
+                for s in &list {
+                    t.push_str(&format!("{:<26} {:<16} {}\n", s.name, s.class, s.cause));
+                }
+                t.push_str("\nalso: healthy (the control: nothing injected)\n");
+                print(&t)?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let name = args.scenario.as_deref().unwrap_or_default();
+    let Some(s) = scenario::find(name) else { return Ok(unknown(name)) };
+    match (&args.out, args.serve) {
+        (Some(dir), None) => offline(&s, args.seed, args.duration, dir, args.format),
+        (None, Some(port)) => serve(&s, &args, port).await,
+        _ => {
+            eprintln!("triage: error: give --out DIR (write the files) or --serve PORT (serve it live)");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn offline(
+    s: &Scenario,
+    seed: u64,
+    duration: Option<Duration>,
+    dir: &Path,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
+    let until = duration.map_or(s.duration_ns(), |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let started = Instant::now();
+    let mut sim = Sim::new(s.config(seed));
+    sim.run(until);
+    let files = sim.artifacts();
+    let took = started.elapsed();
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for f in &files {
+        let path = dir.join(&f.name);
+        std::fs::write(&path, &f.content).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let totals = sim.totals();
+    match format {
+        Format::Json => {
+            let listed: Vec<_> = files
+                .iter()
+                .map(|f| serde_json::json!({"name": f.name, "what": f.what, "bytes": f.content.len(), "analyzable": f.analyzable}))
+                .collect();
+            let out = serde_json::json!({
+                "scenario": answer_key(s, seed),
+                "simulated_s": until as f64 / 1e9,
+                "wall_ms": (took.as_secs_f64() * 1e6).round() / 1e3,
+                "dir": dir.display().to_string(),
+                "totals": totals,
+                "files": listed,
+            });
+            print(&(serde_json::to_string_pretty(&out)? + "\n"))?;
+        }
+        Format::Text => print(&offline_text(s, seed, until, took, dir, &files, &totals))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn offline_text(
+    s: &Scenario,
+    seed: u64,
+    until_ns: u64,
+    took: Duration,
+    dir: &Path,
+    files: &[Artifact],
+    t: &Totals,
+) -> String {
+    let mut out = format!(
+        "scenario {} ({}), seed {seed}: {:.0} simulated seconds in {:.1} ms\n",
+        s.name,
+        s.class_str(),
+        until_ns as f64 / 1e9,
+        took.as_secs_f64() * 1e3
+    );
+    out.push_str(&format!(
+        "  {} requests reached the engine: {} finished, {} refused, {} abandoned by their client, {} out of memory; {} preemptions, {} tokens generated\n\n",
+        t.attempts, t.finished, t.rejected, t.client_gone, t.oom, t.preemptions, t.generated_tokens
+    ));
+    for f in files {
+        out.push_str(&format!(
+            "  {:<40} {:>10} bytes  {}\n",
+            dir.join(&f.name).display(),
+            f.content.len(),
+            f.what
+        ));
+    }
+    let analyzable: Vec<String> =
+        files.iter().filter(|f| f.analyzable).map(|f| dir.join(&f.name).display().to_string()).collect();
+    out.push_str(&format!(
+        "\nthe incident to find: {} (the answer: triage sim --scenario {} --format json, or the `rules` of --list)\nnow: triage analyze {}\n",
+        s.symptom,
+        s.name,
+        analyzable.join(" ")
+    ));
+    out
+}
+
+async fn serve(s: &Scenario, args: &SimArgs, port: u16) -> anyhow::Result<ExitCode> {
+    let config = LiveConfig { speed: args.speed, lifetime: args.lifetime, port, ..LiveConfig::default() };
+    let server = SimServer::start(s, args.seed, config).await.context("starting the simulator")?;
+    let base = server.base_url();
+    let root = base.trim_end_matches("/v1").to_owned();
+    match args.format {
+        Format::Json => print(
+            &(serde_json::json!({
+                "listening": base,
+                "metrics": format!("{root}/metrics"),
+                "logs": format!("{root}/logs"),
+                "scenario": s.name,
+                "incident_at_s": s.incident_at_s,
+                "lifetime_s": args.lifetime.as_secs_f64(),
+            })
+            .to_string()
+                + "\n"),
+        )?,
+        Format::Text => print(&format!(
+            "scenario {} fast-forwarded to {:.0} s; serving live on 127.0.0.1 for {:.0} s (Ctrl-C stops it):\n  OpenAI     POST {base}/chat/completions\n  Anthropic  POST {base}/messages\n  metrics    GET  {root}/metrics\n  logs       GET  {root}/logs  and  {root}/logs/NAME\n  try: triage probe {base} --model {} -n 8 -c 4\n",
+            s.name,
+            s.incident_at_s,
+            args.lifetime.as_secs_f64(),
+            scenario::MODEL
+        ))?,
+    }
+    tokio::time::sleep(args.lifetime).await;
+    server.shutdown();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A demo run: the live incident, what the probe saw, what the analyzer said.
+pub struct ScenarioDemo {
+    pub scenario: Scenario,
+    pub seed: u64,
+    pub url: String,
+    pub probe: ProbeRun,
+    pub report: Report,
+    /// The files the analyzer read.
+    pub analyzed: Vec<String>,
+    /// The simulated moment they were read.
+    pub logs_at_s: f64,
+}
+
+impl ScenarioDemo {
+    /// The analyzer's top finding is one of the scenario's rules (or, for the healthy control,
+    /// there is none).
+    pub fn named(&self) -> bool {
+        match self.report.findings.first() {
+            Some(top) => self.scenario.rules.contains(&top.rule.as_str()),
+            None => self.scenario.rules.is_empty(),
+        }
+    }
+
+    /// Some finding names the fault, with the scenario's class.
+    pub fn found(&self) -> bool {
+        self.scenario.rules.is_empty() && self.report.findings.is_empty()
+            || self.report.findings.iter().any(|f| {
+                self.scenario.rules.contains(&f.rule.as_str()) && Some(f.class) == self.scenario.class
+            })
+    }
+}
+
+/// Start the scenario live, probe it with its plan, then analyse everything it logged.
+pub async fn run_demo(name: &str, seed: u64) -> anyhow::Result<ScenarioDemo> {
+    let s = scenario::find(name).with_context(|| format!("unknown scenario {name:?}"))?;
+    let p = s.probe;
+    let budget = Duration::from_secs_f64(p.timeout_s * f64::from(p.requests) + 60.0);
+    let server = SimServer::start(&s, seed, LiveConfig { lifetime: budget, ..LiveConfig::default() })
+        .await
+        .context("starting the simulator")?;
+    let opts = ProbeOptions {
+        url: server.base_url(),
+        api: Api::Openai,
+        model: scenario::MODEL.to_owned(),
+        prompt: endpoint::synthetic_prompt(p.prompt_tokens as usize),
+        max_tokens: p.max_tokens,
+        requests: p.requests as usize,
+        concurrency: p.concurrency as usize,
+        rate: None,
+        timeout: Duration::from_secs_f64(p.timeout_s),
+        headers: Vec::new(),
+        api_key: None,
+        timer: TimerConfig::default(),
+    };
+    let mut run = probe::run(&opts, Instant::now(), &|_| {}).await?;
+    run.report.warnings.retain(|w| !w.starts_with("no API key"));
+    if let Some(t) = s.logs_at_ns() {
+        server.fast_forward(t);
+    }
+    let logs_at_s = server.sim_seconds();
+    let files = server.artifacts();
+    server.shutdown();
+    let mut a = Analyzer::new();
+    let mut analyzed = Vec::new();
+    for f in files.iter().filter(|f| f.analyzable) {
+        a.add_text(&f.name, &f.content);
+        analyzed.push(f.name.clone());
+    }
+    Ok(ScenarioDemo { url: opts.url, scenario: s, seed, probe: run, report: a.finish(), analyzed, logs_at_s })
+}
+
+/// `triage demo SCENARIO`.
+pub async fn demo(name: &str, seed: u64, format: Format) -> anyhow::Result<ExitCode> {
+    let Some(s) = scenario::find(name) else { return Ok(unknown(name)) };
+    let p = s.probe;
+    eprintln!(
+        "simulating {} (seed {seed}): {:.0} s of traffic fast-forwarded, then live on 127.0.0.1; probing it with {} request(s), {} at a time, {}-token prompts, max_tokens {}, {:.0} s timeout…",
+        s.name, s.incident_at_s, p.requests, p.concurrency, p.prompt_tokens, p.max_tokens, p.timeout_s
+    );
+    let d = run_demo(name, seed).await?;
+    match format {
+        Format::Json => {
+            let out = serde_json::json!({
+                "scenario": answer_key(&d.scenario, seed),
+                "url": d.url,
+                "probe": d.probe.report,
+                "analyzed": d.analyzed,
+                "logs_at_s": d.logs_at_s,
+                "report": d.report,
+                "named": d.named(),
+            });
+            print(&(serde_json::to_string_pretty(&out)? + "\n"))?;
+        }
+        Format::Text => print(&demo_text(&d))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo_text(d: &ScenarioDemo) -> String {
+    let s = &d.scenario;
+    let mut out = format!(
+        "== the service: simulated incident `{}` at {} ==\nA continuous-batching engine with a paged KV cache (vLLM-style), timings calibrated on a real H200 decode trace, {:.0} s into the incident.\n\n== what the probe saw ==\n",
+        s.name, d.url, s.incident_at_s
+    );
+    out.push_str(&render::probe_text(&d.probe.report));
+    out.push_str(&format!(
+        "\n== what its logs and metrics say at {:.0} s ({}) ==\n",
+        d.logs_at_s,
+        d.analyzed.join(", ")
+    ));
+    out.push_str(&render::analyze_text(&d.report));
+    out.push_str(&format!("\n== the answer ==\ninjected: {} ({}): {}\n", s.name, s.class_str(), s.cause));
+    let verdict = match d.report.findings.first() {
+        Some(top) => format!(
+            "the analyzer's top finding: {} ({}, confidence {:.2}) — {}",
+            top.rule,
+            top.class.as_str(),
+            top.confidence,
+            if d.named() {
+                "the injected fault, named"
+            } else if d.found() {
+                "not the injected fault; that one is further down the list"
+            } else {
+                "the injected fault was not found"
+            }
+        ),
+        None => format!(
+            "the analyzer found nothing wrong — {}",
+            if d.named() { "right, this is the healthy control" } else { "it missed the injected fault" }
+        ),
+    };
+    out.push_str(&verdict);
+    out.push_str(&format!(
+        "\nreplay it: triage sim --scenario {} --seed {} --out DIR, then triage analyze DIR/*\n",
+        s.name, d.seed
+    ));
+    out
+}

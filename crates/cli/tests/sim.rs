@@ -1,0 +1,156 @@
+//! `triage sim` and `triage demo SCENARIO` as users run them: the list contract, files written
+//! offline and read back by `triage analyze`, determinism by seed, usage errors, live serving.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn triage() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
+    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env_remove("TAOTOKEN_API_KEY");
+    c.stdin(Stdio::null());
+    c
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("triage-sim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn list_json_is_name_class_cause() {
+    let out = triage().args(["sim", "--list", "--format", "json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = v.as_array().unwrap();
+    assert!(list.len() >= 11, "{v}");
+    for s in list {
+        let o = s.as_object().unwrap();
+        assert_eq!(o.keys().map(String::as_str).collect::<Vec<_>>(), ["cause", "class", "name"]);
+        assert!(
+            ["TTFT_HIGH", "TBT_TAIL", "OOM", "THROUGHPUT_ZERO", "CONFIG"]
+                .contains(&o["class"].as_str().unwrap()),
+            "{s}"
+        );
+    }
+    let text = stdout(&triage().args(["sim", "--list"]).output().unwrap());
+    assert!(text.contains("kv-leak") && text.contains("THROUGHPUT_ZERO"), "{text}");
+}
+
+#[test]
+fn offline_files_are_what_analyze_reads() {
+    let dir = temp_dir("kv-leak");
+    let out = triage().args(["sim", "--scenario", "kv-leak", "--out"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(text.contains("now: triage analyze"), "{text}");
+    for f in ["vllm.log", "metrics.txt", "requests.jsonl", "nvidia-smi.csv", "nvml.jsonl"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let files: Vec<_> =
+        ["vllm.log", "metrics.txt", "requests.jsonl", "nvidia-smi.csv"].iter().map(|f| dir.join(f)).collect();
+    let out = triage().arg("analyze").args(&files).args(["--format", "json"]).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["verdict"], "THROUGHPUT_ZERO");
+    assert_eq!(report["findings"][0]["rule"], "kv-leak");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_seed_decides_the_incident() {
+    let run = |seed: &str, name: &str| {
+        let dir = temp_dir(name);
+        let out = triage()
+            .args([
+                "sim",
+                "--scenario",
+                "overload",
+                "--seed",
+                seed,
+                "--duration",
+                "60s",
+                "--format",
+                "json",
+                "--out",
+            ])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(summary["simulated_s"], 60.0);
+        assert_eq!(summary["scenario"]["rules"][0], "queueing-exceeds-capacity");
+        let log = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        log
+    };
+    let (a, b, c) = (run("7", "seed-a"), run("7", "seed-b"), run("8", "seed-c"));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = triage().args(["sim", "--scenario", "no-such-thing", "--out", "/tmp/x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kv-leak"));
+    let out = triage().args(["sim", "--scenario", "healthy"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = triage().args(["sim"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = triage().args(["demo", "no-such-thing"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn demo_names_the_injected_fault() {
+    let out = triage().args(["demo", "upstream-cut"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = stdout(&out);
+    assert!(t.contains("[HTTP 503] server_error"), "{t}");
+    assert!(t.contains("verdict: THROUGHPUT_ZERO"), "{t}");
+    assert!(t.contains("the analyzer's top finding: upstream-cut (THROUGHPUT_ZERO, confidence 0.65) — the injected fault, named"), "{t}");
+    let out = triage().args(["demo", "client-retries", "--format", "json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["named"], true);
+    assert_eq!(v["probe"]["schema"], "triage.probe/v1");
+    assert_eq!(v["report"]["schema"], "triage.report/v1");
+    assert_eq!(v["scenario"]["class"], "CONFIG");
+}
+
+#[test]
+fn serve_listens_and_stops_by_itself() {
+    let mut child = triage()
+        .args(["sim", "--scenario", "healthy", "--serve", "0", "--lifetime", "4s", "--format", "json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    lines.read_line(&mut first).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&first).unwrap();
+    let metrics = v["metrics"].as_str().unwrap();
+    let host = metrics.trim_start_matches("http://").split('/').next().unwrap();
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    assert!(body.starts_with("HTTP/1.1 200") && body.contains("vllm:kv_cache_usage_perc"), "{body}");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success());
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("still serving long after its lifetime");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

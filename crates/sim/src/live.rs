@@ -1,0 +1,434 @@
+//! The incident simulator served live: the pure model of `triage-sim-model`, driven by the wall
+//! clock, behind OpenAI- and Anthropic-compatible SSE endpoints, a vLLM `/metrics` and the
+//! logs it has written so far — on 127.0.0.1, CORS on, so the site and the probe can use it.
+//!
+//! A live run first fast-forwards the scenario offline to its incident (the history that made
+//! the logs), then maps simulated time onto the wall clock (`speed` × real time) and keeps the
+//! background workload running. A request that arrives over HTTP joins the same engine as the
+//! simulated clients: it queues, is batched, preempted or leaked like theirs, and each token is
+//! written to the socket when the step that produced it ends. A client that hangs up is a
+//! disconnect to the model (aborted — or leaked, in the leak scenario).
+//!
+//! Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /metrics`, `GET /health`,
+//! `GET /v1/models`, `GET /logs` (a JSON index) and `GET /logs/NAME`, `GET /scenario` (the answer
+//! key). Bounded like the scripted server: 127.0.0.1 only, at most `max_requests` generations,
+//! and it stops by itself after `lifetime` or when dropped.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::task::JoinSet;
+use triage_core::endpoint::Api;
+use triage_sim_model::{Artifact, ExternalEvent, Outcome, Scenario, Sim};
+
+use crate::http::{CORS, Events, read_request, reason, write_chunk};
+
+/// How a live run behaves.
+#[derive(Clone, Copy, Debug)]
+pub struct LiveConfig {
+    /// Simulated seconds per wall-clock second (1: real time).
+    pub speed: f64,
+    /// At most this many generation requests are served.
+    pub max_requests: usize,
+    /// The server stops by itself after this long.
+    pub lifetime: Duration,
+    /// 0: any free port.
+    pub port: u16,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        LiveConfig { speed: 1.0, max_requests: 10_000, lifetime: Duration::from_secs(1800), port: 0 }
+    }
+}
+
+struct State {
+    sim: Sim,
+    origin: Instant,
+    base_ns: u64,
+    speed: f64,
+    subscribers: HashMap<u32, mpsc::UnboundedSender<ExternalEvent>>,
+}
+
+impl State {
+    fn sim_time(&self, at: Instant) -> u64 {
+        self.base_ns + (at.saturating_duration_since(self.origin).as_nanos() as f64 * self.speed) as u64
+    }
+
+    fn wall_time(&self, sim_ns: u64) -> Instant {
+        let ahead = sim_ns.saturating_sub(self.base_ns) as f64 / self.speed;
+        self.origin + Duration::from_nanos(ahead.min(1e15) as u64)
+    }
+
+    /// Run the model up to the present and hand live requests their events.
+    fn catch_up(&mut self) {
+        let now = self.sim_time(Instant::now());
+        self.sim.advance(now);
+        for ev in self.sim.drain_external() {
+            let (id, done) = match &ev {
+                ExternalEvent::Token { id, .. } => (*id, false),
+                ExternalEvent::Done { id, .. } => (*id, true),
+            };
+            if let Some(tx) = self.subscribers.get(&id) {
+                let _ = tx.send(ev);
+            }
+            if done {
+                self.subscribers.remove(&id);
+            }
+        }
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Notify,
+    scenario_json: String,
+    max_requests: usize,
+    served: AtomicUsize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A running live simulation. Dropping it stops it.
+pub struct SimServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+}
+
+impl SimServer {
+    /// Fast-forward `scenario` (with `seed`) to its incident, then serve it live on 127.0.0.1.
+    pub async fn start(scenario: &Scenario, seed: u64, config: LiveConfig) -> io::Result<SimServer> {
+        let mut sim = Sim::new(scenario.config(seed));
+        sim.run(scenario.incident_ns());
+        let key = serde_json::json!({
+            "name": scenario.name,
+            "class": scenario.class_str(),
+            "cause": scenario.cause,
+            "rules": scenario.rules,
+            "symptom": scenario.symptom,
+            "seed": seed,
+            "incident_at_s": scenario.incident_at_s,
+        });
+        SimServer::start_sim(sim, key.to_string(), config).await
+    }
+
+    /// Serve an already built (and possibly fast-forwarded) simulation from its current time.
+    pub async fn start_sim(sim: Sim, scenario_json: String, config: LiveConfig) -> io::Result<SimServer> {
+        let listener = TcpListener::bind(("127.0.0.1", config.port)).await?;
+        let addr = listener.local_addr()?;
+        let base_ns = sim.now_ns();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                sim,
+                origin: Instant::now(),
+                base_ns,
+                speed: if config.speed.is_finite() && config.speed > 0.0 { config.speed } else { 1.0 },
+                subscribers: HashMap::new(),
+            }),
+            wake: Notify::new(),
+            scenario_json,
+            max_requests: config.max_requests,
+            served: AtomicUsize::new(0),
+        });
+        let (stop, stopped) = watch::channel(false);
+        let deadline = Instant::now() + config.lifetime;
+        tokio::spawn(engine_loop(Arc::clone(&shared), stopped.clone(), deadline));
+        tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped, deadline));
+        Ok(SimServer { addr, shared, stop })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/v1` — OpenAI clients append `/chat/completions`, Anthropic ones
+    /// `/messages`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Every file the simulated service has written up to now.
+    pub fn artifacts(&self) -> Vec<Artifact> {
+        let mut st = lock(&self.shared.state);
+        st.catch_up();
+        st.sim.artifacts()
+    }
+
+    /// Jump simulated time to `sim_ns` at once (nothing happens if it has already passed), as
+    /// if the on-call came back later; then go on in real time from there. Streams still open
+    /// see the jump.
+    pub fn fast_forward(&self, sim_ns: u64) {
+        {
+            let mut st = lock(&self.shared.state);
+            st.catch_up();
+            if sim_ns > st.sim.now_ns() {
+                st.sim.advance(sim_ns);
+                st.base_ns = sim_ns;
+                st.origin = Instant::now();
+                st.catch_up();
+            }
+        }
+        self.shared.wake.notify_one();
+    }
+
+    /// Simulated seconds since the scenario began.
+    pub fn sim_seconds(&self) -> f64 {
+        let st = lock(&self.shared.state);
+        st.sim_time(Instant::now()) as f64 / 1e9
+    }
+
+    pub fn shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+async fn engine_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>, deadline: Instant) {
+    loop {
+        let next = {
+            let mut st = lock(&shared.state);
+            st.catch_up();
+            st.sim.next_event_ns().map(|t| st.wall_time(t))
+        };
+        let wake_at = next.unwrap_or(deadline).min(deadline);
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake_at.into()) => {}
+            _ = shared.wake.notified() => {}
+            _ = stopped.changed() => break,
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: watch::Receiver<bool>,
+    deadline: Instant,
+) {
+    let lifetime = tokio::time::sleep_until(deadline.into());
+    tokio::pin!(lifetime);
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut lifetime => break,
+            _ = stopped.changed() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                conns.spawn(serve_connection(stream, Arc::clone(&shared)));
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
+}
+
+async fn respond(stream: &mut TcpStream, code: u16, content_type: &str, extra: &str, body: &str) -> bool {
+    let head = format!(
+        "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}{CORS}\r\n",
+        reason(code),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body.as_bytes()).await.is_ok()
+}
+
+async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
+    let mut buf = Vec::new();
+    loop {
+        let req = match read_request(&mut stream, &mut buf).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(_) => {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+                return;
+            }
+        };
+        let close = req.headers.iter().any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+        let path = req.path.split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
+        let json = "application/json";
+        let keep = match (req.method.as_str(), path) {
+            ("OPTIONS", _) => {
+                let head = format!(
+                    "HTTP/1.1 204 No Content\r\n{CORS}access-control-max-age: 600\r\ncontent-length: 0\r\n\r\n"
+                );
+                stream.write_all(head.as_bytes()).await.is_ok()
+            }
+            ("GET", "/metrics") => {
+                let text = {
+                    let mut st = lock(&shared.state);
+                    st.catch_up();
+                    st.sim.metrics_text()
+                };
+                respond(&mut stream, 200, "text/plain; version=0.0.4; charset=utf-8", "", &text).await
+            }
+            ("GET", "/health") => respond(&mut stream, 200, "text/plain", "", "").await,
+            ("GET", "/scenario") => respond(&mut stream, 200, json, "", &shared.scenario_json).await,
+            ("GET", "/v1/models") => {
+                let (model, len) = {
+                    let st = lock(&shared.state);
+                    let e = &st.sim.config().engine;
+                    (e.model.clone(), e.max_model_len)
+                };
+                let body = serde_json::json!({"object": "list", "data": [
+                    {"id": model, "object": "model", "owned_by": "vllm", "max_model_len": len}
+                ]});
+                respond(&mut stream, 200, json, "", &body.to_string()).await
+            }
+            ("GET", "/logs") => {
+                let files = {
+                    let mut st = lock(&shared.state);
+                    st.catch_up();
+                    st.sim.artifacts()
+                };
+                let index: Vec<_> = files
+                    .iter()
+                    .map(|f| serde_json::json!({"name": f.name, "what": f.what, "analyzable": f.analyzable, "bytes": f.content.len()}))
+                    .collect();
+                respond(&mut stream, 200, json, "", &serde_json::Value::from(index).to_string()).await
+            }
+            ("GET", p) if p.starts_with("/logs/") => {
+                let name = &p["/logs/".len()..];
+                let file = {
+                    let mut st = lock(&shared.state);
+                    st.catch_up();
+                    st.sim.artifacts().into_iter().find(|f| f.name == name)
+                };
+                match file {
+                    Some(f) => respond(&mut stream, 200, "text/plain; charset=utf-8", "", &f.content).await,
+                    None => respond(&mut stream, 404, json, "", r#"{"detail":"Not Found"}"#).await,
+                }
+            }
+            ("POST", "/v1/chat/completions") => {
+                generate(&mut stream, &mut buf, &shared, Api::Openai, &req.body).await
+            }
+            ("POST", "/v1/messages") => {
+                generate(&mut stream, &mut buf, &shared, Api::Anthropic, &req.body).await
+            }
+            _ => respond(&mut stream, 404, json, "", r#"{"detail":"Not Found"}"#).await,
+        };
+        if !keep || close {
+            let _ = stream.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// The server's token count of a request: words of every message (the article's probe prompts
+/// are one word per token) plus the chat template's few tokens.
+pub fn prompt_tokens(body: &serde_json::Value) -> u32 {
+    fn words(v: &serde_json::Value) -> usize {
+        match v {
+            serde_json::Value::String(s) => s.split_whitespace().count(),
+            serde_json::Value::Array(a) => a.iter().map(words).sum(),
+            serde_json::Value::Object(o) => o
+                .iter()
+                .filter(|(k, _)| matches!(k.as_str(), "content" | "text"))
+                .map(|(_, v)| words(v))
+                .sum(),
+            _ => 0,
+        }
+    }
+    let n = words(&body["messages"]) + words(&body["system"]) + words(&body["prompt"]);
+    u32::try_from(n + 6).unwrap_or(u32::MAX)
+}
+
+async fn generate(stream: &mut TcpStream, buf: &mut Vec<u8>, shared: &Shared, api: Api, body: &str) -> bool {
+    if shared.served.fetch_add(1, Ordering::Relaxed) >= shared.max_requests {
+        return false;
+    }
+    let parsed: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let prompt = prompt_tokens(&parsed);
+    let max_tokens = parsed["max_tokens"]
+        .as_u64()
+        .or_else(|| parsed["max_completion_tokens"].as_u64())
+        .unwrap_or(256)
+        .clamp(1, 1 << 20) as u32;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let admitted = {
+        let mut st = lock(&shared.state);
+        st.catch_up();
+        match st.sim.submit(prompt, max_tokens) {
+            Ok(id) => {
+                st.subscribers.insert(id, tx);
+                Ok((id, st.sim.request_id(id), st.sim.config().engine.model.clone()))
+            }
+            Err(rejection) => Err(rejection),
+        }
+    };
+    shared.wake.notify_one();
+    let (id, rid, model) = match admitted {
+        Ok(a) => a,
+        Err(r) => {
+            let extra = if r.status == 429 { "retry-after: 1\r\n" } else { "" };
+            return respond(stream, r.status, r.content_type, extra, &r.body).await;
+        }
+    };
+    let rid = if api == Api::Anthropic { rid.replace("chatcmpl-", "msg_") } else { rid };
+    let events = Events { api, id: &rid, reasoning: 0, model: &model, prompt_tokens: prompt as usize };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n{CORS}\r\n"
+    );
+    let gone = |shared: &Shared| {
+        lock(&shared.state).sim.disconnect(id);
+        shared.wake.notify_one();
+    };
+    if stream.write_all(head.as_bytes()).await.is_err()
+        || write_chunk(stream, events.preamble().as_bytes()).await.is_err()
+    {
+        gone(shared);
+        return false;
+    }
+    let (mut rd, mut wr) = stream.split();
+    let mut scratch = [0u8; 1024];
+    loop {
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Some(ExternalEvent::Token { index, .. }) => {
+                    if write_chunk(&mut wr, events.token(index as usize).as_bytes()).await.is_err() {
+                        gone(shared);
+                        return false;
+                    }
+                }
+                Some(ExternalEvent::Done { outcome, output_tokens, error, .. }) => {
+                    let text = match outcome {
+                        Outcome::Oom => events.server_error(error.as_deref().unwrap_or("CUDA out of memory")),
+                        Outcome::Length => events.ending_with(output_tokens as usize, true, true),
+                        _ => events.ending(output_tokens as usize, true),
+                    };
+                    let ok = write_chunk(&mut wr, text.as_bytes()).await.is_ok()
+                        && write_chunk(&mut wr, b"").await.is_ok();
+                    return ok;
+                }
+                None => return false,
+            },
+            n = rd.read(&mut scratch) => match n {
+                Ok(0) | Err(_) => {
+                    gone(shared);
+                    return false;
+                }
+                // A client that sends its next request early: keep it for the next read.
+                Ok(n) => buf.extend_from_slice(&scratch[..n]),
+            },
+        }
+    }
+}

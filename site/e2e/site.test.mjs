@@ -1,0 +1,244 @@
+// End-to-end tests of the built site (site/dist) in Debian's Chromium, driven by playwright-core.
+//
+// The site is served from 127.0.0.1 by a tiny static server started here; the probe test starts
+// the scripted SSE server (`triage scripted-serve`, with CORS) and compares the browser's TTFT
+// with the server's own record. Screenshots go to site/e2e/screenshots/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn, execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const dist = process.env.SITE_DIST ?? path.join(root, 'site/dist');
+const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(root, 'target');
+const triageBin = process.env.TRIAGE_BIN ?? path.join(targetDir, 'debug/triage');
+const shots = path.join(here, 'screenshots');
+const figures = {};
+
+const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css', '.json': 'application/json' };
+
+let server, origin, browser;
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(dist, 'index.html')), `site not built: ${dist} (run cargo xtask site)`);
+  fs.mkdirSync(shots, { recursive: true });
+  server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    const rel = url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname).replace(/^\/+/, '');
+    const file = path.join(dist, rel);
+    if (!file.startsWith(dist) || !fs.existsSync(file)) { res.writeHead(404); res.end('not found'); return; }
+    res.writeHead(200, { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-cache' });
+    res.end(fs.readFileSync(file));
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  origin = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+  fs.writeFileSync(path.join(shots, 'figures.json'), JSON.stringify(figures, null, 2) + '\n');
+  console.log('site figures:', JSON.stringify(figures));
+});
+
+/** A fresh page (own storage) that records every request it makes. */
+async function open(hash = '') {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 1000 } });
+  const page = await context.newPage();
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${origin}/${hash}`);
+  await page.waitForSelector('[data-testid=lang-toggle]');
+  return { page, context, requests, errors };
+}
+
+function onlyOrigins(requests, allowed) {
+  const outside = requests.filter((u) => !allowed.some((a) => u.startsWith(a)) && !u.startsWith('data:') && !u.startsWith('blob:'));
+  assert.deepEqual(outside, [], 'requests left the page');
+}
+
+test('first paint: the app is up fast and asks nothing from elsewhere', async () => {
+  const { page, context, requests, errors } = await open();
+  const ms = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    return performance.now() - (nav ? nav.startTime : 0);
+  });
+  const fcp = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null);
+  figures.app_ready_ms = Math.round(ms);
+  figures.first_contentful_paint_ms = fcp && Math.round(fcp);
+  assert.ok(fcp !== null && fcp <= 500, `first contentful paint ${fcp} ms > 500 ms`);
+  onlyOrigins(requests, [origin]);
+  assert.deepEqual(errors, []);
+  await page.screenshot({ path: path.join(shots, 'home.png') });
+  await context.close();
+});
+
+test('a pasted incident gets its verdict and ranked findings with evidence', async () => {
+  const { page, context, requests } = await open();
+  const log = fs.readFileSync(path.join(root, 'tests/data/incidents/ttft_queueing.log'), 'utf8');
+  await page.fill('[data-testid=paste-input]', log);
+  await page.click('[data-testid=analyze-button]');
+  const verdict = await page.textContent('[data-testid=verdict]');
+  assert.match(verdict, /TTFT_HIGH/);
+  const rules = await page.$$eval('[data-testid=finding]', (els) => els.map((e) => e.getAttribute('data-rule')));
+  assert.equal(rules[0], 'queueing-exceeds-capacity');
+  const evidence = await page.textContent('[data-testid=finding] .evidence');
+  assert.match(evidence, /paste:\d+/);
+  assert.match(await page.textContent('.source pre'), /Waiting: \d+ reqs/);
+  await page.screenshot({ path: path.join(shots, 'triage.png'), fullPage: true });
+  onlyOrigins(requests, [origin]);
+  await context.close();
+});
+
+test('a 10 MB paste is analysed off the page thread in under 2 s', async () => {
+  const { page, context } = await open();
+  const line = (i) => `{"request_id":"r${i}","enqueue_time":${1764460800 + i * 0.01},"first_token_time":${1764460800.3 + i * 0.01},"last_token_time":${1764460802 + i * 0.01},"finish_time":${1764460802.01 + i * 0.01},"prompt_tokens":${200 + (i % 900)},"output_tokens":80,"status":200}\n`;
+  let text = '';
+  for (let i = 0; text.length < 10 * 1024 * 1024; i++) text += line(i);
+  // A real paste: a ClipboardEvent carrying the text, as the browser fires on Ctrl+V.
+  await page.evaluate((t) => {
+    const data = new DataTransfer();
+    data.setData('text/plain', t);
+    document.querySelector('[data-testid=paste-input]').dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, text);
+  await page.waitForSelector('.files li');
+  const started = Date.now();
+  await page.click('[data-testid=analyze-button]');
+  await page.waitForSelector('[data-testid=verdict]', { timeout: 20000 });
+  const took = Date.now() - started;
+  figures.paste_10mb_ms = took;
+  figures.paste_10mb_bytes = text.length;
+  assert.match(await page.textContent('[data-testid=verdict]'), /HEALTHY|CONFIG|TTFT_HIGH/);
+  assert.ok(took <= 2000, `10 MB took ${took} ms`);
+  await context.close();
+});
+
+test('the KV page reproduces the CLI', async () => {
+  const cli = JSON.parse(execFileSync(triageBin, ['kv', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--max-model-len', '32768', '--format', 'json']));
+  const { page, context } = await open('#/kv');
+  await page.waitForSelector('[data-testid=kv-bytes-per-token]');
+  const num = async (id) => Number((await page.textContent(`[data-testid=${id}]`)).replace(/[^0-9.]/g, ''));
+  assert.equal(await num('kv-bytes-per-token'), cli.bytes_per_token_per_rank);
+  assert.equal(await num('kv-tokens'), cli.tokens);
+  assert.equal(await num('kv-blocks'), cli.blocks);
+  assert.equal(await num('kv-concurrency'), cli.max_concurrency);
+  // With the KV memory given, the same code gives the same tokens as `--available-kv-gib`.
+  const cli2 = JSON.parse(execFileSync(triageBin, ['kv', '--model', 'llama-3.1-8b', '--available-kv-gib', '54.62', '--max-model-len', '32768', '--format', 'json']));
+  await page.fill('[data-testid=kv-available]', '54.62');
+  await page.waitForFunction((t) => document.querySelector('[data-testid=kv-tokens]')?.textContent.replace(/,/g, '') === String(t), cli2.tokens);
+  await page.screenshot({ path: path.join(shots, 'kv.png'), fullPage: true });
+  await context.close();
+});
+
+test('a flashcard review survives a reload', async () => {
+  const { page, context } = await open('#/cards');
+  const first = await page.getAttribute('[data-testid=card-front]', 'data-card');
+  await page.keyboard.press(' ');
+  await page.waitForSelector('[data-testid=card-back]');
+  await page.keyboard.press('3');
+  await page.waitForFunction((id) => document.querySelector('[data-testid=card-front]')?.getAttribute('data-card') !== id, first);
+  assert.equal(await page.textContent('[data-testid=cards-reviewed]'), '1');
+  await page.reload();
+  await page.waitForSelector('[data-testid=cards-reviewed]');
+  assert.equal(await page.textContent('[data-testid=cards-reviewed]'), '1');
+  assert.notEqual(await page.getAttribute('[data-testid=card-front]', 'data-card'), first, 'the reviewed card is not due again');
+  await page.screenshot({ path: path.join(shots, 'cards.png') });
+  await context.close();
+});
+
+test('the language switch changes every label and is remembered', async () => {
+  const { page, context } = await open();
+  await page.click('[data-testid=lang-toggle]');
+  assert.equal(await page.textContent('[data-testid=nav-triage]'), '排查');
+  assert.match(await page.getAttribute('[data-testid=paste-input]', 'placeholder'), /粘贴/);
+  await page.reload();
+  await page.waitForSelector('[data-testid=nav-triage]');
+  assert.equal(await page.textContent('[data-testid=nav-triage]'), '排查');
+  await page.click('[data-testid=lang-toggle]');
+  assert.equal(await page.textContent('[data-testid=nav-triage]'), 'Triage');
+  await context.close();
+});
+
+test('the playbook lints a generated client config as you type', async () => {
+  const { page, context } = await open('#/playbook');
+  assert.ok((await page.$$('[data-testid=playbook-branch]')).length >= 20);
+  await page.fill('[data-testid=gen-timeout]', '10000');
+  await page.waitForSelector('[data-testid=gen-finding][data-rule=timeout-too-short]');
+  await page.fill('[data-testid=gen-base]', 'https://gateway.example.com/api?utm_source=blog');
+  await page.waitForSelector('[data-testid=gen-finding][data-rule=base-url-wrong]');
+  await context.close();
+});
+
+test('a probe against the scripted SSE server: TTFT matches the server record to what the browser itself allows (±2 ms when quiet)', async () => {
+  // Requests 0..n-1: a bare JS fetch (the browser's own floor, measured in the same run);
+  // n..2n-1: the site's probe. Both are compared with the server's record of when it wrote the
+  // first token, counted from the request's first byte. The first request of each group pays
+  // for the CORS preflight and the connection, so medians use the warm ones.
+  const n = 7;
+  const proc = spawn(triageBin, ['scripted-serve', '--requests', String(2 * n), '--ttft-ms', '150', '--gap-ms', '15', '--tokens', '12', '--lifetime-s', '90']);
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  const exited = new Promise((r) => proc.on('exit', r));
+  while (!out.includes('\n')) await new Promise((r) => setTimeout(r, 20));
+  const base = JSON.parse(out.split('\n')[0]).listening;
+  const { page, context, requests } = await open('#/probe');
+  const raw = await page.evaluate(async ({ base, n }) => {
+    const res = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const r = await fetch(`${base}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: '{"model":"m","stream":true}' });
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '', first = null;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        if (first === null && buf.includes('"content":"tok0')) first = performance.now();
+      }
+      res.push([(buf.match(/chatcmpl-scripted-\d+/) || [''])[0], first - t0]);
+    }
+    return res;
+  }, { base, n });
+  await page.fill('[data-testid=probe-url]', base);
+  await page.fill('[data-testid=probe-model]', 'scripted');
+  await page.fill('[data-testid=probe-n]', String(n));
+  await page.click('[data-testid=probe-start]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=probe-start]') && !document.querySelector('[data-testid=probe-start]').disabled, null, { timeout: 30000 });
+  assert.equal((await page.$$('[data-testid=probe-failure]')).length, 0, await page.textContent('.failures'));
+  assert.ok(Number(await page.textContent('[data-testid=probe-ttft-p50]')) > 150);
+  const probed = await page.$$eval('[data-testid=probe-request]', (rows) => rows.map((r) => [r.dataset.responseId, Number(r.dataset.ttft)]));
+  await exited;
+  const records = out.trim().split('\n').slice(1).map((l) => JSON.parse(l));
+  assert.equal(records.length, 2 * n);
+  const errors = (pairs) => pairs.map(([id, t]) => t - records.find((r) => r.response_id === id).ttft_ms);
+  const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]; };
+  const round = (x) => Math.round(x * 1000) / 1000;
+  const probeErr = errors(probed);
+  const rawErr = errors(raw);
+  figures.probe_ttft_error_ms = probeErr.map(round);
+  figures.browser_floor_ttft_error_ms = rawErr.map(round);
+  const probeMedian = median(probeErr.slice(1));
+  const floor = median(rawErr.slice(1));
+  figures.probe_ttft_error_median_ms = round(probeMedian);
+  figures.browser_floor_error_median_ms = round(floor);
+  // The probe adds at most 1 ms to what the browser itself costs, and meets ±2 ms whenever the
+  // browser's own path does (on a quiet machine it is ~1-2 ms; under load Chrome's process hops
+  // cost more, which no page code can remove).
+  assert.ok(probeMedian >= -0.5, `the probe saw the token before the server wrote it: ${probeMedian} ms`);
+  assert.ok(probeMedian <= Math.max(2, floor + 1), `probe median error ${probeMedian} ms, browser floor ${floor} ms`);
+  await page.screenshot({ path: path.join(shots, 'probe.png'), fullPage: true });
+  onlyOrigins(requests, [origin, base.replace(/\/v1$/, '')]);
+  await context.close();
+});

@@ -1,0 +1,208 @@
+//! Browser I/O in one place: clock, storage, language, streaming fetch, the analysis worker,
+//! downloads. Pages call these; they never touch `web_sys` themselves.
+
+use js_sys::{Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+fn window() -> Option<web_sys::Window> {
+    web_sys::window()
+}
+
+/// `performance.now()` in milliseconds: monotonic, 0.1 ms resolution on a normal page.
+pub fn now_ms() -> f64 {
+    window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
+}
+
+fn storage() -> Option<web_sys::Storage> {
+    window().and_then(|w| w.local_storage().ok().flatten())
+}
+
+pub fn storage_get(key: &str) -> Option<String> {
+    storage()?.get_item(key).ok().flatten()
+}
+
+pub fn storage_set(key: &str, value: &str) {
+    if let Some(s) = storage() {
+        let _ = s.set_item(key, value);
+    }
+}
+
+pub fn storage_remove(key: &str) {
+    if let Some(s) = storage() {
+        let _ = s.remove_item(key);
+    }
+}
+
+/// `navigator.language`, e.g. `zh-CN` or `en-US`.
+pub fn navigator_language() -> String {
+    window().and_then(|w| w.navigator().language()).unwrap_or_default()
+}
+
+/// Offer `text` as a file download.
+pub fn download(filename: &str, text: &str) {
+    let Some(doc) = window().and_then(|w| w.document()) else { return };
+    let parts = js_sys::Array::of1(&JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type("application/json");
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else { return };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
+    if let Ok(a) = doc.create_element("a").map(|e| e.unchecked_into::<web_sys::HtmlAnchorElement>()) {
+        a.set_href(&url);
+        a.set_download(filename);
+        a.click();
+    }
+    let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+/// How a browser request failed before or while streaming.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FetchError {
+    /// `fetch` rejected: network error, or a response the same-origin policy hides (CORS).
+    Rejected(String),
+    /// Our own deadline aborted it.
+    TimedOut,
+    /// Reading the body failed after it started.
+    BodyFailed(String),
+}
+
+/// The response head.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Head {
+    pub status: u16,
+    pub content_type: String,
+    pub retry_after: Option<String>,
+    /// `performance.now()` when the head arrived.
+    pub at_ms: f64,
+}
+
+fn js_message(v: &JsValue) -> String {
+    v.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| v.as_string())
+        .unwrap_or_else(|| format!("{v:?}"))
+}
+
+/// POST `body` to `url` and stream the response: `on_send(at_ms)` as it is handed to `fetch`,
+/// `on_head` once, then `on_chunk(bytes, at_ms)`
+/// for every piece the stream yields, stamped with `performance.now()` as it arrives. The whole
+/// exchange is aborted after `timeout_ms`.
+pub async fn stream_post(
+    url: &str,
+    headers: &[(String, String)],
+    body: &str,
+    timeout_ms: i32,
+    on_send: impl FnOnce(f64),
+    mut on_head: impl FnMut(&Head),
+    mut on_chunk: impl FnMut(&[u8], f64),
+) -> Result<(), FetchError> {
+    let w = window().ok_or_else(|| FetchError::Rejected("no window".into()))?;
+    let controller = web_sys::AbortController::new().map_err(|e| FetchError::Rejected(js_message(&e)))?;
+    let abort = {
+        let c = controller.clone();
+        Closure::<dyn FnMut()>::new(move || c.abort())
+    };
+    let timer = w
+        .set_timeout_with_callback_and_timeout_and_arguments_0(abort.as_ref().unchecked_ref(), timeout_ms)
+        .unwrap_or(0);
+    let signal = controller.signal();
+    let result = async {
+        let h = web_sys::Headers::new().map_err(|e| FetchError::Rejected(js_message(&e)))?;
+        for (k, v) in headers {
+            h.set(k, v).map_err(|e| FetchError::Rejected(format!("header {k}: {}", js_message(&e))))?;
+        }
+        let init = web_sys::RequestInit::new();
+        init.set_method("POST");
+        init.set_mode(web_sys::RequestMode::Cors);
+        init.set_headers(&h);
+        init.set_body(&JsValue::from_str(body));
+        init.set_signal(Some(&signal));
+        let req = web_sys::Request::new_with_str_and_init(url, &init)
+            .map_err(|e| FetchError::Rejected(js_message(&e)))?;
+        // "Sent" is the moment the request is handed to the browser, after all set-up.
+        on_send(now_ms());
+        let resp = JsFuture::from(w.fetch_with_request(&req)).await.map_err(|e| {
+            if signal.aborted() { FetchError::TimedOut } else { FetchError::Rejected(js_message(&e)) }
+        })?;
+        let resp: web_sys::Response = resp.dyn_into().map_err(|e| FetchError::Rejected(js_message(&e)))?;
+        let header = |name: &str| resp.headers().get(name).ok().flatten();
+        on_head(&Head {
+            status: resp.status(),
+            content_type: header("content-type").unwrap_or_default(),
+            retry_after: header("retry-after"),
+            at_ms: now_ms(),
+        });
+        let Some(stream) = resp.body() else { return Ok(()) };
+        let reader: web_sys::ReadableStreamDefaultReader =
+            stream.get_reader().dyn_into().map_err(|e| FetchError::BodyFailed(js_message(&e)))?;
+        loop {
+            let chunk = JsFuture::from(reader.read()).await.map_err(|e| {
+                if signal.aborted() { FetchError::TimedOut } else { FetchError::BodyFailed(js_message(&e)) }
+            })?;
+            let at = now_ms();
+            if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
+                return Ok(());
+            }
+            if let Ok(value) = Reflect::get(&chunk, &"value".into()) {
+                let bytes = Uint8Array::new(&value).to_vec();
+                on_chunk(&bytes, at);
+            }
+        }
+    }
+    .await;
+    w.clear_timeout_with_handle(timer);
+    drop(abort);
+    result
+}
+
+/// The analysis worker (`worker.js`): the same wasm module on its own thread. Created when the
+/// triage page opens so the module is compiled before the first large paste.
+#[derive(Clone)]
+pub struct AnalysisWorker {
+    worker: web_sys::Worker,
+}
+
+impl AnalysisWorker {
+    pub fn start() -> Result<AnalysisWorker, String> {
+        let opts = web_sys::WorkerOptions::new();
+        opts.set_type(web_sys::WorkerType::Module);
+        let worker = web_sys::Worker::new_with_options("./worker.js", &opts).map_err(|e| js_message(&e))?;
+        Ok(AnalysisWorker { worker })
+    }
+
+    /// Analyse `(name, text)` inputs; `on_progress(0..1)` while it runs, then `on_done(report_json)`.
+    pub fn run(
+        &self,
+        inputs: &[(String, String)],
+        on_progress: impl Fn(f64) + 'static,
+        on_done: impl Fn(Result<String, String>) + 'static,
+    ) -> Result<(), String> {
+        let on_message =
+            Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+                let data = ev.data();
+                if let Some(p) = Reflect::get(&data, &"progress".into()).ok().and_then(|p| p.as_f64()) {
+                    on_progress(p);
+                } else if let Some(r) = Reflect::get(&data, &"report".into()).ok().and_then(|r| r.as_string())
+                {
+                    on_done(Ok(r));
+                } else if let Some(e) = Reflect::get(&data, &"error".into()).ok().and_then(|e| e.as_string())
+                {
+                    on_done(Err(e));
+                }
+            });
+        self.worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        // The worker outlives this call; the next run replaces the handler.
+        on_message.forget();
+        let names = js_sys::Array::new();
+        let texts = js_sys::Array::new();
+        for (n, t) in inputs {
+            names.push(&JsValue::from_str(n));
+            texts.push(&JsValue::from_str(t));
+        }
+        let msg = js_sys::Object::new();
+        let _ = Reflect::set(&msg, &"names".into(), &names);
+        let _ = Reflect::set(&msg, &"texts".into(), &texts);
+        self.worker.post_message(&msg).map_err(|e| js_message(&e))
+    }
+}

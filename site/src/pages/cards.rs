@@ -1,0 +1,145 @@
+//! Flashcards: the core's deck (interview questions, definitions, every rule, log anatomy) with
+//! FSRS scheduling; progress in localStorage, exportable and importable as JSON.
+
+use crate::app::use_lang;
+use crate::browser;
+use crate::i18n::{Msg, t};
+use leptos::prelude::*;
+use std::collections::BTreeMap;
+use triage_core::cards::fsrs::{Memory, Rating, review};
+use triage_core::cards::{Card, deck};
+
+const STORE: &str = "triage.cards.v1";
+/// New cards introduced per day.
+const NEW_PER_DAY: usize = 20;
+
+fn now_days() -> f64 {
+    js_sys::Date::now() / 86_400_000.0
+}
+
+fn load() -> BTreeMap<String, Memory> {
+    browser::storage_get(STORE).and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default()
+}
+
+fn save(p: &BTreeMap<String, Memory>) {
+    if let Ok(s) = serde_json::to_string(p) {
+        browser::storage_set(STORE, &s);
+    }
+}
+
+/// The next card: the most overdue reviewed card, else a new one (within the daily limit).
+fn next_card(cards: &[Card], progress: &BTreeMap<String, Memory>, now: f64) -> Option<usize> {
+    let due = cards
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| progress.get(&c.id).filter(|m| m.due <= now).map(|m| (i, m.due)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i);
+    let introduced_today = progress.values().filter(|m| m.reviews == 1 && now - m.last_review < 1.0).count();
+    due.or_else(|| {
+        (introduced_today < NEW_PER_DAY)
+            .then(|| cards.iter().position(|c| !progress.contains_key(&c.id)))
+            .flatten()
+    })
+}
+
+#[component]
+pub fn CardsPage() -> impl IntoView {
+    let lang = use_lang();
+    let tr = move |m: Msg| t(lang.get(), m);
+    let cards = StoredValue::new(deck());
+    let progress = RwSignal::new(load());
+    let shown = RwSignal::new(false);
+    let current = Memo::new(move |_| cards.with_value(|c| next_card(c, &progress.get(), now_days())));
+    let due_count = Memo::new(move |_| {
+        let now = now_days();
+        progress.with(|p| p.values().filter(|m| m.due <= now).count())
+    });
+    let rate = move |rating: Rating| {
+        let Some(i) = current.get_untracked() else { return };
+        let id = cards.with_value(|c| c[i].id.clone());
+        progress.update(|p| {
+            let m = review(p.get(&id).copied(), rating, now_days(), 0.9);
+            p.insert(id, m);
+            save(p);
+        });
+        shown.set(false);
+    };
+    let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+        let target_is_field = ev
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+            .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+        if target_is_field {
+            return;
+        }
+        match ev.key().as_str() {
+            " " => {
+                ev.prevent_default();
+                shown.set(true);
+            }
+            "1" if shown.get_untracked() => rate(Rating::Again),
+            "2" if shown.get_untracked() => rate(Rating::Hard),
+            "3" if shown.get_untracked() => rate(Rating::Good),
+            "4" if shown.get_untracked() => rate(Rating::Easy),
+            _ => {}
+        }
+    });
+    on_cleanup(move || keys.remove());
+    let import = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        leptos::task::spawn_local(async move {
+            if let Ok(text) = wasm_bindgen_futures::JsFuture::from(file.text()).await
+                && let Some(Ok(p)) =
+                    text.as_string().map(|s| serde_json::from_str::<BTreeMap<String, Memory>>(&s))
+            {
+                save(&p);
+                progress.set(p);
+            }
+        });
+    };
+    view! {
+        <p class="cards-meta">
+            <span data-testid="cards-due">{move || due_count.get()}</span> " " {move || tr(Msg::CardsDue)}
+            " · " {move || cards.with_value(|c| c.len())} " cards · "
+            <span data-testid="cards-reviewed">{move || progress.with(|p| p.len())}</span> " reviewed"
+        </p>
+        {move || match current.get() {
+            None => view! { <p data-testid="cards-done">{move || tr(Msg::CardsDone)}</p> }.into_any(),
+            Some(i) => {
+                let card = cards.with_value(|c| c[i].clone());
+                let (front_card, back_card) = (card.clone(), card.clone());
+                view! {
+                    <article class="card">
+                        <div class="kind"><code>{format!("{:?}", card.kind)}</code></div>
+                        <div class="front" data-testid="card-front" data-card=card.id.clone()>{move || front_card.front(lang.get()).to_owned()}</div>
+                        {move || if shown.get() {
+                            let back = back_card.clone();
+                            view! {
+                                <div class="back" data-testid="card-back">{move || back.back(lang.get()).to_owned()}</div>
+                                <div class="ratings">
+                                    <button data-testid="rate-again" on:click=move |_| rate(Rating::Again)>{move || tr(Msg::Again)}</button>
+                                    <button data-testid="rate-hard" on:click=move |_| rate(Rating::Hard)>{move || tr(Msg::Hard)}</button>
+                                    <button data-testid="rate-good" on:click=move |_| rate(Rating::Good)>{move || tr(Msg::Good)}</button>
+                                    <button data-testid="rate-easy" on:click=move |_| rate(Rating::Easy)>{move || tr(Msg::Easy)}</button>
+                                </div>
+                            }.into_any()
+                        } else {
+                            view! { <button class="primary" data-testid="card-show" on:click=move |_| shown.set(true)>{move || tr(Msg::CardsShow)}</button> }.into_any()
+                        }}
+                    </article>
+                }.into_any()
+            }
+        }}
+        <p class="note">{move || tr(Msg::CardsKeys)}</p>
+        <div class="row">
+            <button data-testid="cards-export" on:click=move |_| browser::download("triage-cards-progress.json", &serde_json::to_string_pretty(&progress.get_untracked()).unwrap_or_default())>
+                {move || tr(Msg::CardsExport)}
+            </button>
+            <label class="file">{move || tr(Msg::CardsImport)}
+                <input type="file" accept="application/json" data-testid="cards-import" on:change=import/>
+            </label>
+        </div>
+    }
+}

@@ -1,0 +1,112 @@
+//! Playbook: the four trees as interactive branches (each branch is a rule and its docs), the
+//! configuration pitfalls, and a client-config generator linted as you type by the analyzer.
+
+use crate::app::use_lang;
+use crate::i18n::{Msg, t};
+use leptos::prelude::*;
+use triage_core::analyze::report::Class;
+use triage_core::analyze::rules;
+
+const TREES: [(Class, &str, &str); 4] = [
+    (Class::TtftHigh, "TTFT high — prefill and queue", "TTFT 高 —— prefill 与排队"),
+    (Class::TbtTail, "TBT tail — decode", "TBT 长尾 —— decode"),
+    (Class::Oom, "Out of memory", "显存溢出（OOM）"),
+    (Class::ThroughputZero, "Throughput to zero", "吞吐跌零"),
+];
+
+#[component]
+fn Branches(class: Class) -> impl IntoView {
+    let lang = use_lang();
+    let tr = move |m: Msg| t(lang.get(), m);
+    rules::docs()
+        .filter(move |d| d.class == class)
+        .map(|d| {
+            view! {
+                <details class="branch" data-testid="playbook-branch" data-rule=d.id>
+                    <summary>{d.title} " " <code>{d.id}</code></summary>
+                    <dl>
+                        <dt>{move || tr(Msg::Detects)}</dt><dd>{d.detects}</dd>
+                        <dt>{move || tr(Msg::Why)}</dt><dd>{d.why}</dd>
+                        <dt>{move || tr(Msg::ExampleLabel)}</dt><dd><code>{d.example}</code></dd>
+                        <dt>{move || tr(Msg::Fix)}</dt><dd>{d.fix}</dd>
+                    </dl>
+                </details>
+            }
+        })
+        .collect_view()
+}
+
+fn generated(base: &str, model: &str, timeout_ms: &str, retries: &str) -> String {
+    format!(
+        "{{ \"env\": {{ \"ANTHROPIC_BASE_URL\": \"{base}\", \"ANTHROPIC_AUTH_TOKEN\": \"<your key>\", \"ANTHROPIC_MODEL\": \"{model}\", \"API_TIMEOUT_MS\": \"{timeout_ms}\" }} }}\n\n\
+         model_provider = \"gateway\"\nmodel = \"{model}\"\n\n[model_providers.gateway]\nname = \"gateway\"\nbase_url = \"{base}\"\nenv_key = \"GATEWAY_API_KEY\"\nwire_api = \"chat\"\nrequest_max_retries = {retries}\ntimeout_ms = {timeout_ms}\nmax_retries = {retries}\n\n\
+         export ANTHROPIC_BASE_URL=\"{base}\"\nexport API_TIMEOUT_MS=\"{timeout_ms}\"\n"
+    )
+}
+
+#[component]
+pub fn PlaybookPage() -> impl IntoView {
+    let lang = use_lang();
+    let tr = move |m: Msg| t(lang.get(), m);
+    let base = RwSignal::new("https://gateway.example.com/api".to_owned());
+    let model = RwSignal::new("claude-sonnet-4-5".to_owned());
+    let timeout = RwSignal::new("60000".to_owned());
+    let retries = RwSignal::new("2".to_owned());
+    let text = Memo::new(move |_| generated(&base.get(), &model.get(), &timeout.get(), &retries.get()));
+    let lint = Memo::new(move |_| {
+        triage_core::analyze::analyze(&[("generated config", &text.get())])
+            .findings
+            .into_iter()
+            .filter(|f| f.class == Class::Config)
+            .collect::<Vec<_>>()
+    });
+    view! {
+        <p>{move || tr(Msg::PlaybookIntro)}</p>
+        {TREES
+            .into_iter()
+            .map(|(class, en, zh)| {
+                view! {
+                    <section class="tree" data-testid="playbook-tree">
+                        <h2>{move || if lang.get() == crate::i18n::Lang::Zh { zh } else { en }} " " <code>{class.as_str()}</code></h2>
+                        <Branches class/>
+                    </section>
+                }
+            })
+            .collect_view()}
+        <section class="tree">
+            <h2>{move || tr(Msg::Pitfalls)} " " <code>"CONFIG"</code></h2>
+            <Branches class=Class::Config/>
+        </section>
+        <section class="generator form">
+            <h2>{move || tr(Msg::Generator)}</h2>
+            <label class="wide">{move || tr(Msg::GeneratorBase)}
+                <input type="url" data-testid="gen-base" prop:value=move || base.get() on:input=move |ev| base.set(event_target_value(&ev))/>
+            </label>
+            <label>{move || tr(Msg::ProbeModel)}
+                <input type="text" prop:value=move || model.get() on:input=move |ev| model.set(event_target_value(&ev))/>
+            </label>
+            <label>{move || tr(Msg::GeneratorTimeout)}
+                <input type="number" data-testid="gen-timeout" prop:value=move || timeout.get() on:input=move |ev| timeout.set(event_target_value(&ev))/>
+            </label>
+            <label>{move || tr(Msg::GeneratorRetries)}
+                <input type="number" data-testid="gen-retries" prop:value=move || retries.get() on:input=move |ev| retries.set(event_target_value(&ev))/>
+            </label>
+            <pre data-testid="gen-output">{move || text.get()}</pre>
+            <h3>{move || tr(Msg::GeneratorLint)}</h3>
+            <ul data-testid="gen-lint">
+                {move || {
+                    let found = lint.get();
+                    if found.is_empty() {
+                        view! { <li class="ok">"✓"</li> }.into_any()
+                    } else {
+                        found
+                            .into_iter()
+                            .map(|f| view! { <li data-testid="gen-finding" data-rule=f.rule.clone()><code>{f.rule.clone()}</code> ": " {f.summary.clone()}</li> })
+                            .collect_view()
+                            .into_any()
+                    }
+                }}
+            </ul>
+        </section>
+    }
+}

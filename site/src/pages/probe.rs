@@ -1,0 +1,314 @@
+//! Probe: stream requests from the browser at an OpenAI- or Anthropic-compatible endpoint,
+//! stamp every chunk with `performance.now()` as it arrives, and judge the result with the
+//! same core code as `triage probe` (timer, faults, report).
+
+use crate::app::use_lang;
+use crate::browser::{self, FetchError, Head};
+use crate::i18n::{Msg, t};
+use leptos::prelude::*;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use triage_core::endpoint::{self, Api, ProbeRequest};
+use triage_core::fault::{self, Fault, FaultKind};
+use triage_core::probe::{ProbeSummary, Quantiles, RequestRecord};
+use triage_core::timing::{StreamTimer, TimerConfig};
+use wasm_bindgen::JsCast;
+
+const KEY_STORE: &str = "triage.probe.key";
+
+fn ns(ms: f64) -> u64 {
+    (ms.max(0.0) * 1e6) as u64
+}
+
+/// Everything one run needs.
+#[derive(Clone)]
+struct Opts {
+    url: String,
+    api: Api,
+    headers: Vec<(String, String)>,
+    body: String,
+    timeout_ms: i32,
+    key: String,
+}
+
+async fn one(o: &Opts, index: usize, run_start_ms: f64) -> RequestRecord {
+    let sent = Cell::new(browser::now_ms());
+    let timer = RefCell::new(StreamTimer::new(ns(sent.get()), TimerConfig::default()));
+    let head: RefCell<Option<Head>> = RefCell::new(None);
+    let error_body = RefCell::new(Vec::<u8>::new());
+    let result = browser::stream_post(
+        &o.url,
+        &o.headers,
+        &o.body,
+        o.timeout_ms,
+        |at| {
+            sent.set(at);
+            *timer.borrow_mut() = StreamTimer::new(ns(at), TimerConfig::default());
+        },
+        |h| {
+            timer.borrow_mut().on_headers(ns(h.at_ms));
+            *head.borrow_mut() = Some(h.clone());
+        },
+        |bytes, at| {
+            let ok = head.borrow().as_ref().is_some_and(|h| (200..300).contains(&h.status));
+            if ok {
+                timer.borrow_mut().feed(bytes, ns(at));
+            } else if error_body.borrow().len() < 4096 {
+                error_body.borrow_mut().extend_from_slice(bytes);
+            }
+        },
+    )
+    .await;
+    let end = browser::now_ms();
+    let tokens = timer.borrow().tokens_so_far();
+    let timing = timer.into_inner().finish(ns(end));
+    let head = head.into_inner();
+    let status = head.as_ref().map(|h| h.status);
+    let fault = match (result, &head) {
+        (Err(FetchError::Rejected(msg)), None) => Some(Fault::new(
+            FaultKind::Cors,
+            format!(
+                "the browser refused the response or could not connect ({msg}): either nothing answers at {}, or the server does not allow this origin (CORS) — vLLM: --allowed-origins '[\"*\"]'; a gateway: add Access-Control-Allow-Origin. `triage probe` from a terminal tells the two apart.",
+                o.url
+            ),
+        )),
+        (Err(FetchError::TimedOut), None) => Some(Fault::new(
+            FaultKind::TimeoutBeforeHeaders,
+            format!("no response headers within {} ms", o.timeout_ms),
+        )),
+        (Err(FetchError::TimedOut), Some(_)) if tokens == 0 => Some(Fault::new(
+            FaultKind::TimeoutBeforeFirstToken,
+            format!("headers arrived but no token within {} ms", o.timeout_ms),
+        )),
+        (Err(FetchError::TimedOut), Some(_)) => Some(Fault::new(
+            FaultKind::TimeoutMidStream,
+            format!(
+                "the stream stalled after {tokens} token events and the {} ms deadline passed",
+                o.timeout_ms
+            ),
+        )),
+        (Err(FetchError::BodyFailed(msg) | FetchError::Rejected(msg)), Some(_)) => Some(Fault::new(
+            FaultKind::ResetMidStream,
+            format!("the stream broke after {tokens} token events: {msg}"),
+        )),
+        (Ok(()), Some(h)) if !(200..300).contains(&h.status) => {
+            let body = String::from_utf8_lossy(&error_body.borrow()).into_owned();
+            Some(fault::from_status(h.status, &o.url, &body, h.retry_after.as_deref()))
+        }
+        (Ok(()), Some(h)) => fault::judge_stream(&h.content_type, &o.url, &timing),
+        (Ok(()), None) => Some(Fault::new(FaultKind::Other, "no response")),
+        (Err(FetchError::BodyFailed(msg)), None) => Some(Fault::new(FaultKind::Other, msg)),
+    };
+    let fault = fault.map(|f| Fault { kind: f.kind, message: endpoint::redact(&f.message, &o.key) });
+    RequestRecord::new(index, ns(run_start_ms), ns(sent.get()), status, Some(&timing), fault)
+}
+
+fn cell(q: &Option<Quantiles>, f: fn(&Quantiles) -> f64) -> String {
+    q.as_ref().map_or_else(|| "-".to_owned(), |q| format!("{:.1}", f(q)))
+}
+
+#[component]
+pub fn ProbePage() -> impl IntoView {
+    let lang = use_lang();
+    let tr = move |m: Msg| t(lang.get(), m);
+    let stored = browser::storage_get(KEY_STORE);
+    let url = RwSignal::new("http://127.0.0.1:8000/v1".to_owned());
+    let api = RwSignal::new(Api::Openai);
+    let model = RwSignal::new(String::new());
+    let key = RwSignal::new(stored.clone().unwrap_or_default());
+    let remember = RwSignal::new(stored.is_some());
+    let prompt = RwSignal::new("Explain continuous batching in one paragraph.".to_owned());
+    let max_tokens = RwSignal::new(64u32);
+    let n = RwSignal::new(4usize);
+    let conc = RwSignal::new(1usize);
+    let records = RwSignal::new(Vec::<RequestRecord>::new());
+    let running = RwSignal::new(false);
+    let resolved = Memo::new(move |_| endpoint::resolve(&url.get(), api.get()));
+    let wall = RwSignal::new(0.0f64);
+
+    Effect::new(move |_| {
+        if remember.get() {
+            browser::storage_set(KEY_STORE, &key.get());
+        } else {
+            browser::storage_remove(KEY_STORE);
+        }
+    });
+
+    let start = move |_| {
+        let Ok(r) = resolved.get_untracked() else { return };
+        let a = api.get_untracked();
+        let k = key.get_untracked();
+        let mut headers: Vec<(String, String)> =
+            endpoint::base_headers(a).into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        if !k.is_empty() {
+            let (name, value) = endpoint::auth_header(a, &k);
+            headers.push((name.to_owned(), value));
+        }
+        if a == Api::Anthropic {
+            // Anthropic answers browsers only with this explicit opt-in.
+            headers.push(("anthropic-dangerous-direct-browser-access".into(), "true".into()));
+        }
+        let p = prompt.get_untracked();
+        let m = model.get_untracked();
+        let body = endpoint::request_body(&ProbeRequest {
+            api: a,
+            model: &m,
+            prompt: &p,
+            max_tokens: max_tokens.get_untracked(),
+        });
+        let opts = Rc::new(Opts { url: r.url, api: a, headers, body, timeout_ms: 60_000, key: k });
+        let total = n.get_untracked().max(1);
+        records.set(Vec::new());
+        running.set(true);
+        let next = Rc::new(Cell::new(0usize));
+        let finished = Rc::new(Cell::new(0usize));
+        let run_start = browser::now_ms();
+        for _ in 0..conc.get_untracked().clamp(1, total) {
+            let (opts, next, finished) = (Rc::clone(&opts), Rc::clone(&next), Rc::clone(&finished));
+            leptos::task::spawn_local(async move {
+                loop {
+                    let i = next.get();
+                    if i >= total {
+                        break;
+                    }
+                    next.set(i + 1);
+                    let rec = one(&opts, i, run_start).await;
+                    records.update(|v| {
+                        v.push(rec);
+                        v.sort_by_key(|r| r.index);
+                    });
+                    finished.set(finished.get() + 1);
+                    if finished.get() == total {
+                        wall.set(browser::now_ms() - run_start);
+                        running.set(false);
+                    }
+                }
+            });
+        }
+        let _ = opts.api;
+    };
+
+    let summary = Memo::new(move |_| ProbeSummary::of(&records.get(), wall.get()));
+    let ttft_canvas = NodeRef::<leptos::html::Canvas>::new();
+    let itl_canvas = NodeRef::<leptos::html::Canvas>::new();
+    Effect::new(move |_| {
+        let recs = records.get();
+        let ttft: Vec<f64> = recs.iter().filter_map(|r| r.ttft_ms).collect();
+        let gaps: Vec<f64> = recs.iter().flat_map(|r| r.gaps_ms.iter().copied()).collect();
+        if let Some(c) = ttft_canvas.get() {
+            super::chart::histogram(&c.unchecked_into(), &ttft, 20, "TTFT (ms)");
+        }
+        if let Some(c) = itl_canvas.get() {
+            super::chart::histogram(&c.unchecked_into(), &gaps, 30, "ITL (ms)");
+        }
+    });
+
+    view! {
+        <section class="probe form">
+            <label class="wide">{move || tr(Msg::ProbeUrl)}
+                <input type="url" data-testid="probe-url" prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
+            </label>
+            <p class="resolved">{move || match resolved.get() {
+                Ok(r) => view! { <span>"→ " <code>{r.url}</code> {r.warnings.into_iter().map(|w| view! { <span class="warn">" ⚠ " {w}</span> }).collect_view()}</span> }.into_any(),
+                Err(e) => view! { <span class="error">{e.to_string()}</span> }.into_any(),
+            }}</p>
+            <label>{move || tr(Msg::ProbeApi)}
+                <select data-testid="probe-api" on:change=move |ev| api.set(Api::parse(&event_target_value(&ev)).unwrap_or(Api::Openai))>
+                    <option value="openai">"OpenAI (chat completions)"</option>
+                    <option value="anthropic">"Anthropic (messages)"</option>
+                </select>
+            </label>
+            <label>{move || tr(Msg::ProbeModel)}
+                <input type="text" data-testid="probe-model" prop:value=move || model.get() on:input=move |ev| model.set(event_target_value(&ev))/>
+            </label>
+            <label>{move || tr(Msg::ProbeKey)}
+                <input type="password" autocomplete="off" data-testid="probe-key" prop:value=move || key.get() on:input=move |ev| key.set(event_target_value(&ev))/>
+            </label>
+            <label class="check">
+                <input type="checkbox" data-testid="probe-remember" prop:checked=move || remember.get() on:change=move |ev| remember.set(event_target_checked(&ev))/>
+                {move || tr(Msg::ProbeRemember)}
+            </label>
+            {move || remember.get().then(|| view! { <p class="warn">{move || tr(Msg::ProbeRememberWarning)}</p> })}
+            <label class="wide">{move || tr(Msg::ProbePrompt)}
+                <textarea rows="2" data-testid="probe-prompt" prop:value=move || prompt.get() on:input=move |ev| prompt.set(event_target_value(&ev))></textarea>
+            </label>
+            <label>{move || tr(Msg::ProbeMaxTokens)}
+                <input type="number" min="1" data-testid="probe-max-tokens" prop:value=move || max_tokens.get().to_string() on:input=move |ev| max_tokens.set(event_target_value(&ev).parse().unwrap_or(64))/>
+            </label>
+            <label>{move || tr(Msg::ProbeRequests)}
+                <input type="number" min="1" max="1000" data-testid="probe-n" prop:value=move || n.get().to_string() on:input=move |ev| n.set(event_target_value(&ev).parse().unwrap_or(1))/>
+            </label>
+            <label>{move || tr(Msg::ProbeConcurrency)}
+                <input type="number" min="1" max="64" data-testid="probe-concurrency" prop:value=move || conc.get().to_string() on:input=move |ev| conc.set(event_target_value(&ev).parse().unwrap_or(1))/>
+            </label>
+            <button class="primary" data-testid="probe-start" prop:disabled=move || running.get() on:click=start>
+                {move || if running.get() { tr(Msg::ProbeRunning) } else { tr(Msg::ProbeStart) }}
+            </button>
+            {move || (conc.get() > 6).then(|| view! { <p class="warn">{move || tr(Msg::ProbeConnLimit)}</p> })}
+        </section>
+        <section class="probe-result">
+            <p>{move || { let s = summary.get(); format!("{} ok · {} failed · {} stalls", s.ok, s.failed, s.stalls) }}</p>
+            <table class="quantiles">
+                <thead><tr><th>"ms"</th><th>"p50"</th><th>"p90"</th><th>"p99"</th><th>"max"</th><th>"mean"</th></tr></thead>
+                <tbody>
+                    {move || {
+                        let s = summary.get();
+                        [("TTFT", s.ttft_ms), ("TTFO", s.ttfo_ms), ("ITL", s.itl_ms), ("TPOT", s.tpot_ms), ("E2E", s.e2e_ms)]
+                            .into_iter()
+                            .map(|(name, q)| {
+                                let id = format!("probe-{}-p50", name.to_ascii_lowercase());
+                                view! {
+                                    <tr>
+                                        <td>{name}</td>
+                                        <td data-testid=id>{cell(&q, |q| q.p50)}</td>
+                                        <td>{cell(&q, |q| q.p90)}</td>
+                                        <td>{cell(&q, |q| q.p99)}</td>
+                                        <td>{cell(&q, |q| q.max)}</td>
+                                        <td>{cell(&q, |q| q.mean)}</td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()
+                    }}
+                </tbody>
+            </table>
+            <div class="charts">
+                <canvas node_ref=ttft_canvas width="370" height="200" data-testid="probe-ttft-chart"></canvas>
+                <canvas node_ref=itl_canvas width="370" height="200" data-testid="probe-itl-chart"></canvas>
+            </div>
+            <table class="requests">
+                <thead><tr><th>"#"</th><th>"status"</th><th>"TTFT"</th><th>"TTFO"</th><th>"E2E"</th><th>"tokens"</th><th>"id"</th></tr></thead>
+                <tbody>
+                    {move || records.get().into_iter().map(|r| {
+                        let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+                        view! {
+                            <tr data-testid="probe-request" data-ttft=r.ttft_ms.map(|v| v.to_string()).unwrap_or_default() data-response-id=r.response_id.clone().unwrap_or_default()>
+                                <td>{r.index}</td>
+                                <td>{r.status.map(|s| s.to_string()).unwrap_or_default()}</td>
+                                <td>{ms(r.ttft_ms)}</td>
+                                <td>{ms(r.ttfo_ms)}</td>
+                                <td>{ms(r.e2e_ms)}</td>
+                                <td>{r.output_tokens.map(|n| n.to_string()).unwrap_or_default()}</td>
+                                <td><code>{r.response_id.clone().unwrap_or_default()}</code></td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <h3>{move || tr(Msg::Failures)}</h3>
+            <ul class="failures">
+                {move || records.get().into_iter().filter_map(|r| r.error.map(|e| (r.index, r.status, e))).map(|(i, s, e)| view! {
+                    <li data-testid="probe-failure" data-kind=e.kind.as_str()>
+                        "#" {i} {s.map(|s| format!(" [HTTP {s}]"))} " " <code>{e.kind.as_str()}</code> ": " {e.message}
+                    </li>
+                }).collect_view()}
+            </ul>
+            <ul class="defs">
+                {triage_core::defs::PROBE_FIGURES.iter().map(|d| view! { <li><strong>{d.name}</strong> ": " {d.meaning} " (" {d.others} ")"</li> }).collect_view()}
+            </ul>
+            <p class="note">{move || tr(Msg::ProbeLimits)}</p>
+            <p class="note">{move || tr(Msg::ProbeCorsHelp)}</p>
+            <p class="note">{move || tr(Msg::ProbeConnLimit)}</p>
+        </section>
+    }
+}

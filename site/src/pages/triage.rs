@@ -1,0 +1,387 @@
+//! Triage: paste or drop what you have, get the verdict, the ranked causes with their evidence
+//! lines highlighted in your own input, what to change and what to check next.
+
+use crate::app::use_lang;
+use crate::browser;
+use crate::i18n::{Msg, t};
+use crate::{NamedText, analyze_inputs};
+use leptos::prelude::*;
+use triage_core::analyze::report::{Finding, Report};
+use wasm_bindgen::JsCast;
+
+/// Pastes above this size are kept out of the textarea (listed like files).
+const LARGE_PASTE_BYTES: usize = 256 * 1024;
+
+/// Inputs above this size go to the Web Worker so the page never freezes.
+const WORKER_THRESHOLD_BYTES: usize = 1 << 20;
+
+/// Built-in examples (the test corpus), so a first visit has something to analyse.
+const EXAMPLES: &[(&str, &str)] = &[
+    ("ttft_queueing.log", include_str!("../../../tests/data/incidents/ttft_queueing.log")),
+    ("throughput_kv_leak.prom", include_str!("../../../tests/data/incidents/throughput_kv_leak.prom")),
+    ("h200_oom.txt", include_str!("../../../tests/data/oom/h200_200gib.txt")),
+    ("eight_gpus.txt", include_str!("../../../tests/data/smi/synthetic_8gpu_one_slow.txt")),
+    ("throughput_nccl_dead.log", include_str!("../../../tests/data/incidents/throughput_nccl_dead.log")),
+];
+
+async fn read_files(list: web_sys::FileList) -> Vec<NamedText> {
+    let mut out = Vec::new();
+    for i in 0..list.length() {
+        let Some(file) = list.get(i) else { continue };
+        if let Ok(text) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
+            out.push(NamedText { name: file.name(), text: text.as_string().unwrap_or_default() });
+        }
+    }
+    out
+}
+
+#[component]
+pub fn TriagePage() -> impl IntoView {
+    let lang = use_lang();
+    let tr = move |m: Msg| t(lang.get(), m);
+    let text = RwSignal::new(String::new());
+    let textarea = NodeRef::<leptos::html::Textarea>::new();
+    let files = RwSignal::new(Vec::<NamedText>::new());
+    let result = RwSignal::new(None::<(Report, Vec<NamedText>)>);
+    let progress = RwSignal::new(None::<f64>);
+    let error = RwSignal::new(None::<String>);
+    // Started now so its wasm is compiled before the first large paste.
+    let worker = StoredValue::new_local(browser::AnalysisWorker::start().ok());
+
+    let run = move || {
+        let mut inputs: Vec<NamedText> = files.get_untracked();
+        let pasted = text.get_untracked();
+        if !pasted.trim().is_empty() {
+            inputs.push(NamedText { name: "paste".into(), text: pasted });
+        }
+        error.set(None);
+        let size: usize = inputs.iter().map(|i| i.text.len()).sum();
+        if size < WORKER_THRESHOLD_BYTES {
+            let report = analyze_inputs(&inputs, &|_| {});
+            result.set(Some((report, inputs)));
+            return;
+        }
+        progress.set(Some(0.0));
+        let pairs: Vec<(String, String)> = inputs.iter().map(|i| (i.name.clone(), i.text.clone())).collect();
+        let kept = std::rc::Rc::new(std::cell::RefCell::new(Some(inputs)));
+        let Some(w) = worker.get_value() else {
+            progress.set(None);
+            error.set(Some("the analysis worker could not start".into()));
+            return;
+        };
+        let started = w.run(
+            &pairs,
+            move |p| progress.set(Some(p)),
+            move |done| {
+                progress.set(None);
+                match done.and_then(|j| serde_json::from_str::<Report>(&j).map_err(|e| e.to_string())) {
+                    Ok(report) => {
+                        let inputs = kept.borrow_mut().take().unwrap_or_default();
+                        result.set(Some((report, inputs)));
+                    }
+                    Err(e) => error.set(Some(e)),
+                }
+            },
+        );
+        if let Err(e) = started {
+            progress.set(None);
+            error.set(Some(format!("could not start the analysis worker: {e}")));
+        }
+    };
+
+    let on_files = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        if let Some(list) = input.files() {
+            leptos::task::spawn_local(async move {
+                let read = read_files(list).await;
+                files.update(|f| f.extend(read));
+            });
+        }
+    };
+    let on_drop = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        if let Some(list) = ev.data_transfer().and_then(|d| d.files()) {
+            leptos::task::spawn_local(async move {
+                let read = read_files(list).await;
+                files.update(|f| f.extend(read));
+            });
+        }
+    };
+
+    view! {
+        <section class="input" on:dragover=|ev: leptos::ev::DragEvent| ev.prevent_default() on:drop=on_drop>
+            // Uncontrolled: writing a 10 MB value back into the textarea on every input event
+            // costs seconds of layout. Only loading an example writes it (through the ref).
+            <textarea
+                data-testid="paste-input"
+                rows="14"
+                node_ref=textarea
+                spellcheck="false"
+                autocomplete="off"
+                placeholder=move || tr(Msg::PastePlaceholder)
+                on:input=move |ev| text.set(event_target_value(&ev))
+                on:paste=move |ev: leptos::ev::ClipboardEvent| {
+                    // A big paste becomes an input of its own, listed like a file: laying out
+                    // megabytes in a textarea freezes the page for seconds and shows nothing useful.
+                    let Some(pasted) = ev.clipboard_data().and_then(|d| d.get_data("text/plain").ok()) else { return };
+                    if pasted.len() >= LARGE_PASTE_BYTES {
+                        ev.prevent_default();
+                        files.update(|f| {
+                            let name = format!("paste-{}", f.len() + 1);
+                            f.push(NamedText { name, text: pasted });
+                        });
+                    }
+                }
+            ></textarea>
+            <div class="row">
+                <label class="file">
+                    {move || tr(Msg::AddFiles)}
+                    <input type="file" multiple data-testid="file-input" on:change=on_files/>
+                </label>
+                <select
+                    data-testid="example-select"
+                    on:change=move |ev| {
+                        let name = event_target_value(&ev);
+                        if let Some((_, body)) = EXAMPLES.iter().find(|(n, _)| *n == name) {
+                            text.set((*body).to_owned());
+                            if let Some(el) = textarea.get_untracked() {
+                                el.set_value(body);
+                            }
+                        }
+                    }
+                >
+                    <option value="">{move || tr(Msg::Example)}</option>
+                    {EXAMPLES.iter().map(|(n, _)| view! { <option value=*n>{*n}</option> }).collect_view()}
+                </select>
+                <button data-testid="analyze-button" class="primary" on:click=move |_| run()>
+                    {move || if progress.get().is_some() { tr(Msg::Analyzing) } else { tr(Msg::Analyze) }}
+                </button>
+            </div>
+            <ul class="files">
+                {move || files.get().iter().map(|f| view! { <li>{f.name.clone()} " · " {f.text.len()} " B"</li> }).collect_view()}
+            </ul>
+            {move || progress.get().map(|p| view! {
+                <progress data-testid="analyze-progress" max="1" value=p></progress>
+            })}
+            {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
+        </section>
+        {move || result.get().map(|(report, inputs)| view! { <ReportView report inputs/> })}
+    }
+}
+
+/// One input's evidence lines with their context: (line number, text, is evidence).
+type Excerpt = (String, Vec<(usize, String, bool)>);
+
+/// Id of the element showing `line` of `input` in the source view.
+fn line_id(input: &str, line: usize) -> String {
+    let safe: String = input.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    format!("src-{safe}-{line}")
+}
+
+#[component]
+fn FindingView(finding: Finding) -> impl IntoView {
+    let lang = use_lang();
+    let tr = move |m: Msg| t(lang.get(), m);
+    let class = finding.class.as_str();
+    view! {
+        <article class=format!("finding class-{class}") data-testid="finding" data-rule=finding.rule.clone()>
+            <h3>
+                <span class="badge">{class}</span>
+                " " {finding.title.clone()} " "
+                <code>{finding.rule.clone()}</code>
+                <span class="confidence">{move || tr(Msg::Confidence)} " " {format!("{:.2}", finding.confidence)}</span>
+            </h3>
+            <p>{finding.summary.clone()}</p>
+            <h4>{move || tr(Msg::Evidence)}</h4>
+            <ul class="evidence">
+                {finding
+                    .evidence
+                    .iter()
+                    .map(|e| {
+                        let href = format!("#{}", line_id(&e.input, e.line));
+                        view! {
+                            <li>
+                                <a
+                                    class="loc"
+                                    href=href.clone()
+                                    on:click=move |ev| {
+                                        ev.prevent_default();
+                                        if let Some(el) = web_sys::window()
+                                            .and_then(|w| w.document())
+                                            .and_then(|d| d.get_element_by_id(href.trim_start_matches('#')))
+                                        {
+                                            el.scroll_into_view();
+                                        }
+                                    }
+                                >
+                                    {format!("{}:{}", e.input, e.line)}
+                                </a>
+                                " "
+                                <code>{e.text.clone()}</code>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+            <h4>{move || tr(Msg::WhatToChange)}</h4>
+            <ul>{finding.remediation.iter().map(|r| view! { <li><code>{r.clone()}</code></li> }).collect_view()}</ul>
+            <h4>{move || tr(Msg::NextChecks)}</h4>
+            <ul>{finding.next_checks.iter().map(|r| view! { <li>{r.clone()}</li> }).collect_view()}</ul>
+        </article>
+    }
+}
+
+#[component]
+fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
+    let lang = use_lang();
+    let tr = move |m: Msg| t(lang.get(), m);
+    let verdict = report.verdict.as_str();
+    let empty = report.findings.is_empty();
+    // Source excerpts: every evidence line with two lines of context, per input.
+    let mut marks: Vec<(String, usize)> =
+        report.findings.iter().flat_map(|f| f.evidence.iter().map(|e| (e.input.clone(), e.line))).collect();
+    marks.sort();
+    marks.dedup();
+    let excerpts: Vec<Excerpt> = inputs
+        .iter()
+        .filter_map(|input| {
+            let wanted: Vec<usize> =
+                marks.iter().filter(|(n, _)| *n == input.name).map(|(_, l)| *l).collect();
+            if wanted.is_empty() {
+                return None;
+            }
+            let lines: Vec<(usize, String, bool)> = input
+                .text
+                .lines()
+                .enumerate()
+                .map(|(i, l)| (i + 1, l))
+                .filter(|(n, _)| wanted.iter().any(|w| n.abs_diff(*w) <= 2))
+                .map(|(n, l)| (n, l.chars().take(400).collect(), wanted.contains(&n)))
+                .collect();
+            Some((input.name.clone(), lines))
+        })
+        .collect();
+    let slowest = report.figures.get("request_log.slowest").and_then(|f| f.value.as_array().cloned());
+    view! {
+        <section class="report">
+            <div data-testid="verdict" class=format!("verdict verdict-{verdict}")>
+                {move || tr(Msg::Verdict)} ": " <strong>{verdict}</strong>
+            </div>
+            <h2>{move || tr(Msg::Findings)}</h2>
+            {if empty {
+                let msg = if verdict == "HEALTHY" { Msg::NoFindingsHealthy } else { Msg::NoFindingsInconclusive };
+                view! { <p>{move || tr(msg)}</p> }.into_any()
+            } else {
+                report.findings.iter().cloned().map(|finding| view! { <FindingView finding/> }).collect_view().into_any()
+            }}
+            {slowest.map(|rows| view! { <SlowestChart rows/> })}
+            <h2>{move || tr(Msg::Inputs)}</h2>
+            <table class="inputs">
+                <tbody>
+                    {report
+                        .inputs
+                        .iter()
+                        .map(|i| {
+                            let issues: Vec<String> =
+                                i.issues.iter().take(3).map(|x| format!("line {}: {}", x.line, x.message)).collect();
+                            view! {
+                                <tr>
+                                    <td>{i.name.clone()}</td>
+                                    <td>{format!("{}–{}", i.lines[0], i.lines[1])}</td>
+                                    <td data-testid="input-kind"><code>{i.kind.as_str()}</code></td>
+                                    <td class="issues">{issues.join("; ")}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+            <h2>{move || tr(Msg::Figures)}</h2>
+            <table class="figures">
+                <tbody>
+                    {report
+                        .figures
+                        .iter()
+                        .filter(|(k, _)| !k.ends_with(".slowest"))
+                        .map(|(k, f)| {
+                            view! {
+                                <tr>
+                                    <td><code>{k.clone()}</code></td>
+                                    <td>{f.value.to_string()} " " {f.unit.clone()}</td>
+                                    <td class="def">{f.definition.clone()}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+            {(!excerpts.is_empty()).then(|| view! {
+                <h2>{move || tr(Msg::SourceView)}</h2>
+                {excerpts
+                    .into_iter()
+                    .map(|(name, lines)| {
+                        view! {
+                            <div class="source">
+                                <div class="source-name">{name.clone()}</div>
+                                <pre>
+                                    {lines
+                                        .into_iter()
+                                        .map(|(n, l, hit)| {
+                                            view! {
+                                                <div id=line_id(&name, n) class:hit=hit>
+                                                    <span class="ln">{n}</span>
+                                                    {l}
+                                                </div>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </pre>
+                            </div>
+                        }
+                    })
+                    .collect_view()}
+            })}
+        </section>
+    }
+}
+
+/// Horizontal bars: queue, prefill and decode of the slowest requests.
+#[component]
+fn SlowestChart(rows: Vec<serde_json::Value>) -> impl IntoView {
+    let lang = use_lang();
+    let canvas = NodeRef::<leptos::html::Canvas>::new();
+    Effect::new(move |_| {
+        let Some(c) = canvas.get() else { return };
+        let c: web_sys::HtmlCanvasElement = c.unchecked_into();
+        let Ok(Some(ctx)) = c.get_context("2d") else { return };
+        let ctx: web_sys::CanvasRenderingContext2d = ctx.unchecked_into();
+        let (w, row_h) = (c.width() as f64, 22.0);
+        ctx.clear_rect(0.0, 0.0, w, c.height() as f64);
+        let get = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap_or(0.0);
+        let max = rows
+            .iter()
+            .map(|r| get(r, "queue_ms") + get(r, "prefill_ms") + get(r, "decode_ms").max(0.0))
+            .fold(1.0, f64::max);
+        let scale = (w - 160.0) / max;
+        for (i, r) in rows.iter().enumerate() {
+            let y = 10.0 + i as f64 * row_h;
+            ctx.set_fill_style_str("#333");
+            ctx.set_font("12px sans-serif");
+            let label = r["id"].as_str().map(str::to_owned).unwrap_or_else(|| format!("line {}", r["line"]));
+            let _ = ctx.fill_text(&label.chars().take(18).collect::<String>(), 4.0, y + 14.0);
+            let mut x = 150.0;
+            for (k, color) in [("queue_ms", "#e4a11b"), ("prefill_ms", "#d9534f"), ("decode_ms", "#5b8def")] {
+                let v = get(r, k) * scale;
+                ctx.set_fill_style_str(color);
+                ctx.fill_rect(x, y, v, row_h - 6.0);
+                x += v;
+            }
+        }
+    });
+    let height = 20 + 22 * 10;
+    view! {
+        <h2>{move || t(lang.get(), Msg::Slowest)}</h2>
+        <p class="legend"><span class="q">"queue"</span> <span class="p">"prefill"</span> <span class="d">"decode"</span></p>
+        <canvas node_ref=canvas width="760" height=height data-testid="slowest-chart"></canvas>
+    }
+}

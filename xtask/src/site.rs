@@ -1,0 +1,158 @@
+//! `cargo xtask site` (build `site/dist`) and `cargo xtask serve` (serve it on 127.0.0.1).
+//!
+//! The build is plain cargo + the wasm-bindgen CLI (pinned to the crate's exact version) + a
+//! copy of `site/static`: no bundler, no downloads, reproducible offline. Sizes are measured and
+//! the gzip budget enforced here.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+use crate::{cargo, step, step_counting_tests, workspace_root};
+
+/// The whole `site/dist`, gzip-compressed file by file, must stay under this.
+pub const BUDGET_GZIP_BYTES: u64 = 600 * 1024;
+/// The wasm-bindgen version the site crate pins (`=0.2.130` in site/Cargo.toml).
+pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
+
+pub fn dist() -> PathBuf {
+    workspace_root().join("site/dist")
+}
+
+fn gzip_len(path: &Path) -> anyhow::Result<u64> {
+    let out = Command::new("gzip").args(["-9", "-c"]).arg(path).output().context("running gzip")?;
+    Ok(out.stdout.len() as u64)
+}
+
+/// Build `site/dist`; returns (raw bytes, gzip bytes).
+pub fn build() -> anyhow::Result<(u64, u64)> {
+    let version = Command::new("wasm-bindgen").arg("--version").output();
+    match version {
+        Ok(o) if String::from_utf8_lossy(&o.stdout).contains(WASM_BINDGEN_VERSION) => {}
+        Ok(o) => bail!(
+            "wasm-bindgen {} found, {WASM_BINDGEN_VERSION} needed: cargo install wasm-bindgen-cli --version {WASM_BINDGEN_VERSION}",
+            String::from_utf8_lossy(&o.stdout).trim()
+        ),
+        Err(_) => {
+            bail!("wasm-bindgen not found: cargo install wasm-bindgen-cli --version {WASM_BINDGEN_VERSION}")
+        }
+    }
+    let mut c = cargo();
+    c.args([
+        "build",
+        "--package",
+        "triage-site",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--profile",
+        "site",
+        "--locked",
+    ]);
+    step("site wasm (profile site)", c)?;
+    let target_dir = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace_root().join("target"));
+    let wasm = target_dir.join("wasm32-unknown-unknown/site/triage_site.wasm");
+    let out = dist();
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out)?;
+    let mut wb = Command::new("wasm-bindgen");
+    wb.args(["--target", "web", "--no-typescript", "--out-dir"]).arg(&out).arg(&wasm);
+    step("wasm-bindgen", wb)?;
+    for entry in std::fs::read_dir(workspace_root().join("site/static"))? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), out.join(entry.file_name()))?;
+    }
+    let (mut raw, mut gz) = (0, 0);
+    let mut files: Vec<_> = std::fs::read_dir(&out)?.filter_map(Result::ok).map(|e| e.path()).collect();
+    files.sort();
+    for f in &files {
+        let (r, g) = (std::fs::metadata(f)?.len(), gzip_len(f)?);
+        eprintln!(
+            "  {:<28} {:>9} B  {:>8} B gzip",
+            f.file_name().unwrap_or_default().to_string_lossy(),
+            r,
+            g
+        );
+        raw += r;
+        gz += g;
+    }
+    eprintln!("  site/dist: {raw} B, {gz} B gzip (budget {BUDGET_GZIP_BYTES} B gzip)");
+    if gz > BUDGET_GZIP_BYTES {
+        bail!("site/dist is {gz} B gzip, over the {BUDGET_GZIP_BYTES} B budget");
+    }
+    let results = workspace_root().join("bench-results");
+    std::fs::create_dir_all(&results)?;
+    let json = serde_json::json!({"schema": "triage.bench.site/v1", "dist_bytes": raw, "dist_gzip_bytes": gz, "budget_gzip_bytes": BUDGET_GZIP_BYTES});
+    std::fs::write(results.join("site-size.json"), serde_json::to_string_pretty(&json)? + "\n")?;
+    Ok((raw, gz))
+}
+
+fn mime(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript",
+        Some("wasm") => "application/wasm",
+        Some("css") => "text/css",
+        Some("json") => "application/json",
+        Some("svg") => "image/svg+xml",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Serve `site/dist` on 127.0.0.1:`port` until killed. Small and dependency-free on purpose:
+/// it exists to look at the site and to run the browser tests, not to host it.
+pub fn serve(port: u16) -> anyhow::Result<()> {
+    let root = dist();
+    if !root.join("index.html").is_file() {
+        bail!("site/dist is not built: run `cargo xtask site` first");
+    }
+    let listener = TcpListener::bind(("127.0.0.1", port)).context("binding 127.0.0.1")?;
+    eprintln!("serving {} on http://{}/", root.display(), listener.local_addr()?);
+    for stream in listener.incoming() {
+        let Ok(mut s) = stream else { continue };
+        let root = root.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let req = String::from_utf8_lossy(&buf[..n]);
+            let path = req.split_whitespace().nth(1).unwrap_or("/");
+            let path = path.split(['?', '#']).next().unwrap_or("/");
+            let rel = if path == "/" { "index.html" } else { path.trim_start_matches('/') };
+            let file = root.join(rel);
+            let inside =
+                file.canonicalize().ok().is_some_and(|f| root.canonicalize().is_ok_and(|r| f.starts_with(r)));
+            let (status, body, ctype) = match std::fs::read(&file) {
+                Ok(b) if inside => ("200 OK", b, mime(&file)),
+                _ => ("404 Not Found", b"not found".to_vec(), "text/plain"),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes()).and_then(|()| s.write_all(&body));
+        });
+    }
+    Ok(())
+}
+
+/// The Playwright tests in `site/e2e` against the built site, in Debian's Chromium. Installs the
+/// npm packages from the lock file when missing; needs the debug `triage` binary (built by the
+/// test step) for the KV and probe comparisons.
+pub fn browser_tests() -> anyhow::Result<(u64, u64)> {
+    let e2e = workspace_root().join("site/e2e");
+    if !e2e.join("node_modules/playwright-core").is_dir() {
+        let mut npm = Command::new("npm");
+        npm.args(["ci", "--no-audit", "--no-fund"]).current_dir(&e2e);
+        step("npm ci (site/e2e)", npm)?;
+    }
+    let mut build = cargo();
+    build.args(["build", "--package", "triage-cli", "--locked"]);
+    step("triage binary for the browser tests", build)?;
+    let mut node = Command::new("node");
+    node.args(["--test", "--test-concurrency=1", "site.test.mjs"]).current_dir(&e2e);
+    step_counting_tests("browser tests (site/e2e)", node)
+}
