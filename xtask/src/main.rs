@@ -25,8 +25,9 @@ const CORE_TARGETS: &[&str] = &["wasm32-unknown-unknown", "wasm32-wasip1", "wasm
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci               fmt, clippy -D warnings, all tests, core for three wasm targets, core purity
-  bench [WHAT]     benchmarks; WHAT = core | probe | analyze | all (default all); figures in bench-results/
+  ci               fmt, clippy -D warnings, all tests, core (and the sim model) for wasm, purity,
+                   the site built and tested in Chromium
+  bench [WHAT]     benchmarks; WHAT = core | probe | analyze | sim | all (default all); figures in bench-results/
   purity           only the core dependency check
   site             build the static site into site/dist (needs wasm-bindgen-cli 0.2.130)
   site-test        build the site, then run its browser tests (Chromium, playwright-core)
@@ -137,6 +138,10 @@ fn ci() -> anyhow::Result<()> {
         build.args(["build", "--package", "triage-core", "--locked", "--target", target]);
         step(&format!("triage-core for {target}"), build)?;
     }
+    // The simulator's model runs in the browser (the site's drills): it must build for wasm too.
+    let mut sim = cargo();
+    sim.args(["build", "--package", "triage-sim-model", "--locked", "--target", "wasm32-unknown-unknown"]);
+    step("triage-sim-model for wasm32-unknown-unknown", sim)?;
     purity()?;
 
     site::build()?;
@@ -204,14 +209,21 @@ fn parse_test_result(line: &str) -> Option<(u64, u64)> {
     Some((count(" passed").or(count("passed"))?, count(" failed").or(count("failed")).unwrap_or(0)))
 }
 
-/// The core's dependency tree (every target) must contain none of [`FORBIDDEN_IN_CORE`].
+/// The pure crates' dependency trees (every target) must contain none of [`FORBIDDEN_IN_CORE`].
 fn purity() -> anyhow::Result<()> {
-    eprintln!("\n==> core purity");
+    for package in ["triage-core", "triage-sim-model"] {
+        purity_of(package)?;
+    }
+    Ok(())
+}
+
+fn purity_of(package: &str) -> anyhow::Result<()> {
+    eprintln!("\n==> {package} purity");
     let out = cargo()
         .args([
             "tree",
             "--package",
-            "triage-core",
+            package,
             "--edges",
             "normal,build",
             "--target",
@@ -228,12 +240,12 @@ fn purity() -> anyhow::Result<()> {
     let tree = String::from_utf8_lossy(&out.stdout);
     let found = forbidden_in_tree(&tree);
     if !found.is_empty() {
-        bail!("triage-core must stay pure, but depends on: {}", found.join(", "));
+        bail!("{package} must stay pure, but depends on: {}", found.join(", "));
     }
     let crates: std::collections::BTreeSet<&str> =
         tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
     eprintln!(
-        "<== core purity: ok ({} crates in its tree, none of {})",
+        "<== {package} purity: ok ({} crates in its tree, none of {})",
         crates.len(),
         FORBIDDEN_IN_CORE.join(", ")
     );
@@ -274,12 +286,19 @@ fn bench(what: &str) -> anyhow::Result<()> {
             .arg(out("analyze.json"));
         step("1 GiB request log: analyzer throughput and memory", c)
     };
+    let sim = || {
+        let mut c = cargo();
+        c.args(["bench", "--package", "triage-sim-model", "--bench", "sim", "--locked", "--"])
+            .arg(out("sim.json"));
+        step("simulator: 100 000 requests at 1 000 concurrency", c)
+    };
     match what {
+        "sim" => sim(),
         "core" => core(),
         "probe" => probe(),
         "analyze" => analyze(),
-        "all" => core().and_then(|()| probe()).and_then(|()| analyze()),
-        other => bail!("unknown bench {other:?}: expected core, probe, analyze or all"),
+        "all" => core().and_then(|()| probe()).and_then(|()| analyze()).and_then(|()| sim()),
+        other => bail!("unknown bench {other:?}: expected core, probe, analyze, sim or all"),
     }
 }
 

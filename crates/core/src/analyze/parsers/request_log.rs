@@ -323,18 +323,20 @@ impl RequestFacts {
         {
             self.queue_share.insert((q / t).min(1.0));
         }
+        // A failed request (timeout, 429, 5xx) legitimately has no first or last token: only
+        // requests that succeeded are expected to carry all four timestamps.
+        let failed = row.failed();
         self.missing.enqueue += u64::from(row.enqueue.is_none() && row.ttft_ms.is_none());
-        self.missing.first_token += u64::from(row.first_token.is_none() && row.ttft_ms.is_none());
-        self.missing.last_token += u64::from(row.last_token.is_none());
+        self.missing.first_token += u64::from(!failed && row.first_token.is_none() && row.ttft_ms.is_none());
+        self.missing.last_token += u64::from(!failed && row.last_token.is_none());
         self.missing.finish += u64::from(row.finish.is_none());
         let lacks_any = (row.enqueue.is_none() && row.ttft_ms.is_none())
-            || (row.first_token.is_none() && row.ttft_ms.is_none())
-            || row.last_token.is_none()
+            || (!failed && row.first_token.is_none() && row.ttft_ms.is_none())
+            || (!failed && row.last_token.is_none())
             || row.finish.is_none();
         if lacks_any && self.missing_example.is_none() {
             self.missing_example = Some(evidence());
         }
-        let failed = row.failed();
         self.failed += u64::from(failed);
         if row.first_token.is_none() && row.ttft_ms.is_none() && (row.finish.is_some() || failed) {
             self.never_started += 1;

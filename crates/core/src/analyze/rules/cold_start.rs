@@ -37,8 +37,10 @@ fn check(f: &Facts) -> Option<Finding> {
             evidence.extend(r.earliest.iter().take(2).filter_map(|row| row.evidence.clone()));
         }
     }
-    if !f.vllm.startup_events.is_empty() && (confidence > 0.0 || !f.vllm.stats.is_empty()) {
-        confidence = if confidence > 0.0 { 0.85 } else { 0.35 };
+    // A start-up in the log corroborates slow first requests; on its own (every complete log
+    // starts with one) it says nothing about latency.
+    if !f.vllm.startup_events.is_empty() && confidence > 0.0 {
+        confidence = 0.85;
         reasons.push("the engine log shows the instance (re)starting (weights loading, CUDA graph capture) in the same window".to_owned());
         evidence.push(f.vllm.startup_events[0].clone());
     }
@@ -81,5 +83,11 @@ mod tests {
         let log: String =
             (0..40).map(|i| format!("{{\"enqueue_time\":{i},\"first_token_time\":{}.25}}\n", i)).collect();
         assert!(fired(&[("req.jsonl", &log)], "cold-start").is_none());
+    }
+
+    #[test]
+    fn a_start_up_in_the_log_alone_is_not_a_cold_start() {
+        let log = "INFO 11-29 10:00:00 [gpu_model_runner.py:1] Model loading took 14.99 GiB and 32.1 seconds\nINFO 11-29 10:01:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 150.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n";
+        assert!(fired(&[("vllm.log", log)], "cold-start").is_none());
     }
 }

@@ -40,8 +40,11 @@ fn check(f: &Facts) -> Option<Finding> {
         .iter()
         .filter(|s| s.kv_usage_pct.unwrap_or(0.0) >= 95.0 && s.running.unwrap_or(0.0) > 0.0)
         .collect();
+    // A full cache corroborates preemptions; on its own it is only a hint (a stalled engine also
+    // holds a full cache, and then the stall, not the cache, is the incident).
+    let preempted = |c: f64| c >= 0.75;
     if full.len() >= 2 {
-        confidence = confidence.max(if confidence > 0.0 { 0.85 } else { 0.55 });
+        confidence = confidence.max(if preempted(confidence) { 0.85 } else { 0.55 });
         reasons.push(format!(
             "GPU KV cache usage was ≥ 95 % with requests running in {} stats lines",
             full.len()
@@ -66,7 +69,7 @@ fn check(f: &Facts) -> Option<Finding> {
             && u >= 0.95
             && running > 0.0
         {
-            confidence = confidence.max(if confidence > 0.0 { 0.85 } else { 0.55 });
+            confidence = confidence.max(if preempted(confidence) { 0.85 } else { 0.55 });
             reasons.push(format!(
                 "KV cache usage {:.0} % in the last scrape with {running:.0} running",
                 u * 100.0
@@ -114,5 +117,17 @@ mod tests {
         assert!(fired(&[("metrics", m)], "kv-pressure-preemption").is_some());
         let m = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.40\nvllm:num_requests_running{engine=\"0\"} 30\n";
         assert!(fired(&[("metrics", m)], "kv-pressure-preemption").is_none());
+    }
+
+    #[test]
+    fn a_full_cache_alone_is_a_hint_and_a_stall_outranks_it() {
+        let stuck: String = (0..4)
+            .map(|i| format!("INFO 11-29 10:00:{i:02} [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 48 reqs, Waiting: 30 reqs, GPU KV cache usage: 99.0%, Prefix cache hit rate: 0.0%\n"))
+            .collect();
+        let metrics = "vllm:kv_cache_usage_perc 0.99\nvllm:num_requests_running 48\n";
+        let f = fired(&[("vllm.log", &stuck), ("metrics", metrics)], "kv-pressure-preemption").unwrap();
+        assert_eq!(f.confidence, 0.55, "two views of one full cache are not a preemption");
+        let r = crate::analyze::analyze(&[("vllm.log", &stuck), ("metrics", metrics)]);
+        assert_eq!(r.findings[0].rule, "scheduler-stall");
     }
 }

@@ -66,4 +66,12 @@ mod tests {
                 .repeat(3);
         assert!(fired(&[("req.jsonl", &log)], "missing-timestamps").is_none());
     }
+
+    #[test]
+    fn failed_requests_may_lack_tokens() {
+        let ok = "{\"enqueue_time\":1,\"first_token_time\":1.2,\"last_token_time\":2,\"finish_time\":2.01,\"status\":200}\n";
+        let timed_out = "{\"enqueue_time\":1,\"finish_time\":61,\"status\":\"timeout\"}\n";
+        let log = format!("{}{}", ok.repeat(3), timed_out.repeat(3));
+        assert!(fired(&[("req.jsonl", &log)], "missing-timestamps").is_none());
+    }
 }
