@@ -180,6 +180,29 @@ test('the playbook lints a generated client config as you type', async () => {
   await context.close();
 });
 
+test('a drill simulates an incident in the page and the analyzer names it', async () => {
+  const { page, context, requests } = await open('#/drill');
+  await page.fill('[data-testid=drill-seed]', '3');
+  await page.click('[data-testid=drill-start]');
+  await page.waitForSelector('[data-testid=drill-symptom]');
+  assert.ok((await page.$$('[data-testid=drill-file]')).length >= 3);
+  const choices = await page.$$('[data-testid=drill-choice]');
+  assert.ok(choices.length >= 11);
+  await choices[0].click();
+  const verdict = await page.waitForSelector('[data-testid=drill-verdict]');
+  const answer = await verdict.getAttribute('data-answer');
+  // The answer's rules are among what the analyzer finds in the drill's own files.
+  const text = await verdict.textContent();
+  const rules = text.split(' — ').pop().split(', ').map((r) => r.trim());
+  const found = await page.$$eval('[data-testid=finding]', (els) => els.map((e) => e.getAttribute('data-rule')));
+  assert.ok(rules.some((r) => found.includes(r)), `${answer}: expected one of ${rules}, found ${found}`);
+  await page.click(`[data-testid=drill-choice][data-name="${answer}"]`);
+  assert.equal(await page.getAttribute('[data-testid=drill-verdict]', 'data-correct'), 'true');
+  await page.screenshot({ path: path.join(shots, 'drill.png'), fullPage: true });
+  onlyOrigins(requests, [origin]);
+  await context.close();
+});
+
 test('a probe against the scripted SSE server: TTFT matches the server record to what the browser itself allows (±2 ms when quiet)', async () => {
   // Requests 0..n-1: a bare JS fetch (the browser's own floor, measured in the same run);
   // n..2n-1: the site's probe. Both are compared with the server's record of when it wrote the

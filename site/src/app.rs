@@ -13,10 +13,11 @@ pub enum Page {
     Kv,
     Playbook,
     Cards,
+    Drill,
 }
 
 impl Page {
-    const ALL: [Page; 5] = [Page::Triage, Page::Probe, Page::Kv, Page::Playbook, Page::Cards];
+    const ALL: [Page; 6] = [Page::Triage, Page::Probe, Page::Kv, Page::Playbook, Page::Cards, Page::Drill];
 
     fn slug(self) -> &'static str {
         match self {
@@ -25,6 +26,7 @@ impl Page {
             Page::Kv => "kv",
             Page::Playbook => "playbook",
             Page::Cards => "cards",
+            Page::Drill => "drill",
         }
     }
 
@@ -35,6 +37,7 @@ impl Page {
             Page::Kv => Msg::NavKv,
             Page::Playbook => Msg::NavPlaybook,
             Page::Cards => Msg::NavCards,
+            Page::Drill => Msg::NavDrill,
         }
     }
 
@@ -112,6 +115,7 @@ pub fn App() -> impl IntoView {
                 Page::Kv => pages::kv::KvPage().into_any(),
                 Page::Playbook => pages::playbook::PlaybookPage().into_any(),
                 Page::Cards => pages::cards::CardsPage().into_any(),
+                Page::Drill => pages::drill::DrillPage().into_any(),
             }}
         </main>
     }

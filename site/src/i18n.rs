@@ -14,6 +14,7 @@ pub enum Msg {
     NavKv,
     NavPlaybook,
     NavCards,
+    NavDrill,
     LangToggle,
     PrivacyNote,
     // Triage
@@ -91,6 +92,17 @@ pub enum Msg {
     CardsExport,
     CardsImport,
     CardsKeys,
+    // Drill
+    DrillIntro,
+    DrillSeed,
+    DrillNew,
+    DrillSymptom,
+    DrillFiles,
+    DrillPick,
+    DrillRight,
+    DrillSameClass,
+    DrillWrong,
+    DrillEvidence,
 }
 
 /// The message in the language.
@@ -106,6 +118,7 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         NavKv => ("KV cache", "KV 缓存"),
         NavPlaybook => ("Playbook", "排查树"),
         NavCards => ("Flashcards", "面试卡片"),
+        NavDrill => ("Drill", "故障演练"),
         LangToggle => ("中文", "English"),
         PrivacyNote => (
             "Everything runs in this page (WebAssembly). Nothing you paste is uploaded; the only network request is the probe you start.",
@@ -207,6 +220,19 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         CardsExport => ("Export progress", "导出进度"),
         CardsImport => ("Import progress", "导入进度"),
         CardsKeys => ("Keys: space shows the answer, 1–4 rate it.", "快捷键：空格显示答案，1–4 评分。"),
+        DrillIntro => (
+            "A random incident, simulated in this page: read the files it left, pick the cause, then see the evidence the analyzer finds.",
+            "在页面内模拟一次随机故障：阅读它留下的文件，选出根因，再看分析器找到的证据。",
+        ),
+        DrillSeed => ("Seed", "随机种子"),
+        DrillNew => ("New incident", "新故障"),
+        DrillSymptom => ("What users report", "用户反馈"),
+        DrillFiles => ("Files from the incident", "故障留下的文件"),
+        DrillPick => ("What is the cause?", "根因是什么？"),
+        DrillRight => ("Right.", "正确。"),
+        DrillSameClass => ("Right class, different cause.", "故障类别对了，根因不同。"),
+        DrillWrong => ("Not this one.", "不是这个。"),
+        DrillEvidence => ("What the analyzer finds in these files", "分析器在这些文件里找到的证据"),
     };
     match lang {
         Lang::En => en,

@@ -2,6 +2,7 @@
 
 pub mod cards;
 pub mod chart;
+pub mod drill;
 pub mod kv;
 pub mod playbook;
 pub mod probe;

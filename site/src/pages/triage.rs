@@ -231,8 +231,10 @@ fn FindingView(finding: Finding) -> impl IntoView {
     }
 }
 
+/// A whole report: verdict, findings, inputs, figures, evidence in the source. Also used by the
+/// drill page.
 #[component]
-fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
+pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
     let lang = use_lang();
     let tr = move |m: Msg| t(lang.get(), m);
     let verdict = report.verdict.as_str();
