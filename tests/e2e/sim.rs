@@ -90,10 +90,10 @@ fn kv_leak() {
     assert_eq!(failures(&d, "timeout_before_first_token"), requests(&d));
 }
 
-/// Named, though not first: see `crates/sim-model/tests/closed_loop.rs::kv_deadlock`.
 #[test]
 fn kv_deadlock() {
     let d = demo("kv-deadlock");
+    assert!(d.named());
     assert_eq!(failures(&d, "timeout_before_first_token"), requests(&d));
 }
 

@@ -75,14 +75,13 @@ fn kv_leak() {
     names_it("kv-leak");
 }
 
-/// The analyzer ranks `kv-pressure-preemption` (KV ≥ 95 % with requests running, 0.85) above
-/// `scheduler-stall` (0.8) when a stall happens at a full cache, so the verdict reads TBT_TAIL;
-/// the stall itself is still named, with its evidence.
+/// A stall at a full cache: the stall is the incident (a full cache without preemptions is only
+/// a hint for `kv-pressure-preemption`), so it is named first.
 #[test]
 fn kv_deadlock() {
+    names_it("kv-deadlock");
     let (_, r) = analyse("kv-deadlock", scenario::DEFAULT_SEED);
     let stall = r.findings.iter().find(|f| f.rule == "scheduler-stall").expect("scheduler-stall");
-    assert!(stall.confidence >= 0.8, "{}", summary(&r));
     assert!(stall.summary.contains("0 tokens/s"), "{}", stall.summary);
 }
 

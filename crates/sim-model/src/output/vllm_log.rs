@@ -241,17 +241,9 @@ impl Oom {
     }
 }
 
-/// `5,812,432`, as vLLM formats token counts.
+/// `5,812,432`, as vLLM formats token counts (core's formatter, shared with `triage kv`).
 pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    triage_core::kv::units::fmt_int(n)
 }
 
 #[cfg(test)]
