@@ -68,7 +68,14 @@ fn every_incident_gets_its_verdict_and_top_rule() {
             assert!(!f.evidence.is_empty(), "{}: {} cites no line", e.file, f.rule);
             assert!(!f.remediation.is_empty(), "{}: {} says nothing to change", e.file, f.rule);
         }
-        insta::assert_json_snapshot!(e.file.replace("incidents/", "").replace('/', "__"), r);
+        // Chart series are long lists of numbers: the snapshot keeps their lengths.
+        let mut v = serde_json::to_value(&r).unwrap();
+        if let Some(series) = v.get_mut("series").and_then(|s| s.as_object_mut()) {
+            for points in series.values_mut() {
+                *points = serde_json::json!(format!("{} points", points.as_array().map_or(0, Vec::len)));
+            }
+        }
+        insta::assert_json_snapshot!(e.file.replace("incidents/", "").replace('/', "__"), v);
     }
 }
 

@@ -30,6 +30,57 @@ fn axes(ctx: &web_sys::CanvasRenderingContext2d, w: f64, h: f64, x_label: &str, 
     let _ = ctx.fill_text(x_label, w / 2.0 - 40.0, h - 4.0);
 }
 
+/// One line of a [`lines`] chart: label, colour, points.
+pub type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
+
+/// Several lines on shared axes from 0.
+pub fn lines(canvas: &web_sys::HtmlCanvasElement, series: &[Series<'_>], x_label: &str) {
+    let Some(ctx) = context(canvas) else { return };
+    let (w, h) = (canvas.width() as f64, canvas.height() as f64);
+    ctx.clear_rect(0.0, 0.0, w, h);
+    let all = series.iter().flat_map(|s| s.2.iter());
+    let x_max = all.clone().map(|p| p.0).fold(0.0, f64::max);
+    let y_max = nice_max(all.map(|p| p.1).fold(0.0, f64::max));
+    axes(&ctx, w, h, x_label, y_max, (x_max * 10.0).round() / 10.0);
+    let sx = |x: f64| 50.0 + x / x_max.max(1e-9) * (w - 60.0);
+    let sy = |y: f64| (h - 30.0) - y / y_max * (h - 40.0);
+    ctx.set_line_width(2.0);
+    for (i, (label, colour, points)) in series.iter().enumerate() {
+        ctx.set_stroke_style_str(colour);
+        ctx.begin_path();
+        for (j, (x, y)) in points.iter().enumerate() {
+            if j == 0 {
+                ctx.move_to(sx(*x), sy(*y));
+            } else {
+                ctx.line_to(sx(*x), sy(*y));
+            }
+        }
+        ctx.stroke();
+        ctx.set_fill_style_str(colour);
+        let _ = ctx.fill_text(label, 60.0 + i as f64 * 110.0, 22.0);
+    }
+    ctx.set_line_width(1.0);
+}
+
+/// One bar per label (e.g. each GPU's SM clock), with the value printed on it.
+pub fn bars(canvas: &web_sys::HtmlCanvasElement, items: &[(String, f64)], y_label: &str) {
+    let Some(ctx) = context(canvas) else { return };
+    let (w, h) = (canvas.width() as f64, canvas.height() as f64);
+    ctx.clear_rect(0.0, 0.0, w, h);
+    let top = nice_max(items.iter().map(|i| i.1).fold(0.0, f64::max));
+    axes(&ctx, w, h, y_label, top, items.len() as f64);
+    let bw = (w - 60.0) / items.len().max(1) as f64;
+    for (i, (label, v)) in items.iter().enumerate() {
+        let bh = v / top * (h - 40.0);
+        let x = 50.0 + i as f64 * bw;
+        ctx.set_fill_style_str("#5b8def");
+        ctx.fill_rect(x + 4.0, h - 30.0 - bh, bw - 8.0, bh);
+        ctx.set_fill_style_str("#333");
+        let _ = ctx.fill_text(&format!("{v:.0}"), x + 6.0, h - 34.0 - bh);
+        let _ = ctx.fill_text(label, x + 6.0, h - 16.0);
+    }
+}
+
 /// A line through `(x, y)` points, axes from 0.
 pub fn line(canvas: &web_sys::HtmlCanvasElement, points: &[(f64, f64)], x_label: &str) {
     let Some(ctx) = context(canvas) else { return };

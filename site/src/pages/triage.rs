@@ -277,6 +277,7 @@ pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
                 report.findings.iter().cloned().map(|finding| view! { <FindingView finding/> }).collect_view().into_any()
             }}
             {slowest.map(|rows| view! { <SlowestChart rows/> })}
+            <ReportCharts report=report.clone()/>
             <h2>{move || tr(Msg::Inputs)}</h2>
             <table class="inputs">
                 <tbody>
@@ -385,5 +386,71 @@ fn SlowestChart(rows: Vec<serde_json::Value>) -> impl IntoView {
         <h2>{move || t(lang.get(), Msg::Slowest)}</h2>
         <p class="legend"><span class="q">"queue"</span> <span class="p">"prefill"</span> <span class="d">"decode"</span></p>
         <canvas node_ref=canvas width="760" height=height data-testid="slowest-chart"></canvas>
+    }
+}
+
+/// The distributions, time series and per-GPU clocks a report carries in `series`/`figures`.
+#[component]
+fn ReportCharts(report: Report) -> impl IntoView {
+    let ttft: Vec<f64> = report
+        .series
+        .get("request_log.ttft_ms")
+        .map(|s| s.iter().map(|p| p[1]).collect())
+        .unwrap_or_default();
+    let pts = |name: &str| -> Vec<(f64, f64)> {
+        report.series.get(name).map(|s| s.iter().map(|p| (p[0], p[1])).collect()).unwrap_or_default()
+    };
+    let queue = [("running", "#5b8def", pts("vllm.running")), ("waiting", "#d9534f", pts("vllm.waiting"))];
+    let kv = pts("vllm.kv_usage_pct");
+    let clocks: Vec<(String, f64)> = report
+        .figures
+        .get("gpus.sm_clock_mhz")
+        .and_then(|f| f.value.as_object().cloned())
+        .map(|m| m.into_iter().filter_map(|(k, v)| Some((format!("GPU {k}"), v.as_f64()?))).collect())
+        .unwrap_or_default();
+    let (hist, cdf, q_canvas, kv_canvas, gpu_canvas) = (
+        NodeRef::<leptos::html::Canvas>::new(),
+        NodeRef::<leptos::html::Canvas>::new(),
+        NodeRef::<leptos::html::Canvas>::new(),
+        NodeRef::<leptos::html::Canvas>::new(),
+        NodeRef::<leptos::html::Canvas>::new(),
+    );
+    let (has_ttft, has_stats, has_kv, has_gpus) =
+        (!ttft.is_empty(), !queue[0].2.is_empty(), !kv.is_empty(), clocks.len() >= 2);
+    Effect::new(move |_| {
+        let canvas = |r: NodeRef<leptos::html::Canvas>| {
+            r.get().map(|c| -> web_sys::HtmlCanvasElement { c.unchecked_into() })
+        };
+        if let Some(c) = canvas(hist) {
+            super::chart::histogram(&c, &ttft, 30, "TTFT (ms)");
+        }
+        if let Some(c) = canvas(cdf) {
+            let mut sorted = ttft.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len().max(1) as f64;
+            let points: Vec<(f64, f64)> =
+                sorted.iter().enumerate().map(|(i, v)| (*v, (i + 1) as f64 / n)).collect();
+            super::chart::line(&c, &points, "TTFT (ms) — cumulative share of requests");
+        }
+        if let Some(c) = canvas(q_canvas) {
+            super::chart::lines(&c, &queue, "seconds (vLLM stats lines)");
+        }
+        if let Some(c) = canvas(kv_canvas) {
+            super::chart::line(&c, &kv, "seconds — GPU KV cache usage (%)");
+        }
+        if let Some(c) = canvas(gpu_canvas) {
+            super::chart::bars(&c, &clocks, "median SM clock (MHz) per GPU");
+        }
+    });
+    view! {
+        <div class="charts">
+            {has_ttft.then(|| view! {
+                <canvas node_ref=hist width="370" height="220" data-testid="chart-ttft-hist"></canvas>
+                <canvas node_ref=cdf width="370" height="220" data-testid="chart-ttft-cdf"></canvas>
+            })}
+            {has_stats.then(|| view! { <canvas node_ref=q_canvas width="370" height="220" data-testid="chart-vllm-queue"></canvas> })}
+            {has_kv.then(|| view! { <canvas node_ref=kv_canvas width="370" height="220" data-testid="chart-vllm-kv"></canvas> })}
+            {has_gpus.then(|| view! { <canvas node_ref=gpu_canvas width="370" height="220" data-testid="chart-gpu-clocks"></canvas> })}
+        </div>
     }
 }

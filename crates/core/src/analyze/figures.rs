@@ -405,3 +405,51 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
     }
     out
 }
+
+/// Most points in one chart series.
+const MAX_POINTS: usize = 2_000;
+
+/// Keep at most [`MAX_POINTS`], evenly spaced, first and last included.
+fn thin(points: Vec<[f64; 2]>) -> Vec<[f64; 2]> {
+    if points.len() <= MAX_POINTS {
+        return points;
+    }
+    let step = (points.len() - 1) as f64 / (MAX_POINTS - 1) as f64;
+    (0..MAX_POINTS).map(|i| points[((i as f64 * step).round() as usize).min(points.len() - 1)]).collect()
+}
+
+/// Chart data: request-log samples (TTFT, TPOT; from the reservoir, so bounded), the vLLM stats
+/// time series, and SGLang's decode batches.
+pub fn series(f: &Facts) -> BTreeMap<String, Vec<[f64; 2]>> {
+    let mut out = BTreeMap::new();
+    let sample = |get: fn(&Row) -> Option<f64>| -> Vec<[f64; 2]> {
+        f.requests.sample.iter().filter_map(get).enumerate().map(|(i, v)| [i as f64, round(v, 3)]).collect()
+    };
+    for (name, get) in [
+        ("request_log.ttft_ms", (|r: &Row| r.ttft_ms) as fn(&Row) -> Option<f64>),
+        ("request_log.tpot_ms", |r: &Row| r.tpot_ms),
+    ] {
+        let s = thin(sample(get));
+        if !s.is_empty() {
+            out.insert(name.to_owned(), s);
+        }
+    }
+    let stats = &f.vllm.stats;
+    let t0 = stats.iter().find_map(|s| s.t);
+    if let Some(t0) = t0 {
+        type Get = fn(&super::parsers::vllm::VllmStat) -> Option<f64>;
+        let fields: [(&str, Get); 4] = [
+            ("vllm.running", |s| s.running),
+            ("vllm.waiting", |s| s.waiting),
+            ("vllm.kv_usage_pct", |s| s.kv_usage_pct),
+            ("vllm.gen_tps", |s| s.gen_tps),
+        ];
+        for (name, get) in fields {
+            let points: Vec<[f64; 2]> = stats.iter().filter_map(|s| Some([s.t? - t0, get(s)?])).collect();
+            if !points.is_empty() {
+                out.insert(name.to_owned(), thin(points));
+            }
+        }
+    }
+    out
+}

@@ -240,6 +240,7 @@ impl Analyzer {
             findings,
             inputs: self.sections,
             figures: figures::figures(&facts),
+            series: figures::series(&facts),
         }
     }
 }

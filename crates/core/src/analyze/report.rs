@@ -156,4 +156,8 @@ pub struct Report {
     pub inputs: Vec<InputSection>,
     /// Named figures (e.g. `request_log.ttft_ms`), sorted by name.
     pub figures: BTreeMap<String, Figure>,
+    /// Data for charts, by name: `[x, y]` points (a time series: x in seconds from the first
+    /// point) or plain values (a sample: x is the index). Bounded: at most 2,000 points each.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub series: BTreeMap<String, Vec<[f64; 2]>>,
 }
