@@ -121,6 +121,7 @@ fn ci() -> anyhow::Result<()> {
         "triage-site",
         "--target",
         "wasm32-unknown-unknown",
+        "--all-targets",
         "--locked",
         "--",
         "-D",
@@ -143,6 +144,16 @@ fn ci() -> anyhow::Result<()> {
     sim.args(["build", "--package", "triage-sim-model", "--locked", "--target", "wasm32-unknown-unknown"]);
     step("triage-sim-model for wasm32-unknown-unknown", sim)?;
     purity()?;
+
+    // Component tests of the site, in headless Chromium through chromedriver.
+    let mut components = cargo();
+    components
+        .args(["test", "--package", "triage-site", "--target", "wasm32-unknown-unknown", "--locked"])
+        .env("CHROMEDRIVER", "/usr/bin/chromedriver")
+        .env("CARGO_PROFILE_DEV_DEBUG", "0");
+    let (p, f) = step_counting_tests("site component tests (wasm-bindgen-test)", components)?;
+    passed += p;
+    failed += f;
 
     site::build()?;
     match site::browser_tests() {
