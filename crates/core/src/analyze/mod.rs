@@ -23,6 +23,11 @@ use report::{InputSection, Issue, Report, Verdict};
 /// Lines longer than this are cut before parsing (and the cut is reported).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// Most sections listed in a report. Kinds alternating line by line open a section per line, and
+/// the list grew with the input (in memory and in the report); past it sections are still read,
+/// only counted.
+pub const MAX_SECTIONS: usize = 1_000;
+
 /// Bytes of a line kept while it arrives in pieces: past the limit, so that the line is still
 /// seen to be cut, and by two, so that it still is once a trailing CR is stripped. Keeping only
 /// the limit made a long line reported as cut when fed whole and not when fed in chunks.
@@ -51,6 +56,8 @@ struct InputState {
 pub struct Analyzer {
     facts: Facts,
     sections: Vec<InputSection>,
+    /// Sections read beyond [`MAX_SECTIONS`].
+    sections_dropped: usize,
     input: Option<InputState>,
 }
 
@@ -62,7 +69,7 @@ impl Default for Analyzer {
 
 impl Analyzer {
     pub fn new() -> Analyzer {
-        Analyzer { facts: Facts::default(), sections: Vec::new(), input: None }
+        Analyzer { facts: Facts::default(), sections: Vec::new(), sections_dropped: 0, input: None }
     }
 
     /// Start a new input (a file, a paste). Ends the previous one if still open.
@@ -121,7 +128,7 @@ impl Analyzer {
         if let Some(mut state) = self.input.take()
             && let Some(open) = state.open.take()
         {
-            close(&mut self.facts, &mut self.sections, &state.name, open);
+            close(&mut self.facts, &mut self.sections, &mut self.sections_dropped, &state.name, open);
         }
     }
 
@@ -183,7 +190,8 @@ impl Analyzer {
                     if prev.kind == InputKind::Unknown && prev.head.belongs_to(kind) {
                         start = prev.start;
                     } else {
-                        close(&mut self.facts, &mut self.sections, &state.name, prev);
+                        let (sections, dropped) = (&mut self.sections, &mut self.sections_dropped);
+                        close(&mut self.facts, sections, dropped, &state.name, prev);
                     }
                 }
                 self.facts.kinds.insert(kind);
@@ -220,6 +228,17 @@ impl Analyzer {
     /// Run the rules and build the report.
     pub fn finish(mut self) -> Report {
         self.end();
+        if self.sections_dropped > 0
+            && let Some(last) = self.sections.last_mut()
+        {
+            last.issues.push(Issue {
+                line: last.lines[1],
+                message: format!(
+                    "{} more section(s) were read but are not listed: a report lists the first {MAX_SECTIONS}",
+                    self.sections_dropped
+                ),
+            });
+        }
         let facts = self.facts;
         let mut findings: Vec<report::Finding> =
             rules::RULES.iter().filter_map(|r| (r.check)(&facts)).collect();
@@ -300,9 +319,19 @@ fn feed_open(facts: &mut Facts, name: &str, open: &mut Open, no: usize, line: &s
     open.parser.line(&mut cx, no, line);
 }
 
-fn close(facts: &mut Facts, sections: &mut Vec<InputSection>, name: &str, mut open: Open) {
+fn close(
+    facts: &mut Facts,
+    sections: &mut Vec<InputSection>,
+    dropped: &mut usize,
+    name: &str,
+    mut open: Open,
+) {
     let mut cx = Cx { input: name, facts, issues: &mut open.issues };
     open.parser.finish(&mut cx);
+    if sections.len() >= MAX_SECTIONS {
+        *dropped += 1;
+        return;
+    }
     sections.push(InputSection {
         name: name.to_owned(),
         kind: open.kind,
@@ -411,6 +440,17 @@ mod tests {
         assert_eq!(kinds, vec![("vllm_log", [1, 2]), ("prom_metrics", [3, 4]), ("request_log", [5, 6])]);
         assert_eq!(r.inputs[2].issues[0].line, 6);
         assert_eq!(r.verdict, Verdict::Healthy);
+    }
+
+    #[test]
+    fn sections_are_bounded() {
+        let r = analyze(&[("paste", &"Mean TTFT (ms): 1\nvllm:x_total 1\n".repeat(MAX_SECTIONS))]);
+        assert_eq!(r.inputs.len(), MAX_SECTIONS);
+        let last = &r.inputs[MAX_SECTIONS - 1].issues;
+        assert!(
+            last.iter().any(|i| i.message.starts_with(&format!("{MAX_SECTIONS} more section(s)"))),
+            "{last:?}"
+        );
     }
 
     /// The fuzz target's two chunkings disagreed on a line over the limit: fed whole it was

@@ -847,6 +847,9 @@ impl Block {
     }
 }
 
+/// Most client configurations kept (blocks after these are read but not kept).
+const MAX_CLIENTS: usize = 64;
+
 /// Parser state for one client-config section.
 #[derive(Default)]
 pub struct ClientParser {
@@ -864,7 +867,11 @@ impl ClientParser {
     }
 
     fn flush(&mut self, cx: &mut Cx<'_>) {
-        if let Some(facts) = self.block.take().and_then(Block::build) {
+        // Bounded like the other parsers' facts: a settings object per line, repeated, grew
+        // memory without end (about forty times the input).
+        if let Some(facts) = self.block.take().and_then(Block::build)
+            && cx.facts.clients.len() < MAX_CLIENTS
+        {
             cx.facts.clients.push(facts);
         }
         self.depth = 0;
@@ -1234,6 +1241,13 @@ mod tests {
                 no_key_anywhere(&f, "sk-你");
             }
         }
+    }
+
+    #[test]
+    fn many_blocks_are_bounded() {
+        let line = "{\"env\":{\"ANTHROPIC_BASE_URL\":\"https://x\"}}\n";
+        let (f, _) = read(&line.repeat(MAX_CLIENTS * 4));
+        assert_eq!(f.len(), MAX_CLIENTS);
     }
 
     #[test]

@@ -111,6 +111,20 @@ const MAX_PROCESSES: usize = 1_000;
 const MAX_DETAIL: usize = 4;
 /// A snapshot never holds more GPUs than this (guards the per-snapshot index set).
 const MAX_GPUS_PER_SNAPSHOT: usize = 1_024;
+/// Most bus ids remembered: every table or CSV row with a new bus id added one, without end.
+const MAX_BUS_IDS: usize = 1_024;
+/// Deepest `-q` section nesting followed: each line indented further than the last was kept
+/// as an open header, so memory grew with the input.
+const MAX_Q_DEPTH: usize = 32;
+
+/// Remember which index a bus id has, up to [`MAX_BUS_IDS`] of them.
+fn learn_bus(bus_index: &mut BTreeMap<String, u32>, bus: &str, index: u32) {
+    if let Some(i) = bus_index.get_mut(bus) {
+        *i = index;
+    } else if bus_index.len() < MAX_BUS_IDS {
+        bus_index.insert(bus.to_owned(), index);
+    }
+}
 
 fn push_reading(cx: &mut Cx<'_>, r: GpuReading) {
     let g = &mut cx.facts.gpus;
@@ -290,7 +304,10 @@ struct QGpu {
     draw: Option<(u8, f64)>,
     limit: Option<(u8, f64)>,
     reasons_seen: bool,
+    /// At most [`MAX_PROCESSES`]: a block listing more grew without end.
     procs: Vec<GpuProcess>,
+    /// The last `Process ID` was not kept, so its `Name` and memory lines are dropped too.
+    proc_dropped: bool,
 }
 
 impl QGpu {
@@ -502,6 +519,7 @@ impl SectionParser for SmiParser {
                 limit: None,
                 reasons_seen: false,
                 procs: Vec::new(),
+                proc_dropped: false,
             });
             return;
         }
@@ -649,7 +667,7 @@ impl SmiParser {
                 .filter(|b| b.contains(':'))
                 .map(str::to_owned);
             if let Some(bus) = &bus_id {
-                self.bus_index.insert(bus.clone(), index);
+                learn_bus(&mut self.bus_index, bus, index);
             }
             let snapshot = self.group.id(&mut cx.facts.gpus, index);
             self.table.pending = Some(GpuReading {
@@ -747,7 +765,9 @@ impl SmiParser {
             q.stack.pop();
         }
         let Some((key, value)) = key_value(line) else {
-            q.stack.push((depth, line.trim().to_owned()));
+            if q.stack.len() < MAX_Q_DEPTH {
+                q.stack.push((depth, line.trim().to_owned()));
+            }
             return;
         };
         let section = q.stack.last().map_or("", |(_, s)| s.as_str());
@@ -808,19 +828,24 @@ impl SmiParser {
                     q.limit = Some((p, w));
                 }
             }
-            ("Processes", "Process ID") => q.procs.push(GpuProcess {
-                gpu: Some(q.r.index),
-                pid: value.parse().ok(),
-                evidence: e(),
-                ..GpuProcess::default()
-            }),
+            ("Processes", "Process ID") => {
+                q.proc_dropped = q.procs.len() >= MAX_PROCESSES;
+                if !q.proc_dropped {
+                    q.procs.push(GpuProcess {
+                        gpu: Some(q.r.index),
+                        pid: value.parse().ok(),
+                        evidence: e(),
+                        ..GpuProcess::default()
+                    });
+                }
+            }
             ("Processes", "Name") => {
-                if let Some(p) = q.procs.last_mut() {
+                if let Some(p) = q.procs.last_mut().filter(|_| !q.proc_dropped) {
                     p.name = value.to_owned();
                 }
             }
             ("Processes", "Used GPU Memory") => {
-                if let Some(p) = q.procs.last_mut() {
+                if let Some(p) = q.procs.last_mut().filter(|_| !q.proc_dropped) {
                     p.mem_mib = mib(value);
                 }
             }
@@ -884,7 +909,7 @@ impl SmiParser {
         csv.rows += 1;
         r.index = index;
         if let Some(bus) = &r.bus_id {
-            self.bus_index.insert(bus.clone(), index);
+            learn_bus(&mut self.bus_index, bus, index);
         }
         r.snapshot = self.group.id(&mut cx.facts.gpus, index);
         push_reading(cx, r);
@@ -940,6 +965,38 @@ mod tests {
     const SERIES: &str = include_str!("../../../../../tests/data/smi/smi_query_series_load.csv");
     const DMON: &str = include_str!("../../../../../tests/data/smi/smi_dmon_load.txt");
     const EIGHT: &str = include_str!("../../../../../tests/data/smi/synthetic_8gpu_one_slow.txt");
+
+    /// Feed `text` to one parser directly, to look at its state.
+    fn parser_after(text: &str) -> SmiParser {
+        let mut facts = crate::analyze::facts::Facts::default();
+        let mut issues = Vec::new();
+        let mut cx = Cx { input: "smi", facts: &mut facts, issues: &mut issues };
+        let mut p = SmiParser::default();
+        for (i, line) in text.lines().enumerate() {
+            p.line(&mut cx, i + 1, line);
+        }
+        p
+    }
+
+    /// Fuzzing-style inputs that grew the parser's state with the input: a new bus id per row,
+    /// a deeper `-q` header per line, a process per `Process ID` line.
+    #[test]
+    fn state_is_bounded() {
+        let rows: String = (0..MAX_BUS_IDS * 2)
+            .map(|i| format!("|   {}  NVIDIA H200   On | 0000:{i:x}:00.0 Off |\n", i % 8))
+            .collect();
+        assert_eq!(parser_after(&format!("| NVIDIA-SMI 580.159.04 |\n{rows}")).bus_index.len(), MAX_BUS_IDS);
+        let deep: String = (1..200).map(|k| format!("{}x\n", " ".repeat(k))).collect();
+        let p = parser_after(&format!("GPU 00000000:00:06.0\n{deep}"));
+        assert_eq!(p.query.gpu.as_ref().map(|q| q.stack.len()), Some(MAX_Q_DEPTH));
+        let procs = "        Process ID : 1\n        Name : python\n".repeat(MAX_PROCESSES + 1);
+        let p = parser_after(&format!(
+            "GPU 00000000:00:06.0\n    Processes\n{procs}        Process ID : 2\n        Name : last\n"
+        ));
+        let q = p.query.gpu.as_ref().expect("a -q block is open");
+        assert_eq!(q.procs.len(), MAX_PROCESSES);
+        assert!(q.procs.iter().all(|p| p.name == "python" && p.pid == Some(1)));
+    }
 
     fn read(text: &str) -> (GpuFacts, crate::analyze::report::Report) {
         let mut a = Analyzer::new();

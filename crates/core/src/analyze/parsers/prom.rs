@@ -105,8 +105,10 @@ impl Scrape {
 
 #[derive(Debug, Default)]
 pub struct MetricsFacts {
+    /// Every scrape read, up to [`MAX_SCRAPES`]. Rules compare the first with the last, so only
+    /// those two keep their samples; the ones between are kept empty, for the count.
     pub scrapes: Vec<Scrape>,
-    /// `# TYPE` by metric family.
+    /// `# TYPE` by metric family (at most [`MAX_SERIES`] families).
     pub types: BTreeMap<String, String>,
     /// Samples beyond the per-scrape maximum.
     pub dropped: u64,
@@ -146,6 +148,10 @@ impl MetricsFacts {
 }
 
 const MAX_SERIES: usize = 200_000;
+/// Most scrapes counted. Each one costs a little even when empty, and a repeated one-line sample
+/// is a scrape per line, so without a limit memory grew with the input; past it the latest scrape
+/// replaces the one before.
+pub const MAX_SCRAPES: usize = 10_000;
 
 pub(crate) fn parse_value(s: &str) -> Option<f64> {
     match s {
@@ -213,6 +219,28 @@ fn parse_sample(line: &str) -> Option<Sample> {
 pub struct PromParser {
     seen: HashSet<(String, Vec<(String, String)>)>,
     started: bool,
+    /// [`MAX_SCRAPES`] was reached in this section (said once).
+    capped: bool,
+}
+
+impl PromParser {
+    /// A new scrape begins. The previous last one, unless it is the first, is now between the
+    /// first and the last and nothing reads its samples: they are dropped to bound memory.
+    fn start_scrape(&mut self, cx: &mut Cx<'_>, no: usize) {
+        let m = &mut cx.facts.metrics;
+        if m.scrapes.len() > 1
+            && let Some(last) = m.scrapes.last_mut()
+        {
+            last.series = Vec::new();
+        }
+        if m.scrapes.len() >= MAX_SCRAPES {
+            m.scrapes.pop();
+            if !std::mem::replace(&mut self.capped, true) {
+                cx.issue(no, format!("more than {MAX_SCRAPES} scrapes; the count stops there"));
+            }
+        }
+        cx.facts.metrics.scrapes.push(Scrape { input: cx.input.to_owned(), ..Scrape::default() });
+    }
 }
 
 impl SectionParser for PromParser {
@@ -226,15 +254,18 @@ impl SectionParser for PromParser {
         if t.is_empty() {
             return;
         }
-        let m = &mut cx.facts.metrics;
         if !self.started {
-            m.scrapes.push(Scrape { input: cx.input.to_owned(), ..Scrape::default() });
+            self.start_scrape(cx, no);
             self.started = true;
         }
         if let Some(rest) = t.strip_prefix("# TYPE ") {
             let mut it = rest.split_whitespace();
-            if let (Some(name), Some(kind)) = (it.next(), it.next()) {
-                m.types.insert(name.to_owned(), kind.to_owned());
+            let types = &mut cx.facts.metrics.types;
+            // Bounded like the series: a paste of distinct `# TYPE` lines grew it without end.
+            if let (Some(name), Some(kind)) = (it.next(), it.next())
+                && (types.len() < MAX_SERIES || types.contains_key(name))
+            {
+                types.insert(name.to_owned(), kind.to_owned());
             }
             return;
         }
@@ -249,8 +280,9 @@ impl SectionParser for PromParser {
         if self.seen.contains(&key) {
             // The same series again: a second scrape starts here.
             self.seen.clear();
-            m.scrapes.push(Scrape { input: cx.input.to_owned(), ..Scrape::default() });
+            self.start_scrape(cx, no);
         }
+        let m = &mut cx.facts.metrics;
         let scrape = m.scrapes.last_mut().expect("pushed above");
         if scrape.series.len() >= MAX_SERIES {
             m.dropped += 1;
@@ -320,6 +352,26 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.
             (f.delta("vllm:generation_tokens_total"), f.rate("vllm:generation_tokens_total")),
             (Some(3000.0), None)
         );
+    }
+
+    /// A one-line sample repeated is a scrape per line: memory grew about a hundred times faster
+    /// than the input. Now only the first and the last scrape keep samples, and the count stops.
+    #[test]
+    fn many_scrapes_stay_bounded() {
+        let text = "vllm:generation_tokens_total 1\n".repeat(MAX_SCRAPES + 5)
+            + "vllm:generation_tokens_total 7\n"
+            + &"# TYPE m gauge\n".repeat(3);
+        let mut a = Analyzer::new();
+        a.add_text("metrics", &text);
+        let f = std::mem::take(&mut a.facts.metrics);
+        assert_eq!(f.scrapes.len(), MAX_SCRAPES);
+        assert!(f.scrapes[1..MAX_SCRAPES - 1].iter().all(|s| s.series.is_empty()));
+        assert_eq!(f.delta("vllm:generation_tokens_total"), Some(6.0));
+        assert_eq!(f.types.len(), 1);
+        let issues = &a.sections[0].issues;
+        assert_eq!(issues.iter().filter(|i| i.message.contains("scrapes; the count stops")).count(), 1);
+        let small = facts(&format!("{SCRAPE}{SCRAPE}{SCRAPE}"));
+        assert_eq!(small.scrapes.iter().map(|s| s.series.len()).collect::<Vec<_>>(), vec![7, 0, 7]);
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub struct StreamFacts {
     pub evidence: EvidenceLine,
 }
 
+/// Most pasted streams kept.
+const MAX_STREAMS: usize = 64;
+
 #[derive(Default)]
 pub struct SseTranscriptParser {
     timer: Option<StreamTimer>,
@@ -56,6 +59,25 @@ impl SectionParser for SseTranscriptParser {
         if timing.events == 0 {
             cx.issue(first.line, "an SSE-looking section without any complete event");
         }
-        cx.facts.streams.push(StreamFacts { timing, fault, evidence: first });
+        // One stream per section, and sections can be a line each: bounded like the other facts.
+        if cx.facts.streams.len() < MAX_STREAMS {
+            cx.facts.streams.push(StreamFacts { timing, fault, evidence: first });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::Analyzer;
+
+    /// Streams alternating with another kind open a section each; their facts grew without end.
+    #[test]
+    fn many_streams_are_bounded() {
+        let text = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\nvllm:x_total 1\n";
+        let mut a = Analyzer::new();
+        a.add_text("paste", &text.repeat(MAX_STREAMS * 2));
+        assert_eq!(a.facts.streams.len(), MAX_STREAMS);
+        assert_eq!(a.facts.streams[0].timing.events, 1);
     }
 }
