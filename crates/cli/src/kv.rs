@@ -18,7 +18,7 @@ use triage_core::kv::presets::PRESETS;
 use triage_core::kv::reconcile::Verdict;
 use triage_core::kv::report::KvReport;
 use triage_core::kv::request::KvRequest;
-use triage_core::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_ppm, fmt_size};
+use triage_core::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
 
 fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
     if path.as_os_str() == "-" {
@@ -163,17 +163,7 @@ pub fn render_text(r: &KvReport) -> String {
     }
     match &e.budget {
         Some(b) => {
-            let _ = writeln!(
-                out,
-                "  budget/GPU     {} × {} = {} − weights {} − activation {} − non-torch {} = {} for KV",
-                fmt_gib(b.gpu_total_bytes),
-                fmt_ppm(b.utilization_ppm),
-                fmt_gib(b.requested_bytes),
-                fmt_gib(b.weights_bytes),
-                fmt_gib(b.activation_bytes),
-                fmt_gib(b.non_torch_bytes),
-                fmt_gib(b.available_kv_bytes)
-            );
+            let _ = writeln!(out, "  budget/GPU     {}", triage_core::kv::budget::describe(b));
         }
         None => {
             let _ = writeln!(
