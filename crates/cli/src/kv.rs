@@ -10,9 +10,8 @@ use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 use triage_core::kv::KvError;
-use triage_core::kv::dtype::{KvDtype, ModelDtype};
+use triage_core::kv::dtype::KvDtype;
 use triage_core::kv::gpus::GPUS;
-use triage_core::kv::layout::{Layout, LayoutOptions};
 use triage_core::kv::model::ModelShape;
 use triage_core::kv::presets::PRESETS;
 use triage_core::kv::reconcile::Verdict;
@@ -269,15 +268,7 @@ fn section(out: &mut String, title: &str, lines: impl Iterator<Item = String>) {
 
 fn preset_row(p: &triage_core::kv::presets::Preset) -> Option<(ModelShape, u64)> {
     let m = p.shape().ok()?;
-    let o = LayoutOptions {
-        tp: 1,
-        pp: 1,
-        block_size: 16,
-        kv_dtype: KvDtype::Auto,
-        serving_dtype: ModelDtype::Bf16,
-        hybrid: true,
-    };
-    let bpt = Layout::new(&m, &o).ok()?.bytes_per_token_per_rank();
+    let bpt = p.bf16_bytes_per_token(&m).ok()?;
     Some((m, bpt))
 }
 

@@ -38,6 +38,21 @@ impl Preset {
         m.notes.insert(0, format!("preset {}: fields of {}", self.id, self.source_url()));
         Ok(m)
     }
+
+    /// KV bytes per token on one GPU at TP 1, bf16, block 16: the figure model listings show.
+    pub fn bf16_bytes_per_token(&self, shape: &ModelShape) -> Result<u64, KvError> {
+        use crate::kv::dtype::{KvDtype, ModelDtype};
+        use crate::kv::layout::{Layout, LayoutOptions};
+        let o = LayoutOptions {
+            tp: 1,
+            pp: 1,
+            block_size: 16,
+            kv_dtype: KvDtype::Auto,
+            serving_dtype: ModelDtype::Bf16,
+            hybrid: true,
+        };
+        Ok(Layout::new(shape, &o)?.bytes_per_token_per_rank())
+    }
 }
 
 macro_rules! llama31 {
@@ -366,20 +381,10 @@ pub fn preset_for_served_model(name: &str) -> Option<&'static Preset> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kv::dtype::{KvDtype, ModelDtype};
-    use crate::kv::layout::{Layout, LayoutOptions};
 
     fn bpt(id: &str) -> u64 {
-        let m = preset(id).unwrap().shape().unwrap();
-        let o = LayoutOptions {
-            tp: 1,
-            pp: 1,
-            block_size: 16,
-            kv_dtype: KvDtype::Auto,
-            serving_dtype: ModelDtype::Bf16,
-            hybrid: true,
-        };
-        Layout::new(&m, &o).unwrap().bytes_per_token_per_rank()
+        let p = preset(id).unwrap();
+        p.bf16_bytes_per_token(&p.shape().unwrap()).unwrap()
     }
 
     #[test]
