@@ -10,6 +10,7 @@ pub mod cards;
 pub mod defs;
 pub mod endpoint;
 pub mod fault;
+pub mod gpu;
 pub mod kv;
 pub mod probe;
 pub mod sse;

@@ -164,9 +164,9 @@ pub(crate) fn parse_value(s: &str) -> Option<f64> {
 
 /// `name{a="b",c="d"} value [ts]` → parts; `None` when the line is not a sample.
 /// A parsed sample line: name, sorted labels, value, optional timestamp (ms).
-type Sample = (String, Vec<(String, String)>, f64, Option<i64>);
+pub(crate) type Sample = (String, Vec<(String, String)>, f64, Option<i64>);
 
-fn parse_sample(line: &str) -> Option<Sample> {
+pub(crate) fn parse_sample(line: &str) -> Option<Sample> {
     let t = line.trim();
     let name_end = t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))?;
     let name = &t[..name_end];

@@ -1,0 +1,534 @@
+//! The GPU rules, run one tick at a time.
+//!
+//! [`GpuWatch::observe`] takes every GPU's sample of one tick and the engine's latest sample
+//! and returns the findings active after it. A condition must hold for
+//! [`WatchConfig::sustain_s`] before it is raised (one odd sample is not an incident) and stay
+//! false as long before it clears; event rules (XID, ECC) stay active for
+//! [`WatchConfig::event_hold_s`] after the last event. A finding keeps the time, title and
+//! evidence of the sample that raised it, so a host can tell "new" from "still active" by
+//! `(gpu, rule, t)`.
+//!
+//! The rules (ids shared with the text analyzer where they mean the same):
+//! - `slow-gpu`: a busy GPU whose median SM clock over the window is below
+//!   [`WatchConfig::slow_ratio`] × its busy peers' median — the straggler every tensor-parallel
+//!   step waits for — with its clock-event reasons decoded.
+//! - `gpu-power-cap`: a busy GPU held below its maximum SM clock by the SW power cap (0x4).
+//!   Expected at full load (that is how a GPU stays at its limit), so low confidence; it explains
+//!   lower decode speed and matters when peers run faster or the limit was lowered.
+//! - `gpu-hw-throttle`: HW slowdown, SW/HW thermal or HW power brake (0x8, 0x20, 0x40, 0x80).
+//! - `kv-leak`: device memory full, utilisation 0, and the engine says nothing runs — blocks
+//!   held by requests that ended without being released (or a stray process). Needs the engine
+//!   sample: an idle vLLM holds its pre-allocated KV pool, so memory alone says nothing; with
+//!   the engine's KV usage known and near 0 the pool is simply empty and nothing is raised.
+//! - `throughput-zero`: the engine has requests running but its generation-token counter has
+//!   not moved for [`WatchConfig::stall_s`].
+//! - `gpu-xid`, `gpu-ecc`: an XID event; a rising uncorrected-ECC counter.
+
+use super::engine::EngineSample;
+use super::sample::{GIB, GpuSample, REASON_IDLE, REASON_SW_POWER_CAP, REASONS_HW, reason_names};
+use super::xid::{self, Severity};
+use crate::analyze::report::Class;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Thresholds of the rules. The defaults suit 1–10 Hz sampling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchConfig {
+    /// A condition holds this long (seconds) before it is raised, and is false this long
+    /// before it clears.
+    pub sustain_s: f64,
+    /// Window for each GPU's median SM clock (seconds).
+    pub window_s: f64,
+    /// A busy GPU below this share of its peers' median SM clock is a straggler.
+    pub slow_ratio: f64,
+    /// A GPU below this share of its maximum SM clock counts as held down by the power cap.
+    pub cap_clock_share: f64,
+    /// Device memory at or above this share counts as full.
+    pub mem_full_share: f64,
+    /// Engine KV usage below this (0–1) means its pool is empty.
+    pub kv_empty: f64,
+    /// Requests running with no new generated token for this long is throughput zero (seconds).
+    pub stall_s: f64,
+    /// XID and ECC findings stay active this long after the last event (seconds).
+    pub event_hold_s: f64,
+}
+
+impl Default for WatchConfig {
+    fn default() -> WatchConfig {
+        WatchConfig {
+            sustain_s: 2.0,
+            window_s: 10.0,
+            slow_ratio: 0.75,
+            cap_clock_share: 0.97,
+            mem_full_share: 0.9,
+            kv_empty: 0.05,
+            stall_s: 5.0,
+            event_hold_s: 60.0,
+        }
+    }
+}
+
+/// One finding of the GPU rules.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuFinding {
+    /// Unix time of the sample that raised it, seconds.
+    pub t: f64,
+    /// The GPU; `None` for node-wide findings.
+    pub gpu: Option<u32>,
+    pub class: Class,
+    pub rule: String,
+    pub title: String,
+    /// 0–1.
+    pub confidence: f64,
+    /// The readings that raised it, one per line.
+    pub evidence: Vec<String>,
+    pub remediation: String,
+}
+
+/// Rule ids with their class, for hosts that list what a plugin can report.
+pub const RULES: [(&str, Class); 7] = [
+    ("slow-gpu", Class::TbtTail),
+    ("gpu-power-cap", Class::TbtTail),
+    ("gpu-hw-throttle", Class::TbtTail),
+    ("kv-leak", Class::ThroughputZero),
+    ("throughput-zero", Class::ThroughputZero),
+    ("gpu-xid", Class::ThroughputZero),
+    ("gpu-ecc", Class::ThroughputZero),
+];
+
+/// A sustained condition.
+#[derive(Clone, Debug, Default)]
+struct Cond {
+    /// When it last became true.
+    since: Option<f64>,
+    /// When it last became false while raised.
+    false_since: Option<f64>,
+    raised: Option<GpuFinding>,
+}
+
+impl Cond {
+    /// Feed whether the condition holds at `now`; `make` builds the finding when it is raised.
+    fn update(&mut self, now: f64, holds: bool, cfg: &WatchConfig, make: impl FnOnce() -> GpuFinding) {
+        if holds {
+            self.false_since = None;
+            let since = *self.since.get_or_insert(now);
+            if self.raised.is_none() && now - since >= cfg.sustain_s {
+                self.raised = Some(make());
+            }
+        } else {
+            self.since = None;
+            if self.raised.is_some() {
+                let f = *self.false_since.get_or_insert(now);
+                if now - f >= cfg.sustain_s {
+                    self.raised = None;
+                    self.false_since = None;
+                }
+            }
+        }
+    }
+}
+
+/// Most samples kept per GPU for the window (10 Hz × 10 s = 100; more is a faster source).
+const MAX_WINDOW_SAMPLES: usize = 1024;
+/// Most GPUs tracked; samples of further indices are ignored (no node has more).
+const MAX_GPUS: usize = 64;
+/// Most event findings held at once.
+const MAX_EVENTS: usize = 256;
+
+#[derive(Debug, Default)]
+struct GpuState {
+    /// (t, SM clock) of busy samples within the window.
+    busy_clocks: VecDeque<(f64, u32)>,
+    /// Non-idle reason bits seen in the window's busy samples.
+    busy_reasons: VecDeque<(f64, u64)>,
+    last: Option<GpuSample>,
+    last_ecc: Option<u64>,
+    slow: Cond,
+    cap: Cond,
+    hw: Cond,
+    leak: Cond,
+}
+
+/// State of the GPU rules between ticks. Bounded: at most [`MAX_GPUS`] GPUs × the window.
+#[derive(Debug, Default)]
+pub struct GpuWatch {
+    cfg: WatchConfig,
+    gpus: BTreeMap<u32, GpuState>,
+    /// Generation-token counter and when it last moved.
+    gen_moved: Option<(f64, f64)>,
+    stall: Cond,
+    /// Event findings (XID, ECC) with the time they expire.
+    events: Vec<(f64, GpuFinding)>,
+}
+
+fn mhz(v: Option<u32>) -> String {
+    v.map_or_else(|| "?".to_owned(), |v| v.to_string())
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+fn describe_engine(e: &EngineSample) -> String {
+    let mut parts = Vec::new();
+    let n = |v: Option<f64>| v.map_or_else(|| "?".to_owned(), |v| format!("{v:.0}"));
+    parts.push(format!("running {}", n(e.running)));
+    parts.push(format!("waiting {}", n(e.waiting)));
+    if let Some(k) = e.kv_usage {
+        parts.push(format!("KV usage {:.1} %", k * 100.0));
+    }
+    if let Some(g) = e.generation_tokens_total {
+        parts.push(format!("generation tokens {g:.0}"));
+    }
+    format!("engine t={:.1}: {}", e.t, parts.join(", "))
+}
+
+impl GpuWatch {
+    pub fn new(cfg: WatchConfig) -> GpuWatch {
+        GpuWatch { cfg, ..GpuWatch::default() }
+    }
+
+    /// GPUs tracked so far.
+    pub fn gpu_count(&self) -> usize {
+        self.gpus.len()
+    }
+
+    pub fn config(&self) -> &WatchConfig {
+        &self.cfg
+    }
+
+    /// Feed one tick: every GPU's sample (any order) and the engine's latest sample. Returns
+    /// the findings active after it, ordered by time raised, GPU, rule.
+    pub fn observe(&mut self, samples: &[GpuSample], engine: Option<&EngineSample>) -> Vec<GpuFinding> {
+        let cfg = self.cfg.clone();
+        let now = samples.iter().map(|s| s.t).filter(|t| t.is_finite()).fold(f64::NAN, f64::max);
+        let now = if now.is_nan() { engine.map_or(0.0, |e| e.t) } else { now };
+
+        for s in samples.iter().filter(|s| s.t.is_finite()) {
+            if !self.gpus.contains_key(&s.gpu) && self.gpus.len() >= MAX_GPUS {
+                continue;
+            }
+            let st = self.gpus.entry(s.gpu).or_default();
+            if s.busy() {
+                if let Some(c) = s.sm_clock_mhz {
+                    st.busy_clocks.push_back((s.t, c));
+                }
+                st.busy_reasons.push_back((s.t, s.reasons() & !REASON_IDLE));
+            }
+            for q in [&mut st.busy_clocks] {
+                while q.front().is_some_and(|(t, _)| s.t - t > cfg.window_s) || q.len() > MAX_WINDOW_SAMPLES {
+                    q.pop_front();
+                }
+            }
+            while st.busy_reasons.front().is_some_and(|(t, _)| s.t - t > cfg.window_s)
+                || st.busy_reasons.len() > MAX_WINDOW_SAMPLES
+            {
+                st.busy_reasons.pop_front();
+            }
+            self.events_of(s);
+            self.gpus.get_mut(&s.gpu).map(|st| st.last = Some(s.clone()));
+        }
+
+        self.straggler(now, samples, &cfg);
+        for s in samples {
+            let Some(st) = self.gpus.get_mut(&s.gpu) else { continue };
+            let r = s.reasons();
+            let below_max = match (s.sm_clock_mhz, s.max_sm_clock_mhz) {
+                (Some(c), Some(m)) if m > 0 => f64::from(c) < cfg.cap_clock_share * f64::from(m),
+                _ => true,
+            };
+            st.cap.update(now, s.busy() && r & REASON_SW_POWER_CAP != 0 && below_max, &cfg, || power_cap(s));
+            st.hw.update(now, r & REASONS_HW != 0, &cfg, || hw_throttle(s));
+            let leak = leak_holds(s, engine, &cfg);
+            st.leak.update(now, leak.is_some(), &cfg, || kv_leak(s, engine, leak.unwrap_or(0.0)));
+        }
+        self.throughput(now, engine, &cfg);
+
+        self.events.retain(|(until, _)| *until >= now);
+        let mut out: Vec<GpuFinding> = Vec::new();
+        for st in self.gpus.values() {
+            for c in [&st.slow, &st.cap, &st.hw, &st.leak] {
+                out.extend(c.raised.iter().cloned());
+            }
+        }
+        out.extend(self.stall.raised.iter().cloned());
+        out.extend(self.events.iter().map(|(_, f)| f.clone()));
+        out.sort_by(|a, b| a.t.total_cmp(&b.t).then(a.gpu.cmp(&b.gpu)).then(a.rule.cmp(&b.rule)));
+        out
+    }
+
+    fn events_of(&mut self, s: &GpuSample) {
+        let hold = self.cfg.event_hold_s;
+        for x in s.xid.iter().take(16) {
+            let (meaning, sev) = xid::describe(x.code);
+            let t = if x.t.is_finite() { x.t } else { s.t };
+            let key = format!("XID {}", x.code);
+            // The same code again extends the one finding.
+            if let Some((until, _)) = self
+                .events
+                .iter_mut()
+                .find(|(_, f)| f.gpu == Some(s.gpu) && f.rule == "gpu-xid" && f.title.contains(&key))
+            {
+                *until = t + hold;
+                continue;
+            }
+            let (confidence, remediation) = match sev {
+                Severity::Fatal => (
+                    0.9,
+                    "Drain the node now: the GPU needs a reset (`nvidia-smi -r -i N` with no process on it) or the machine a reboot; if the XID repeats, replace the GPU. Check `dmesg | grep -i xid` for the full record.",
+                ),
+                Severity::App => (
+                    0.6,
+                    "The process on this GPU hit a fault: check the engine's log at this time; restart the worker if it stopped serving. Repeated on one GPU only, suspect the hardware.",
+                ),
+                Severity::Watch => (
+                    0.4,
+                    "Record it and watch for repeats (`dmesg | grep -i xid`); a rising count on one GPU is the early sign of a failing board.",
+                ),
+            };
+            self.push_event(
+                t + hold,
+                GpuFinding {
+                    t,
+                    gpu: Some(s.gpu),
+                    class: Class::ThroughputZero,
+                    rule: "gpu-xid".into(),
+                    title: format!("GPU {} reported {key}: {meaning}", s.gpu),
+                    confidence,
+                    evidence: vec![format!("t={t:.1} GPU {} {key}", s.gpu), s.describe()],
+                    remediation: remediation.into(),
+                },
+            );
+        }
+        let st = self.gpus.entry(s.gpu).or_default();
+        if let Some(now) = s.ecc_uncorrected {
+            let before = st.last_ecc.replace(now);
+            if let Some(before) = before.filter(|b| now > *b) {
+                let finding = GpuFinding {
+                    t: s.t,
+                    gpu: Some(s.gpu),
+                    class: Class::ThroughputZero,
+                    rule: "gpu-ecc".into(),
+                    title: format!("GPU {} uncorrected ECC errors rose from {before} to {now}", s.gpu),
+                    confidence: 0.8,
+                    evidence: vec![s.describe(), format!("ecc_uncorrected {before} → {now}")],
+                    remediation: "Drain the node: uncorrectable memory errors corrupt results and end in XID 48/94/95. Reset the GPU so rows are remapped (`nvidia-smi -q -d ROW_REMAPPER` shows pending remaps); replace it if errors keep coming.".into(),
+                };
+                self.events.retain(|(_, f)| !(f.gpu == Some(s.gpu) && f.rule == "gpu-ecc"));
+                self.push_event(s.t + hold, finding);
+            }
+        }
+    }
+
+    fn push_event(&mut self, until: f64, f: GpuFinding) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.remove(0);
+        }
+        self.events.push((until, f));
+    }
+
+    fn straggler(&mut self, now: f64, samples: &[GpuSample], cfg: &WatchConfig) {
+        let medians: Vec<(u32, f64)> = self
+            .gpus
+            .iter()
+            .filter(|(_, st)| st.last.as_ref().is_some_and(GpuSample::busy))
+            .filter_map(|(g, st)| {
+                let mut v: Vec<f64> = st.busy_clocks.iter().map(|(_, c)| f64::from(*c)).collect();
+                median(&mut v).map(|m| (*g, m))
+            })
+            .collect();
+        let indices: Vec<u32> = self.gpus.keys().copied().collect();
+        for g in indices {
+            let mine = medians.iter().find(|(i, _)| *i == g).map(|(_, m)| *m);
+            let mut peers: Vec<f64> = medians.iter().filter(|(i, _)| *i != g).map(|(_, m)| *m).collect();
+            let peer_count = peers.len();
+            let peer_median = median(&mut peers);
+            let holds = matches!((mine, peer_median), (Some(m), Some(p)) if m < cfg.slow_ratio * p);
+            let Some(st) = self.gpus.get_mut(&g) else { continue };
+            let sample = samples.iter().find(|s| s.gpu == g).or(st.last.as_ref()).cloned();
+            let reasons = st.busy_reasons.iter().fold(0, |acc, (_, r)| acc | r);
+            st.slow.update(now, holds, cfg, || {
+                let m = mine.unwrap_or(0.0);
+                let p = peer_median.unwrap_or(0.0);
+                straggler(sample.as_ref(), g, m, p, peer_count, reasons)
+            });
+        }
+    }
+
+    fn throughput(&mut self, now: f64, engine: Option<&EngineSample>, cfg: &WatchConfig) {
+        let Some(e) = engine else {
+            self.stall.update(now, false, cfg, || unreachable_finding());
+            return;
+        };
+        if let Some(g) = e.generation_tokens_total {
+            match self.gen_moved {
+                Some((v, _)) if v == g => {}
+                _ => self.gen_moved = Some((g, e.t)),
+            }
+        }
+        let running = e.running.unwrap_or(0.0);
+        let stalled_for = self.gen_moved.map(|(_, since)| e.t - since);
+        let holds = running > 0.0 && stalled_for.is_some_and(|s| s >= cfg.stall_s);
+        let utils: Vec<String> = self
+            .gpus
+            .iter()
+            .filter_map(|(g, st)| {
+                st.last.as_ref().and_then(|s| s.util_gpu_pct).map(|u| format!("GPU {g} util {u} %"))
+            })
+            .collect();
+        let all_idle = !utils.is_empty()
+            && self
+                .gpus
+                .values()
+                .all(|st| st.last.as_ref().and_then(|s| s.util_gpu_pct).is_some_and(|u| u == 0));
+        self.stall.update(now, holds, cfg, || {
+            let secs = stalled_for.unwrap_or(0.0);
+            let mut evidence = vec![describe_engine(e)];
+            if !utils.is_empty() {
+                evidence.push(utils.join(", "));
+            }
+            GpuFinding {
+                t: now,
+                gpu: None,
+                class: Class::ThroughputZero,
+                rule: "throughput-zero".into(),
+                title: format!("Throughput zero: {running:.0} requests running, no token generated for {secs:.0} s"),
+                confidence: if all_idle { 0.8 } else { 0.65 },
+                evidence,
+                remediation: if all_idle {
+                    "The engine holds requests but the GPUs do nothing: the scheduler or a worker is stuck. Take a stack dump (`py-spy dump --pid <engine pid>`), check the engine log for the last step, then restart the worker.".into()
+                } else {
+                    "The GPUs are busy but no token comes out: a collective may be hung (NCCL spins at 100 % utilisation). Set NCCL_DEBUG=INFO and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and check every rank's log for the last collective; restart the replica.".into()
+                },
+            }
+        });
+    }
+}
+
+/// `Cond::update` with `holds = false` never calls `make`.
+fn unreachable_finding() -> GpuFinding {
+    GpuFinding {
+        t: 0.0,
+        gpu: None,
+        class: Class::ThroughputZero,
+        rule: String::new(),
+        title: String::new(),
+        confidence: 0.0,
+        evidence: Vec::new(),
+        remediation: String::new(),
+    }
+}
+
+fn straggler(
+    s: Option<&GpuSample>,
+    g: u32,
+    mine: f64,
+    peers: f64,
+    peer_count: usize,
+    reasons: u64,
+) -> GpuFinding {
+    let names = reason_names(reasons);
+    let why = if names.is_empty() { "no clock-event reason reported".to_owned() } else { names.join(", ") };
+    let hw = reasons & REASONS_HW != 0;
+    let mut evidence = Vec::new();
+    if let Some(s) = s {
+        evidence.push(s.describe());
+    }
+    evidence.push(format!(
+        "GPU {g} median SM clock {mine:.0} MHz vs {peers:.0} MHz, the median of {peer_count} busy peers"
+    ));
+    GpuFinding {
+        t: s.map_or(0.0, |s| s.t),
+        gpu: Some(g),
+        class: Class::TbtTail,
+        rule: "slow-gpu".into(),
+        title: format!("GPU {g} is a straggler: SM {mine:.0} MHz vs its peers' {peers:.0} MHz ({why})"),
+        confidence: if names.is_empty() { 0.7 } else { 0.8 },
+        evidence,
+        remediation: if hw {
+            "Drain the node or replica: every tensor-parallel step waits for this GPU. Thermal reasons → cooling (fans, inlet air); HW slowdown / power brake → power delivery (PSU, cables, BMC log). Reseat or replace the GPU if it persists.".into()
+        } else if reasons & REASON_SW_POWER_CAP != 0 {
+            "Compare power limits: `nvidia-smi -q -d POWER` on every GPU; a lower enforced limit on this one holds its clock down. Restore it with `nvidia-smi -i N -pl W`; if the limits match, check cooling and power delivery.".into()
+        } else {
+            "Check the GPU's clocks and limits (`nvidia-smi -q -d CLOCK,POWER,PERFORMANCE`), application clocks (`nvidia-smi -rac`) and whether another process shares it; drain the replica if it persists.".into()
+        },
+    }
+}
+
+fn power_cap(s: &GpuSample) -> GpuFinding {
+    let watts = |mw: Option<u32>| mw.map_or_else(|| "?".to_owned(), |v| format!("{:.0}", f64::from(v) / 1e3));
+    GpuFinding {
+        t: s.t,
+        gpu: Some(s.gpu),
+        class: Class::TbtTail,
+        rule: "gpu-power-cap".into(),
+        title: format!(
+            "GPU {} held at its power limit (SW power cap): SM {} of {} MHz at {} of {} W",
+            s.gpu,
+            mhz(s.sm_clock_mhz),
+            mhz(s.max_sm_clock_mhz),
+            watts(s.power_mw),
+            watts(s.power_limit_mw)
+        ),
+        confidence: 0.3,
+        evidence: vec![s.describe()],
+        remediation: "Expected under full load: a GPU at its power limit lowers its clock to stay there, and decode steps slow with it. Act when peers run faster (slow-gpu) or the enforced limit is below the board's default (`nvidia-smi -q -d POWER`: restore with `nvidia-smi -i N -pl W`).".into(),
+    }
+}
+
+fn hw_throttle(s: &GpuSample) -> GpuFinding {
+    let names = reason_names(s.reasons() & REASONS_HW);
+    GpuFinding {
+        t: s.t,
+        gpu: Some(s.gpu),
+        class: Class::TbtTail,
+        rule: "gpu-hw-throttle".into(),
+        title: format!("GPU {} throttled by {}: SM {} of {} MHz", s.gpu, names.join(", "), mhz(s.sm_clock_mhz), mhz(s.max_sm_clock_mhz)),
+        confidence: 0.6,
+        evidence: vec![s.describe()],
+        remediation: "The hardware, not the workload, holds the clock down. Thermal → cooling (fans, inlet air, heatsink; `nvidia-smi -q -d TEMPERATURE`); HW slowdown / power brake → power delivery (PSU, cables, BMC event log). Drain the GPU if it persists.".into(),
+    }
+}
+
+/// The confidence of a KV leak when its condition holds on `s`.
+fn leak_holds(s: &GpuSample, engine: Option<&EngineSample>, cfg: &WatchConfig) -> Option<f64> {
+    let e = engine?;
+    let full = s.mem_share()? >= cfg.mem_full_share;
+    let idle = s.util_gpu_pct? == 0;
+    let nothing_runs = e.running? == 0.0;
+    if !(full && idle && nothing_runs) {
+        return None;
+    }
+    match e.kv_usage {
+        Some(k) if k < cfg.kv_empty => None,
+        Some(k) if k >= 0.5 => Some(if e.waiting.unwrap_or(0.0) > 0.0 { 0.85 } else { 0.75 }),
+        _ => Some(if e.waiting.unwrap_or(0.0) > 0.0 { 0.6 } else { 0.5 }),
+    }
+}
+
+fn kv_leak(s: &GpuSample, engine: Option<&EngineSample>, confidence: f64) -> GpuFinding {
+    let used = s.mem_used_bytes.unwrap_or(0) as f64 / GIB;
+    let total = s.mem_total_bytes.unwrap_or(0) as f64 / GIB;
+    let mut evidence = vec![s.describe()];
+    if let Some(e) = engine {
+        evidence.push(describe_engine(e));
+    }
+    GpuFinding {
+        t: s.t,
+        gpu: Some(s.gpu),
+        class: Class::ThroughputZero,
+        rule: "kv-leak".into(),
+        title: format!(
+            "GPU {} memory full ({used:.1} of {total:.1} GiB) at utilisation 0 while the engine runs nothing",
+            s.gpu
+        ),
+        confidence,
+        evidence,
+        remediation: "Requests that ended on the client side were never aborted and keep their KV blocks (or another process holds the memory: `nvidia-smi --query-compute-apps=pid,used_memory --format=csv`). Abort on client timeout or disconnect, cap max_tokens, alert on KV usage with zero running requests, and restart the worker to recover now.".into(),
+    }
+}
