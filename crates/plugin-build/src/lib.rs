@@ -14,8 +14,10 @@ use std::sync::OnceLock;
 pub struct Plugin {
     pub package: &'static str,
     pub target: &'static str,
-    /// The file name under `<target>/plugins/`.
+    /// The file name under `<target>/plugins/` (or `plugins-test/`).
     pub file: &'static str,
+    /// Only for tests: copied to `<target>/plugins-test/`, never next to the real ones.
+    pub test_only: bool,
 }
 
 impl Plugin {
@@ -26,17 +28,36 @@ impl Plugin {
 }
 
 /// The GPU rules as a WASI component (world `gpu-rules`).
-pub const GPU_RULES: Plugin =
-    Plugin { package: "triage-plugin-gpu-rules", target: "wasm32-wasip2", file: "gpu-rules.wasm" };
+pub const GPU_RULES: Plugin = Plugin {
+    package: "triage-plugin-gpu-rules",
+    target: "wasm32-wasip2",
+    file: "gpu-rules.wasm",
+    test_only: false,
+};
 /// The whole text analyzer as a WASI component (world `text-analyzer`).
-pub const ANALYZER: Plugin =
-    Plugin { package: "triage-plugin-analyzer", target: "wasm32-wasip2", file: "analyzer.wasm" };
+pub const ANALYZER: Plugin = Plugin {
+    package: "triage-plugin-analyzer",
+    target: "wasm32-wasip2",
+    file: "analyzer.wasm",
+    test_only: false,
+};
 /// The proxy-wasm filter (ABI 0.2.1) for Envoy, Istio, Higress, APISIX, Kong.
-pub const STREAM_TIMER: Plugin =
-    Plugin { package: "triage-stream-timer", target: "wasm32-wasip1", file: "triage_stream_timer.wasm" };
+pub const STREAM_TIMER: Plugin = Plugin {
+    package: "triage-stream-timer",
+    target: "wasm32-wasip1",
+    file: "triage_stream_timer.wasm",
+    test_only: false,
+};
+/// A GPU-rules component that misbehaves on request (the runner's sandbox tests).
+pub const HOSTILE: Plugin = Plugin {
+    package: "triage-plugin-hostile",
+    target: "wasm32-wasip2",
+    file: "hostile.wasm",
+    test_only: true,
+};
 
 /// Every plugin `cargo xtask plugins` builds.
-pub const ALL: [Plugin; 3] = [GPU_RULES, ANALYZER, STREAM_TIMER];
+pub const ALL: [Plugin; 4] = [GPU_RULES, ANALYZER, HOSTILE, STREAM_TIMER];
 
 /// The workspace root (this crate sits at `crates/plugin-build`).
 pub fn workspace_root() -> PathBuf {
@@ -60,14 +81,21 @@ pub fn plugin_dir() -> PathBuf {
     target_dir().join("plugins")
 }
 
+/// Where test-only plugins are copied: `<target>/plugins-test/`.
+pub fn test_plugin_dir() -> PathBuf {
+    target_dir().join("plugins-test")
+}
+
 /// Build `plugins` (one cargo invocation per target) and copy them into [`plugin_dir`].
 /// Returns the copied paths in the order given.
 pub fn build(plugins: &[Plugin]) -> Result<Vec<PathBuf>, String> {
     let target = target_dir();
     let build_dir = target.join("plugins-build");
-    let out = plugin_dir();
-    std::fs::create_dir_all(&out).map_err(|e| format!("creating {}: {e}", out.display()))?;
+    for dir in [plugin_dir(), test_plugin_dir()] {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
     let mut targets: Vec<&str> = plugins.iter().map(|p| p.target).collect();
+    targets.sort_unstable();
     targets.dedup();
     for wasm_target in targets {
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
@@ -91,6 +119,7 @@ pub fn build(plugins: &[Plugin]) -> Result<Vec<PathBuf>, String> {
     let mut paths = Vec::new();
     for p in plugins {
         let built = build_dir.join(p.target).join("plugin").join(p.artifact());
+        let out = if p.test_only { test_plugin_dir() } else { plugin_dir() };
         let dest = out.join(p.file);
         // Copy then rename: another test process may be loading the previous copy right now.
         let tmp = out.join(format!(".{}.{}", p.file, std::process::id()));
@@ -111,6 +140,19 @@ pub fn ensure_built() -> &'static Path {
     DIR.get_or_init(|| match build(&ALL) {
         Ok(_) => plugin_dir(),
         Err(e) => panic!("could not build the wasm plugins: {e}"),
+    })
+}
+
+/// Build the WASI components (not the proxy filter) once per process; returns their paths in
+/// the order of [`GPU_RULES`], [`ANALYZER`], [`HOSTILE`].
+///
+/// # Panics
+/// When the build fails.
+pub fn ensure_components() -> &'static [PathBuf] {
+    static PATHS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    PATHS.get_or_init(|| match build(&[GPU_RULES, ANALYZER, HOSTILE]) {
+        Ok(paths) => paths,
+        Err(e) => panic!("could not build the WASI plugins: {e}"),
     })
 }
 

@@ -129,6 +129,18 @@ impl EngineSeries {
         out
     }
 
+    /// [`EngineSeries::at`], stamped `t` when the sample carries no time of its own (a single
+    /// scrape read as the engine's state for the whole series).
+    pub fn sample_at(&self, t: f64) -> Option<EngineSample> {
+        self.at(t).map(|s| {
+            let mut s = s.clone();
+            if s.t == 0.0 {
+                s.t = t;
+            }
+            s
+        })
+    }
+
     /// The latest sample at or before `t` (the first one when all are later: a single scrape
     /// describes the whole replay).
     pub fn at(&self, t: f64) -> Option<&EngineSample> {

@@ -49,7 +49,8 @@ pub fn replay(series: &Series, engine: Option<&engine::EngineSeries>, cfg: Watch
     let mut raised = Vec::new();
     for tick in &series.ticks {
         let t = tick.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
-        let now = watch.observe(tick, engine.and_then(|e| e.at(t)));
+        let e = engine.and_then(|e| e.sample_at(t));
+        let now = watch.observe(tick, e.as_ref());
         raised.extend(diff(&active, &now).raised);
         active = now;
     }

@@ -1,0 +1,262 @@
+//! Prometheus exposition: per-GPU gauges named like NVIDIA's DCGM exporter (so existing
+//! dashboards and alerts read them), the active findings, and the runner's own health; served
+//! over HTTP on a loopback address by a small thread.
+//!
+//! Names and units (DCGM's): `DCGM_FI_DEV_SM_CLOCK`, `DCGM_FI_DEV_MEM_CLOCK`,
+//! `DCGM_FI_DEV_MAX_SM_CLOCK` (MHz); `DCGM_FI_DEV_POWER_USAGE`,
+//! `DCGM_FI_DEV_ENFORCED_POWER_LIMIT` (W); `DCGM_FI_DEV_GPU_UTIL`, `DCGM_FI_DEV_MEM_COPY_UTIL`
+//! (%); `DCGM_FI_DEV_FB_USED`, `DCGM_FI_DEV_FB_FREE` (MiB); `DCGM_FI_DEV_GPU_TEMP` (°C);
+//! `DCGM_FI_DEV_CLOCKS_EVENT_REASONS` (NVML bitmask); `DCGM_FI_DEV_POWER_VIOLATION`,
+//! `DCGM_FI_DEV_THERMAL_VIOLATION` (µs, cumulative); `DCGM_FI_DEV_ECC_DBE_VOL_TOTAL`;
+//! `DCGM_FI_DEV_XID_ERRORS` (the last XID code). Labels as DCGM's: `gpu`, `UUID`, `device`,
+//! `modelName`.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use triage_core::gpu::series::Meta;
+use triage_core::gpu::{GpuFinding, GpuSample};
+
+use crate::host::PluginStatus;
+
+/// The runner's own counters.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    pub ticks: u64,
+    pub samples: u64,
+    pub raised: std::collections::BTreeMap<String, u64>,
+    pub plugin_calls: std::collections::BTreeMap<String, u64>,
+    pub plugin_failures: std::collections::BTreeMap<(String, String), u64>,
+    pub engine_up: Option<bool>,
+    pub last_tick_seconds: f64,
+    /// Last XID code per GPU.
+    pub last_xid: std::collections::BTreeMap<u32, u64>,
+}
+
+fn esc(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// Render the exposition for the latest tick.
+pub fn render(
+    meta: Option<&Meta>,
+    samples: &[GpuSample],
+    findings: &[(String, GpuFinding)],
+    plugins: &[PluginStatus],
+    c: &Counters,
+) -> String {
+    let mut out = String::new();
+    let labels = |s: &GpuSample| {
+        let uuid = s
+            .uuid
+            .clone()
+            .or_else(|| meta.and_then(|m| m.gpus.iter().find(|g| g.index == s.gpu)).map(|g| g.uuid.clone()));
+        let model = meta
+            .and_then(|m| m.gpus.iter().find(|g| g.index == s.gpu))
+            .map(|g| g.name.clone())
+            .unwrap_or_default();
+        format!(
+            "gpu=\"{}\",UUID=\"{}\",device=\"nvidia{}\",modelName=\"{}\"",
+            s.gpu,
+            esc(&uuid.unwrap_or_default()),
+            s.gpu,
+            esc(&model)
+        )
+    };
+    type Get = fn(&GpuSample) -> Option<f64>;
+    let gauges: [(&str, &str, &str, Get); 13] = [
+        ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", |s| s.sm_clock_mhz.map(f64::from)),
+        ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", |s| {
+            s.mem_clock_mhz.map(f64::from)
+        }),
+        ("DCGM_FI_DEV_MAX_SM_CLOCK", "gauge", "Maximum SM clock frequency (in MHz).", |s| {
+            s.max_sm_clock_mhz.map(f64::from)
+        }),
+        ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", |s| {
+            s.power_mw.map(|p| f64::from(p) / 1000.0)
+        }),
+        ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Enforced power limit (in W).", |s| {
+            s.power_limit_mw.map(|p| f64::from(p) / 1000.0)
+        }),
+        (
+            "DCGM_FI_DEV_GPU_UTIL",
+            "gauge",
+            "GPU utilization (in %): share of the sample period in which a kernel ran.",
+            |s| s.util_gpu_pct.map(f64::from),
+        ),
+        ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", |s| {
+            s.util_mem_pct.map(f64::from)
+        }),
+        ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", |s| {
+            s.mem_used_bytes.map(|b| (b >> 20) as f64)
+        }),
+        ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", |s| {
+            match (s.mem_total_bytes, s.mem_used_bytes) {
+                (Some(t), Some(u)) => Some((t.saturating_sub(u) >> 20) as f64),
+                _ => None,
+            }
+        }),
+        ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", |s| s.temp_c.map(f64::from)),
+        (
+            "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+            "gauge",
+            "Active clock event (throttle) reasons, NVML bitmask: 0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake.",
+            |s| s.clock_event_reasons.map(|r| r as f64),
+        ),
+        (
+            "DCGM_FI_DEV_POWER_VIOLATION",
+            "counter",
+            "Throttling duration due to power constraints (in us).",
+            |s| s.violation_power_ns.map(|n| (n / 1000) as f64),
+        ),
+        (
+            "DCGM_FI_DEV_THERMAL_VIOLATION",
+            "counter",
+            "Throttling duration due to thermal constraints (in us).",
+            |s| s.violation_thermal_ns.map(|n| (n / 1000) as f64),
+        ),
+    ];
+    for (name, kind, help, get) in gauges {
+        let rows: Vec<String> =
+            samples.iter().filter_map(|s| get(s).map(|v| format!("{name}{{{}}} {v}\n", labels(s)))).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        rows.iter().for_each(|r| out.push_str(r));
+    }
+    let ecc: Vec<String> = samples
+        .iter()
+        .filter_map(|s| {
+            s.ecc_uncorrected.map(|v| format!("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{}}} {v}\n", labels(s)))
+        })
+        .collect();
+    if !ecc.is_empty() {
+        out.push_str("# HELP DCGM_FI_DEV_ECC_DBE_VOL_TOTAL Total number of double-bit volatile ECC errors.\n# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n");
+        ecc.iter().for_each(|r| out.push_str(r));
+    }
+    out.push_str("# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered (0: none seen).\n# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n");
+    for s in samples {
+        let _ = writeln!(
+            out,
+            "DCGM_FI_DEV_XID_ERRORS{{{}}} {}",
+            labels(s),
+            c.last_xid.get(&s.gpu).copied().unwrap_or(0)
+        );
+    }
+
+    out.push_str("# HELP triage_finding_active A finding of the GPU rules is active (1) on this GPU (gpu=\"\" for node-wide ones).\n# TYPE triage_finding_active gauge\n");
+    for (plugin, f) in findings {
+        let _ = writeln!(
+            out,
+            "triage_finding_active{{gpu=\"{}\",rule=\"{}\",class=\"{}\",plugin=\"{}\"}} 1",
+            f.gpu.map(|g| g.to_string()).unwrap_or_default(),
+            esc(&f.rule),
+            f.class.as_str(),
+            esc(plugin)
+        );
+    }
+    out.push_str("# HELP triage_finding_confidence Confidence (0-1) of each active finding.\n# TYPE triage_finding_confidence gauge\n");
+    for (plugin, f) in findings {
+        let _ = writeln!(
+            out,
+            "triage_finding_confidence{{gpu=\"{}\",rule=\"{}\",class=\"{}\",plugin=\"{}\"}} {}",
+            f.gpu.map(|g| g.to_string()).unwrap_or_default(),
+            esc(&f.rule),
+            f.class.as_str(),
+            esc(plugin),
+            f.confidence
+        );
+    }
+    out.push_str("# HELP triage_findings_raised_total Findings raised since start, by rule.\n# TYPE triage_findings_raised_total counter\n");
+    for (rule, n) in &c.raised {
+        let _ = writeln!(out, "triage_findings_raised_total{{rule=\"{}\"}} {n}", esc(rule));
+    }
+    let _ = writeln!(
+        out,
+        "# HELP triage_runner_ticks_total Sampling ticks since start.\n# TYPE triage_runner_ticks_total counter\ntriage_runner_ticks_total {}",
+        c.ticks
+    );
+    let _ = writeln!(
+        out,
+        "# HELP triage_runner_samples_total GPU samples taken since start.\n# TYPE triage_runner_samples_total counter\ntriage_runner_samples_total {}",
+        c.samples
+    );
+    let _ = writeln!(
+        out,
+        "# HELP triage_runner_tick_seconds Wall time of the last tick: sampling, engine scrape and every plugin call.\n# TYPE triage_runner_tick_seconds gauge\ntriage_runner_tick_seconds {}",
+        c.last_tick_seconds
+    );
+    if let Some(up) = c.engine_up {
+        let _ = writeln!(
+            out,
+            "# HELP triage_runner_engine_up The last scrape of the engine's /metrics succeeded.\n# TYPE triage_runner_engine_up gauge\ntriage_runner_engine_up {}",
+            u8::from(up)
+        );
+    }
+    out.push_str("# HELP triage_runner_plugin_disabled A plugin was disabled after repeated failures (1) until its file changes.\n# TYPE triage_runner_plugin_disabled gauge\n");
+    for p in plugins {
+        let _ = writeln!(
+            out,
+            "triage_runner_plugin_disabled{{plugin=\"{}\"}} {}",
+            esc(&p.name),
+            u8::from(p.disabled)
+        );
+    }
+    out.push_str("# HELP triage_runner_plugin_call_seconds Wall time of the plugin's last call.\n# TYPE triage_runner_plugin_call_seconds gauge\n");
+    for p in plugins {
+        let _ = writeln!(
+            out,
+            "triage_runner_plugin_call_seconds{{plugin=\"{}\"}} {}",
+            esc(&p.name),
+            p.last_call.as_secs_f64()
+        );
+    }
+    out.push_str("# HELP triage_runner_plugin_calls_total Plugin calls since start.\n# TYPE triage_runner_plugin_calls_total counter\n");
+    for (p, n) in &c.plugin_calls {
+        let _ = writeln!(out, "triage_runner_plugin_calls_total{{plugin=\"{}\"}} {n}", esc(p));
+    }
+    out.push_str("# HELP triage_runner_plugin_failures_total Failed plugin calls (trap, fuel, deadline, memory, instantiate) since start.\n# TYPE triage_runner_plugin_failures_total counter\n");
+    for ((p, reason), n) in &c.plugin_failures {
+        let _ = writeln!(
+            out,
+            "triage_runner_plugin_failures_total{{plugin=\"{}\",reason=\"{reason}\"}} {n}",
+            esc(p)
+        );
+    }
+    out
+}
+
+/// The latest exposition, shared with the HTTP thread.
+pub type Shared = Arc<Mutex<String>>;
+
+/// Serve `GET /metrics` on `addr` from a thread. Each connection gets 2 s to send its request.
+pub fn serve(addr: SocketAddr, page: Shared) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)?;
+    let bound = listener.local_addr()?;
+    std::thread::Builder::new().name("exposition".into()).spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 2048];
+            let n = conn.read(&mut buf).unwrap_or(0);
+            let req = String::from_utf8_lossy(&buf[..n]);
+            let path = req.split_whitespace().nth(1).unwrap_or("");
+            let (status, body) = match path.split('?').next().unwrap_or("") {
+                "/metrics" => ("200 OK", page.lock().map(|p| p.clone()).unwrap_or_default()),
+                "/" => ("200 OK", "triage-runner: metrics at /metrics\n".to_owned()),
+                _ => ("404 Not Found", "not found\n".to_owned()),
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    })?;
+    Ok(bound)
+}

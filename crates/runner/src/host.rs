@@ -1,0 +1,545 @@
+//! The plugin host: every `*.wasm` component in a folder, each in its own sandbox.
+//!
+//! Sandbox per plugin: one [`Store`] (the instance keeps its rule state between ticks), a
+//! memory limit ([`StoreLimits`]), fuel for each call (a bound on work that does not depend on
+//! the machine's speed) and an epoch deadline (a bound on wall time: a ticker thread advances
+//! the engine's epoch every [`EPOCH_TICK`]). Answers larger than [`MAX_FINDINGS`] are cut.
+//!
+//! A call that traps, runs out of fuel or time, or hits the memory limit is a failure: the
+//! instance is dropped (a trapped instance refuses re-entry) and made anew from its
+//! [`InstancePre`] on the next call. After [`DISABLE_AFTER`] failures in a row the plugin is
+//! disabled until its file changes. Files are re-read when their size or modification time
+//! changes ([`PluginHost::reload`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use triage_core::analyze::report::Class;
+use triage_core::gpu::{EngineSample, GpuFinding, GpuSample};
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+pub mod gpu_rules {
+    wasmtime::component::bindgen!({ world: "gpu-rules", path: "../../plugins/wit" });
+}
+pub mod text_analyzer {
+    wasmtime::component::bindgen!({ world: "text-analyzer", path: "../../plugins/wit" });
+}
+
+use gpu_rules::triage::plugin::types as wit;
+
+/// How often the epoch advances.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+/// Failures in a row before a plugin is disabled.
+pub const DISABLE_AFTER: u32 = 3;
+/// Most findings taken from one answer.
+pub const MAX_FINDINGS: usize = 256;
+
+/// Limits of one plugin's sandbox.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Linear memory (and tables) per instance, bytes.
+    pub memory_bytes: usize,
+    /// Fuel per call (~ one unit per wasm instruction).
+    pub fuel: u64,
+    /// Wall time per call.
+    pub deadline: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        // The GPU rules use ~1.5 M fuel and < 1 ms per tick of 8 GPUs; the text analyzer a
+        // few hundred M for a megabyte of logs.
+        Limits { memory_bytes: 64 << 20, fuel: 2_000_000_000, deadline: Duration::from_millis(250) }
+    }
+}
+
+pub struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limits: StoreLimits,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Which world a component implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum World {
+    GpuRules,
+    TextAnalyzer,
+}
+
+/// Why a call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    Trap(String),
+    OutOfFuel,
+    Deadline,
+    Memory,
+    Instantiate(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Trap(m) => write!(f, "trapped: {m}"),
+            Failure::OutOfFuel => write!(f, "ran out of fuel (too much work for one call)"),
+            Failure::Deadline => write!(f, "ran past its deadline (interrupted)"),
+            Failure::Memory => write!(f, "hit its memory limit"),
+            Failure::Instantiate(m) => write!(f, "could not be instantiated: {m}"),
+        }
+    }
+}
+
+/// What happened to one plugin in one tick, for logs and metrics.
+#[derive(Clone, Debug)]
+pub struct CallReport {
+    pub plugin: String,
+    pub took: Duration,
+    pub result: Result<usize, Failure>,
+    /// The plugin was disabled by this failure.
+    pub disabled: bool,
+    /// The answer had more than [`MAX_FINDINGS`] findings (cut).
+    pub truncated: bool,
+}
+
+struct Plugin {
+    name: String,
+    path: PathBuf,
+    stamp: Stamp,
+    world: World,
+    pre: Option<gpu_rules::GpuRulesPre<State>>,
+    /// The live instance with its store; `None` after a failure until the next call.
+    live: Option<(Store<State>, gpu_rules::GpuRules)>,
+    failures_in_row: u32,
+    pub failures_total: u64,
+    disabled: bool,
+    /// The last answer; cleared when a call fails.
+    findings: Vec<GpuFinding>,
+    last_call: Duration,
+}
+
+/// Counters and state of one plugin, for the exposition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PluginStatus {
+    pub name: String,
+    pub world: World,
+    pub disabled: bool,
+    pub failures_total: u64,
+    pub last_call: Duration,
+}
+
+pub struct PluginHost {
+    engine: Engine,
+    linker: Linker<State>,
+    limits: Limits,
+    dir: Option<PathBuf>,
+    plugins: BTreeMap<String, Plugin>,
+    stop: Arc<AtomicBool>,
+    /// Files that failed to load, with their stamp (retried when it changes) and why.
+    failed: BTreeMap<String, (Stamp, String)>,
+}
+
+impl Drop for PluginHost {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn engine() -> anyhow::Result<Engine> {
+    let mut config = Config::new();
+    config.epoch_interruption(true).consume_fuel(true).max_wasm_stack(1 << 20);
+    Engine::new(&config).map_err(|e| anyhow::anyhow!("starting wasmtime: {e}"))
+}
+
+/// A file's size and modification time: a change means "load it again".
+type Stamp = (u64, Option<SystemTime>);
+
+fn stamp(path: &Path) -> Stamp {
+    std::fs::metadata(path).map(|m| (m.len(), m.modified().ok())).unwrap_or((0, None))
+}
+
+/// Classify a wasmtime error from a call.
+fn failure(e: &wasmtime::Error) -> Failure {
+    if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+        return match trap {
+            wasmtime::Trap::OutOfFuel => Failure::OutOfFuel,
+            wasmtime::Trap::Interrupt => Failure::Deadline,
+            other => Failure::Trap(other.to_string()),
+        };
+    }
+    let text = format!("{e:#}");
+    if text.contains("forcing trap when growing memory") || text.contains("memory") && text.contains("limit")
+    {
+        Failure::Memory
+    } else {
+        Failure::Trap(text)
+    }
+}
+
+impl PluginHost {
+    /// A host with no plugins; the epoch ticker thread starts here and stops with the host.
+    pub fn new(limits: Limits) -> anyhow::Result<PluginHost> {
+        let engine = engine()?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ticker_engine, ticker_stop) = (engine.clone(), stop.clone());
+        std::thread::Builder::new().name("epoch".into()).spawn(move || {
+            while !ticker_stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                ticker_engine.increment_epoch();
+            }
+        })?;
+        Ok(PluginHost {
+            engine,
+            linker,
+            limits,
+            dir: None,
+            plugins: BTreeMap::new(),
+            stop,
+            failed: BTreeMap::new(),
+        })
+    }
+
+    /// Load every `*.wasm` of `dir` (see [`PluginHost::reload`]).
+    pub fn open(dir: &Path, limits: Limits) -> anyhow::Result<PluginHost> {
+        let mut host = PluginHost::new(limits)?;
+        if !dir.is_dir() {
+            anyhow::bail!("plugin folder {} does not exist", dir.display());
+        }
+        host.dir = Some(dir.to_path_buf());
+        host.reload();
+        Ok(host)
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Compile a component and tell which world it implements.
+    pub fn compile(&self, bytes: &[u8]) -> Result<(Component, World), String> {
+        let component =
+            Component::new(&self.engine, bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
+        let ty = component.component_type();
+        let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_owned()).collect();
+        let world = if exports.iter().any(|e| e == "analyze") {
+            World::GpuRules
+        } else if exports.iter().any(|e| e == "analyze-text") {
+            World::TextAnalyzer
+        } else {
+            return Err(format!(
+                "exports neither `analyze` (world gpu-rules) nor `analyze-text` (world text-analyzer); it exports: {}",
+                exports.join(", ")
+            ));
+        };
+        Ok((component, world))
+    }
+
+    /// Scan the folder: load new files, re-load changed ones, forget removed ones. Returns the
+    /// names of plugins (re)loaded. Cheap when nothing changed (one `stat` per file).
+    pub fn reload(&mut self) -> Vec<String> {
+        let Some(dir) = self.dir.clone() else { return Vec::new() };
+        let mut seen = Vec::new();
+        let mut loaded = Vec::new();
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        entries.sort();
+        for path in entries.into_iter().filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
+        {
+            let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            seen.push(name.clone());
+            let st = stamp(&path);
+            if self.plugins.get(&name).is_some_and(|p| p.stamp == st)
+                || self.failed.get(&name).is_some_and(|(s, _)| *s == st)
+            {
+                continue;
+            }
+            match self.load(&name, &path, st) {
+                Ok(p) => {
+                    self.failed.remove(&name);
+                    self.plugins.insert(name.clone(), p);
+                    loaded.push(name);
+                }
+                Err(e) => {
+                    self.plugins.remove(&name);
+                    self.failed.insert(name, (st, e));
+                }
+            }
+        }
+        self.plugins.retain(|name, _| seen.contains(name));
+        self.failed.retain(|name, _| seen.contains(name));
+        loaded
+    }
+
+    /// Files that could not be loaded, with why; each is retried when it changes.
+    pub fn errors(&self) -> Vec<(String, String)> {
+        self.failed.iter().map(|(k, (_, e))| (k.clone(), e.clone())).collect()
+    }
+
+    fn load(&self, name: &str, path: &Path, st: Stamp) -> Result<Plugin, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let (component, world) = self.compile(&bytes)?;
+        let pre = match world {
+            World::GpuRules => {
+                let ip =
+                    self.linker.instantiate_pre(&component).map_err(|e| format!("cannot link: {e:#}"))?;
+                Some(
+                    gpu_rules::GpuRulesPre::new(ip)
+                        .map_err(|e| format!("does not match world gpu-rules: {e:#}"))?,
+                )
+            }
+            World::TextAnalyzer => None,
+        };
+        Ok(Plugin {
+            name: name.to_owned(),
+            path: path.to_path_buf(),
+            stamp: st,
+            world,
+            pre,
+            live: None,
+            failures_in_row: 0,
+            failures_total: 0,
+            disabled: false,
+            findings: Vec::new(),
+            last_call: Duration::ZERO,
+        })
+    }
+
+    /// Add one GPU-rules component from bytes (tests, benchmarks).
+    pub fn add(&mut self, name: &str, bytes: &[u8]) -> Result<World, String> {
+        let dir = std::env::temp_dir();
+        let (component, world) = self.compile(bytes)?;
+        let pre = match world {
+            World::GpuRules => Some(
+                gpu_rules::GpuRulesPre::new(
+                    self.linker.instantiate_pre(&component).map_err(|e| format!("{e:#}"))?,
+                )
+                .map_err(|e| format!("{e:#}"))?,
+            ),
+            World::TextAnalyzer => None,
+        };
+        self.plugins.insert(
+            name.to_owned(),
+            Plugin {
+                name: name.to_owned(),
+                path: dir,
+                stamp: (0, None),
+                world,
+                pre,
+                live: None,
+                failures_in_row: 0,
+                failures_total: 0,
+                disabled: false,
+                findings: Vec::new(),
+                last_call: Duration::ZERO,
+            },
+        );
+        Ok(world)
+    }
+
+    fn store(&self) -> Store<State> {
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(self.limits.memory_bytes)
+            .table_elements(1 << 16)
+            .instances(16)
+            .trap_on_grow_failure(true)
+            .build();
+        let wasi = wasmtime_wasi::WasiCtxBuilder::new().build();
+        let mut store = Store::new(&self.engine, State { wasi, table: ResourceTable::new(), limits });
+        store.limiter(|s| &mut s.limits);
+        store.epoch_deadline_trap();
+        store
+    }
+
+    /// Arm the per-call bounds on a store.
+    fn arm(&self, store: &mut Store<State>) {
+        let _ = store.set_fuel(self.limits.fuel);
+        let ticks = (self.limits.deadline.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64;
+        store.set_epoch_deadline(ticks);
+    }
+
+    /// Run every enabled GPU-rules plugin on one tick. Returns what each call did; the findings
+    /// are in [`PluginHost::findings`].
+    pub fn tick(&mut self, samples: &[GpuSample], engine: Option<&EngineSample>) -> Vec<CallReport> {
+        let wit_samples: Vec<wit::GpuSample> = samples.iter().map(to_wit).collect();
+        let wit_engine = engine.map(|e| wit::EngineSample {
+            t: e.t,
+            running: e.running,
+            waiting: e.waiting,
+            kv_usage: e.kv_usage,
+            prompt_tokens_total: e.prompt_tokens_total,
+            generation_tokens_total: e.generation_tokens_total,
+        });
+        let names: Vec<String> = self.plugins.keys().cloned().collect();
+        let mut reports = Vec::new();
+        for name in names {
+            let Some(mut p) = self.plugins.remove(&name) else { continue };
+            if p.world == World::GpuRules && !p.disabled {
+                reports.push(self.call(&mut p, &wit_samples, wit_engine.as_ref()));
+            }
+            self.plugins.insert(name, p);
+        }
+        reports
+    }
+
+    fn call(
+        &self,
+        p: &mut Plugin,
+        samples: &[wit::GpuSample],
+        engine: Option<&wit::EngineSample>,
+    ) -> CallReport {
+        let started = Instant::now();
+        let result = (|| {
+            if p.live.is_none() {
+                let pre =
+                    p.pre.as_ref().ok_or_else(|| Failure::Instantiate("no instance template".into()))?;
+                let mut store = self.store();
+                self.arm(&mut store);
+                let inst = pre.instantiate(&mut store).map_err(|e| match failure(&e) {
+                    Failure::Trap(m) => Failure::Instantiate(m),
+                    other => other,
+                })?;
+                p.live = Some((store, inst));
+            }
+            let (store, inst) = p.live.as_mut().ok_or_else(|| Failure::Instantiate("lost".into()))?;
+            self.arm(store);
+            inst.call_analyze(&mut *store, samples, engine.cloned()).map_err(|e| failure(&e))
+        })();
+        let took = started.elapsed();
+        p.last_call = took;
+        match result {
+            Ok(found) => {
+                p.failures_in_row = 0;
+                let truncated = found.len() > MAX_FINDINGS;
+                p.findings = found.into_iter().take(MAX_FINDINGS).map(from_wit).collect();
+                CallReport {
+                    plugin: p.name.clone(),
+                    took,
+                    result: Ok(p.findings.len()),
+                    disabled: false,
+                    truncated,
+                }
+            }
+            Err(f) => {
+                p.live = None;
+                p.findings.clear();
+                p.failures_in_row += 1;
+                p.failures_total += 1;
+                p.disabled = p.failures_in_row >= DISABLE_AFTER;
+                CallReport {
+                    plugin: p.name.clone(),
+                    took,
+                    result: Err(f),
+                    disabled: p.disabled,
+                    truncated: false,
+                }
+            }
+        }
+    }
+
+    /// Findings of every plugin's last successful answer, with the plugin's name.
+    pub fn findings(&self) -> Vec<(String, GpuFinding)> {
+        self.plugins.values().flat_map(|p| p.findings.iter().map(|f| (p.name.clone(), f.clone()))).collect()
+    }
+
+    pub fn status(&self) -> Vec<PluginStatus> {
+        self.plugins
+            .values()
+            .map(|p| PluginStatus {
+                name: p.name.clone(),
+                world: p.world,
+                disabled: p.disabled,
+                failures_total: p.failures_total,
+                last_call: p.last_call,
+            })
+            .collect()
+    }
+
+    /// Paths of the loaded plugins implementing `world`.
+    pub fn paths(&self, world: World) -> Vec<PathBuf> {
+        self.plugins.values().filter(|p| p.world == world).map(|p| p.path.clone()).collect()
+    }
+
+    /// Run a text-analyzer component once on `inputs`; returns the `triage.report/v1` JSON.
+    pub fn analyze_text(&self, bytes: &[u8], inputs: &[(String, String)]) -> Result<String, String> {
+        let (component, world) = self.compile(bytes)?;
+        if world != World::TextAnalyzer {
+            return Err("this component does not implement the text-analyzer world".into());
+        }
+        let mut store = self.store();
+        self.arm(&mut store);
+        let inst = text_analyzer::TextAnalyzer::instantiate(&mut store, &component, &self.linker)
+            .map_err(|e| format!("instantiating: {}", failure(&e)))?;
+        let inputs: Vec<text_analyzer::triage::plugin::types::TextInput> = inputs
+            .iter()
+            .map(|(name, text)| text_analyzer::triage::plugin::types::TextInput {
+                name: name.clone(),
+                text: text.clone(),
+            })
+            .collect();
+        self.arm(&mut store);
+        let report = inst
+            .call_analyze_text(&mut store, &inputs)
+            .map_err(|e| format!("the analyzer {}", failure(&e)))?;
+        Ok(report.json)
+    }
+}
+
+pub fn to_wit(s: &GpuSample) -> wit::GpuSample {
+    wit::GpuSample {
+        t: s.t,
+        index: s.gpu,
+        uuid: s.uuid.clone().unwrap_or_default(),
+        sm_clock_mhz: s.sm_clock_mhz,
+        mem_clock_mhz: s.mem_clock_mhz,
+        max_sm_clock_mhz: s.max_sm_clock_mhz,
+        power_mw: s.power_mw,
+        power_limit_mw: s.power_limit_mw,
+        util_gpu_pct: s.util_gpu_pct,
+        util_mem_pct: s.util_mem_pct,
+        mem_used_bytes: s.mem_used_bytes,
+        mem_total_bytes: s.mem_total_bytes,
+        temp_c: s.temp_c,
+        clock_event_reasons: s.clock_event_reasons,
+        violation_power_ns: s.violation_power_ns,
+        violation_thermal_ns: s.violation_thermal_ns,
+        ecc_uncorrected: s.ecc_uncorrected,
+        xid_events: s.xid.iter().map(|x| wit::XidEvent { t: x.t, code: x.code }).collect(),
+    }
+}
+
+fn class_of(name: &str) -> Class {
+    match name {
+        "TTFT_HIGH" => Class::TtftHigh,
+        "OOM" => Class::Oom,
+        "THROUGHPUT_ZERO" => Class::ThroughputZero,
+        "CONFIG" => Class::Config,
+        _ => Class::TbtTail,
+    }
+}
+
+fn from_wit(f: wit::Finding) -> GpuFinding {
+    // A plugin's strings are bounded here: its memory is bounded, but not what it says.
+    let cut = |s: String, n: usize| if s.len() > n { s.chars().take(n).collect() } else { s };
+    GpuFinding {
+        t: f.t,
+        gpu: f.gpu,
+        class: class_of(&f.class),
+        rule: cut(f.rule, 64),
+        title: cut(f.title, 512),
+        confidence: if f.confidence.is_finite() { f.confidence.clamp(0.0, 1.0) } else { 0.0 },
+        evidence: f.evidence.into_iter().take(16).map(|e| cut(e, 512)).collect(),
+        remediation: cut(f.remediation, 2048),
+    }
+}
