@@ -400,7 +400,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             replay_pos += 1;
                             t.clone()
                         }
-                        None => break,
+                        // The series is over: with --duration-s, keep serving the last state
+                        // until it has passed (a scraper still reads the end of the replay).
+                        None => match duration_s {
+                            Some(d) if started.elapsed().as_secs_f64() < d => {
+                                std::thread::sleep(Duration::from_millis(100));
+                                continue;
+                            }
+                            _ => break,
+                        },
                     },
                     (None, None) => break,
                 };
