@@ -27,7 +27,7 @@ use host::{CallReport, PluginHost};
 /// Where the rules run.
 pub enum Rules {
     /// Every GPU-rules component of a folder, sandboxed (the normal case).
-    Plugins(PluginHost),
+    Plugins(Box<PluginHost>),
     /// The core's rules compiled into the runner: no sandbox; a baseline for benchmarks and a
     /// fallback for nodes without plugins.
     Builtin(Box<GpuWatch>),

@@ -168,7 +168,7 @@ fn rules(args: &PluginArgs) -> anyhow::Result<Rules> {
             dir.display()
         );
     }
-    Ok(Rules::Plugins(host))
+    Ok(Rules::Plugins(Box::new(host)))
 }
 
 /// `max` → None (no waiting); `recorded` → 1; `10` → 10× faster.
@@ -392,6 +392,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut last_reload = Instant::now();
             let mut prev_t: Option<f64> = None;
             let mut engine_said = false;
+            let mut first_tick: Option<(Instant, f64)> = None;
             loop {
                 let samples = match (&mut nvml, &replayed) {
                     (Some(n), _) => n.sample(unix_now()),
@@ -420,6 +421,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 let t = samples.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
                 let tick = runner.tick(samples);
+                if first_tick.is_none() {
+                    first_tick = Some((Instant::now(), usage().0));
+                }
                 if let Some(e) = &tick.engine_error
                     && !engine_said
                 {
@@ -484,23 +488,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 f.flush()?;
             }
             if stats {
-                print_stats(started.elapsed(), runner.counters.ticks);
+                print_stats(started.elapsed(), runner.counters.ticks, first_tick);
             }
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-/// CPU time and memory of this process, from getrusage and /proc.
-fn print_stats(wall: Duration, ticks: u64) {
+/// CPU seconds this process has used, and its peak RSS in KiB (getrusage).
+fn usage() -> (f64, i64) {
     // SAFETY: getrusage writes into the zeroed struct we pass.
-    let usage = unsafe {
+    let u = unsafe {
         let mut u: libc::rusage = std::mem::zeroed();
         libc::getrusage(libc::RUSAGE_SELF, &mut u);
         u
     };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
+    (secs(u.ru_utime) + secs(u.ru_stime), u.ru_maxrss)
+}
+
+/// CPU time and memory of this process: overall, and from the end of the first tick on
+/// (`steady`: without start-up, which compiles the plugins).
+fn print_stats(wall: Duration, ticks: u64, first: Option<(Instant, f64)>) {
+    let (cpu, peak_kb) = usage();
     let rss_now_kb = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -509,12 +519,13 @@ fn print_stats(wall: Duration, ticks: u64) {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         })
         .unwrap_or(0);
+    let steady = first.map_or(0.0, |(at, cpu0)| 100.0 * (cpu - cpu0) / at.elapsed().as_secs_f64().max(1e-9));
     eprintln!(
-        "triage-runner stats: wall {:.1} s, ticks {ticks}, cpu {:.3} s ({:.2} % of one core), rss now {:.1} MiB, peak {:.1} MiB",
+        "triage-runner stats: wall {:.1} s, ticks {ticks}, cpu {:.3} s ({:.2} % of one core; steady {steady:.2} %), rss now {:.1} MiB, peak {:.1} MiB",
         wall.as_secs_f64(),
         cpu,
         100.0 * cpu / wall.as_secs_f64().max(1e-9),
         rss_now_kb as f64 / 1024.0,
-        usage.ru_maxrss as f64 / 1024.0
+        peak_kb as f64 / 1024.0
     );
 }

@@ -20,7 +20,10 @@ fn metric_names(text: &str) -> Vec<String> {
     let mut i = 0;
     while i < bytes.len() {
         let rest = &text[i..];
-        if (rest.starts_with("DCGM_FI_") || rest.starts_with("triage_")) && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b'-')) {
+        if (rest.starts_with("DCGM_FI_") || rest.starts_with("triage_"))
+            && (i == 0
+                || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b'-'))
+        {
             let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
             let name = &rest[..end];
             if !out.iter().any(|n| n == name) {
@@ -89,9 +92,12 @@ fn dashboard_and_alerts_read_only_metrics_the_runner_exports() {
     let exposition = full_exposition();
     let exported: Vec<String> = exposition
         .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ").and_then(|r| r.split_whitespace().next()).map(str::to_owned))
+        .filter_map(|l| {
+            l.strip_prefix("# TYPE ").and_then(|r| r.split_whitespace().next()).map(str::to_owned)
+        })
         .collect();
-    let dashboard: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(deploy("grafana-dashboard.json")).unwrap()).unwrap();
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(deploy("grafana-dashboard.json")).unwrap()).unwrap();
     assert_eq!(dashboard["uid"], "llm-triage-runner");
     let mut exprs = String::new();
     for p in dashboard["panels"].as_array().unwrap() {
@@ -109,7 +115,10 @@ fn dashboard_and_alerts_read_only_metrics_the_runner_exports() {
     used.extend(metric_names(&alerts));
     assert!(used.len() >= 10, "{used:?}");
     for name in used {
-        assert!(exported.contains(&name), "{name} is read by the dashboard or the alerts but not exported ({exported:?})");
+        assert!(
+            exported.contains(&name),
+            "{name} is read by the dashboard or the alerts but not exported ({exported:?})"
+        );
     }
     // Every rule id in the alerts is one the GPU rules can raise.
     for (rule, _) in triage_core::gpu::watch::RULES {
@@ -133,10 +142,24 @@ fn promtool() -> Option<&'static str> {
 fn alert_rules_pass_promtool_check_and_their_unit_tests() {
     let Some(promtool) = promtool() else { return };
     let check = Command::new(promtool).args(["check", "rules"]).arg(deploy("alerts.yml")).output().unwrap();
-    assert!(check.status.success(), "{}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
     assert!(String::from_utf8_lossy(&check.stdout).contains("SUCCESS: 9 rules found"));
-    let test = Command::new(promtool).current_dir(deploy("")).args(["test", "rules", "alerts_test.yml"]).output().unwrap();
-    assert!(test.status.success(), "{}{}", String::from_utf8_lossy(&test.stdout), String::from_utf8_lossy(&test.stderr));
+    let test = Command::new(promtool)
+        .current_dir(deploy(""))
+        .args(["test", "rules", "alerts_test.yml"])
+        .output()
+        .unwrap();
+    assert!(
+        test.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&test.stdout),
+        String::from_utf8_lossy(&test.stderr)
+    );
 }
 
 #[test]
@@ -145,19 +168,25 @@ fn the_unit_and_the_daemonset_pass_flags_the_runner_has() {
     let help = String::from_utf8(help.stdout).unwrap();
     for file in ["triage-runner.service", "daemonset.yaml"] {
         let text = std::fs::read_to_string(deploy(file)).unwrap();
-        let code: String = text.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n");
+        let code: String =
+            text.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n");
         let flags: Vec<&str> = code
             .split(|c: char| c.is_whitespace() || c == '=')
             .filter(|w| w.starts_with("--") && w.len() > 2)
             .collect();
         assert!(flags.len() >= 4, "{file}: {flags:?}");
         for f in flags {
-            assert!(help.contains(&format!("{f} ")) || help.contains(&format!("{f}\n")), "{file} passes {f}, which `triage-runner run` does not have");
+            assert!(
+                help.contains(&format!("{f} ")) || help.contains(&format!("{f}\n")),
+                "{file} passes {f}, which `triage-runner run` does not have"
+            );
         }
         assert!(text.contains("9477"), "{file}: the metrics port");
     }
     let ds = std::fs::read_to_string(deploy("daemonset.yaml")).unwrap();
-    for needle in ["kind: DaemonSet", "apiVersion: apps/v1", "hostNetwork: true", "NVIDIA_VISIBLE_DEVICES", "- run"] {
+    for needle in
+        ["kind: DaemonSet", "apiVersion: apps/v1", "hostNetwork: true", "NVIDIA_VISIBLE_DEVICES", "- run"]
+    {
         assert!(ds.contains(needle), "daemonset.yaml lacks {needle}");
     }
     let unit = std::fs::read_to_string(deploy("triage-runner.service")).unwrap();

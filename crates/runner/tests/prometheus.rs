@@ -27,7 +27,13 @@ fn free_port() -> u16 {
 fn query(port: u16, q: &str) -> serde_json::Value {
     let enc: String = q
         .bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"_-.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect();
     let url = EngineUrl::parse(&format!("http://127.0.0.1:{port}/api/v1/query?query={enc}")).unwrap();
     match url.fetch(Duration::from_secs(2)) {
@@ -48,13 +54,16 @@ fn prometheus_scrapes_the_runner_and_queries_the_gauges_and_findings() {
             eprintln!("skipped: no /usr/bin/prometheus and TRIAGE_SKIP_PROMETHEUS is set");
             return;
         }
-        panic!("this test needs a real Prometheus: `apt-get install prometheus` (or set TRIAGE_SKIP_PROMETHEUS=1)");
+        panic!(
+            "this test needs a real Prometheus: `apt-get install prometheus` (or set TRIAGE_SKIP_PROMETHEUS=1)"
+        );
     }
     let plugins = std::env::temp_dir().join(format!("triage-runner-prom-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&plugins);
     std::fs::create_dir_all(&plugins).unwrap();
     std::fs::copy(&triage_plugin_build::ensure_components()[0], plugins.join("gpu-rules.wasm")).unwrap();
-    let series: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/nvml/h200x8_one_slow.jsonl");
+    let series: PathBuf =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/nvml/h200x8_one_slow.jsonl");
 
     // The runner: replay at 4× (the matmul phase, with GPU 5 slow, starts ~2.5 s in), then keep
     // serving until 40 s have passed. It stops by itself; dropped, it is killed.
@@ -109,7 +118,11 @@ fn prometheus_scrapes_the_runner_and_queries_the_gauges_and_findings() {
     }
     eprintln!("prometheus answered after {:.1} s", started.elapsed().as_secs_f64());
     assert_eq!(clocks.len(), 8, "8 GPUs' SM clocks: {clocks:?}");
-    assert!(clocks.iter().all(|r| r["metric"]["job"] == "triage-runner" && r["metric"]["modelName"] == "NVIDIA H200"));
+    assert!(
+        clocks
+            .iter()
+            .all(|r| r["metric"]["job"] == "triage-runner" && r["metric"]["modelName"] == "NVIDIA H200")
+    );
     assert_eq!(slow.len(), 1, "{slow:?}");
     assert_eq!(slow[0]["metric"]["gpu"], "5");
     assert_eq!(slow[0]["metric"]["class"], "TBT_TAIL");

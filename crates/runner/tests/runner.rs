@@ -282,7 +282,7 @@ fn builtin_rules_and_plugins_agree_tick_by_tick() {
     let series = Series::parse(&std::fs::read_to_string(data("nvml/h200x8_one_slow.jsonl")).unwrap());
     let mut host = PluginHost::new(Limits::default()).unwrap();
     host.add("gpu-rules", &std::fs::read(rules).unwrap()).unwrap();
-    let mut plugged = Runner::new(Rules::Plugins(host), EngineSource::None, series.meta.clone());
+    let mut plugged = Runner::new(Rules::Plugins(Box::new(host)), EngineSource::None, series.meta.clone());
     let mut builtin = Runner::new(Runner::builtin(), EngineSource::None, series.meta.clone());
     for tick in &series.ticks {
         let a = plugged.tick(tick.clone());
