@@ -27,7 +27,15 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   ci               fmt, clippy -D warnings, all tests, core (and the sim model) for wasm, purity,
                    the site built and tested in Chromium
-  bench [WHAT]     benchmarks; WHAT = core | probe | analyze | sim | all (default all); figures in bench-results/
+  bench [WHAT]     benchmarks; WHAT = core | probe | analyze | sim | runner | proxy | all (default all);
+                   figures in bench-results/
+  plugins          build the wasm plugins (GPU rules and analyzer components for wasm32-wasip2,
+                   the proxy-wasm filter for wasm32-wasip1) into <target>/plugins/
+  gpu-check [--prepare]
+                   on a machine with an NVIDIA GPU: build the runner (release) and the GPU-rules
+                   plugin into <target>/gpu-check/, run scripts/gpu-check.sh on it (`run --once`
+                   and a 20 s sample), save the output under tests/data/gpu-check/;
+                   --prepare only builds the bundle to carry (see docs/runner.md)
   purity           only the core dependency check
   site             build the static site into site/dist (needs wasm-bindgen-cli 0.2.130)
   site-test        build the site, then run its browser tests (Chromium, playwright-core)
@@ -52,6 +60,8 @@ fn run() -> anyhow::Result<()> {
         Some("ci") => ci(),
         Some("bench") => bench(args.get(1).map(String::as_str).unwrap_or("all")),
         Some("purity") => purity(),
+        Some("plugins") => plugins(),
+        Some("gpu-check") => gpu_check(args.get(1).is_some_and(|a| a == "--prepare")),
         Some("site") => site::build().map(|_| ()),
         Some("site-test") => site::build().and_then(|_| site::browser_tests()).map(|_| ()),
         Some("serve") => {
@@ -129,6 +139,24 @@ fn ci() -> anyhow::Result<()> {
     ]);
     step("clippy (site, wasm32)", clippy_site)?;
 
+    // The plugins, for their wasm targets: linted there, then built once into <target>/plugins
+    // (the runner's and the proxy host's tests use them).
+    let mut clippy_wasi = cargo();
+    clippy_wasi.args(["clippy", "--locked", "--target", "wasm32-wasip2"]);
+    for p in triage_plugin_build::ALL.iter().filter(|p| p.target == "wasm32-wasip2") {
+        clippy_wasi.args(["--package", p.package]);
+    }
+    clippy_wasi.args(["--", "-D", "warnings"]);
+    step("clippy (WASI components, wasm32-wasip2)", clippy_wasi)?;
+    let mut clippy_proxy = cargo();
+    clippy_proxy.args(["clippy", "--locked", "--target", "wasm32-wasip1"]);
+    for p in triage_plugin_build::ALL.iter().filter(|p| p.target == "wasm32-wasip1") {
+        clippy_proxy.args(["--package", p.package]);
+    }
+    clippy_proxy.args(["--", "-D", "warnings"]);
+    step("clippy (proxy-wasm filter, wasm32-wasip1)", clippy_proxy)?;
+    plugins()?;
+
     let mut test = cargo();
     test.args(["test", "--workspace", "--exclude", "triage-site", "--locked"]);
     let (mut passed, mut failed) =
@@ -170,6 +198,46 @@ fn ci() -> anyhow::Result<()> {
     // The plain closing line CI reads.
     println!("ci: {passed} passed, {failed} failed");
     Ok(())
+}
+
+/// `cargo xtask plugins`: every plugin, one cargo invocation per wasm target.
+fn plugins() -> anyhow::Result<()> {
+    eprintln!("\n==> plugins");
+    let started = Instant::now();
+    let paths = triage_plugin_build::build(&triage_plugin_build::ALL).map_err(|e| anyhow::anyhow!(e))?;
+    for p in &paths {
+        let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        eprintln!("    {} ({:.0} KiB)", p.display(), size as f64 / 1024.0);
+    }
+    eprintln!("<== plugins: ok in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `cargo xtask gpu-check [--prepare]`: what a GPU machine can tell us, in one short script.
+/// Builds the release runner and the GPU-rules plugin into `<target>/gpu-check/` (the bundle to
+/// carry to a GPU machine), then, without `--prepare`, runs `scripts/gpu-check.sh` on it, which
+/// keeps the runner's output under `tests/data/gpu-check/` for the team to read and replay.
+fn gpu_check(prepare_only: bool) -> anyhow::Result<()> {
+    let mut build = cargo();
+    build.args(["build", "--release", "--locked", "--package", "triage-runner"]);
+    step("triage-runner (release)", build)?;
+    plugins()?;
+    let target = triage_plugin_build::target_dir();
+    let bundle = target.join("gpu-check");
+    std::fs::create_dir_all(bundle.join("plugins"))?;
+    std::fs::copy(target.join("release/triage-runner"), bundle.join("triage-runner"))?;
+    // Only the GPU rules: the analyzer component is not a per-tick plugin.
+    std::fs::copy(
+        triage_plugin_build::plugin_dir().join("gpu-rules.wasm"),
+        bundle.join("plugins/gpu-rules.wasm"),
+    )?;
+    eprintln!("gpu-check bundle: {}", bundle.display());
+    if prepare_only {
+        return Ok(());
+    }
+    let mut script = Command::new("sh");
+    script.arg("scripts/gpu-check.sh").arg(&bundle).arg("tests/data/gpu-check");
+    step("scripts/gpu-check.sh", script)
 }
 
 /// Like [`step`], echoing the test output while summing cargo test's `test result:` lines.
@@ -297,6 +365,12 @@ fn bench(what: &str) -> anyhow::Result<()> {
             .arg(out("analyze.json"));
         step("1 GiB request log: analyzer throughput and memory", c)
     };
+    let runner = || {
+        let mut c = cargo();
+        c.args(["bench", "--package", "triage-runner", "--bench", "runner", "--locked", "--"])
+            .arg(out("runner.json"));
+        step("runner: plugin calls, instantiation, CPU and memory at 10 Hz x 8 GPUs", c)
+    };
     let sim = || {
         let mut c = cargo();
         c.args(["bench", "--package", "triage-sim-model", "--bench", "sim", "--locked", "--"])
@@ -305,11 +379,16 @@ fn bench(what: &str) -> anyhow::Result<()> {
     };
     match what {
         "sim" => sim(),
+        "runner" => runner(),
         "core" => core(),
         "probe" => probe(),
         "analyze" => analyze(),
-        "all" => core().and_then(|()| probe()).and_then(|()| analyze()).and_then(|()| sim()),
-        other => bail!("unknown bench {other:?}: expected core, probe, analyze, sim or all"),
+        "all" => core()
+            .and_then(|()| probe())
+            .and_then(|()| analyze())
+            .and_then(|()| sim())
+            .and_then(|()| runner()),
+        other => bail!("unknown bench {other:?}: expected core, probe, analyze, sim, runner or all"),
     }
 }
 
