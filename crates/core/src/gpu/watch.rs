@@ -231,7 +231,9 @@ impl GpuWatch {
                 st.busy_reasons.pop_front();
             }
             self.events_of(s);
-            self.gpus.get_mut(&s.gpu).map(|st| st.last = Some(s.clone()));
+            if let Some(st) = self.gpus.get_mut(&s.gpu) {
+                st.last = Some(s.clone());
+            }
         }
 
         self.straggler(now, samples, &cfg);
@@ -362,7 +364,7 @@ impl GpuWatch {
 
     fn throughput(&mut self, now: f64, engine: Option<&EngineSample>, cfg: &WatchConfig) {
         let Some(e) = engine else {
-            self.stall.update(now, false, cfg, || unreachable_finding());
+            self.stall.update(now, false, cfg, unreachable_finding);
             return;
         };
         if let Some(g) = e.generation_tokens_total {
