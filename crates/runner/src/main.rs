@@ -390,7 +390,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut next = Instant::now();
             let mut replay_pos = 0usize;
             let mut last_reload = Instant::now();
-            let mut prev_t: Option<f64> = None;
             let mut engine_said = false;
             let mut first_tick: Option<(Instant, f64)> = None;
             loop {
@@ -466,11 +465,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 match (&replayed, pace) {
                     (Some(_), None) => {}
                     (Some(_), Some(factor)) => {
-                        if let (Some(p), Some(next_tick)) =
-                            (Some(t), replayed.as_ref().and_then(|s| s.ticks.get(replay_pos)))
-                        {
+                        if let Some(next_tick) = replayed.as_ref().and_then(|s| s.ticks.get(replay_pos)) {
                             let nt = next_tick.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
-                            let wait = (nt - p) / factor;
+                            let wait = (nt - t) / factor;
                             if wait > 0.0 && wait < 3600.0 {
                                 std::thread::sleep(Duration::from_secs_f64(wait));
                             }
@@ -481,9 +478,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         std::thread::sleep(next.saturating_duration_since(Instant::now()));
                     }
                 }
-                prev_t = Some(t);
             }
-            let _ = prev_t;
             if let Some(f) = rec.as_mut() {
                 f.flush()?;
             }
