@@ -451,5 +451,53 @@ pub fn series(f: &Facts) -> BTreeMap<String, Vec<[f64; 2]>> {
             }
         }
     }
+    // SGLang's batch lines: rank 0 only (with data-parallel attention every rank prints its own
+    // line; one rank's view is the chart, the rules read them all). Decode lines carry the
+    // throughput; both kinds carry running, queue and token usage.
+    let batches: Vec<&super::parsers::sglang::SglangBatch> = f
+        .sglang
+        .batches
+        .iter()
+        .filter(|b| b.dp_rank.unwrap_or(0) == 0 && b.tp_rank.unwrap_or(0) == 0)
+        .collect();
+    if let Some(t0) = batches.iter().find_map(|b| b.t) {
+        type Get = fn(&super::parsers::sglang::SglangBatch) -> Option<f64>;
+        let fields: [(&str, Get); 4] = [
+            ("sglang.running", |b| b.running),
+            ("sglang.queue", |b| b.queue),
+            ("sglang.token_usage_pct", |b| b.token_usage.map(|u| round(u * 100.0, 3))),
+            ("sglang.gen_tps", |b| if b.prefill { None } else { b.gen_tps }),
+        ];
+        for (name, get) in fields {
+            let points: Vec<[f64; 2]> = batches.iter().filter_map(|b| Some([b.t? - t0, get(b)?])).collect();
+            if !points.is_empty() {
+                out.insert(name.to_owned(), thin(points));
+            }
+        }
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::analyze::Analyzer;
+
+    #[test]
+    fn sglang_batch_lines_become_time_series() {
+        let mut a = Analyzer::new();
+        a.begin("server.log");
+        a.feed(include_bytes!("../../../../tests/data/sglang/server.log"));
+        a.end();
+        let r = a.finish();
+        for name in ["sglang.running", "sglang.queue", "sglang.token_usage_pct", "sglang.gen_tps"] {
+            let s = r.series.get(name).unwrap_or_else(|| panic!("no {name} in {:?}", r.series.keys()));
+            assert!(s.len() >= 2, "{name}: {s:?}");
+            assert!(s[0][0] >= 0.0, "{name}: x counts from the first batch line");
+            assert!(s.windows(2).all(|w| w[0][0] <= w[1][0]), "{name} in time order");
+        }
+        assert_eq!(r.series["sglang.running"][0][0], 0.0);
+        let usage = &r.series["sglang.token_usage_pct"];
+        assert!(usage.iter().all(|p| (0.0..=100.0).contains(&p[1])), "{usage:?}");
+        assert!(!r.series.contains_key("vllm.running"));
+    }
 }
