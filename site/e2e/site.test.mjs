@@ -97,11 +97,27 @@ test('a pasted incident gets its verdict and ranked findings with evidence', asy
   assert.match(evidence, /paste:\d+/);
   assert.match(await page.textContent('.source pre'), /Waiting: \d+ reqs/);
   // The vLLM stats became charts that actually drew something.
-  for (const id of ['chart-vllm-queue', 'chart-vllm-kv']) {
+  for (const id of ['chart-vllm-queue', 'chart-vllm-kv', 'chart-throughput']) {
     const inked = await page.$eval(`[data-testid=${id}]`, (c) => c.getContext('2d').getImageData(0, 0, c.width, c.height).data.some((x, i) => i % 4 === 3 && x > 0));
     assert.ok(inked, `${id} is blank`);
   }
   await page.screenshot({ path: path.join(shots, 'triage.png'), fullPage: true });
+  onlyOrigins(requests, [origin]);
+  await context.close();
+});
+
+test('SGLang batch lines become running/queue, token usage and throughput charts', async () => {
+  const { page, context, requests } = await open();
+  const log = fs.readFileSync(path.join(root, 'tests/data/sglang/server.log'), 'utf8');
+  await page.fill('[data-testid=paste-input]', log);
+  await page.click('[data-testid=analyze-button]');
+  await page.waitForSelector('[data-testid=verdict]');
+  for (const id of ['chart-sglang-queue', 'chart-sglang-kv', 'chart-throughput']) {
+    const inked = await page.$eval(`[data-testid=${id}]`, (c) => c.getContext('2d').getImageData(0, 0, c.width, c.height).data.some((x, i) => i % 4 === 3 && x > 0));
+    assert.ok(inked, `${id} is blank`);
+  }
+  assert.equal(await page.$('[data-testid=chart-vllm-queue]'), null);
+  await page.screenshot({ path: path.join(shots, 'triage-sglang.png'), fullPage: true });
   onlyOrigins(requests, [origin]);
   await context.close();
 });

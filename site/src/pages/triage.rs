@@ -400,23 +400,38 @@ fn ReportCharts(report: Report) -> impl IntoView {
     let pts = |name: &str| -> Vec<(f64, f64)> {
         report.series.get(name).map(|s| s.iter().map(|p| (p[0], p[1])).collect()).unwrap_or_default()
     };
-    let queue = [("running", "#5b8def", pts("vllm.running")), ("waiting", "#d9534f", pts("vllm.waiting"))];
-    let kv = pts("vllm.kv_usage_pct");
+    // vLLM's stats lines when there are any, else SGLang's batch lines: the same three charts.
+    let engine = if report.series.contains_key("vllm.running") { "vllm" } else { "sglang" };
+    let queue = if engine == "vllm" {
+        [("running", "#5b8def", pts("vllm.running")), ("waiting", "#d9534f", pts("vllm.waiting"))]
+    } else {
+        [("running", "#5b8def", pts("sglang.running")), ("queue", "#d9534f", pts("sglang.queue"))]
+    };
+    let kv = pts(if engine == "vllm" { "vllm.kv_usage_pct" } else { "sglang.token_usage_pct" });
+    let tps = pts(if engine == "vllm" { "vllm.gen_tps" } else { "sglang.gen_tps" });
+    let (queue_label, kv_label, tps_label) = if engine == "vllm" {
+        ("seconds (vLLM stats lines)", "seconds — GPU KV cache usage (%)", "seconds — generation throughput (tokens/s)")
+    } else {
+        ("seconds (SGLang batch lines)", "seconds — KV token usage (%)", "seconds — generation throughput (tokens/s)")
+    };
+    let (queue_id, kv_id) =
+        if engine == "vllm" { ("chart-vllm-queue", "chart-vllm-kv") } else { ("chart-sglang-queue", "chart-sglang-kv") };
     let clocks: Vec<(String, f64)> = report
         .figures
         .get("gpus.sm_clock_mhz")
         .and_then(|f| f.value.as_object().cloned())
         .map(|m| m.into_iter().filter_map(|(k, v)| Some((format!("GPU {k}"), v.as_f64()?))).collect())
         .unwrap_or_default();
-    let (hist, cdf, q_canvas, kv_canvas, gpu_canvas) = (
+    let (hist, cdf, q_canvas, kv_canvas, gpu_canvas, tps_canvas) = (
+        NodeRef::<leptos::html::Canvas>::new(),
         NodeRef::<leptos::html::Canvas>::new(),
         NodeRef::<leptos::html::Canvas>::new(),
         NodeRef::<leptos::html::Canvas>::new(),
         NodeRef::<leptos::html::Canvas>::new(),
         NodeRef::<leptos::html::Canvas>::new(),
     );
-    let (has_ttft, has_stats, has_kv, has_gpus) =
-        (!ttft.is_empty(), !queue[0].2.is_empty(), !kv.is_empty(), clocks.len() >= 2);
+    let (has_ttft, has_stats, has_kv, has_gpus, has_tps) =
+        (!ttft.is_empty(), !queue[0].2.is_empty(), !kv.is_empty(), clocks.len() >= 2, !tps.is_empty());
     Effect::new(move |_| {
         let canvas = |r: NodeRef<leptos::html::Canvas>| {
             r.get().map(|c| -> web_sys::HtmlCanvasElement { c.unchecked_into() })
@@ -433,10 +448,13 @@ fn ReportCharts(report: Report) -> impl IntoView {
             super::chart::line(&c, &points, "TTFT (ms) — cumulative share of requests");
         }
         if let Some(c) = canvas(q_canvas) {
-            super::chart::lines(&c, &queue, "seconds (vLLM stats lines)");
+            super::chart::lines(&c, &queue, queue_label);
         }
         if let Some(c) = canvas(kv_canvas) {
-            super::chart::line(&c, &kv, "seconds — GPU KV cache usage (%)");
+            super::chart::line(&c, &kv, kv_label);
+        }
+        if let Some(c) = canvas(tps_canvas) {
+            super::chart::line(&c, &tps, tps_label);
         }
         if let Some(c) = canvas(gpu_canvas) {
             super::chart::bars(&c, &clocks, "median SM clock (MHz) per GPU");
@@ -448,8 +466,9 @@ fn ReportCharts(report: Report) -> impl IntoView {
                 <canvas node_ref=hist width="370" height="220" data-testid="chart-ttft-hist"></canvas>
                 <canvas node_ref=cdf width="370" height="220" data-testid="chart-ttft-cdf"></canvas>
             })}
-            {has_stats.then(|| view! { <canvas node_ref=q_canvas width="370" height="220" data-testid="chart-vllm-queue"></canvas> })}
-            {has_kv.then(|| view! { <canvas node_ref=kv_canvas width="370" height="220" data-testid="chart-vllm-kv"></canvas> })}
+            {has_stats.then(|| view! { <canvas node_ref=q_canvas width="370" height="220" data-testid=queue_id></canvas> })}
+            {has_kv.then(|| view! { <canvas node_ref=kv_canvas width="370" height="220" data-testid=kv_id></canvas> })}
+            {has_tps.then(|| view! { <canvas node_ref=tps_canvas width="370" height="220" data-testid="chart-throughput"></canvas> })}
             {has_gpus.then(|| view! { <canvas node_ref=gpu_canvas width="370" height="220" data-testid="chart-gpu-clocks"></canvas> })}
         </div>
     }
