@@ -375,6 +375,11 @@ fn bench(what: &str) -> anyhow::Result<()> {
             .arg(out("runner.json"));
         step("runner: plugin calls, instantiation, CPU and memory at 10 Hz x 8 GPUs", c)
     };
+    let proxy = || {
+        let mut c = cargo();
+        c.args(["bench", "--package", "triage-proxy-host", "--bench", "proxy_host", "--locked"]);
+        step("proxy-wasm filter: cost per chunk, memory per stream, 10 000 streams", c)
+    };
     let sim = || {
         let mut c = cargo();
         c.args(["bench", "--package", "triage-sim-model", "--bench", "sim", "--locked", "--"])
@@ -384,6 +389,7 @@ fn bench(what: &str) -> anyhow::Result<()> {
     match what {
         "sim" => sim(),
         "runner" => runner(),
+        "proxy" => proxy(),
         "core" => core(),
         "probe" => probe(),
         "analyze" => analyze(),
@@ -391,8 +397,9 @@ fn bench(what: &str) -> anyhow::Result<()> {
             .and_then(|()| probe())
             .and_then(|()| analyze())
             .and_then(|()| sim())
-            .and_then(|()| runner()),
-        other => bail!("unknown bench {other:?}: expected core, probe, analyze, sim, runner or all"),
+            .and_then(|()| runner())
+            .and_then(|()| proxy()),
+        other => bail!("unknown bench {other:?}: expected core, probe, analyze, sim, runner, proxy or all"),
     }
 }
 
