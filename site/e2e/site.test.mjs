@@ -191,6 +191,60 @@ test('the language switch changes every label and is remembered', async () => {
   await context.close();
 });
 
+const CJK = /[\u4e00-\u9fff]/;
+
+test('switching to 中文 with an incident analysed shows Chinese findings: same rules and verdict', async () => {
+  const { page, context, errors } = await open();
+  const log = fs.readFileSync(path.join(root, 'tests/data/incidents/ttft_queueing.log'), 'utf8');
+  await page.fill('[data-testid=paste-input]', log);
+  await page.click('[data-testid=analyze-button]');
+  await page.waitForSelector('[data-testid=finding]');
+  const read = () => page.evaluate(() => ({
+    verdict: document.querySelector('[data-testid=verdict] strong').textContent,
+    rules: [...document.querySelectorAll('[data-testid=finding]')].map((e) => e.getAttribute('data-rule')),
+    title: document.querySelector('[data-testid=finding] h3').textContent,
+    summary: document.querySelector('[data-testid=finding] p').textContent,
+    definition: document.querySelector('.figures td.def')?.textContent ?? '',
+  }));
+  const en = await read();
+  assert.equal(en.verdict, 'TTFT_HIGH');
+  assert.ok(!CJK.test(en.title) && !CJK.test(en.summary), en.summary);
+  await page.click('[data-testid=lang-toggle]');
+  await page.waitForFunction(() => /[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=finding] p')?.textContent ?? ''));
+  const zh = await read();
+  assert.equal(zh.verdict, en.verdict);
+  assert.deepEqual(zh.rules, en.rules);
+  assert.match(zh.title, CJK);
+  assert.match(zh.summary, CJK);
+  assert.match(zh.definition, CJK);
+  // The numbers are the same: every number in the English summary is in the Chinese one.
+  for (const n of en.summary.match(/\d+(\.\d+)?/g)) assert.ok(zh.summary.includes(n), `${n} missing from ${zh.summary}`);
+  await page.screenshot({ path: path.join(shots, 'triage-zh.png'), fullPage: true });
+
+  // Large inputs go through the Web Worker: it analyses in the UI language too.
+  const big = log.repeat(Math.ceil((1.2 * 1024 * 1024) / log.length));
+  await page.fill('[data-testid=paste-input]', '');
+  await page.evaluate((t) => {
+    const data = new DataTransfer();
+    data.setData('text/plain', t);
+    document.querySelector('[data-testid=paste-input]').dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, big);
+  await page.waitForSelector('.files li');
+  await page.click('[data-testid=analyze-button]');
+  // The new report lists the large paste (`paste-1`) as its input.
+  await page.waitForFunction(() => [...document.querySelectorAll('.inputs td')].some((td) => td.textContent === 'paste-1'), null, { timeout: 20000 });
+  const worker = await read();
+  assert.equal(worker.rules[0], 'queueing-exceeds-capacity');
+  assert.match(worker.summary, CJK);
+
+  // And back: English again, in place.
+  await page.click('[data-testid=lang-toggle]');
+  await page.waitForFunction(() => !/[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=finding] p')?.textContent ?? '中'));
+  assert.equal((await read()).rules[0], 'queueing-exceeds-capacity');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('the playbook lints a generated client config as you type', async () => {
   const { page, context } = await open('#/playbook');
   assert.ok((await page.$$('[data-testid=playbook-branch]')).length >= 20);

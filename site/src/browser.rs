@@ -171,10 +171,12 @@ impl AnalysisWorker {
         Ok(AnalysisWorker { worker })
     }
 
-    /// Analyse `(name, text)` inputs; `on_progress(0..1)` while it runs, then `on_done(report_json)`.
+    /// Analyse `(name, text)` inputs into a report written in `lang`; `on_progress(0..1)` while
+    /// it runs, then `on_done(report_json)`.
     pub fn run(
         &self,
         inputs: &[(String, String)],
+        lang: crate::i18n::Lang,
         on_progress: impl Fn(f64) + 'static,
         on_done: impl Fn(Result<String, String>) + 'static,
     ) -> Result<(), String> {
@@ -203,6 +205,7 @@ impl AnalysisWorker {
         let msg = js_sys::Object::new();
         let _ = Reflect::set(&msg, &"names".into(), &names);
         let _ = Reflect::set(&msg, &"texts".into(), &texts);
+        let _ = Reflect::set(&msg, &"lang".into(), &JsValue::from_str(lang.as_str()));
         self.worker.post_message(&msg).map_err(|e| js_message(&e))
     }
 }

@@ -1,7 +1,9 @@
 //! The site's text, English and Chinese, in one catalogue.
 //!
 //! Every string a page shows comes from [`t`]: a `match` on [`Msg`], so a missing translation is
-//! a compile error rather than an empty label.
+//! a compile error rather than an empty label. Messages with numbers in them are templates with
+//! `{name}` holes, filled by [`tf`]. What the analyzer writes (findings, rule docs, figure
+//! definitions) comes from core in the same language: it is analysed with this `Lang`.
 
 pub use triage_core::cards::Lang;
 
@@ -35,6 +37,24 @@ pub enum Msg {
     Confidence,
     Slowest,
     SourceView,
+    /// Template: `{n}` is a line number.
+    LineNo,
+    WorkerUnavailable,
+    /// Template: `{error}`.
+    WorkerFailed,
+    LegendQueue,
+    LegendPrefill,
+    LegendDecode,
+    LegendRunning,
+    LegendWaiting,
+    ChartTtft,
+    ChartTtftCdf,
+    ChartVllmStats,
+    ChartVllmKv,
+    ChartSglangBatches,
+    ChartSglangKv,
+    ChartThroughput,
+    ChartGpuClocks,
     // Probe
     ProbeUrl,
     ProbeApi,
@@ -52,6 +72,24 @@ pub enum Msg {
     ProbeLimits,
     ProbeCorsHelp,
     Failures,
+    /// Template: `{ok}`, `{failed}`, `{stalls}`.
+    ProbeSummaryLine,
+    ProbeStatus,
+    ProbeTokens,
+    ProbeMax,
+    ProbeMean,
+    ChartItl,
+    /// Template: `{error}`, `{url}`.
+    ProbeRejected,
+    /// Template: `{ms}`.
+    ProbeNoHeaders,
+    /// Template: `{ms}`.
+    ProbeNoToken,
+    /// Template: `{tokens}`, `{ms}`.
+    ProbeStalled,
+    /// Template: `{tokens}`, `{error}`.
+    ProbeBroke,
+    ProbeNoResponse,
     // KV
     KvModel,
     KvConfig,
@@ -69,8 +107,13 @@ pub enum Msg {
     KvFormula,
     KvAssumptions,
     KvChart,
+    KvChartX,
     // Playbook
     PlaybookIntro,
+    TreeTtft,
+    TreeTbt,
+    TreeOom,
+    TreeThroughput,
     Pitfalls,
     Generator,
     GeneratorBase,
@@ -146,9 +189,25 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ),
         Confidence => ("confidence", "可信度"),
         Slowest => {
-            ("Slowest requests: queue / prefill / decode (ms)", "最慢的请求：排队 / prefill / decode（毫秒）")
+            ("Slowest requests: queue / prefill / decode (ms)", "最慢的请求：排队 / 预填充 / 解码（毫秒）")
         }
         SourceView => ("Your input, evidence lines highlighted", "你的输入（证据行高亮）"),
+        LineNo => ("line {n}", "第 {n} 行"),
+        WorkerUnavailable => ("the analysis worker could not start", "分析 Worker 无法启动"),
+        WorkerFailed => ("could not start the analysis worker: {error}", "无法启动分析 Worker：{error}"),
+        LegendQueue => ("queue", "排队"),
+        LegendPrefill => ("prefill", "预填充"),
+        LegendDecode => ("decode", "解码"),
+        LegendRunning => ("running", "运行中"),
+        LegendWaiting => ("waiting", "等待中"),
+        ChartTtft => ("TTFT (ms)", "TTFT 首 token 延迟（毫秒）"),
+        ChartTtftCdf => ("TTFT (ms) — cumulative share of requests", "TTFT（毫秒）—— 请求累计占比"),
+        ChartVllmStats => ("seconds (vLLM stats lines)", "秒（vLLM 统计行）"),
+        ChartVllmKv => ("seconds — GPU KV cache usage (%)", "秒 —— GPU KV 缓存使用率（%）"),
+        ChartSglangBatches => ("seconds (SGLang batch lines)", "秒（SGLang batch 行）"),
+        ChartSglangKv => ("seconds — KV token usage (%)", "秒 —— KV token 占用率（%）"),
+        ChartThroughput => ("seconds — generation throughput (tokens/s)", "秒 —— 生成吞吐（tokens/s）"),
+        ChartGpuClocks => ("median SM clock (MHz) per GPU", "每张 GPU 的 SM 时钟中位数（MHz）"),
         ProbeUrl => ("Endpoint (base URL or full URL)", "接口地址（基址或完整 URL）"),
         ProbeApi => ("API style", "接口类型"),
         ProbeModel => ("Model", "模型"),
@@ -177,6 +236,31 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
             "浏览器只能读取服务端允许的跨域响应：vLLM 需要 --allowed-origins '[\"*\"]'（或本站的源）；Anthropic 接口需要 anthropic-dangerous-direct-browser-access: true 请求头，本探测会自动带上。",
         ),
         Failures => ("Failures", "失败"),
+        ProbeSummaryLine => {
+            ("{ok} ok · {failed} failed · {stalls} stalls", "{ok} 成功 · {failed} 失败 · {stalls} 次停顿")
+        }
+        ProbeStatus => ("status", "状态"),
+        ProbeTokens => ("tokens", "token 数"),
+        ProbeMax => ("max", "最大"),
+        ProbeMean => ("mean", "均值"),
+        ChartItl => ("ITL (ms)", "ITL 逐 token 间隔（毫秒）"),
+        ProbeRejected => (
+            "the browser refused the response or could not connect ({error}): either nothing answers at {url}, or the server does not allow this origin (CORS) — vLLM: --allowed-origins '[\"*\"]'; a gateway: add Access-Control-Allow-Origin. `triage probe` from a terminal tells the two apart.",
+            "浏览器拒绝了响应或无法连接（{error}）：要么 {url} 上没有服务在应答，要么服务端不允许本站的源（CORS）—— vLLM：--allowed-origins '[\"*\"]'；网关：加上 Access-Control-Allow-Origin。在终端里运行 `triage probe` 可以区分这两种情况。",
+        ),
+        ProbeNoHeaders => ("no response headers within {ms} ms", "{ms} ms 内没有收到响应头"),
+        ProbeNoToken => {
+            ("headers arrived but no token within {ms} ms", "收到了响应头，但 {ms} ms 内没有 token")
+        }
+        ProbeStalled => (
+            "the stream stalled after {tokens} token events and the {ms} ms deadline passed",
+            "流在 {tokens} 个 token 事件之后停住，超过了 {ms} ms 的截止时间",
+        ),
+        ProbeBroke => (
+            "the stream broke after {tokens} token events: {error}",
+            "流在 {tokens} 个 token 事件之后中断：{error}",
+        ),
+        ProbeNoResponse => ("no response", "没有响应"),
         KvModel => ("Model preset", "模型预设"),
         KvConfig => ("…or paste a config.json", "…或粘贴 config.json"),
         KvDtype => ("KV cache dtype", "KV cache 数据类型"),
@@ -196,10 +280,15 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         KvFormula => ("Formula", "公式"),
         KvAssumptions => ("Assumptions", "假设"),
         KvChart => ("Max concurrency against context length", "最大并发 vs 上下文长度"),
+        KvChartX => ("context length (tokens)", "上下文长度（token）"),
         PlaybookIntro => (
             "The four failure classes as decision trees. Open a branch for what to check, the commands, and the rule that detects it.",
             "四类故障的排查树。展开分支可以看到该查什么、用什么命令，以及对应的检测规则。",
         ),
+        TreeTtft => ("TTFT high — prefill and queue", "TTFT 高 —— 预填充与排队"),
+        TreeTbt => ("TBT tail — decode", "TBT 长尾 —— 解码"),
+        TreeOom => ("Out of memory", "显存溢出（OOM）"),
+        TreeThroughput => ("Throughput to zero", "吞吐跌零"),
         Pitfalls => ("Configuration pitfalls", "常见配置坑"),
         Generator => ("Client config generator (linted as you type)", "客户端配置生成器（实时检查）"),
         GeneratorBase => ("API base URL", "API 基址"),
@@ -238,4 +327,13 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         Lang::En => en,
         Lang::Zh => zh,
     }
+}
+
+/// A template message with its `{name}` holes filled.
+pub fn tf(lang: Lang, m: Msg, args: &[(&str, &str)]) -> String {
+    let mut s = t(lang, m).to_owned();
+    for (name, value) in args {
+        s = s.replace(&format!("{{{name}}}"), value);
+    }
+    s
 }

@@ -25,13 +25,17 @@ pub struct NamedText {
     pub text: String,
 }
 
-/// Analyse `[{name, text}, …]` and return the `triage.report/v1` JSON, calling `progress`
-/// with the fraction done every 1 MiB.
-pub fn analyze_inputs(inputs: &[NamedText], progress: &dyn Fn(f64)) -> triage_core::analyze::report::Report {
+/// Analyse `[{name, text}, …]` into a `triage.report/v1` report written in `lang`, calling
+/// `progress` with the fraction done every 1 MiB.
+pub fn analyze_inputs(
+    inputs: &[NamedText],
+    lang: i18n::Lang,
+    progress: &dyn Fn(f64),
+) -> triage_core::analyze::report::Report {
     const STEP: usize = 1 << 20;
     let total: usize = inputs.iter().map(|i| i.text.len()).sum::<usize>().max(1);
     let mut done = 0usize;
-    let mut a = triage_core::analyze::Analyzer::new();
+    let mut a = triage_core::analyze::Analyzer::new().with_lang(lang);
     for input in inputs {
         a.begin(&input.name);
         for chunk in input.text.as_bytes().chunks(STEP) {
@@ -45,16 +49,19 @@ pub fn analyze_inputs(inputs: &[NamedText], progress: &dyn Fn(f64)) -> triage_co
 }
 
 /// The worker's entry point (see `static/worker.js`): parallel arrays of input names and texts
-/// (plain JS strings: cheaper to post than one JSON document).
+/// (plain JS strings: cheaper to post than one JSON document), and the language of the report
+/// (`en` or `zh`; anything else is English).
 #[wasm_bindgen]
 pub fn worker_analyze(
     names: Vec<String>,
     texts: Vec<String>,
+    lang: String,
     progress: &js_sys::Function,
 ) -> Result<String, JsValue> {
     let inputs: Vec<NamedText> =
         names.into_iter().zip(texts).map(|(name, text)| NamedText { name, text }).collect();
-    let report = analyze_inputs(&inputs, &|p| {
+    let lang = i18n::Lang::parse(&lang).unwrap_or_default();
+    let report = analyze_inputs(&inputs, lang, &|p| {
         let _ = progress.call1(&JsValue::NULL, &JsValue::from_f64(p));
     });
     serde_json::to_string(&report).map_err(|e| JsValue::from_str(&e.to_string()))

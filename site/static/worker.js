@@ -7,8 +7,8 @@ const ready = init({ module_or_path: new URL('./triage_site_bg.wasm', import.met
 self.onmessage = async (event) => {
   try {
     await ready;
-    const { names, texts } = event.data;
-    const report = worker_analyze(names, texts, (p) => self.postMessage({ progress: p }));
+    const { names, texts, lang } = event.data;
+    const report = worker_analyze(names, texts, lang ?? 'en', (p) => self.postMessage({ progress: p }));
     self.postMessage({ report });
   } catch (e) {
     self.postMessage({ error: String(e) });

@@ -9,15 +9,23 @@ use wasm_bindgen_test::*;
 wasm_bindgen_test_configure!(run_in_browser);
 
 fn mount_in_div(f: impl FnOnce() -> AnyView + 'static) -> web_sys::HtmlElement {
+    mount_in_lang(RwSignal::new(Lang::En), f)
+}
+
+fn mount_in_lang(lang: RwSignal<Lang>, f: impl FnOnce() -> AnyView + 'static) -> web_sys::HtmlElement {
     let doc = web_sys::window().unwrap().document().unwrap();
     let div: web_sys::HtmlElement = doc.create_element("div").unwrap().unchecked_into();
     doc.body().unwrap().append_child(&div).unwrap();
     let handle = mount_to(div.clone(), move || {
-        provide_context(RwSignal::new(Lang::En));
+        provide_context(lang);
         f()
     });
     handle.forget();
     div
+}
+
+fn cjk(s: &str) -> bool {
+    triage_core::lang::has_cjk(s)
 }
 
 fn text_of(root: &web_sys::HtmlElement, testid: &str) -> String {
@@ -45,10 +53,60 @@ fn the_playbook_lists_every_rule_as_a_branch() {
 #[wasm_bindgen_test]
 fn the_catalogue_has_both_languages_for_every_message() {
     use triage_site::i18n::{Msg, t};
-    for m in
-        [Msg::NavTriage, Msg::Analyze, Msg::ProbeStart, Msg::KvBytesPerToken, Msg::CardsShow, Msg::DrillNew]
-    {
+    for m in [
+        Msg::NavTriage,
+        Msg::Analyze,
+        Msg::ProbeStart,
+        Msg::KvBytesPerToken,
+        Msg::CardsShow,
+        Msg::DrillNew,
+        Msg::LegendQueue,
+        Msg::LegendPrefill,
+        Msg::LegendDecode,
+        Msg::ChartVllmStats,
+        Msg::ChartThroughput,
+        Msg::ChartGpuClocks,
+        Msg::KvChartX,
+        Msg::TreeOom,
+    ] {
         assert!(!t(Lang::En, m).is_empty() && !t(Lang::Zh, m).is_empty());
         assert_ne!(t(Lang::En, m), t(Lang::Zh, m));
+        assert!(cjk(t(Lang::Zh, m)), "{m:?}");
     }
+    assert_eq!(triage_site::i18n::tf(Lang::Zh, Msg::LineNo, &[("n", "7")]), "第 7 行");
+}
+
+/// The playbook's rule docs follow the language, in place.
+#[wasm_bindgen_test]
+async fn the_playbook_shows_rule_docs_in_the_ui_language() {
+    let lang = RwSignal::new(Lang::Zh);
+    let root = mount_in_lang(lang, || triage_site::pages::playbook::PlaybookPage().into_any());
+    let summary = || {
+        root.query_selector("[data-testid=playbook-branch] summary").unwrap().unwrap().text_content().unwrap()
+    };
+    assert!(cjk(&summary()), "{}", summary());
+    assert!(summary().contains("queueing-exceeds-capacity"));
+    lang.set(Lang::En);
+    leptos::task::tick().await;
+    assert!(!cjk(&summary()), "{}", summary());
+}
+
+/// A report analysed in Chinese shows Chinese findings with the same rule ids and verdict.
+#[wasm_bindgen_test]
+fn a_report_in_chinese_keeps_rule_ids_and_verdict() {
+    use triage_site::NamedText;
+    let inputs = vec![NamedText {
+        name: "paste".into(),
+        text: include_str!("../../tests/data/incidents/ttft_queueing.log").into(),
+    }];
+    let zh = triage_site::analyze_inputs(&inputs, Lang::Zh, &|_| {});
+    let en = triage_site::analyze_inputs(&inputs, Lang::En, &|_| {});
+    assert_eq!(zh.verdict, en.verdict);
+    let root = mount_in_lang(RwSignal::new(Lang::Zh), move || {
+        view! { <triage_site::pages::triage::ReportView report=zh inputs=inputs/> }.into_any()
+    });
+    assert!(text_of(&root, "verdict").contains("TTFT_HIGH"));
+    let finding = root.query_selector("[data-testid=finding]").unwrap().unwrap();
+    assert_eq!(finding.get_attribute("data-rule").as_deref(), Some(en.findings[0].rule.as_str()));
+    assert!(cjk(&finding.text_content().unwrap()));
 }

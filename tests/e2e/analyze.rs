@@ -79,6 +79,42 @@ fn every_incident_gets_its_verdict_and_top_rule() {
     }
 }
 
+/// Every listed incident analysed in Chinese: the same verdict, rules, classes, confidences,
+/// evidence, inputs, figure values and series as in English; only the text differs, and the
+/// titles and summaries are Chinese.
+#[test]
+fn every_incident_reads_the_same_in_chinese() {
+    use triage_core::lang::{Lang, has_cjk};
+    for e in expectations() {
+        let path = data(&e.file);
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let en = analyze_file(&path);
+        let mut a = Analyzer::new().with_lang(Lang::Zh);
+        a.add_text(&name, &text);
+        let zh = a.finish();
+        assert_eq!(zh.verdict, en.verdict, "{}", e.file);
+        assert_eq!(zh.inputs.len(), en.inputs.len(), "{}", e.file);
+        for (z, n) in zh.inputs.iter().zip(&en.inputs) {
+            assert_eq!(
+                (&z.name, z.kind, z.lines, z.issues.len()),
+                (&n.name, n.kind, n.lines, n.issues.len())
+            );
+        }
+        assert_eq!(zh.findings.len(), en.findings.len(), "{}", e.file);
+        for (z, n) in zh.findings.iter().zip(&en.findings) {
+            assert_eq!((&z.rule, z.class, z.confidence), (&n.rule, n.class, n.confidence), "{}", e.file);
+            assert_eq!(z.evidence, n.evidence, "{}: {}", e.file, z.rule);
+            assert_eq!(z.remediation.len(), n.remediation.len(), "{}: {}", e.file, z.rule);
+            assert!(has_cjk(&z.title) && has_cjk(&z.summary), "{}: {z:?}", e.file);
+        }
+        let values =
+            |r: &Report| r.figures.iter().map(|(k, f)| (k.clone(), f.value.clone())).collect::<Vec<_>>();
+        assert_eq!(values(&zh), values(&en), "{}", e.file);
+        assert_eq!(zh.series, en.series, "{}", e.file);
+    }
+}
+
 #[test]
 fn messy_copies_give_the_same_findings() {
     // CRLF line ends, ANSI colours, a partial last line: what real pastes look like.

@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 use triage_core::analyze::Analyzer;
 use triage_core::analyze::report::Report;
+use triage_core::lang::Lang;
 
 /// Feed one reader into the analyzer as the input `name`.
 pub fn feed_reader(a: &mut Analyzer, name: &str, mut r: impl Read) -> std::io::Result<u64> {
@@ -31,7 +32,12 @@ pub fn feed_reader(a: &mut Analyzer, name: &str, mut r: impl Read) -> std::io::R
 
 /// Analyse files by path (`-` is stdin). The input names are the paths as given.
 pub fn analyze_paths(paths: &[String]) -> anyhow::Result<Report> {
-    let mut a = Analyzer::new();
+    analyze_paths_in(paths, Lang::En)
+}
+
+/// [`analyze_paths`], writing the report's text in `lang`.
+pub fn analyze_paths_in(paths: &[String], lang: Lang) -> anyhow::Result<Report> {
+    let mut a = Analyzer::new().with_lang(lang);
     if paths.is_empty() {
         feed_reader(&mut a, "stdin", std::io::stdin().lock()).context("reading stdin")?;
     }

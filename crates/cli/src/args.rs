@@ -118,6 +118,26 @@ pub struct AnalyzeArgs {
     pub files: Vec<String>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: ReportFormat,
+    /// Language of the report's text (findings, figure definitions, issues); the JSON field
+    /// names, verdict, classes and rule ids are the same in both.
+    #[arg(long, value_enum, default_value = "en")]
+    pub lang: LangArg,
+}
+
+/// `--lang`: the language a report is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LangArg {
+    En,
+    Zh,
+}
+
+impl From<LangArg> for triage_core::lang::Lang {
+    fn from(l: LangArg) -> Self {
+        match l {
+            LangArg::En => triage_core::lang::Lang::En,
+            LangArg::Zh => triage_core::lang::Lang::Zh,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -235,6 +255,10 @@ pub struct KvArgs {
     /// Model vLLM's hybrid KV-cache manager as disabled (sliding layers allocated as full).
     #[arg(long)]
     pub no_hybrid: bool,
+    /// Model vLLM's `--no-async-scheduling`: one batch in flight per pipeline stage instead of
+    /// stages + 1 (changes what sliding-window layers budget per request).
+    #[arg(long)]
+    pub no_async_scheduling: bool,
     /// Accept conventional defaults for fields missing from config.json (listed as assumptions).
     #[arg(long)]
     pub assume_defaults: bool,

@@ -14,7 +14,7 @@ use triage_core::kv::dtype::KvDtype;
 use triage_core::kv::gpus::GPUS;
 use triage_core::kv::model::ModelShape;
 use triage_core::kv::presets::PRESETS;
-use triage_core::kv::reconcile::Verdict;
+use triage_core::kv::reconcile::{LoggedFormula, Verdict};
 use triage_core::kv::report::KvReport;
 use triage_core::kv::request::KvRequest;
 use triage_core::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
@@ -92,6 +92,7 @@ pub fn request(args: &KvArgs) -> KvRequest {
         need: args.need.clone(),
         no_hybrid: args.no_hybrid,
         assume_defaults: args.assume_defaults,
+        no_async_scheduling: args.no_async_scheduling,
     }
 }
 
@@ -175,11 +176,16 @@ pub fn render_text(r: &KvReport) -> String {
     }
     let _ = writeln!(
         out,
-        "  capacity       {} blocks of {} tokens ({} each) = {} tokens  (vLLM: \"GPU KV cache size\")",
+        "  capacity       {} blocks of {} tokens ({} each) · vLLM 0.33 logs \"GPU KV cache size: {} tokens\"{}",
         fmt_int(e.blocks),
         s.block_size,
         fmt_size(e.block_bytes),
-        fmt_int(e.tokens)
+        fmt_int(e.tokens),
+        if e.legacy_tokens == e.tokens {
+            String::new()
+        } else {
+            format!(" (older releases: {})", fmt_int(e.legacy_tokens))
+        }
     );
     let _ = writeln!(
         out,
@@ -233,14 +239,18 @@ pub fn render_text(r: &KvReport) -> String {
         {
             let _ = writeln!(
                 out,
-                "  logged {} tokens (line {}) · estimate {}–{} from {} · difference {} tokens ({} blocks)",
+                "  logged {} tokens (line {}) · estimate {}–{} from {} · difference {} tokens ({} blocks){}",
                 fmt_int(t),
                 rc.logged_tokens_line.unwrap_or(0),
                 fmt_int(lo),
                 fmt_int(hi),
                 rc.available_kv_printed.as_deref().unwrap_or("?"),
                 rc.difference_tokens.unwrap_or(0),
-                rc.difference_blocks.unwrap_or(0)
+                rc.difference_blocks.unwrap_or(0),
+                match rc.formula {
+                    Some(LoggedFormula::Legacy) => " · older vLLM's formula",
+                    _ => "",
+                }
             );
         }
         for x in &rc.explanations {

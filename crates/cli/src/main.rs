@@ -138,11 +138,12 @@ fn cmd_analyze(args: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     }
-    let report = analyze::analyze_paths(&args.files)?;
+    let lang = args.lang.into();
+    let report = analyze::analyze_paths_in(&args.files, lang)?;
     match args.format {
         ReportFormat::Json => print(&(serde_json::to_string_pretty(&report)? + "\n"))?,
-        ReportFormat::Text => print(&render::analyze_text(&report))?,
-        ReportFormat::Markdown => print(&render::analyze_markdown(&report))?,
+        ReportFormat::Text => print(&render::analyze_text_in(&report, lang))?,
+        ReportFormat::Markdown => print(&render::analyze_markdown_in(&report, lang))?,
     }
     Ok(ExitCode::SUCCESS)
 }

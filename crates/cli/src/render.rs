@@ -3,6 +3,7 @@
 //! Tables first, definitions always: every figure printed says what it measures.
 
 use std::fmt::Write as _;
+use triage_core::lang::Lang;
 use triage_core::probe::{ProbeReport, Quantiles};
 
 fn cell(v: Option<f64>) -> String {
@@ -142,42 +143,54 @@ fn opt(v: &serde_json::Value) -> String {
     }
 }
 
-/// The analysis report as text.
+/// The analysis report as text (English headings).
 pub fn analyze_text(r: &Report) -> String {
+    analyze_text_in(r, Lang::En)
+}
+
+/// The analysis report as text, headings in `lang` (the report's own text is in the language it
+/// was analysed in).
+pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
+    let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let mut out = String::new();
     let recognised = r.inputs.iter().filter(|i| i.kind.as_str() != "unknown").count();
+    let (verdict, n) = (r.verdict.as_str(), r.findings.len());
     let _ = writeln!(
         out,
-        "triage analyze · verdict: {} · {} finding(s) · {} section(s) recognised",
-        r.verdict.as_str(),
-        r.findings.len(),
-        recognised
+        "{}",
+        lang.pick(
+            format!(
+                "triage analyze · verdict: {verdict} · {n} finding(s) · {recognised} section(s) recognised"
+            ),
+            format!("triage analyze · 结论：{verdict} · {n} 个发现 · 识别出 {recognised} 个片段"),
+        )
     );
     for (i, f) in r.findings.iter().enumerate() {
         let _ = writeln!(
             out,
-            "\n{}. [{}] {} ({}) · confidence {:.2}",
+            "\n{}. [{}] {} ({}) · {} {:.2}",
             i + 1,
             f.class.as_str(),
             f.title,
             f.rule,
+            l("confidence", "可信度"),
             f.confidence
         );
         let _ = writeln!(out, "   {}", f.summary);
         if !f.evidence.is_empty() {
-            let _ = writeln!(out, "   evidence:");
+            let _ = writeln!(out, "   {}", l("evidence:", "证据："));
             for e in &f.evidence {
                 let _ = writeln!(out, "     {}:{}  {}", e.input, e.line, e.text);
             }
         }
         if !f.remediation.is_empty() {
-            let _ = writeln!(out, "   what to change:");
+            let _ = writeln!(out, "   {}", l("what to change:", "该改什么："));
             for x in &f.remediation {
                 let _ = writeln!(out, "     - {x}");
             }
         }
         if !f.next_checks.is_empty() {
-            let _ = writeln!(out, "   next checks:");
+            let _ = writeln!(out, "   {}", l("next checks:", "下一步检查："));
             for x in &f.next_checks {
                 let _ = writeln!(out, "     - {x}");
             }
@@ -188,25 +201,42 @@ pub fn analyze_text(r: &Report) -> String {
             out,
             "\n{}",
             match r.verdict.as_str() {
-                "HEALTHY" => "Nothing wrong found in what was recognised.",
-                _ =>
+                "HEALTHY" => l("Nothing wrong found in what was recognised.", "已识别的内容中没有发现问题。"),
+                _ => l(
                     "Nothing was recognised: paste vLLM/SGLang/TGI logs, /metrics scrapes, nvidia-smi output, OOM tracebacks, request logs or client configs.",
+                    "没有识别出任何内容：请提供 vLLM/SGLang/TGI 日志、/metrics 抓取、nvidia-smi 输出、OOM 堆栈、请求日志或客户端配置。",
+                ),
             }
         );
     }
-    let _ = writeln!(out, "\ninputs:");
+    let _ = writeln!(out, "\n{}", l("inputs:", "输入："));
     for i in &r.inputs {
-        let _ = writeln!(out, "  {} lines {}-{}  {}", i.name, i.lines[0], i.lines[1], i.kind.as_str());
+        let (name, a, b, kind) = (&i.name, i.lines[0], i.lines[1], i.kind.as_str());
+        let _ = writeln!(
+            out,
+            "{}",
+            lang.pick(format!("  {name} lines {a}-{b}  {kind}"), format!("  {name} 第 {a}-{b} 行  {kind}"))
+        );
         for issue in i.issues.iter().take(5) {
-            let _ = writeln!(out, "      line {}: {}", issue.line, issue.message);
+            let (no, msg) = (issue.line, &issue.message);
+            let _ = writeln!(
+                out,
+                "{}",
+                lang.pick(format!("      line {no}: {msg}"), format!("      第 {no} 行：{msg}"))
+            );
         }
         if i.issues.len() > 5 {
-            let _ = writeln!(out, "      … {} more issue(s)", i.issues.len() - 5);
+            let more = i.issues.len() - 5;
+            let _ = writeln!(
+                out,
+                "{}",
+                lang.pick(format!("      … {more} more issue(s)"), format!("      … 另有 {more} 个问题"))
+            );
         }
     }
     let plain: Vec<_> = r.figures.iter().filter(|(k, _)| !k.ends_with(".slowest")).collect();
     if !plain.is_empty() {
-        let _ = writeln!(out, "\nfigures:");
+        let _ = writeln!(out, "\n{}", l("figures:", "指标："));
         for (name, f) in plain {
             let _ = writeln!(out, "  {name}: {} {}", figure_value(f), f.unit);
             let _ = writeln!(out, "      = {}", f.definition);
@@ -215,7 +245,12 @@ pub fn analyze_text(r: &Report) -> String {
     if let Some(slow) = r.figures.get("request_log.slowest")
         && let Some(rows) = slow.value.as_array()
     {
-        let _ = writeln!(out, "\nslowest requests by TTFT (ms): {}", slow.definition);
+        let _ = writeln!(
+            out,
+            "\n{} {}",
+            l("slowest requests by TTFT (ms):", "TTFT 最慢的请求（ms）："),
+            slow.definition
+        );
         let _ = writeln!(
             out,
             "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  where",
@@ -245,50 +280,71 @@ fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-/// The analysis report as Markdown (for tickets and chat).
+/// The analysis report as Markdown (for tickets and chat), English headings.
 pub fn analyze_markdown(r: &Report) -> String {
+    analyze_markdown_in(r, Lang::En)
+}
+
+/// The analysis report as Markdown, headings in `lang`.
+pub fn analyze_markdown_in(r: &Report, lang: Lang) -> String {
+    let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let mut out = String::new();
-    let _ = writeln!(out, "# Triage: {}\n", r.verdict.as_str());
+    let _ = writeln!(out, "# {}: {}\n", l("Triage", "排查结论"), r.verdict.as_str());
     if r.findings.is_empty() {
-        let _ = writeln!(out, "No findings.\n");
+        let _ = writeln!(out, "{}\n", l("No findings.", "没有发现。"));
     }
     for (i, f) in r.findings.iter().enumerate() {
         let _ = writeln!(
             out,
-            "## {}. {} — `{}` ({}, confidence {:.2})\n",
+            "## {}. {} — `{}` ({}, {} {:.2})\n",
             i + 1,
             f.title,
             f.rule,
             f.class.as_str(),
+            l("confidence", "可信度"),
             f.confidence
         );
         let _ = writeln!(out, "{}\n", f.summary);
         if !f.evidence.is_empty() {
-            let _ = writeln!(out, "Evidence:\n");
+            let _ = writeln!(out, "{}\n", l("Evidence:", "证据："));
             for e in &f.evidence {
                 let _ = writeln!(out, "- `{}:{}` `{}`", e.input, e.line, e.text.replace('`', "'"));
             }
             out.push('\n');
         }
         if !f.remediation.is_empty() {
-            let _ = writeln!(out, "What to change:\n");
+            let _ = writeln!(out, "{}\n", l("What to change:", "该改什么："));
             for x in &f.remediation {
                 let _ = writeln!(out, "- {x}");
             }
             out.push('\n');
         }
         if !f.next_checks.is_empty() {
-            let _ = writeln!(out, "Next checks:\n");
+            let _ = writeln!(out, "{}\n", l("Next checks:", "下一步检查："));
             for x in &f.next_checks {
                 let _ = writeln!(out, "- {x}");
             }
             out.push('\n');
         }
     }
-    let _ = writeln!(out, "## Inputs\n\n| input | lines | kind | issues |\n| --- | --- | --- | --- |");
+    let _ = writeln!(
+        out,
+        "{}",
+        l(
+            "## Inputs\n\n| input | lines | kind | issues |\n| --- | --- | --- | --- |",
+            "## 输入\n\n| 输入 | 行 | 类型 | 问题 |\n| --- | --- | --- | --- |"
+        )
+    );
     for i in &r.inputs {
-        let issues: Vec<String> =
-            i.issues.iter().take(3).map(|x| format!("line {}: {}", x.line, md_escape(&x.message))).collect();
+        let issues: Vec<String> = i
+            .issues
+            .iter()
+            .take(3)
+            .map(|x| {
+                let (no, msg) = (x.line, md_escape(&x.message));
+                lang.pick(format!("line {no}: {msg}"), format!("第 {no} 行：{msg}"))
+            })
+            .collect();
         let _ = writeln!(
             out,
             "| {} | {}–{} | {} | {} |",
@@ -296,14 +352,18 @@ pub fn analyze_markdown(r: &Report) -> String {
             i.lines[0],
             i.lines[1],
             i.kind.as_str(),
-            issues.join("; ")
+            issues.join(l("; ", "；"))
         );
     }
     let plain: Vec<_> = r.figures.iter().filter(|(k, _)| !k.ends_with(".slowest")).collect();
     if !plain.is_empty() {
         let _ = writeln!(
             out,
-            "\n## Figures\n\n| figure | value | unit | definition |\n| --- | --- | --- | --- |"
+            "{}",
+            l(
+                "\n## Figures\n\n| figure | value | unit | definition |\n| --- | --- | --- | --- |",
+                "\n## 指标\n\n| 指标 | 数值 | 单位 | 定义 |\n| --- | --- | --- | --- |"
+            )
         );
         for (name, f) in plain {
             let _ = writeln!(

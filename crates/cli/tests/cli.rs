@@ -168,6 +168,45 @@ fn analyze_json_text_markdown_and_stdin() {
     assert_eq!(v["inputs"][0]["kind"], "unknown");
 }
 
+/// `--lang zh` writes the report's text in Chinese; everything a script reads stays the same.
+#[test]
+fn analyze_lang_zh_keeps_the_contract_and_changes_the_text() {
+    let dir = temp_dir("analyze-lang");
+    let log = dir.join("vllm.log");
+    std::fs::write(&log, VLLM_LOG).unwrap();
+    let json = |lang: &[&str]| -> serde_json::Value {
+        let out = triage().args(["analyze", "--format", "json"]).args(lang).arg(&log).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (default, en, zh) = (json(&[]), json(&["--lang", "en"]), json(&["--lang", "zh"]));
+    assert_eq!(default, en, "English is the default");
+    let cjk =
+        |s: &serde_json::Value| s.as_str().unwrap().chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+    assert_eq!(zh["schema"], en["schema"]);
+    assert_eq!(zh["verdict"], en["verdict"]);
+    assert_eq!(zh["inputs"], en["inputs"]);
+    let (e, z) = (&en["findings"][0], &zh["findings"][0]);
+    for same in ["class", "rule", "confidence", "evidence"] {
+        assert_eq!(z[same], e[same], "{same}");
+    }
+    assert!(cjk(&z["title"]) && cjk(&z["summary"]) && cjk(&z["remediation"][0]), "{z}");
+    assert!(!cjk(&e["title"]) && !cjk(&e["summary"]), "{e}");
+    // The summary carries the same numbers.
+    assert!(z["summary"].as_str().unwrap().contains("37") && e["summary"].as_str().unwrap().contains("37"));
+
+    let out = triage().args(["analyze", "--lang", "zh"]).arg(&log).output().unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        t.contains("结论：TTFT_HIGH") && t.contains("queueing-exceeds-capacity") && t.contains("证据："),
+        "{t}"
+    );
+    let out = triage().args(["analyze", "--lang", "zh", "--format", "markdown"]).arg(&log).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("# 排查结论: TTFT_HIGH"));
+    let out = triage().args(["analyze", "--lang", "fr"]).arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
 #[test]
 fn analyze_usage_errors_exit_2_and_inputs_are_only_read() {
     let out = triage().args(["analyze", "/definitely/not/here.log"]).output().unwrap();

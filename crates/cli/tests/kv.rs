@@ -1,8 +1,9 @@
 //! `triage kv` end to end: the binary on the fixtures in `tests/data/kv`, JSON and text.
 //!
 //! The accuracy checks: Llama-3.1-8B (131,072 B/token; the brief's 54.62 GiB / 447,088-token
-//! pair), DeepSeek-V3 MLA on TP 8, Gemma 3 sliding-window groups, the H200-measured 22,528
-//! B/token, and the article's 137.4 GB example.
+//! pair), DeepSeek-V3 MLA on TP 8, Gemma 3 sliding-window groups, gpt-oss, startup logs in vLLM
+//! 0.33.0's formats with figures from vLLM 0.33.0's own planning functions, the H200-measured
+//! 22,528 B/token, and the article's 137.4 GB example.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -51,7 +52,8 @@ fn llama_3_1_8b_config_file() {
     assert_eq!(v["tokens"], 447_440);
     assert_eq!(v["max_concurrency"], 13.65);
     assert_eq!(v["max_num_seqs"], 13);
-    assert_eq!(v["max_model_len_fit"], 447_440);
+    // vLLM 0.33's startup check holds one block back (the null block): 27,964 blocks.
+    assert_eq!(v["max_model_len_fit"], 447_424);
     assert_eq!(v["layers"][0]["kind"], "full");
     assert_eq!(v["layers"][0]["count"], 32);
     assert!(
@@ -69,9 +71,11 @@ fn llama_3_1_8b_reconciles_the_brief_log_lines() {
     // 54.62 GiB as printed stands for 54.615–54.625 GiB: 447,392–447,488 tokens.
     assert_eq!(r["expected_tokens_min"], 447_392);
     assert_eq!(r["expected_tokens_max"], 447_488);
-    // FIXME(data): the brief's pair of lines is 19 blocks (304 tokens, 38 MiB) apart, beyond the
-    // log's rounding and block rounding; the reconciler reports it as unexplained and confirms
-    // the model shape (131,072 B/token is within 0.5 % of what the log implies).
+    // FIXME(data): the brief's pair of lines is 19 blocks (304 tokens, 38–48 MiB) apart, beyond the
+    // log's rounding and block rounding, and no vLLM 0.33.0 code path explains it (see the
+    // FIXME in crates/core/src/kv/reconcile.rs): the two figures are not from one run. The
+    // reconciler reports it as unexplained and confirms the model shape (131,072 B/token is
+    // within 0.5 % of what the log implies).
     assert_eq!(r["within_one_block"], false);
     assert_eq!(r["difference_blocks"], -19);
     assert_eq!(r["verdict"], "mismatch");
@@ -155,13 +159,32 @@ fn gemma_3_sliding_window_groups() {
     assert_eq!(v["kv_cache_groups"], 7);
     assert_eq!(v["padding_layers"], 8);
     assert_eq!(v["blocks"], 16_384);
-    assert_eq!(v["tokens"], 37_440);
-    assert_eq!(v["max_concurrency"], 2.97);
+    // vLLM 0.33 logs int(16,384 / 8582 × 32,768) (two batches of 8192 in flight); older
+    // releases logged 16,384 / 7 groups × 16.
+    assert_eq!(v["tokens"], 62_557);
+    assert_eq!(v["legacy_tokens"], 37_440);
+    assert_eq!(v["max_concurrency"], 1.91);
+    assert_eq!(v["settings"]["in_flight_tokens"], 16_384);
     let sliding = v["layers"].as_array().unwrap().iter().find(|l| l["kind"] == "sliding").unwrap().clone();
     assert_eq!(sliding["count"], 52);
     assert_eq!(sliding["window"], 1024);
+    // --no-async-scheduling: one batch in flight, 2.97x and 97,435 tokens.
+    let v = json(&[
+        "--config",
+        &cfg,
+        "--available-kv-gib",
+        "20",
+        "--max-model-len",
+        "32768",
+        "--max-num-batched-tokens",
+        "8192",
+        "--no-async-scheduling",
+    ]);
+    assert_eq!((v["tokens"].as_u64(), v["max_concurrency"].as_f64()), (Some(97_435), Some(2.97)));
+    // The older constructed log (older releases' formulas) still matches, and says which formula.
     let v = json(&["--config", &cfg, "--log", &data("vllm-v1-gemma-3-27b.log")]);
     assert_eq!(v["reconcile"]["verdict"], "match");
+    assert_eq!(v["reconcile"]["formula"], "legacy");
     // With the hybrid manager off vLLM logs 42,272 tokens; the reconciler says why.
     let v = json(&["--config", &cfg, "--log", &data("vllm-v1-gemma-3-27b-no-hybrid.log")]);
     assert_eq!(v["reconcile"]["verdict"], "explained");
@@ -182,9 +205,41 @@ fn gpt_oss_alternating_layers() {
     assert_eq!(v["bytes_per_token_per_rank"], 24 * 2048);
     assert_eq!(v["kv_cache_groups"], 2);
     assert_eq!(v["padding_layers"], 0);
-    // floor(10 GiB / (32,768 B × 12)) = 27,306 blocks; / 2 groups × 16.
+    // floor(10 GiB / (32,768 B × 12)) = 27,306 blocks; a 131,072-token request takes 8192 +
+    // 1033 of them, so vLLM 0.33 logs int(27,306 / 9225 × 131,072); older releases 27,306 / 2 × 16.
     assert_eq!(v["blocks"], 27_306);
-    assert_eq!(v["tokens"], 218_448);
+    assert_eq!(v["tokens"], 387_973);
+    assert_eq!(v["legacy_tokens"], 218_448);
+    assert_eq!(v["max_concurrency"], 2.96);
+}
+
+/// Startup logs in vLLM 0.33.0's exact formats (one capacity line), figures from vLLM 0.33.0's
+/// own `get_kv_cache_configs` / `get_kv_cache_capacity` (tests/data/kv/README.md).
+#[test]
+fn vllm_0_33_startup_logs_reconcile_exactly() {
+    for (model, log, tokens, conc) in [
+        ("llama-3.1-8b", "vllm-0.33-llama-3.1-8b.log", 447_440, 13.65),
+        ("llama-2-7b", "vllm-0.33-llama-2-7b-len-4095.log", 43_749, 10.68),
+        ("deepseek-v3", "vllm-0.33-deepseek-v3-tp8.log", 877_504, 5.36),
+        ("gemma-3-27b", "vllm-0.33-gemma-3-27b.log", 333_438, 2.54),
+        ("gpt-oss-120b", "vllm-0.33-gpt-oss-120b.log", 1_825_843, 13.93),
+    ] {
+        let v = json(&["--model", model, "--log", &data(log)]);
+        let r = &v["reconcile"];
+        assert_eq!(r["logged_tokens"], tokens, "{log}");
+        assert_eq!(r["verdict"], "match", "{log}: {r}");
+        assert_eq!(r["formula"], "vllm_0_33", "{log}");
+        assert_eq!(r["within_one_block"], true, "{log}");
+        assert_eq!(r["difference_tokens"], 0, "{log}");
+        // The estimate from the printed (rounded) memory lands within one block too.
+        let t = v["tokens"].as_u64().unwrap();
+        let step = v["settings"]["block_size"].as_u64().unwrap();
+        assert!(t.abs_diff(tokens) <= step, "{log}: {t} vs {tokens}");
+        assert!((v["max_concurrency"].as_f64().unwrap() - conc).abs() <= 0.011, "{log}");
+    }
+    let v = json(&["--model", "deepseek-v3", "--log", &data("vllm-0.33-deepseek-v3-tp8.log")]);
+    assert_eq!((v["settings"]["tp"].as_u64(), v["settings"]["block_size"].as_u64()), (Some(8), Some(64)));
+    assert_eq!(v["bytes_per_token_per_rank"], 61 * 1152);
 }
 
 #[test]
@@ -221,6 +276,8 @@ fn v0_profile_sglang_and_fatal_logs() {
     let v = json(&["--config", &cfg, "--log", &data("vllm-v0-llama-3.1-8b-profile.log")]);
     assert_eq!(v["reconcile"]["verdict"], "match");
     assert_eq!(v["reconcile"]["logged_tokens"], 28_088 * 16);
+    // V0 logs blocks: the older formula is named (0.33's gives the same here).
+    assert_eq!(v["reconcile"]["formula"], "legacy");
     let ex = v["reconcile"]["explanations"].as_array().unwrap();
     assert!(ex.iter().any(|e| e["why"] == "budget" && e["message"].as_str().unwrap().contains("matches")));
 

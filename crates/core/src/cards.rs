@@ -9,13 +9,8 @@ use crate::analyze::rules;
 use crate::defs;
 use serde::{Deserialize, Serialize};
 
-/// A language of the deck.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Lang {
-    En,
-    Zh,
-}
+/// A language of the deck (the core's one language type, re-exported here).
+pub use crate::lang::Lang;
 
 /// Where a card comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,25 +197,24 @@ pub fn deck() -> Vec<Card> {
         });
     }
     for d in defs::ALL {
-        let back = format!("{}. Others: {}.", d.meaning, d.others);
         cards.push(Card {
             id: format!("definition:{}", d.name.to_ascii_lowercase()),
             kind: CardKind::Definition,
             front_en: format!("Define {} exactly: from when to when? What do other tools call it?", d.name),
-            back_en: back.clone(),
+            back_en: format!("{}. Others: {}.", d.meaning, d.others),
             front_zh: format!("准确定义{}：从何时到何时？其他工具怎么称呼它？", definition_zh(d.name)),
-            back_zh: back,
+            back_zh: format!("{}。其他工具：{}。", d.meaning_zh, d.others_zh),
         });
     }
     for r in rules::docs() {
-        let back = format!("{} — {}", r.detects, r.fix);
+        let zh = r.text(Lang::Zh);
         cards.push(Card {
             id: format!("rule:{}", r.id),
             kind: CardKind::Rule,
             front_en: format!("{} (`{}`): how do you recognise it, and what do you change?", r.title, r.id),
-            back_en: back.clone(),
-            front_zh: format!("规则 `{}`（{}）：如何识别？该改什么？", r.id, r.class.as_str()),
-            back_zh: back,
+            back_en: format!("{} — {}", r.detects, r.fix),
+            front_zh: format!("{}（`{}`）：如何识别？该改什么？", zh.title, r.id),
+            back_zh: format!("{} —— {}", zh.detects, zh.fix),
         });
     }
     for (id, fe, be, fz, bz) in ANATOMY {
@@ -343,6 +337,10 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), d.len());
         assert!(d.iter().all(|c| !c.front_zh.is_empty() && !c.back_zh.is_empty()));
+        // Rule and definition cards are in Chinese on the Chinese side, not English copies.
+        for c in d.iter().filter(|c| matches!(c.kind, CardKind::Rule | CardKind::Definition)) {
+            assert!(crate::lang::has_cjk(&c.back_zh) && c.back_zh != c.back_en, "{}", c.id);
+        }
         let kv = d.iter().find(|c| c.id == "interview:kv-formula").unwrap();
         assert!(kv.back_en.contains("137.4 GB"));
         // The card's arithmetic is the article's.

@@ -12,6 +12,7 @@ pub mod endpoint;
 pub mod fault;
 pub mod gpu;
 pub mod kv;
+pub mod lang;
 pub mod probe;
 pub mod sse;
 pub mod stats;

@@ -64,7 +64,8 @@ pub fn DrillPage() -> impl IntoView {
                     }).collect_view()}
                 </div>
                 {move || verdict.get().map(|v| {
-                    let report = analyze_inputs(&inputs, &|_| {});
+                    // In the UI language: switching it analyses the drill's files again.
+                    let report = analyze_inputs(&inputs, lang.get(), &|_| {});
                     let msg = if v.correct { Msg::DrillRight } else if v.same_class { Msg::DrillSameClass } else { Msg::DrillWrong };
                     view! {
                         <div class="verdict" data-testid="drill-verdict" data-answer=v.answer data-correct=v.correct.to_string()>

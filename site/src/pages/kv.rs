@@ -58,9 +58,10 @@ pub fn KvPage() -> impl IntoView {
     let canvas = NodeRef::<leptos::html::Canvas>::new();
     Effect::new(move |_| {
         let points = curve.get();
+        let label = t(lang.get(), Msg::KvChartX);
         if let Some(c) = canvas.get() {
             let c: web_sys::HtmlCanvasElement = c.unchecked_into();
-            super::chart::line(&c, &points, "context length (tokens)");
+            super::chart::line(&c, &points, label);
         }
     });
 

@@ -7,13 +7,14 @@ use leptos::prelude::*;
 use triage_core::analyze::report::Class;
 use triage_core::analyze::rules;
 
-const TREES: [(Class, &str, &str); 4] = [
-    (Class::TtftHigh, "TTFT high — prefill and queue", "TTFT 高 —— prefill 与排队"),
-    (Class::TbtTail, "TBT tail — decode", "TBT 长尾 —— decode"),
-    (Class::Oom, "Out of memory", "显存溢出（OOM）"),
-    (Class::ThroughputZero, "Throughput to zero", "吞吐跌零"),
+const TREES: [(Class, Msg); 4] = [
+    (Class::TtftHigh, Msg::TreeTtft),
+    (Class::TbtTail, Msg::TreeTbt),
+    (Class::Oom, Msg::TreeOom),
+    (Class::ThroughputZero, Msg::TreeThroughput),
 ];
 
+/// Each rule of `class` as a branch, its docs in the UI language (core holds both).
 #[component]
 fn Branches(class: Class) -> impl IntoView {
     let lang = use_lang();
@@ -21,14 +22,15 @@ fn Branches(class: Class) -> impl IntoView {
     rules::docs()
         .filter(move |d| d.class == class)
         .map(|d| {
+            let doc = move || d.text(lang.get());
             view! {
                 <details class="branch" data-testid="playbook-branch" data-rule=d.id>
-                    <summary>{d.title} " " <code>{d.id}</code></summary>
+                    <summary>{move || doc().title} " " <code>{d.id}</code></summary>
                     <dl>
-                        <dt>{move || tr(Msg::Detects)}</dt><dd>{d.detects}</dd>
-                        <dt>{move || tr(Msg::Why)}</dt><dd>{d.why}</dd>
-                        <dt>{move || tr(Msg::ExampleLabel)}</dt><dd><code>{d.example}</code></dd>
-                        <dt>{move || tr(Msg::Fix)}</dt><dd>{d.fix}</dd>
+                        <dt>{move || tr(Msg::Detects)}</dt><dd>{move || doc().detects}</dd>
+                        <dt>{move || tr(Msg::Why)}</dt><dd>{move || doc().why}</dd>
+                        <dt>{move || tr(Msg::ExampleLabel)}</dt><dd><code>{move || doc().example}</code></dd>
+                        <dt>{move || tr(Msg::Fix)}</dt><dd>{move || doc().fix}</dd>
                     </dl>
                 </details>
             }
@@ -54,7 +56,7 @@ pub fn PlaybookPage() -> impl IntoView {
     let retries = RwSignal::new("2".to_owned());
     let text = Memo::new(move |_| generated(&base.get(), &model.get(), &timeout.get(), &retries.get()));
     let lint = Memo::new(move |_| {
-        triage_core::analyze::analyze(&[("generated config", &text.get())])
+        triage_core::analyze::analyze_in(lang.get(), &[("generated config", &text.get())])
             .findings
             .into_iter()
             .filter(|f| f.class == Class::Config)
@@ -64,10 +66,10 @@ pub fn PlaybookPage() -> impl IntoView {
         <p>{move || tr(Msg::PlaybookIntro)}</p>
         {TREES
             .into_iter()
-            .map(|(class, en, zh)| {
+            .map(|(class, title)| {
                 view! {
                     <section class="tree" data-testid="playbook-tree">
-                        <h2>{move || if lang.get() == crate::i18n::Lang::Zh { zh } else { en }} " " <code>{class.as_str()}</code></h2>
+                        <h2>{move || tr(title)} " " <code>{class.as_str()}</code></h2>
                         <Branches class/>
                     </section>
                 }

@@ -4,7 +4,7 @@
 
 use crate::app::use_lang;
 use crate::browser::{self, FetchError, Head};
-use crate::i18n::{Msg, t};
+use crate::i18n::{Lang, Msg, t, tf};
 use leptos::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -29,6 +29,8 @@ struct Opts {
     body: String,
     timeout_ms: i32,
     key: String,
+    /// The language the browser's own failure messages are written in.
+    lang: Lang,
 }
 
 async fn one(o: &Opts, index: usize, run_start_ms: f64) -> RequestRecord {
@@ -64,39 +66,32 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64) -> RequestRecord {
     let timing = timer.into_inner().finish(ns(end));
     let head = head.into_inner();
     let status = head.as_ref().map(|h| h.status);
+    let (ms, n) = (o.timeout_ms.to_string(), tokens.to_string());
+    let say = |m: Msg, args: &[(&str, &str)]| tf(o.lang, m, args);
     let fault = match (result, &head) {
-        (Err(FetchError::Rejected(msg)), None) => Some(Fault::new(
-            FaultKind::Cors,
-            format!(
-                "the browser refused the response or could not connect ({msg}): either nothing answers at {}, or the server does not allow this origin (CORS) — vLLM: --allowed-origins '[\"*\"]'; a gateway: add Access-Control-Allow-Origin. `triage probe` from a terminal tells the two apart.",
-                o.url
-            ),
-        )),
-        (Err(FetchError::TimedOut), None) => Some(Fault::new(
-            FaultKind::TimeoutBeforeHeaders,
-            format!("no response headers within {} ms", o.timeout_ms),
-        )),
-        (Err(FetchError::TimedOut), Some(_)) if tokens == 0 => Some(Fault::new(
-            FaultKind::TimeoutBeforeFirstToken,
-            format!("headers arrived but no token within {} ms", o.timeout_ms),
-        )),
+        (Err(FetchError::Rejected(msg)), None) => {
+            Some(Fault::new(FaultKind::Cors, say(Msg::ProbeRejected, &[("error", &msg), ("url", &o.url)])))
+        }
+        (Err(FetchError::TimedOut), None) => {
+            Some(Fault::new(FaultKind::TimeoutBeforeHeaders, say(Msg::ProbeNoHeaders, &[("ms", &ms)])))
+        }
+        (Err(FetchError::TimedOut), Some(_)) if tokens == 0 => {
+            Some(Fault::new(FaultKind::TimeoutBeforeFirstToken, say(Msg::ProbeNoToken, &[("ms", &ms)])))
+        }
         (Err(FetchError::TimedOut), Some(_)) => Some(Fault::new(
             FaultKind::TimeoutMidStream,
-            format!(
-                "the stream stalled after {tokens} token events and the {} ms deadline passed",
-                o.timeout_ms
-            ),
+            say(Msg::ProbeStalled, &[("tokens", &n), ("ms", &ms)]),
         )),
         (Err(FetchError::BodyFailed(msg) | FetchError::Rejected(msg)), Some(_)) => Some(Fault::new(
             FaultKind::ResetMidStream,
-            format!("the stream broke after {tokens} token events: {msg}"),
+            say(Msg::ProbeBroke, &[("tokens", &n), ("error", &msg)]),
         )),
         (Ok(()), Some(h)) if !(200..300).contains(&h.status) => {
             let body = String::from_utf8_lossy(&error_body.borrow()).into_owned();
             Some(fault::from_status(h.status, &o.url, &body, h.retry_after.as_deref()))
         }
         (Ok(()), Some(h)) => fault::judge_stream(&h.content_type, &o.url, &timing),
-        (Ok(()), None) => Some(Fault::new(FaultKind::Other, "no response")),
+        (Ok(()), None) => Some(Fault::new(FaultKind::Other, t(o.lang, Msg::ProbeNoResponse))),
         (Err(FetchError::BodyFailed(msg)), None) => Some(Fault::new(FaultKind::Other, msg)),
     };
     let fault = fault.map(|f| Fault { kind: f.kind, message: endpoint::redact(&f.message, &o.key) });
@@ -156,7 +151,15 @@ pub fn ProbePage() -> impl IntoView {
             prompt: &p,
             max_tokens: max_tokens.get_untracked(),
         });
-        let opts = Rc::new(Opts { url: r.url, api: a, headers, body, timeout_ms: 60_000, key: k });
+        let opts = Rc::new(Opts {
+            url: r.url,
+            api: a,
+            headers,
+            body,
+            timeout_ms: 60_000,
+            key: k,
+            lang: lang.get_untracked(),
+        });
         let total = n.get_untracked().max(1);
         records.set(Vec::new());
         running.set(true);
@@ -196,10 +199,10 @@ pub fn ProbePage() -> impl IntoView {
         let ttft: Vec<f64> = recs.iter().filter_map(|r| r.ttft_ms).collect();
         let gaps: Vec<f64> = recs.iter().flat_map(|r| r.gaps_ms.iter().copied()).collect();
         if let Some(c) = ttft_canvas.get() {
-            super::chart::histogram(&c.unchecked_into(), &ttft, 20, "TTFT (ms)");
+            super::chart::histogram(&c.unchecked_into(), &ttft, 20, t(lang.get(), Msg::ChartTtft));
         }
         if let Some(c) = itl_canvas.get() {
-            super::chart::histogram(&c.unchecked_into(), &gaps, 30, "ITL (ms)");
+            super::chart::histogram(&c.unchecked_into(), &gaps, 30, t(lang.get(), Msg::ChartItl));
         }
     });
 
@@ -247,9 +250,13 @@ pub fn ProbePage() -> impl IntoView {
             {move || (conc.get() > 6).then(|| view! { <p class="warn">{move || tr(Msg::ProbeConnLimit)}</p> })}
         </section>
         <section class="probe-result">
-            <p>{move || { let s = summary.get(); format!("{} ok · {} failed · {} stalls", s.ok, s.failed, s.stalls) }}</p>
+            <p>{move || {
+                let s = summary.get();
+                let (ok, failed, stalls) = (s.ok.to_string(), s.failed.to_string(), s.stalls.to_string());
+                tf(lang.get(), Msg::ProbeSummaryLine, &[("ok", &ok), ("failed", &failed), ("stalls", &stalls)])
+            }}</p>
             <table class="quantiles">
-                <thead><tr><th>"ms"</th><th>"p50"</th><th>"p90"</th><th>"p99"</th><th>"max"</th><th>"mean"</th></tr></thead>
+                <thead><tr><th>"ms"</th><th>"p50"</th><th>"p90"</th><th>"p99"</th><th>{move || tr(Msg::ProbeMax)}</th><th>{move || tr(Msg::ProbeMean)}</th></tr></thead>
                 <tbody>
                     {move || {
                         let s = summary.get();
@@ -277,7 +284,7 @@ pub fn ProbePage() -> impl IntoView {
                 <canvas node_ref=itl_canvas width="370" height="200" data-testid="probe-itl-chart"></canvas>
             </div>
             <table class="requests">
-                <thead><tr><th>"#"</th><th>"status"</th><th>"TTFT"</th><th>"TTFO"</th><th>"E2E"</th><th>"tokens"</th><th>"id"</th></tr></thead>
+                <thead><tr><th>"#"</th><th>{move || tr(Msg::ProbeStatus)}</th><th>"TTFT"</th><th>"TTFO"</th><th>"E2E"</th><th>{move || tr(Msg::ProbeTokens)}</th><th>"id"</th></tr></thead>
                 <tbody>
                     {move || records.get().into_iter().map(|r| {
                         let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
@@ -304,7 +311,9 @@ pub fn ProbePage() -> impl IntoView {
                 }).collect_view()}
             </ul>
             <ul class="defs">
-                {triage_core::defs::PROBE_FIGURES.iter().map(|d| view! { <li><strong>{d.name}</strong> ": " {d.meaning} " (" {d.others} ")"</li> }).collect_view()}
+                {triage_core::defs::PROBE_FIGURES.iter().map(|d| view! {
+                    <li><strong>{d.name}</strong> ": " {move || d.meaning_in(lang.get())} " (" {move || d.others_in(lang.get())} ")"</li>
+                }).collect_view()}
             </ul>
             <p class="note">{move || tr(Msg::ProbeLimits)}</p>
             <p class="note">{move || tr(Msg::ProbeCorsHelp)}</p>

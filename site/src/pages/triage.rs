@@ -1,9 +1,12 @@
 //! Triage: paste or drop what you have, get the verdict, the ranked causes with their evidence
 //! lines highlighted in your own input, what to change and what to check next.
+//!
+//! The analysis is written in the UI language (core writes the findings in it); switching the
+//! language while a report is shown analyses the same inputs again.
 
 use crate::app::use_lang;
 use crate::browser;
-use crate::i18n::{Msg, t};
+use crate::i18n::{Lang, Msg, t, tf};
 use crate::{NamedText, analyze_inputs};
 use leptos::prelude::*;
 use triage_core::analyze::report::{Finding, Report};
@@ -48,16 +51,12 @@ pub fn TriagePage() -> impl IntoView {
     // Started now so its wasm is compiled before the first large paste.
     let worker = StoredValue::new_local(browser::AnalysisWorker::start().ok());
 
-    let run = move || {
-        let mut inputs: Vec<NamedText> = files.get_untracked();
-        let pasted = text.get_untracked();
-        if !pasted.trim().is_empty() {
-            inputs.push(NamedText { name: "paste".into(), text: pasted });
-        }
+    // Analyse `inputs` in `l`: here for small inputs, in the worker for large ones.
+    let analyze = move |inputs: Vec<NamedText>, l: Lang| {
         error.set(None);
         let size: usize = inputs.iter().map(|i| i.text.len()).sum();
         if size < WORKER_THRESHOLD_BYTES {
-            let report = analyze_inputs(&inputs, &|_| {});
+            let report = analyze_inputs(&inputs, l, &|_| {});
             result.set(Some((report, inputs)));
             return;
         }
@@ -66,11 +65,12 @@ pub fn TriagePage() -> impl IntoView {
         let kept = std::rc::Rc::new(std::cell::RefCell::new(Some(inputs)));
         let Some(w) = worker.get_value() else {
             progress.set(None);
-            error.set(Some("the analysis worker could not start".into()));
+            error.set(Some(t(l, Msg::WorkerUnavailable).to_owned()));
             return;
         };
         let started = w.run(
             &pairs,
+            l,
             move |p| progress.set(Some(p)),
             move |done| {
                 progress.set(None);
@@ -85,9 +85,27 @@ pub fn TriagePage() -> impl IntoView {
         );
         if let Err(e) = started {
             progress.set(None);
-            error.set(Some(format!("could not start the analysis worker: {e}")));
+            error.set(Some(tf(l, Msg::WorkerFailed, &[("error", &e)])));
         }
     };
+    let run = move || {
+        let mut inputs: Vec<NamedText> = files.get_untracked();
+        let pasted = text.get_untracked();
+        if !pasted.trim().is_empty() {
+            inputs.push(NamedText { name: "paste".into(), text: pasted });
+        }
+        analyze(inputs, lang.get_untracked());
+    };
+    // A report on screen follows the language: the same inputs, analysed again in the new one.
+    Effect::new(move |prev: Option<Lang>| {
+        let l = lang.get();
+        if prev.is_some_and(|p| p != l)
+            && let Some((_, inputs)) = result.get_untracked()
+        {
+            analyze(inputs, l);
+        }
+        l
+    });
 
     let on_files = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
@@ -285,14 +303,22 @@ pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
                         .inputs
                         .iter()
                         .map(|i| {
-                            let issues: Vec<String> =
-                                i.issues.iter().take(3).map(|x| format!("line {}: {}", x.line, x.message)).collect();
+                            let issues: Vec<(usize, String)> =
+                                i.issues.iter().take(3).map(|x| (x.line, x.message.clone())).collect();
+                            let issues = move || {
+                                let l = lang.get();
+                                issues
+                                    .iter()
+                                    .map(|(n, m)| format!("{}: {m}", tf(l, Msg::LineNo, &[("n", &n.to_string())])))
+                                    .collect::<Vec<_>>()
+                                    .join(if l == Lang::Zh { "；" } else { "; " })
+                            };
                             view! {
                                 <tr>
                                     <td>{i.name.clone()}</td>
                                     <td>{format!("{}–{}", i.lines[0], i.lines[1])}</td>
                                     <td data-testid="input-kind"><code>{i.kind.as_str()}</code></td>
-                                    <td class="issues">{issues.join("; ")}</td>
+                                    <td class="issues">{issues}</td>
                                 </tr>
                             }
                         })
@@ -370,7 +396,10 @@ fn SlowestChart(rows: Vec<serde_json::Value>) -> impl IntoView {
             let y = 10.0 + i as f64 * row_h;
             ctx.set_fill_style_str("#333");
             ctx.set_font("12px sans-serif");
-            let label = r["id"].as_str().map(str::to_owned).unwrap_or_else(|| format!("line {}", r["line"]));
+            let label = r["id"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| tf(lang.get(), Msg::LineNo, &[("n", &r["line"].to_string())]));
             let _ = ctx.fill_text(&label.chars().take(18).collect::<String>(), 4.0, y + 14.0);
             let mut x = 150.0;
             for (k, color) in [("queue_ms", "#e4a11b"), ("prefill_ms", "#d9534f"), ("decode_ms", "#5b8def")] {
@@ -384,7 +413,11 @@ fn SlowestChart(rows: Vec<serde_json::Value>) -> impl IntoView {
     let height = 20 + 22 * 10;
     view! {
         <h2>{move || t(lang.get(), Msg::Slowest)}</h2>
-        <p class="legend"><span class="q">"queue"</span> <span class="p">"prefill"</span> <span class="d">"decode"</span></p>
+        <p class="legend">
+            <span class="q">{move || t(lang.get(), Msg::LegendQueue)}</span> " "
+            <span class="p">{move || t(lang.get(), Msg::LegendPrefill)}</span> " "
+            <span class="d">{move || t(lang.get(), Msg::LegendDecode)}</span>
+        </p>
         <canvas node_ref=canvas width="760" height=height data-testid="slowest-chart"></canvas>
     }
 }
@@ -392,6 +425,7 @@ fn SlowestChart(rows: Vec<serde_json::Value>) -> impl IntoView {
 /// The distributions, time series and per-GPU clocks a report carries in `series`/`figures`.
 #[component]
 fn ReportCharts(report: Report) -> impl IntoView {
+    let lang = use_lang();
     let ttft: Vec<f64> = report
         .series
         .get("request_log.ttft_ms")
@@ -402,20 +436,30 @@ fn ReportCharts(report: Report) -> impl IntoView {
     };
     // vLLM's stats lines when there are any, else SGLang's batch lines: the same three charts.
     let engine = if report.series.contains_key("vllm.running") { "vllm" } else { "sglang" };
+    // Series: (legend message, colour, points); the legends are looked up when drawn.
     let queue = if engine == "vllm" {
-        [("running", "#5b8def", pts("vllm.running")), ("waiting", "#d9534f", pts("vllm.waiting"))]
+        [
+            (Msg::LegendRunning, "#5b8def", pts("vllm.running")),
+            (Msg::LegendWaiting, "#d9534f", pts("vllm.waiting")),
+        ]
     } else {
-        [("running", "#5b8def", pts("sglang.running")), ("queue", "#d9534f", pts("sglang.queue"))]
+        [
+            (Msg::LegendRunning, "#5b8def", pts("sglang.running")),
+            (Msg::LegendQueue, "#d9534f", pts("sglang.queue")),
+        ]
     };
     let kv = pts(if engine == "vllm" { "vllm.kv_usage_pct" } else { "sglang.token_usage_pct" });
     let tps = pts(if engine == "vllm" { "vllm.gen_tps" } else { "sglang.gen_tps" });
     let (queue_label, kv_label, tps_label) = if engine == "vllm" {
-        ("seconds (vLLM stats lines)", "seconds — GPU KV cache usage (%)", "seconds — generation throughput (tokens/s)")
+        (Msg::ChartVllmStats, Msg::ChartVllmKv, Msg::ChartThroughput)
     } else {
-        ("seconds (SGLang batch lines)", "seconds — KV token usage (%)", "seconds — generation throughput (tokens/s)")
+        (Msg::ChartSglangBatches, Msg::ChartSglangKv, Msg::ChartThroughput)
     };
-    let (queue_id, kv_id) =
-        if engine == "vllm" { ("chart-vllm-queue", "chart-vllm-kv") } else { ("chart-sglang-queue", "chart-sglang-kv") };
+    let (queue_id, kv_id) = if engine == "vllm" {
+        ("chart-vllm-queue", "chart-vllm-kv")
+    } else {
+        ("chart-sglang-queue", "chart-sglang-kv")
+    };
     let clocks: Vec<(String, f64)> = report
         .figures
         .get("gpus.sm_clock_mhz")
@@ -433,11 +477,12 @@ fn ReportCharts(report: Report) -> impl IntoView {
     let (has_ttft, has_stats, has_kv, has_gpus, has_tps) =
         (!ttft.is_empty(), !queue[0].2.is_empty(), !kv.is_empty(), clocks.len() >= 2, !tps.is_empty());
     Effect::new(move |_| {
+        let l = lang.get();
         let canvas = |r: NodeRef<leptos::html::Canvas>| {
             r.get().map(|c| -> web_sys::HtmlCanvasElement { c.unchecked_into() })
         };
         if let Some(c) = canvas(hist) {
-            super::chart::histogram(&c, &ttft, 30, "TTFT (ms)");
+            super::chart::histogram(&c, &ttft, 30, t(l, Msg::ChartTtft));
         }
         if let Some(c) = canvas(cdf) {
             let mut sorted = ttft.clone();
@@ -445,19 +490,21 @@ fn ReportCharts(report: Report) -> impl IntoView {
             let n = sorted.len().max(1) as f64;
             let points: Vec<(f64, f64)> =
                 sorted.iter().enumerate().map(|(i, v)| (*v, (i + 1) as f64 / n)).collect();
-            super::chart::line(&c, &points, "TTFT (ms) — cumulative share of requests");
+            super::chart::line(&c, &points, t(l, Msg::ChartTtftCdf));
         }
         if let Some(c) = canvas(q_canvas) {
-            super::chart::lines(&c, &queue, queue_label);
+            let series: Vec<super::chart::Series<'_>> =
+                queue.iter().map(|(m, colour, points)| (t(l, *m), *colour, points.clone())).collect();
+            super::chart::lines(&c, &series, t(l, queue_label));
         }
         if let Some(c) = canvas(kv_canvas) {
-            super::chart::line(&c, &kv, kv_label);
+            super::chart::line(&c, &kv, t(l, kv_label));
         }
         if let Some(c) = canvas(tps_canvas) {
-            super::chart::line(&c, &tps, tps_label);
+            super::chart::line(&c, &tps, t(l, tps_label));
         }
         if let Some(c) = canvas(gpu_canvas) {
-            super::chart::bars(&c, &clocks, "median SM clock (MHz) per GPU");
+            super::chart::bars(&c, &clocks, t(l, Msg::ChartGpuClocks));
         }
     });
     view! {

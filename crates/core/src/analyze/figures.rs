@@ -1,8 +1,11 @@
 //! The figures a report shows, each with its unit and definition, derived from the facts.
+//! Definitions (and units that are words) are written in the analysis's language; names and
+//! values are the same in every language.
 
 use super::facts::Facts;
 use super::parsers::request_log::Row;
 use super::report::Figure;
+use crate::lang::Lang;
 use crate::stats::{QuantileSketch, Summary};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -21,8 +24,30 @@ pub fn quantiles(s: &QuantileSketch) -> Option<serde_json::Value> {
     }))
 }
 
+/// A unit in `lang`: symbols (ms, %, MHz, GiB, tokens) are kept, words are translated.
+fn unit_in(lang: Lang, unit: &str) -> &str {
+    if lang == Lang::En {
+        return unit;
+    }
+    match unit {
+        "requests" => "个请求",
+        "lines" => "行",
+        "events" => "次",
+        "count" => "次",
+        "scrapes" => "次抓取",
+        "readings" => "条读数",
+        "reasons" => "项原因",
+        "messages" => "条",
+        "fraction" => "比例",
+        "bytes" => "字节",
+        "ms / per s" => "ms / 每秒",
+        other => other,
+    }
+}
+
 fn put(
     out: &mut BTreeMap<String, Figure>,
+    lang: Lang,
     name: &str,
     value: Option<serde_json::Value>,
     unit: &str,
@@ -31,23 +56,42 @@ fn put(
     if let Some(value) = value {
         out.insert(
             name.to_owned(),
-            Figure { value, unit: unit.to_owned(), definition: definition.to_owned() },
+            Figure { value, unit: unit_in(lang, unit).to_owned(), definition: definition.to_owned() },
         );
     }
 }
 
-pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
+/// The report's figures, their definitions written in `lang`.
+pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
     let mut out = BTreeMap::new();
+    let put = |out: &mut BTreeMap<String, Figure>,
+               name: &str,
+               value: Option<serde_json::Value>,
+               unit: &str,
+               definition: &str| put(out, lang, name, value, unit, definition);
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let r = &f.requests;
     if !r.is_empty() {
         // Every row is in the reservoir until it overflows: then quantiles are exact.
         let exact = r.rows as usize <= r.sample.len();
         let note = if exact {
-            "; quantiles exact, interpolated linearly between closest ranks"
+            tr(
+                "; quantiles exact, interpolated linearly between closest ranks",
+                "；分位数为精确值，在相邻秩之间线性插值",
+            )
         } else {
-            "; quantiles from a sketch with ≤ 1 % relative error"
+            tr(
+                "; quantiles from a sketch with ≤ 1 % relative error",
+                "；分位数来自相对误差 ≤ 1% 的草图（sketch）",
+            )
         };
-        put(&mut out, "request_log.requests", Some(json!(r.rows)), "requests", "rows read from request logs");
+        put(
+            &mut out,
+            "request_log.requests",
+            Some(json!(r.rows)),
+            "requests",
+            tr("rows read from request logs", "从请求日志读到的行数"),
+        );
         type Get = fn(&Row) -> Option<f64>;
         let table: [(&str, &QuantileSketch, Get, &str, &str); 8] = [
             (
@@ -55,27 +99,69 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                 &r.ttft_ms,
                 |x| x.ttft_ms,
                 "ms",
-                "server-side TTFT: first_token_time − enqueue_time (or a logged TTFT)",
+                tr(
+                    "server-side TTFT: first_token_time − enqueue_time (or a logged TTFT)",
+                    "服务端 TTFT（首 token 延迟）：first_token_time − enqueue_time（或日志里记录的 TTFT）",
+                ),
             ),
             (
                 "queue_ms",
                 &r.queue_ms,
                 |x| x.queue_ms,
                 "ms",
-                "queue: scheduled − enqueue (or a logged queue time)",
+                tr(
+                    "queue: scheduled − enqueue (or a logged queue time)",
+                    "排队：scheduled − enqueue（或日志里记录的排队时间）",
+                ),
             ),
-            ("prefill_ms", &r.prefill_ms, |x| x.prefill_ms, "ms", "prefill: first_token − scheduled"),
-            ("decode_ms", &r.decode_ms, |x| x.decode_ms, "ms", "decode: last_token − first_token"),
-            ("e2e_ms", &r.e2e_ms, |x| x.e2e_ms, "ms", "E2E: finish (or last token) − enqueue"),
+            (
+                "prefill_ms",
+                &r.prefill_ms,
+                |x| x.prefill_ms,
+                "ms",
+                tr("prefill: first_token − scheduled", "预填充（prefill）：first_token − scheduled"),
+            ),
+            (
+                "decode_ms",
+                &r.decode_ms,
+                |x| x.decode_ms,
+                "ms",
+                tr("decode: last_token − first_token", "解码（decode）：last_token − first_token"),
+            ),
+            (
+                "e2e_ms",
+                &r.e2e_ms,
+                |x| x.e2e_ms,
+                "ms",
+                tr(
+                    "E2E: finish (or last token) − enqueue",
+                    "端到端（E2E）：finish（或最后一个 token）− enqueue",
+                ),
+            ),
             (
                 "tpot_ms",
                 &r.tpot_ms,
                 |x| x.tpot_ms,
                 "ms",
-                "TPOT: (last − first token) / (output tokens − 1), per request",
+                tr(
+                    "TPOT: (last − first token) / (output tokens − 1), per request",
+                    "TPOT（每输出 token 时间）：每个请求的（最后 − 首个 token 时间）/（输出 token 数 − 1）",
+                ),
             ),
-            ("prompt_tokens", &r.prompt_tokens, |x| x.prompt_tokens, "tokens", "prompt length per request"),
-            ("output_tokens", &r.output_tokens, |x| x.output_tokens, "tokens", "output length per request"),
+            (
+                "prompt_tokens",
+                &r.prompt_tokens,
+                |x| x.prompt_tokens,
+                "tokens",
+                tr("prompt length per request", "每个请求的 prompt 长度"),
+            ),
+            (
+                "output_tokens",
+                &r.output_tokens,
+                |x| x.output_tokens,
+                "tokens",
+                tr("output length per request", "每个请求的输出长度"),
+            ),
         ];
         for (name, sketch, get, unit, definition) in table {
             let value = if exact {
@@ -96,7 +182,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "request_log.failed",
             Some(json!(r.failed)),
             "requests",
-            "rows whose status is ≥ 400 or names an error, timeout or abort",
+            tr(
+                "rows whose status is ≥ 400 or names an error, timeout or abort",
+                "状态码 ≥ 400，或状态为错误、超时、中止的行",
+            ),
         );
         let slowest: Vec<serde_json::Value> = r
             .slowest
@@ -117,7 +206,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                 "request_log.slowest",
                 Some(json!(slowest)),
                 "requests",
-                "the slowest requests by TTFT, with their timeline: queue = scheduled − enqueue, prefill = first token − scheduled, decode = last token − first token",
+                tr(
+                    "the slowest requests by TTFT, with their timeline: queue = scheduled − enqueue, prefill = first token − scheduled, decode = last token − first token",
+                    "TTFT 最慢的请求及其时间线：排队 = scheduled − enqueue，prefill = 首 token − scheduled，decode = 最后 token − 首 token",
+                ),
             );
         }
     }
@@ -131,28 +223,31 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "vllm.stats_lines",
             Some(json!(v.stats.len() as u64 + v.stats_dropped)),
             "lines",
-            "periodic stats lines read",
+            tr("periodic stats lines read", "读到的周期性统计行"),
         );
         put(
             &mut out,
             "vllm.max_waiting",
             max(|s| s.waiting).map(|x| json!(x)),
             "requests",
-            "largest `Waiting` (V1) / `Pending` (V0) in the stats lines",
+            tr(
+                "largest `Waiting` (V1) / `Pending` (V0) in the stats lines",
+                "统计行中 `Waiting`（V1）/ `Pending`（V0）的最大值",
+            ),
         );
         put(
             &mut out,
             "vllm.max_running",
             max(|s| s.running).map(|x| json!(x)),
             "requests",
-            "largest `Running` in the stats lines",
+            tr("largest `Running` in the stats lines", "统计行中 `Running` 的最大值"),
         );
         put(
             &mut out,
             "vllm.max_kv_usage_pct",
             max(|s| s.kv_usage_pct).map(|x| json!(x)),
             "%",
-            "largest `GPU KV cache usage` in the stats lines",
+            tr("largest `GPU KV cache usage` in the stats lines", "统计行中 `GPU KV cache usage` 的最大值"),
         );
     }
     if v.preemptions > 0 {
@@ -161,7 +256,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "vllm.preemptions",
             Some(json!(v.preemptions)),
             "events",
-            "preemption warnings (requests evicted for lack of KV cache space)",
+            tr(
+                "preemption warnings (requests evicted for lack of KV cache space)",
+                "抢占告警次数（因 KV 缓存空间不足被踢出的请求）",
+            ),
         );
     }
     let m = &f.metrics;
@@ -184,8 +282,11 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                     &format!("metrics.{name}"),
                     Some(v),
                     "count",
-                    &format!(
-                        "change of `{metric}` between the first and the last scrape (per second when the samples carry timestamps)"
+                    &lang.pick(
+                        format!(
+                            "change of `{metric}` between the first and the last scrape (per second when the samples carry timestamps)"
+                        ),
+                        format!("`{metric}` 在第一次与最后一次抓取之间的增量（样本带时间戳时另给每秒速率）"),
                     ),
                 );
             }
@@ -194,10 +295,26 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
     // Server-side latency histograms: quantiles only as good as the buckets — "below the first
     // bucket" is said as such, never interpolated from zero.
     let histograms = [
-        ("ttft", "vllm:time_to_first_token_seconds", "server-side TTFT (from arrival; no network)"),
-        ("itl", "vllm:inter_token_latency_seconds", "server-side inter-token latency per decode step"),
-        ("e2e", "vllm:e2e_request_latency_seconds", "server-side end-to-end request latency"),
-        ("queue", "vllm:request_queue_time_seconds", "time in the waiting queue"),
+        (
+            "ttft",
+            "vllm:time_to_first_token_seconds",
+            tr("server-side TTFT (from arrival; no network)", "服务端 TTFT（从请求到达算起，不含网络）"),
+        ),
+        (
+            "itl",
+            "vllm:inter_token_latency_seconds",
+            tr("server-side inter-token latency per decode step", "服务端每个 decode 步的逐 token 间隔"),
+        ),
+        (
+            "e2e",
+            "vllm:e2e_request_latency_seconds",
+            tr("server-side end-to-end request latency", "服务端请求端到端延迟"),
+        ),
+        (
+            "queue",
+            "vllm:request_queue_time_seconds",
+            tr("time in the waiting queue", "在等待队列中的排队时间"),
+        ),
     ];
     for (name, metric, what) in histograms {
         let buckets = match m.window() {
@@ -211,9 +328,9 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             continue;
         }
         let scope = if m.window().is_some() {
-            "between the first and the last scrape"
+            tr("between the first and the last scrape", "第一次与最后一次抓取之间")
         } else {
-            "since the server started"
+            tr("since the server started", "自服务启动以来")
         };
         put(
             &mut out,
@@ -222,8 +339,13 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                 json!({ "p50": p50.to_string(), "p99": p99.to_string(), "p50_detail": p50, "p99_detail": p99 }),
             ),
             "s",
-            &format!(
-                "{what}, from `{metric}` buckets {scope}; Prometheus histogram_quantile, but a quantile in the first bucket is reported as ≤ its bound, not interpolated"
+            &lang.pick(
+                format!(
+                    "{what}, from `{metric}` buckets {scope}; Prometheus histogram_quantile, but a quantile in the first bucket is reported as ≤ its bound, not interpolated"
+                ),
+                format!(
+                    "{what}，由 `{metric}` 的分桶计算（{scope}）；算法同 Prometheus histogram_quantile，但落在第一个桶里的分位数报为“≤ 桶上界”，不做插值"
+                ),
             ),
         );
     }
@@ -233,7 +355,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "metrics.scrapes",
             Some(json!(f.metrics.scrapes.len())),
             "scrapes",
-            "Prometheus scrapes read (a repeated series starts a new scrape)",
+            tr(
+                "Prometheus scrapes read (a repeated series starts a new scrape)",
+                "读到的 Prometheus 抓取次数（同一序列再次出现即视为新一次抓取）",
+            ),
         );
     }
     if !f.gpus.readings.is_empty() {
@@ -242,7 +367,7 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "gpus.readings",
             Some(json!(f.gpus.readings.len())),
             "readings",
-            "per-GPU readings from nvidia-smi output",
+            tr("per-GPU readings from nvidia-smi output", "nvidia-smi 输出中的逐卡读数"),
         );
         // Per GPU: the median SM clock over its readings, and every clock-event reason seen.
         let mut by_gpu: BTreeMap<u32, (Vec<f64>, Vec<String>)> = BTreeMap::new();
@@ -267,7 +392,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                 "gpus.sm_clock_mhz",
                 Some(json!(clocks)),
                 "MHz",
-                "median SM clock of each GPU over its readings, by GPU index",
+                tr(
+                    "median SM clock of each GPU over its readings, by GPU index",
+                    "每张 GPU 各次读数的 SM 时钟中位数，按 GPU 编号",
+                ),
             );
         }
         let reasons: serde_json::Map<String, serde_json::Value> = by_gpu
@@ -281,7 +409,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                 "gpus.clock_event_reasons",
                 Some(json!(reasons)),
                 "reasons",
-                "clock-event (throttle) reasons seen active, by GPU index (NVML names)",
+                tr(
+                    "clock-event (throttle) reasons seen active, by GPU index (NVML names)",
+                    "出现过的时钟事件（降频）原因，按 GPU 编号（NVML 名称）",
+                ),
             );
         }
     }
@@ -293,9 +424,18 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "oom.first",
             Some(v),
             "GiB",
-            "the first out-of-memory message: the failed allocation, the GPU's capacity and free memory, PyTorch's allocated and reserved-but-unallocated memory",
+            tr(
+                "the first out-of-memory message: the failed allocation, the GPU's capacity and free memory, PyTorch's allocated and reserved-but-unallocated memory",
+                "第一条显存溢出信息：申请失败的大小、GPU 总容量与空闲显存、PyTorch 已分配及已预留未分配的显存",
+            ),
         );
-        put(&mut out, "oom.count", Some(json!(f.ooms.len())), "messages", "out-of-memory messages read");
+        put(
+            &mut out,
+            "oom.count",
+            Some(json!(f.ooms.len())),
+            "messages",
+            tr("out-of-memory messages read", "读到的显存溢出信息条数"),
+        );
     }
     let lines: Vec<&str> = f.vllm.startup_lines.iter().map(|e| e.text.as_str()).collect();
     if !lines.is_empty() {
@@ -306,7 +446,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                 "vllm.kv_cache_tokens",
                 Some(json!(t.value)),
                 "tokens",
-                "`GPU KV cache size` logged at start-up: tokens the KV cache holds",
+                tr(
+                    "`GPU KV cache size` logged at start-up: tokens the KV cache holds",
+                    "启动时记录的 `GPU KV cache size`：KV 缓存能容纳的 token 数",
+                ),
             );
         }
         if let Some(a) = &s.available_kv {
@@ -315,7 +458,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                 "vllm.available_kv",
                 Some(json!(a.value.to_string())),
                 "bytes",
-                "`Available KV cache memory` logged at start-up, as printed",
+                tr(
+                    "`Available KV cache memory` logged at start-up, as printed",
+                    "启动时记录的 `Available KV cache memory`，照原样给出",
+                ),
             );
         }
         if let Some(c) = &s.max_concurrency {
@@ -326,7 +472,10 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
                     json!({"tokens_per_request": c.value.tokens_per_request, "times": c.value.times.as_f64()}),
                 ),
                 "×",
-                "`Maximum concurrency for N tokens per request` logged at start-up",
+                tr(
+                    "`Maximum concurrency for N tokens per request` logged at start-up",
+                    "启动时记录的 `Maximum concurrency for N tokens per request`",
+                ),
             );
         }
     }
@@ -344,26 +493,47 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             &name,
             Some(v),
             "ms / per s",
-            "a benchmark's figures renamed to this tool's definitions (ttft_ms, tpot_ms, itl_ms, e2e_ms …; see notes where the tool's own names mean something else)",
+            tr(
+                "a benchmark's figures renamed to this tool's definitions (ttft_ms, tpot_ms, itl_ms, e2e_ms …; see notes where the tool's own names mean something else)",
+                "压测工具的指标，已按本工具的定义改名（ttft_ms、tpot_ms、itl_ms、e2e_ms …；工具自己的名称含义不同时见 notes）",
+            ),
         );
     }
     let t = &f.tgi;
     if t.requests > 0 {
-        put(&mut out, "tgi.requests", Some(json!(t.requests)), "requests", "TGI request spans read");
+        put(
+            &mut out,
+            "tgi.requests",
+            Some(json!(t.requests)),
+            "requests",
+            tr("TGI request spans read", "读到的 TGI 请求 span 数"),
+        );
         put(
             &mut out,
             "tgi.total_ms",
             quantiles(&t.total_ms),
             "ms",
-            "TGI total_time per request (validation + queue + inference)",
+            tr(
+                "TGI total_time per request (validation + queue + inference)",
+                "TGI 每个请求的 total_time（校验 + 排队 + 推理）",
+            ),
         );
-        put(&mut out, "tgi.queue_ms", quantiles(&t.queue_ms), "ms", "TGI queue_time per request");
+        put(
+            &mut out,
+            "tgi.queue_ms",
+            quantiles(&t.queue_ms),
+            "ms",
+            tr("TGI queue_time per request", "TGI 每个请求的 queue_time"),
+        );
         put(
             &mut out,
             "tgi.time_per_token_ms",
             quantiles(&t.time_per_token_ms),
             "ms",
-            "TGI time_per_token = inference_time / tokens; includes prefill, so it is not TPOT",
+            tr(
+                "TGI time_per_token = inference_time / tokens; includes prefill, so it is not TPOT",
+                "TGI time_per_token = inference_time / token 数；包含 prefill，所以不是 TPOT",
+            ),
         );
     }
     let b = &f.sglang.batches;
@@ -379,28 +549,31 @@ pub fn figures(f: &Facts) -> BTreeMap<String, Figure> {
             "sglang.batches",
             Some(json!(b.len() as u64 + f.sglang.batches_dropped)),
             "lines",
-            "SGLang prefill/decode batch lines read",
+            tr("SGLang prefill/decode batch lines read", "读到的 SGLang prefill/decode batch 行数"),
         );
         put(
             &mut out,
             "sglang.max_queue",
             max(|x| x.queue),
             "requests",
-            "largest `#queue-req` in the batch lines",
+            tr("largest `#queue-req` in the batch lines", "batch 行中 `#queue-req` 的最大值"),
         );
         put(
             &mut out,
             "sglang.max_running",
             max(|x| x.running),
             "requests",
-            "largest `#running-req` in the batch lines",
+            tr("largest `#running-req` in the batch lines", "batch 行中 `#running-req` 的最大值"),
         );
         put(
             &mut out,
             "sglang.max_token_usage",
             max(|x| x.token_usage),
             "fraction",
-            "largest `token usage` (KV pool occupancy, 0..1) in the batch lines",
+            tr(
+                "largest `token usage` (KV pool occupancy, 0..1) in the batch lines",
+                "batch 行中 `token usage`（KV 池占用率，0..1）的最大值",
+            ),
         );
     }
     out

@@ -15,6 +15,7 @@ pub mod rules;
 pub mod text;
 pub mod time;
 
+pub use crate::lang::Lang;
 use facts::Facts;
 use kind::{InputKind, recognize};
 use parsers::{Cx, SectionParser};
@@ -59,6 +60,8 @@ pub struct Analyzer {
     /// Sections read beyond [`MAX_SECTIONS`].
     sections_dropped: usize,
     input: Option<InputState>,
+    /// The language findings, figure definitions and issues are written in.
+    lang: Lang,
 }
 
 impl Default for Analyzer {
@@ -68,8 +71,29 @@ impl Default for Analyzer {
 }
 
 impl Analyzer {
+    /// An analyzer that writes its report in English.
     pub fn new() -> Analyzer {
-        Analyzer { facts: Facts::default(), sections: Vec::new(), sections_dropped: 0, input: None }
+        Analyzer {
+            facts: Facts::default(),
+            sections: Vec::new(),
+            sections_dropped: 0,
+            input: None,
+            lang: Lang::En,
+        }
+    }
+
+    /// Write the report's text (finding titles, summaries, remediation, next checks, figure
+    /// definitions, input issues) in `lang`. Everything else — verdict, classes, rule ids,
+    /// confidences, evidence, figure values — is the same in every language. Set it before
+    /// feeding: issues are written as the lines are read.
+    pub fn with_lang(mut self, lang: Lang) -> Analyzer {
+        self.lang = lang;
+        self
+    }
+
+    /// The language the report is written in.
+    pub fn lang(&self) -> Lang {
+        self.lang
     }
 
     /// Start a new input (a file, a paste). Ends the previous one if still open.
@@ -128,7 +152,8 @@ impl Analyzer {
         if let Some(mut state) = self.input.take()
             && let Some(open) = state.open.take()
         {
-            close(&mut self.facts, &mut self.sections, &mut self.sections_dropped, &state.name, open);
+            let lang = self.lang;
+            close(&mut self.facts, &mut self.sections, &mut self.sections_dropped, &state.name, open, lang);
         }
     }
 
@@ -140,6 +165,7 @@ impl Analyzer {
     }
 
     fn line(&mut self, raw: &[u8]) {
+        let lang = self.lang;
         let state = self.input.as_mut().expect("an input is open");
         state.line_no += 1;
         let no = state.line_no;
@@ -166,7 +192,7 @@ impl Analyzer {
                     head: Head::Fresh,
                 }
             });
-            feed_open(&mut self.facts, &state.name, open, no, line, cut);
+            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang);
             return;
         }
         // Fast path: the open section's parser claims the line without recognition.
@@ -174,13 +200,13 @@ impl Analyzer {
             && open.kind != InputKind::Unknown
             && open.parser.continues(line)
         {
-            feed_open(&mut self.facts, &state.name, open, no, line, cut);
+            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang);
             return;
         }
         let recognised = recognize(line);
         match (recognised, state.open.as_mut()) {
             (Some(kind), Some(open)) if kind == open.kind => {
-                feed_open(&mut self.facts, &state.name, open, no, line, cut)
+                feed_open(&mut self.facts, &state.name, open, no, line, cut, lang)
             }
             (Some(kind), _) => {
                 let mut start = no;
@@ -191,7 +217,7 @@ impl Analyzer {
                         start = prev.start;
                     } else {
                         let (sections, dropped) = (&mut self.sections, &mut self.sections_dropped);
-                        close(&mut self.facts, sections, dropped, &state.name, prev);
+                        close(&mut self.facts, sections, dropped, &state.name, prev, lang);
                     }
                 }
                 self.facts.kinds.insert(kind);
@@ -203,10 +229,10 @@ impl Analyzer {
                     issues: Vec::new(),
                     head: Head::Fresh,
                 };
-                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut);
+                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang);
                 state.open = Some(open);
             }
-            (None, Some(open)) => feed_open(&mut self.facts, &state.name, open, no, line, cut),
+            (None, Some(open)) => feed_open(&mut self.facts, &state.name, open, no, line, cut, lang),
             (None, None) => {
                 if line.trim().is_empty() {
                     return;
@@ -219,7 +245,7 @@ impl Analyzer {
                     issues: Vec::new(),
                     head: Head::Fresh,
                 };
-                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut);
+                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang);
                 state.open = Some(open);
             }
         }
@@ -231,17 +257,18 @@ impl Analyzer {
         if self.sections_dropped > 0
             && let Some(last) = self.sections.last_mut()
         {
+            let n = self.sections_dropped;
             last.issues.push(Issue {
                 line: last.lines[1],
-                message: format!(
-                    "{} more section(s) were read but are not listed: a report lists the first {MAX_SECTIONS}",
-                    self.sections_dropped
+                message: self.lang.pick(
+                    format!("{n} more section(s) were read but are not listed: a report lists the first {MAX_SECTIONS}"),
+                    format!("另有 {n} 个片段已读取但未列出：报告只列出前 {MAX_SECTIONS} 个"),
                 ),
             });
         }
-        let facts = self.facts;
+        let (facts, lang) = (self.facts, self.lang);
         let mut findings: Vec<report::Finding> =
-            rules::RULES.iter().filter_map(|r| (r.check)(&facts)).collect();
+            rules::RULES.iter().filter_map(|r| (r.check)(&facts, lang)).collect();
         findings.sort_by(|a, b| {
             b.confidence
                 .total_cmp(&a.confidence)
@@ -258,7 +285,7 @@ impl Analyzer {
             verdict,
             findings,
             inputs: self.sections,
-            figures: figures::figures(&facts),
+            figures: figures::figures(&facts, lang),
             series: figures::series(&facts),
         }
     }
@@ -307,14 +334,20 @@ impl Head {
     }
 }
 
-fn feed_open(facts: &mut Facts, name: &str, open: &mut Open, no: usize, line: &str, cut: bool) {
+fn feed_open(facts: &mut Facts, name: &str, open: &mut Open, no: usize, line: &str, cut: bool, lang: Lang) {
     open.end = no;
     if open.kind == InputKind::Unknown {
         open.head = open.head.next(line);
     }
-    let mut cx = Cx { input: name, facts, issues: &mut open.issues };
+    let mut cx = Cx { input: name, facts, issues: &mut open.issues, lang };
     if cut {
-        cx.issue(no, format!("line longer than {MAX_LINE_BYTES} bytes; the rest was not read"));
+        cx.issue(
+            no,
+            lang.pick(
+                format!("line longer than {MAX_LINE_BYTES} bytes; the rest was not read"),
+                format!("该行超过 {MAX_LINE_BYTES} 字节，超出部分未读取"),
+            ),
+        );
     }
     open.parser.line(&mut cx, no, line);
 }
@@ -325,8 +358,9 @@ fn close(
     dropped: &mut usize,
     name: &str,
     mut open: Open,
+    lang: Lang,
 ) {
-    let mut cx = Cx { input: name, facts, issues: &mut open.issues };
+    let mut cx = Cx { input: name, facts, issues: &mut open.issues, lang };
     open.parser.finish(&mut cx);
     if sections.len() >= MAX_SECTIONS {
         *dropped += 1;
@@ -340,13 +374,64 @@ fn close(
     });
 }
 
-/// Analyse whole texts: `(name, text)` pairs.
+/// Analyse whole texts: `(name, text)` pairs. The report is in English.
 pub fn analyze(inputs: &[(&str, &str)]) -> Report {
-    let mut a = Analyzer::new();
+    analyze_in(Lang::En, inputs)
+}
+
+/// Analyse whole texts, writing the report's text in `lang`.
+pub fn analyze_in(lang: Lang, inputs: &[(&str, &str)]) -> Report {
+    let mut a = Analyzer::new().with_lang(lang);
     for (name, text) in inputs {
         a.add_text(name, text);
     }
     a.finish()
+}
+
+/// Test helper: `zh` is `en` written in Chinese — the same verdict, findings (rule, class,
+/// confidence, evidence, number of remediation and next-check lines), inputs, figure values and
+/// series; finding titles and summaries in Chinese.
+#[cfg(test)]
+pub(crate) fn assert_same_but_text(en: &Report, zh: &Report, ctx: &str) {
+    use crate::lang::has_cjk;
+    assert_eq!(en.schema, zh.schema, "{ctx}");
+    assert_eq!(en.verdict, zh.verdict, "{ctx}");
+    let key = |r: &Report| {
+        r.findings
+            .iter()
+            .map(|f| {
+                (
+                    f.rule.clone(),
+                    f.class,
+                    f.confidence,
+                    f.evidence.clone(),
+                    f.remediation.len(),
+                    f.next_checks.len(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(key(en), key(zh), "{ctx}");
+    for (e, z) in en.findings.iter().zip(&zh.findings) {
+        assert!(has_cjk(&z.title) && has_cjk(&z.summary), "{ctx}: {} is not in Chinese: {z:?}", z.rule);
+        assert_ne!(e.title, z.title, "{ctx}: {}", z.rule);
+        assert_ne!(e.summary, z.summary, "{ctx}: {}", z.rule);
+        assert!(z.remediation.iter().chain(&z.next_checks).any(|s| has_cjk(s)), "{ctx}: {}", z.rule);
+    }
+    let inputs = |r: &Report| {
+        r.inputs
+            .iter()
+            .map(|i| (i.name.clone(), i.kind, i.lines, i.issues.iter().map(|x| x.line).collect::<Vec<_>>()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(inputs(en), inputs(zh), "{ctx}");
+    let figures =
+        |r: &Report| r.figures.iter().map(|(k, f)| (k.clone(), f.value.clone())).collect::<Vec<_>>();
+    assert_eq!(figures(en), figures(zh), "{ctx}");
+    for (name, f) in &zh.figures {
+        assert!(has_cjk(&f.definition), "{ctx}: figure {name}: {}", f.definition);
+    }
+    assert_eq!(en.series, zh.series, "{ctx}");
 }
 
 #[cfg(test)]
@@ -470,6 +555,50 @@ mod tests {
             let cut = whole.inputs[0].issues.iter().any(|i| i.message.contains("longer than"));
             assert_eq!(cut, extra > 0 || end == "\r\r\n", "{extra} {end:?}");
         }
+    }
+
+    /// The incident corpus in Chinese: the same report as in English, only the text differs.
+    #[test]
+    fn chinese_reports_match_english_ones() {
+        const FIXTURES: &[(&str, &str)] = &[
+            ("healthy.log", include_str!("../../../../tests/data/incidents/healthy.log")),
+            ("tbt_preemption.log", include_str!("../../../../tests/data/incidents/tbt_preemption.log")),
+            (
+                "throughput_kv_leak.prom",
+                include_str!("../../../../tests/data/incidents/throughput_kv_leak.prom"),
+            ),
+            (
+                "throughput_nccl_dead.log",
+                include_str!("../../../../tests/data/incidents/throughput_nccl_dead.log"),
+            ),
+            ("throughput_stall.log", include_str!("../../../../tests/data/incidents/throughput_stall.log")),
+            (
+                "ttft_long_prompts.jsonl",
+                include_str!("../../../../tests/data/incidents/ttft_long_prompts.jsonl"),
+            ),
+            ("ttft_queueing.log", include_str!("../../../../tests/data/incidents/ttft_queueing.log")),
+            ("h200_200gib.txt", include_str!("../../../../tests/data/oom/h200_200gib.txt")),
+            ("8gpu.txt", include_str!("../../../../tests/data/smi/synthetic_8gpu_one_slow.txt")),
+            ("settings.json", include_str!("../../../../tests/data/configs/claude_settings.json")),
+            ("config.toml", include_str!("../../../../tests/data/configs/codex_config.toml")),
+            ("oom.log", include_str!("../../../../tests/data/kv/vllm-v1-oom-max-model-len.log")),
+        ];
+        let mut fired = std::collections::BTreeSet::new();
+        for (name, text) in FIXTURES {
+            let en = analyze(&[(name, text)]);
+            let zh = analyze_in(Lang::Zh, &[(name, text)]);
+            assert_same_but_text(&en, &zh, name);
+            fired.extend(zh.findings.iter().map(|f| f.rule.clone()));
+            // English stays the default.
+            let mut a = Analyzer::new();
+            assert_eq!(a.lang(), Lang::En);
+            a.add_text(name, text);
+            assert_eq!(a.finish(), en, "{name}");
+        }
+        assert!(fired.len() >= 12, "{fired:?}");
+        // Unrecognised lines and issues are reported in Chinese as well, on the same lines.
+        let zh = analyze_in(Lang::Zh, &[("paste", "hello\nworld\n")]);
+        assert!(zh.inputs[0].issues[0].message.starts_with("2 行未能识别"), "{:?}", zh.inputs[0].issues);
     }
 
     #[test]

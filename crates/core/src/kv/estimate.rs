@@ -3,8 +3,9 @@
 //! (memory needed for `seqs × len`).
 //!
 //! Rounding, everywhere: bytes and blocks are integers rounded down (vLLM keeps whole blocks);
-//! concurrency is `blocks / blocks_per_request` printed to two decimals rounded half up (vLLM
-//! prints `%.2f`), and its whole part rounded down.
+//! concurrency is `blocks / blocks_per_request` as an IEEE double, printed to two decimals as
+//! vLLM's `%.2f` prints it, and its whole part rounded down; `tokens` is vLLM 0.33's
+//! `int(concurrency × max_model_len)` (see [`crate::kv::layout`] for the sources).
 
 use crate::kv::KvError;
 use crate::kv::article::article_kv_bytes;
@@ -39,6 +40,10 @@ pub struct KvOptions {
     pub max_num_batched_tokens: Option<u64>,
     /// vLLM's hybrid KV-cache manager (default on).
     pub hybrid: bool,
+    /// vLLM's async scheduling (default on since it became vLLM's default; `--no-async-scheduling`
+    /// turns it off). It sets how many batches may be in flight, which sliding-window layers
+    /// budget for: `pp + 1` with it, `pp` without (`VllmConfig.max_concurrent_batches`).
+    pub async_scheduling: bool,
     /// Length for the concurrency answer (default `max_model_len`).
     pub at_len: Option<u64>,
     pub need: Option<Need>,
@@ -59,6 +64,7 @@ impl Default for KvOptions {
             max_num_seqs: None,
             max_num_batched_tokens: None,
             hybrid: true,
+            async_scheduling: true,
             at_len: None,
             need: None,
             large_gpu: None,
@@ -88,6 +94,13 @@ pub struct Settings {
     pub max_num_seqs: u64,
     pub max_num_batched_tokens: u64,
     pub hybrid_kv_cache_manager: bool,
+    pub async_scheduling: bool,
+    /// Batches that may be scheduled but not yet settled: `pp + 1` with async scheduling,
+    /// else `pp` (vLLM 0.33 `VllmConfig.max_concurrent_batches`).
+    pub in_flight_batches: u64,
+    /// `in_flight_batches × max_num_batched_tokens`: what a sliding-window layer keeps beyond
+    /// its window per request (vLLM 0.33 `VllmConfig.max_in_flight_tokens`).
+    pub in_flight_tokens: u64,
 }
 
 /// One row of the per-layer breakdown: all layers of one attention kind.
@@ -108,8 +121,8 @@ pub struct LayerRow {
     pub bytes_per_token: u64,
     /// vLLM KV-cache groups of this kind.
     pub groups: u64,
-    /// Tokens one request keeps in each of these layers at most, as vLLM budgets it
-    /// (`window − 1 + max_num_batched_tokens`); `None` = the whole sequence.
+    /// Tokens one request keeps in each of these layers at most, as vLLM 0.33 budgets it
+    /// (`min(window − 1 + in_flight_tokens, max_model_len)`); `None` = the whole sequence.
     pub max_tokens_per_request: Option<u64>,
 }
 
@@ -158,15 +171,21 @@ pub struct KvEstimate {
     /// Where `available_kv_bytes` comes from: `given`, `gpu budget`, or the log line.
     pub available_kv_source: String,
     pub blocks: u64,
-    /// As vLLM logs `GPU KV cache size`: `blocks / groups × block_size`.
+    /// As vLLM 0.33 logs `GPU KV cache size`: `int(blocks / blocks_per_request(max_model_len) ×
+    /// max_model_len)` — max concurrency times `max_model_len`.
     pub tokens: u64,
+    /// As older vLLM V1 releases logged it: `blocks / groups × block_size` (the same as
+    /// `tokens` for one group of full/MLA layers and a `max_model_len` that is a multiple of
+    /// the block size).
+    pub legacy_tokens: u64,
     pub concurrency_len: u64,
     pub blocks_per_request: u64,
-    /// `blocks / blocks_per_request`, two decimals rounded half up.
+    /// `blocks / blocks_per_request`, two decimals as vLLM prints it (`%.2f`).
     pub max_concurrency: f64,
     pub max_concurrency_whole: u64,
-    /// Longest request the KV memory holds (vLLM's startup check); `None` when every layer
-    /// slides, so any length fits.
+    /// Longest request the KV memory holds (vLLM 0.33's startup check: one block held back for
+    /// the null block, group padding included); `None` when every layer slides, so any length
+    /// fits.
     pub max_model_len_fit: Option<u64>,
     /// The `max_num_seqs` that keeps every sequence at `max_model_len` inside the KV memory.
     pub max_num_seqs: u64,
@@ -278,6 +297,8 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
     if opts.kv_dtype == KvDtype::Auto {
         assumptions.push(format!("kv cache dtype auto = the model's dtype ({})", serving_dtype.as_str()));
     }
+    let in_flight_batches = u64::from(opts.pp) + u64::from(opts.async_scheduling);
+    let in_flight = mnbt.saturating_mul(in_flight_batches);
 
     let lo = LayoutOptions {
         tp: opts.tp,
@@ -330,32 +351,35 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
     let (pool_tensors, block_bytes) =
         busiest.as_ref().map_or((0, 0), |r| (r.pool_tensors, layout.block_bytes(r)));
     let blocks = layout.num_blocks(available);
-    let tokens = layout.logged_tokens(blocks);
+    let tokens = layout.capacity_tokens(blocks, max_model_len, in_flight);
+    let legacy_tokens = layout.legacy_logged_tokens(blocks);
     let groups = layout.groups.len() as u64;
 
     let concurrency_len = opts.at_len.unwrap_or(max_model_len);
     if concurrency_len == 0 {
         return Err(KvError::invalid("--at-len", 0, "must be at least 1 token"));
     }
-    let bpr = layout.blocks_per_request(concurrency_len, mnbt).max(1);
-    let centi = (u128::from(blocks) * 200 + u128::from(bpr)) / (2 * u128::from(bpr));
+    let bpr = layout.blocks_per_request(concurrency_len, in_flight).max(1);
+    let centi = centi_as_vllm_prints(layout.concurrency(blocks, concurrency_len, in_flight));
     let max_concurrency = centi as f64 / 100.0;
     let max_concurrency_whole = blocks / bpr;
-    let bpr_max_len = layout.blocks_per_request(max_model_len, mnbt).max(1);
+    let bpr_max_len = layout.blocks_per_request(max_model_len, in_flight).max(1);
     let max_num_seqs_fit = blocks / bpr_max_len;
-    let max_model_len_fit = layout.max_len_fitting(available, mnbt);
+    let check = layout.check_memory(available);
+    let max_model_len_fit = layout.max_len_fitting(check, in_flight);
 
     // Warnings vLLM would raise.
-    let needed = layout.request_bytes(max_model_len, mnbt);
-    if needed > available && budget_row.as_ref().is_none_or(|b| b.shortfall_bytes == 0) {
+    let needed = layout.request_bytes(max_model_len, in_flight);
+    if needed > check && budget_row.as_ref().is_none_or(|b| b.shortfall_bytes == 0) {
         let est = max_model_len_fit.map_or("unlimited".to_owned(), fmt_int);
         warnings.push(format!(
             "vLLM would refuse to start: one request of max_model_len {} needs {} of KV per GPU, more than \
-             the {} available; the estimated maximum model length is {est} — lower --max-model-len, raise \
-             gpu_memory_utilization, add GPUs or use an fp8 KV cache",
+             the {} available once one block is held back for the null block; the estimated maximum model \
+             length is {est} — lower --max-model-len, raise gpu_memory_utilization, add GPUs or use an fp8 \
+             KV cache",
             fmt_int(max_model_len),
             fmt_gib(needed),
-            fmt_gib(available)
+            fmt_gib(check)
         ));
     } else if max_num_seqs_fit < max_num_seqs && max_num_seqs_fit > 0 {
         warnings.push(format!(
@@ -370,20 +394,34 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
     }
     if layout.groups.iter().any(|g| matches!(g.attention, Attention::Sliding { .. })) {
         assumptions.push(format!(
-            "sliding-window layers are budgeted as vLLM budgets them: window − 1 + max_num_batched_tokens \
-             ({}) tokens plus one block per request; in steady decode they hold only about the window",
-            fmt_int(mnbt)
+            "sliding-window layers are budgeted as vLLM 0.33 budgets them: min(window − 1 + {} in-flight \
+             tokens, max_model_len) plus one block per request, in flight = max_num_batched_tokens {} × {} \
+             batch(es) ({}); older releases budgeted one batch. In steady decode they hold only about \
+             the window",
+            fmt_int(in_flight),
+            fmt_int(mnbt),
+            in_flight_batches,
+            if opts.async_scheduling {
+                "async scheduling, vLLM's default: pipeline stages + 1"
+            } else {
+                "async scheduling off: one per pipeline stage"
+            }
         ));
         if groups > 1 {
             assumptions.push(format!(
-                "hybrid allocator: {groups} KV-cache groups share one pool of {} blocks; vLLM's logged \"GPU KV \
-                 cache size\" is blocks / {groups} groups × block size",
-                fmt_int(blocks)
+                "hybrid allocator: {groups} KV-cache groups share one pool of {} blocks; one request of \
+                 max_model_len takes {} of them, and vLLM 0.33 logs \"GPU KV cache size\" as blocks / {} × \
+                 max_model_len = {} tokens (older releases: blocks / {groups} groups × block size = {})",
+                fmt_int(blocks),
+                fmt_int(bpr_max_len),
+                fmt_int(bpr_max_len),
+                fmt_int(tokens),
+                fmt_int(legacy_tokens)
             ));
         }
     }
 
-    let layers = layer_rows(&layout, model, mnbt);
+    let layers = layer_rows(&layout, model, in_flight, max_model_len);
     let per_rank = layout.bytes_per_token_per_rank();
     let article = if model.is_plain_attention() {
         article_kv_bytes(
@@ -401,14 +439,24 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
 
     let need = opts
         .need
-        .map(|n| need_row(&layout, n, mnbt, block_bytes, available, budget_row.as_ref(), article))
+        .map(|n| need_row(&layout, n, in_flight, block_bytes, available, budget_row.as_ref(), article))
         .transpose()?;
 
     let source = if budget_row.is_some() { "gpu budget" } else { "given" };
     let formula = formula_lines(
         &layout,
         model,
-        FormulaFigures { available, blocks, tokens, block_bytes, concurrency_len, bpr, centi: centi as u64 },
+        FormulaFigures {
+            available,
+            blocks,
+            tokens,
+            block_bytes,
+            concurrency_len,
+            bpr,
+            centi,
+            max_model_len,
+            bpr_max_len,
+        },
     );
 
     Ok(KvEstimate {
@@ -424,6 +472,9 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
             max_num_seqs,
             max_num_batched_tokens: mnbt,
             hybrid_kv_cache_manager: opts.hybrid,
+            async_scheduling: opts.async_scheduling,
+            in_flight_batches,
+            in_flight_tokens: in_flight,
         },
         bytes_per_token: layout.bytes_per_token_all_ranks(),
         bytes_per_token_per_rank: per_rank,
@@ -439,6 +490,7 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
         available_kv_source: source.to_owned(),
         blocks,
         tokens,
+        legacy_tokens,
         concurrency_len,
         blocks_per_request: bpr,
         max_concurrency,
@@ -453,7 +505,17 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
     })
 }
 
-fn layer_rows(layout: &Layout, model: &ModelShape, mnbt: u64) -> Vec<LayerRow> {
+/// `q` to hundredths as Python's `%.2f` prints it (vLLM's concurrency figure): the exact binary
+/// value rounded to nearest, ties to even — what Rust's `{:.2}` does too.
+pub fn centi_as_vllm_prints(q: f64) -> u64 {
+    if !q.is_finite() || q <= 0.0 {
+        return 0;
+    }
+    let s = format!("{q:.2}");
+    s.replace('.', "").parse().unwrap_or(u64::MAX)
+}
+
+fn layer_rows(layout: &Layout, model: &ModelShape, in_flight: u64, max_model_len: u64) -> Vec<LayerRow> {
     let mut kinds: Vec<Attention> = Vec::new();
     for l in &layout.layers {
         if !kinds.contains(&l.attention) {
@@ -468,9 +530,11 @@ fn layer_rows(layout: &Layout, model: &ModelShape, mnbt: u64) -> Vec<LayerRow> {
             let (kind, window, cap) = match a {
                 Attention::Full => ("full", None, None),
                 Attention::Mla => ("mla", None, None),
-                Attention::Sliding { window } => {
-                    ("sliding", Some(window), Some(window.saturating_sub(1).saturating_add(mnbt)))
-                }
+                Attention::Sliding { window } => (
+                    "sliding",
+                    Some(window),
+                    Some(window.saturating_sub(1).saturating_add(in_flight).min(max_model_len)),
+                ),
             };
             let cached_dim = match model.mla {
                 Some(m) => u64::from(m.kv_lora_rank) + u64::from(m.qk_rope_head_dim),
@@ -495,7 +559,7 @@ fn layer_rows(layout: &Layout, model: &ModelShape, mnbt: u64) -> Vec<LayerRow> {
 fn need_row(
     layout: &Layout,
     n: Need,
-    mnbt: u64,
+    in_flight: u64,
     block_bytes: u64,
     available: u64,
     budget: Option<&Budget>,
@@ -508,7 +572,7 @@ fn need_row(
             "sequences and length must be ≥ 1",
         ));
     }
-    let bpr = layout.blocks_per_request(n.len, mnbt);
+    let bpr = layout.blocks_per_request(n.len, in_flight);
     let per_rank = u128::from(n.seqs) * u128::from(bpr) * u128::from(block_bytes);
     let per_rank = u64::try_from(per_rank).map_err(|_| KvError::Overflow("--need memory"))?;
     let all: u128 = layout
@@ -553,6 +617,8 @@ struct FormulaFigures {
     concurrency_len: u64,
     bpr: u64,
     centi: u64,
+    max_model_len: u64,
+    bpr_max_len: u64,
 }
 
 fn formula_lines(layout: &Layout, model: &ModelShape, f: FormulaFigures) -> Vec<String> {
@@ -600,22 +666,25 @@ fn formula_lines(layout: &Layout, model: &ModelShape, f: FormulaFigures) -> Vec<
         if layout.groups.len() > 1 { "pool tensors" } else { "layers" },
         fmt_int(f.blocks)
     ));
-    if layout.groups.len() > 1 {
-        out.push(format!(
-            "tokens = floor({} blocks / {} groups) × block_size {} = {}",
-            fmt_int(f.blocks),
-            layout.groups.len(),
-            layout.block_size,
-            fmt_int(f.tokens)
-        ));
-    } else {
-        out.push(format!(
-            "tokens = {} blocks × block_size {} = {}",
-            fmt_int(f.blocks),
-            layout.block_size,
-            fmt_int(f.tokens)
-        ));
-    }
+    out.push(format!(
+        "tokens (vLLM 0.33's \"GPU KV cache size\") = int({} blocks / {} blocks per {}-token request × {}) = {}{}",
+        fmt_int(f.blocks),
+        fmt_int(f.bpr_max_len),
+        fmt_int(f.max_model_len),
+        fmt_int(f.max_model_len),
+        fmt_int(f.tokens),
+        if layout.groups.len() > 1 {
+            format!(
+                "; older releases logged floor({} blocks / {} groups) × block_size {} = {}",
+                fmt_int(f.blocks),
+                layout.groups.len(),
+                layout.block_size,
+                fmt_int(layout.legacy_logged_tokens(f.blocks))
+            )
+        } else {
+            String::new()
+        }
+    ));
     out.push(format!(
         "max concurrency at {} tokens = {} blocks / {} blocks per request = {}x",
         fmt_int(f.concurrency_len),
@@ -659,11 +728,68 @@ mod tests {
         // vLLM: "Maximum concurrency for 32,768 tokens per request: 13.64x".
         assert_eq!(e.max_concurrency, 13.64);
         assert_eq!((e.max_concurrency_whole, e.max_num_seqs), (13, 13));
-        assert_eq!(e.max_model_len_fit, Some(447_088));
+        // vLLM 0.33 checks against the memory less one block (the null block): 27,942 blocks.
+        assert_eq!(e.max_model_len_fit, Some(447_072));
         // 54.62 GiB as printed buys 27,965 blocks.
         let e = with_available("llama-3.1-8b", o, "54.62");
         assert_eq!((e.blocks, e.tokens), (27_965, 447_440));
         assert!(e.formula.iter().any(|l| l.contains("article's formula")));
+    }
+
+    /// vLLM 0.33.0's own arithmetic: every expected figure below was produced by running
+    /// `get_kv_cache_configs` (`v1/core/kv_cache_planning.py`) and `get_kv_cache_capacity`
+    /// (`v1/core/kv_cache_utils.py`) from the vLLM 0.33.0 wheel on these layer shapes and exact
+    /// byte counts (`tests/data/kv/vllm_oracle.py`; see `tests/data/kv/README.md`). Given the
+    /// exact bytes, blocks, the logged tokens and the printed concurrency must be equal.
+    /// Preset, options, exact bytes → blocks, logged tokens, printed concurrency, longest fit.
+    type Oracle = (&'static str, KvOptions, u64, u64, u64, f64, Option<u64>);
+
+    #[test]
+    fn matches_vllm_0_33_exactly_given_exact_bytes() {
+        let o = |mml: u64| KvOptions { max_model_len: Some(mml), ..KvOptions::default() };
+        let ds = |kv_dtype: KvDtype| KvOptions {
+            tp: 8,
+            block_size: Some(64),
+            kv_dtype,
+            max_model_len: Some(163_840),
+            ..KvOptions::default()
+        };
+        let g20 = 20 * GIB;
+        #[rustfmt::skip]
+        let cases: Vec<Oracle> = vec![
+            // preset, options, exact bytes → blocks, logged tokens, printed concurrency, and the
+            // longest request the startup check admits (`_estimate_max_model_len_from_groups`
+            // on the memory less the null block; `None`: every layer slides).
+            ("llama-3.1-8b", o(32_768), 58_647_778_426, 27_965, 447_440, 13.65, Some(447_424)),
+            ("llama-3.1-8b", o(131_072), 66_432_406_650, 31_677, 506_832, 3.87, Some(506_816)),
+            // Dense MHA with max_model_len not a multiple of the block size: 256 blocks per
+            // request, int(2735 / 256 × 4095) = 43,749 — not 2735 × 16 = 43,760.
+            ("llama-2-7b", o(4095), 22_945_862_778, 2_735, 43_749, 10.68, Some(43_744)),
+            ("llama-2-7b", o(4095), 22_944_940_032, 2_735, 43_749, 10.68, Some(43_744)),
+            // MLA, TP 8, FlashMLA's block size 64: 61 layers × 64 × 576 values on every rank.
+            ("deepseek-v3", ds(KvDtype::Auto), 61_664_992_952, 13_711, 877_504, 5.36, Some(877_440)),
+            ("deepseek-v3", ds(KvDtype::Fp8), 61_664_992_952, 27_422, 1_755_008, 10.71, Some(1_754_944)),
+            ("deepseek-v3", ds(KvDtype::Fp8DsMla), 61_664_992_952, 24_078, 1_540_992, 9.41, Some(1_540_928)),
+            // Hybrid: 7 groups (10 full; 52 sliding in 6), pool block = 10 pages; 2 × 8192 in flight.
+            ("gemma-3-27b", o(131_072), 49_102_213_611, 37_462, 333_438, 2.54, Some(494_832)),
+            ("gemma-3-27b", o(32_768), g20, 16_384, 62_557, 1.91, Some(157_584)),
+            ("gemma-3-27b", KvOptions { async_scheduling: false, ..o(32_768) }, g20, 16_384, 97_435, 2.97, Some(206_736)),
+            ("gemma-3-27b", KvOptions { hybrid: false, ..o(32_768) }, g20, 2_642, 42_272, 1.29, Some(42_256)),
+            // gpt-oss: 18 sliding (window 128) + 18 full → 2 groups of 18.
+            ("gpt-oss-120b", o(131_072), 75_795_435_356, 128_505, 1_825_843, 13.93, Some(2_039_536)),
+            ("gpt-oss-20b", o(131_072), 10 * GIB, 27_306, 387_973, 2.96, Some(420_352)),
+            // Every layer sliding (window 4096): one group, 1281 blocks per 32k request.
+            ("mistral-7b-v0.1", o(32_768), 10 * GIB, 5_120, 130_969, 4.0, None),
+        ];
+        for (id, opts, bytes, blocks, tokens, conc, fit) in cases {
+            let m = preset(id).unwrap().shape().unwrap();
+            let e = estimate(&m, &opts, &KvBudget::Available(bytes)).unwrap();
+            assert_eq!(
+                (e.blocks, e.tokens, e.max_concurrency, e.max_model_len_fit),
+                (blocks, tokens, conc, fit),
+                "{id} {opts:?}"
+            );
+        }
     }
 
     #[test]
@@ -706,13 +832,28 @@ mod tests {
         assert_eq!(e.bytes_per_token_per_rank, 62 * 8192);
         assert_eq!(e.bytes_per_token_past_windows_per_rank, 10 * 8192);
         assert_eq!((e.kv_cache_groups, e.pool_tensors, e.padding_layers), (7, 10, 8));
-        // floor(20 GiB / (131,072 B × 10)) = 16,384 blocks; / 7 groups × 16 = 37,440 tokens.
-        assert_eq!((e.blocks, e.tokens), (16_384, 37_440));
-        // A 32k request: 2048 + 6 × (ceil(9215 / 16) + 1) = 2048 + 6 × 577 = 5510 blocks → 2.97x.
-        assert_eq!((e.blocks_per_request, e.max_concurrency), (5_510, 2.97));
+        // floor(20 GiB / (131,072 B × 10)) = 16,384 blocks.
+        assert_eq!(e.blocks, 16_384);
+        // A 32k request, two batches of 8192 in flight (async scheduling): 2048 + 6 ×
+        // (ceil((1023 + 16,384) / 16) + 1) = 2048 + 6 × 1089 = 8582 blocks → 1.91x, and vLLM 0.33
+        // logs int(16,384 / 8582 × 32,768) = 62,557 tokens (vLLM's own functions give the same:
+        // tests/data/kv/README.md). Older releases logged 16,384 / 7 × 16 = 37,440.
+        assert_eq!((e.blocks_per_request, e.max_concurrency), (8_582, 1.91));
+        assert_eq!((e.tokens, e.legacy_tokens), (62_557, 37_440));
+        assert_eq!((e.settings.in_flight_batches, e.settings.in_flight_tokens), (2, 16_384));
         let sliding = e.layers.iter().find(|r| r.kind == "sliding").unwrap();
         assert_eq!((sliding.count, sliding.window, sliding.groups), (52, Some(1024), 6));
-        assert_eq!(sliding.max_tokens_per_request, Some(9215));
+        assert_eq!(sliding.max_tokens_per_request, Some(17_407));
+        // One batch in flight (no async scheduling; also what older releases budgeted):
+        // 2048 + 6 × 577 = 5510 blocks → 2.97x, 97,435 tokens.
+        let one = KvOptions {
+            max_model_len: Some(32_768),
+            max_num_batched_tokens: Some(8192),
+            async_scheduling: false,
+            ..KvOptions::default()
+        };
+        let e = with_available("gemma-3-27b", one, "20");
+        assert_eq!((e.blocks_per_request, e.max_concurrency, e.tokens), (5_510, 2.97, 97_435));
     }
 
     #[test]

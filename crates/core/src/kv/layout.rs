@@ -1,23 +1,35 @@
 //! Where the KV cache lives: bytes per token per layer on one GPU, layers per pipeline stage,
 //! and vLLM's KV-cache groups (the hybrid allocator's shared block pool).
 //!
-//! vLLM V1 (`vllm/v1/core/kv_cache_utils.py`, from memory of the upstream source):
+//! Checked against vLLM 0.33.0's source (the PyPI wheel): `vllm/v1/kv_cache_interface.py`
+//! (`AttentionSpec.page_size_bytes`, `FullAttentionSpec` / `SlidingWindowSpec` /
+//! `MLAAttentionSpec.max_memory_usage_bytes`), `vllm/v1/core/kv_cache_planning.py`
+//! (`get_kv_cache_groups`, `_get_kv_cache_groups_uniform_page_size`,
+//! `_get_kv_cache_bytes_per_block`, `get_kv_cache_configs`) and `vllm/v1/core/kv_cache_utils.py`
+//! (`get_max_concurrency_for_kv_cache_config`, `get_kv_cache_capacity`):
 //!
-//! - Every attention layer gets a spec; layers with equal specs are one *type*.
-//! - One type (every dense model, every MLA model): one group holding all layers; the memory is
-//!   split into one tensor per layer and `num_blocks = floor(available / (page · layers))`.
+//! - Every attention layer gets a spec; a page (one block of one layer) is `block_size ·
+//!   kv_heads · (head_size + head_size_v) · dtype_bytes` (MLA: one head, no V: `block_size ·
+//!   576 · dtype_bytes`, or the 656-byte `fp8_ds_mla` row).
+//! - One type (every dense model, every MLA model): one group holding all layers.
 //! - Several types (Gemma 2/3, gpt-oss: sliding + full): `group_size` = the smallest type's
-//!   layer count (or the largest when that is under 1.25× the smallest); each type is cut into
-//!   `ceil(n / group_size)` groups, layers `i, i+g, i+2g …` in group `i`; the pool holds
-//!   `group_size` tensors and every group draws its blocks from the same pool, so
-//!   `num_blocks = floor(available / (page · group_size))`. Groups shorter than `group_size`
-//!   leave padding (vLLM warns "Add N padding layers").
-//! - The log's `GPU KV cache size` is `num_blocks / groups · block_size` tokens.
-//!
-//! A request needs, per group, `ceil(len / block_size)` blocks (full, MLA) or
-//! `ceil(min(window − 1 + max_num_batched_tokens, len) / block_size) + 1` (sliding: the window
-//! plus the chunk being prefilled, plus one block because the window need not start at a block
-//! boundary). Those are vLLM's `max_memory_usage_bytes`.
+//!   layer count, or the largest when that is under 1.5× the smallest; each type is cut into
+//!   `ceil(n / group_size)` groups, layers `i, i+g, i+2g …` in group `i`. Groups shorter than
+//!   `group_size` leave padding (vLLM warns "Add N padding layers").
+//! - Bytes per block = the largest group's page bytes (`_get_kv_cache_bytes_per_block`), and
+//!   `num_blocks = available // bytes_per_block`, the minimum over pipeline stages. Every group
+//!   draws its blocks from that one pool.
+//! - A request of `len` tokens takes, per group, `ceil(len / block_size)` blocks (full, MLA)
+//!   or `ceil(min(window − 1 + in_flight, len) / block_size) + 1` (sliding: the window plus
+//!   the tokens scheduled but not yet settled, plus one block because the window need not start
+//!   at a block boundary). `in_flight` is `VllmConfig.max_in_flight_tokens` =
+//!   `max_concurrent_batches × max_num_batched_tokens` (2 batches with async scheduling on one
+//!   pipeline stage, vLLM 0.33's default); releases before it budgeted one batch.
+//! - The log's `GPU KV cache size` is `int(num_blocks / blocks_per_request(max_model_len) ×
+//!   max_model_len)` — max concurrency times `max_model_len`, not blocks × block size. Older V1
+//!   releases logged `num_blocks // groups × block_size` ([`Layout::legacy_logged_tokens`]).
+//! - The startup check (`_check_enough_kv_cache_memory`) holds back one block (the block pool's
+//!   null block) and needs `bytes_per_block × blocks_per_request(max_model_len)`.
 
 use crate::kv::KvError;
 use crate::kv::dtype::{KvDtype, ModelDtype};
@@ -306,8 +318,15 @@ impl Layout {
         self.page_bytes.saturating_mul(rank.pool_tensors)
     }
 
+    /// The largest pool block over the pipeline stages (the one vLLM's checks bind on).
+    pub fn block_bytes_max(&self) -> u64 {
+        self.ranks.iter().map(|r| self.block_bytes(r)).max().unwrap_or(0)
+    }
+
     /// Whole blocks `available` bytes on one GPU hold: the minimum over stages (vLLM gives
-    /// every stage the smallest stage's count).
+    /// every stage the smallest stage's count). `available // bytes_per_block`, as
+    /// `get_kv_cache_configs` in vLLM 0.33's `v1/core/kv_cache_planning.py` computes it: the
+    /// null block is *not* taken from this count.
     pub fn num_blocks(&self, available: u64) -> u64 {
         self.ranks
             .iter()
@@ -319,20 +338,42 @@ impl Layout {
             .unwrap_or(0)
     }
 
-    /// Tokens as vLLM logs them (`GPU KV cache size`): blocks per group × block size.
-    pub fn logged_tokens(&self, blocks: u64) -> u64 {
+    /// vLLM's maximum concurrency for requests of `len` tokens: `blocks / blocks_per_request`
+    /// as a float (`get_max_concurrency_for_kv_cache_config`, vLLM 0.33
+    /// `v1/core/kv_cache_utils.py`). Python and Rust divide IEEE doubles alike.
+    pub fn concurrency(&self, blocks: u64, len: u64, in_flight_tokens: u64) -> f64 {
+        let bpr = self.blocks_per_request(len, in_flight_tokens).max(1);
+        blocks as f64 / bpr as f64
+    }
+
+    /// Tokens as vLLM 0.33 logs them (`GPU KV cache size: N tokens`): `int(max_concurrency ×
+    /// max_model_len)` (`get_kv_cache_capacity`, `v1/core/kv_cache_utils.py`), the float
+    /// product truncated. Equal to `blocks × block_size` only for one group of full/MLA layers
+    /// and a `max_model_len` that is a multiple of the block size.
+    pub fn capacity_tokens(&self, blocks: u64, max_model_len: u64, in_flight_tokens: u64) -> u64 {
+        let c = self.concurrency(blocks, max_model_len, in_flight_tokens);
+        // `as` truncates toward zero like Python's `int()` and saturates instead of overflowing.
+        (c * max_model_len as f64) as u64
+    }
+
+    /// Tokens as older vLLM V1 releases logged them on their own `GPU KV cache size` line:
+    /// `num_blocks // groups × block_size` (before the group-aware capacity of
+    /// `get_kv_cache_capacity`; V0 logged `# GPU blocks` and callers multiply by the block size).
+    pub fn legacy_logged_tokens(&self, blocks: u64) -> u64 {
         let groups = self.groups.len().max(1) as u64;
         (blocks / groups).saturating_mul(u64::from(self.block_size))
     }
 
-    /// Blocks one layer of this kind needs for a request of `len` tokens (vLLM's
-    /// `max_memory_usage_bytes` / page size).
-    pub fn blocks_for(&self, attention: Attention, len: u64, max_num_batched_tokens: u64) -> u64 {
+    /// Blocks one group of this kind needs for a request of `len` tokens (vLLM's
+    /// `max_memory_usage_bytes` / `page_size_bytes`): `ceil(len / block_size)` for full and MLA
+    /// layers; for sliding layers `ceil(min(window − 1 + in_flight_tokens, len) / block_size) + 1`
+    /// (`SlidingWindowSpec.max_admission_blocks_per_request`, vLLM 0.33).
+    pub fn blocks_for(&self, attention: Attention, len: u64, in_flight_tokens: u64) -> u64 {
         let bs = u64::from(self.block_size);
         match attention {
             Attention::Full | Attention::Mla => len.div_ceil(bs),
             Attention::Sliding { window } => {
-                let held = window.saturating_sub(1).saturating_add(max_num_batched_tokens).min(len);
+                let held = window.saturating_sub(1).saturating_add(in_flight_tokens).min(len);
                 held.div_ceil(bs) + 1
             }
         }
@@ -340,39 +381,35 @@ impl Layout {
 
     /// Pool blocks one request of `len` tokens takes, summed over groups (all groups draw on
     /// the same pool).
-    pub fn blocks_per_request(&self, len: u64, max_num_batched_tokens: u64) -> u64 {
+    pub fn blocks_per_request(&self, len: u64, in_flight_tokens: u64) -> u64 {
         self.groups
             .iter()
-            .map(|g| self.blocks_for(g.attention, len, max_num_batched_tokens))
+            .map(|g| self.blocks_for(g.attention, len, in_flight_tokens))
             .fold(0u64, u64::saturating_add)
     }
 
-    /// The memory vLLM's startup check says one request of `len` needs on the busiest stage:
-    /// the sum over that stage's layers of `blocks_for × page` (no group padding).
-    pub fn request_bytes(&self, len: u64, max_num_batched_tokens: u64) -> u64 {
-        self.ranks
-            .iter()
-            .map(|r| {
-                r.layers
-                    .iter()
-                    .filter_map(|i| self.layers.get(*i as usize))
-                    .map(|l| {
-                        self.blocks_for(l.attention, len, max_num_batched_tokens)
-                            .saturating_mul(self.page_bytes)
-                    })
-                    .fold(0u64, u64::saturating_add)
-            })
-            .max()
-            .unwrap_or(0)
+    /// The KV memory vLLM 0.33's startup check says one request of `len` needs on the busiest
+    /// stage: `bytes_per_block × blocks_per_request` (`_max_memory_usage_bytes_from_groups`,
+    /// group padding included). Older releases summed the layers' own needs instead.
+    pub fn request_bytes(&self, len: u64, in_flight_tokens: u64) -> u64 {
+        self.block_bytes_max().saturating_mul(self.blocks_per_request(len, in_flight_tokens))
     }
 
-    /// Largest `len` whose single request fits `available` (vLLM's `estimate_max_model_len`);
-    /// `None` when every layer slides, so any length fits.
-    pub fn max_len_fitting(&self, available: u64, mnbt: u64) -> Option<u64> {
+    /// The memory vLLM 0.33 checks requests against: `available` minus one block, the null
+    /// block the block pool holds back (`get_kv_cache_configs`: "reserved for checks only";
+    /// the allocation itself still uses all of `available`).
+    pub fn check_memory(&self, available: u64) -> u64 {
+        available.saturating_sub(self.block_bytes_max())
+    }
+
+    /// Largest `len` whose single request fits `check_memory` (vLLM's
+    /// `_estimate_max_model_len_from_groups`, which is given the memory after the null block —
+    /// [`Layout::check_memory`]); `None` when every layer slides, so any length fits.
+    pub fn max_len_fitting(&self, check_memory: u64, in_flight_tokens: u64) -> Option<u64> {
         let bs = u64::from(self.block_size);
         let has_unbounded = self.layers.iter().any(|l| !matches!(l.attention, Attention::Sliding { .. }));
         let hi = if has_unbounded {
-            (available / self.page_bytes.max(1)).saturating_add(1).saturating_mul(bs)
+            (check_memory / self.block_bytes_max().max(1)).saturating_add(1).saturating_mul(bs)
         } else {
             let w = self
                 .layers
@@ -383,16 +420,16 @@ impl Layout {
                 })
                 .max()
                 .unwrap_or(0);
-            w.saturating_add(mnbt).saturating_add(bs)
+            w.saturating_add(in_flight_tokens).saturating_add(bs)
         };
-        if self.request_bytes(hi, mnbt) <= available {
+        if self.request_bytes(hi, in_flight_tokens) <= check_memory {
             return None;
         }
         let (mut lo, mut hi) = (0u64, hi);
-        // Invariant: request_bytes(lo) ≤ available or lo = 0; request_bytes(hi) > available.
+        // Invariant: request_bytes(lo) ≤ check_memory or lo = 0; request_bytes(hi) > check_memory.
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if self.request_bytes(mid, mnbt) <= available {
+            if self.request_bytes(mid, in_flight_tokens) <= check_memory {
                 lo = mid;
             } else {
                 hi = mid;
@@ -417,8 +454,9 @@ fn group_layers(layers: &[LayerCost]) -> Vec<KvGroup> {
     }
     let min = types.iter().map(|(_, v)| v.len()).min().unwrap_or(1).max(1);
     let max = types.iter().map(|(_, v)| v.len()).max().unwrap_or(1);
-    // "max < min × 1.25" in integers.
-    let group_size = if 4 * max < 5 * min { max } else { min };
+    // vLLM 0.33: `max_num_layers < min_num_layers * 1.5` (gpt-oss-20b + EAGLE: 12 sliding + 13
+    // full → groups of 13), in integers.
+    let group_size = if 2 * max < 3 * min { max } else { min };
     let mut groups = Vec::new();
     for (attention, v) in types {
         let n_groups = v.len().div_ceil(group_size).max(1);
@@ -531,7 +569,19 @@ mod tests {
         }
         let l = Layout::new(&m, &opts(1, 1)).unwrap();
         assert_eq!((l.groups.len(), l.ranks[0].pool_tensors, l.ranks[0].padding_layers), (2, 12, 0));
-        assert_eq!(l.logged_tokens(1000), 500 * 16);
+        assert_eq!(l.legacy_logged_tokens(1000), 500 * 16);
+        // vLLM 0.33: int(1000 / (8192 + ceil((127 + 16,384) / 16) + 1) × 131,072) — the full
+        // group needs 8192 blocks at 131,072 tokens, the sliding one 1,033.
+        assert_eq!(l.blocks_per_request(131_072, 16_384), 8192 + 1033);
+        assert_eq!(l.capacity_tokens(1000, 131_072, 16_384), 14_208);
+        // 10 full + 14 sliding layers: 14 < 1.5 × 10, so vLLM 0.33 makes 2 groups of up to 14
+        // (4 padding slots), not 3 groups of up to 10.
+        let mut m24 = ModelShape::plain("ten-full-fourteen-sliding", 24, 64, 8, 64);
+        for a in m24.layers.iter_mut().skip(10) {
+            *a = Attention::Sliding { window: 128 };
+        }
+        let l24 = Layout::new(&m24, &opts(1, 1)).unwrap();
+        assert_eq!((l24.groups.len(), l24.ranks[0].pool_tensors, l24.ranks[0].padding_layers), (2, 14, 4));
         let off = Layout::new(&m, &LayoutOptions { hybrid: false, ..opts(1, 1) }).unwrap();
         assert_eq!((off.groups.len(), off.ranks[0].pool_tensors), (1, 24));
     }

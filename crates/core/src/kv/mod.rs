@@ -13,9 +13,9 @@
 //!    [`reconcile::reconcile`];
 //! 6. the `triage.kv/v1` JSON — [`report::KvReport`].
 //!
-//! The formulas, and where they come from (vLLM's `vllm/v1/kv_cache_interface.py` and
-//! `vllm/v1/core/kv_cache_utils.py`, read from memory of the upstream source because the
-//! repository could not be fetched in the session that wrote this; see `ARCHITECTURE.md`):
+//! The formulas, checked against vLLM 0.33.0's source (the PyPI wheel; `crate::kv::layout`
+//! cites each function) and its own functions run on the test shapes
+//! (`tests/data/kv/README.md`):
 //!
 //! - one layer, one block, standard attention: `block_size · kv_heads_per_rank ·
 //!   (head_dim_k + head_dim_v) · dtype_bytes`, with `kv_heads_per_rank = max(1, kv_heads / tp)`
@@ -23,9 +23,12 @@
 //! - MLA (DeepSeek V2/V3): `block_size · (kv_lora_rank + qk_rope_head_dim) · dtype_bytes`, one
 //!   latent vector per token (no ×2) and the *whole* latent on every TP rank; `fp8_ds_mla`
 //!   stores 656 bytes per token per layer;
-//! - `num_blocks = floor(available / (page_bytes · layers_per_group_tensor))`, tokens = blocks ·
-//!   block_size (divided by the number of KV-cache groups for hybrid models);
-//! - max concurrency = blocks / blocks one request of `max_model_len` needs.
+//! - `num_blocks = floor(available / bytes_per_block)`, `bytes_per_block` = the largest KV-cache
+//!   group's pages (all layers for dense/MLA models);
+//! - max concurrency = blocks / blocks one request of `max_model_len` needs (summed over groups;
+//!   sliding layers need `min(window − 1 + in-flight tokens, len)` plus one block);
+//! - logged tokens (`GPU KV cache size`) = `int(max concurrency × max_model_len)` in vLLM 0.33,
+//!   `blocks / groups × block_size` in older releases.
 //!
 //! The article's formula (`2 · layers · kv_heads · head_dim · dtype_bytes · seq · batch`) is
 //! the special case of plain multi-head attention on one GPU: [`article`].

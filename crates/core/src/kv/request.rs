@@ -44,6 +44,10 @@ pub struct KvRequest {
     pub need: Option<String>,
     pub no_hybrid: bool,
     pub assume_defaults: bool,
+    /// vLLM's `--no-async-scheduling` (one batch in flight per pipeline stage instead of
+    /// stages + 1). Missing in older serialized requests: off.
+    #[serde(default)]
+    pub no_async_scheduling: bool,
 }
 
 impl Default for KvRequest {
@@ -71,6 +75,7 @@ impl Default for KvRequest {
             need: None,
             no_hybrid: false,
             assume_defaults: false,
+            no_async_scheduling: false,
         }
     }
 }
@@ -132,6 +137,7 @@ pub fn build_report(req: &KvRequest, config: Option<&str>, log: Option<&str>) ->
         max_num_seqs: req.max_num_seqs,
         max_num_batched_tokens: req.max_num_batched_tokens,
         hybrid: !req.no_hybrid,
+        async_scheduling: !req.no_async_scheduling,
         at_len: req.at_len,
         need: req.need.as_deref().map(parse_need).transpose()?,
         large_gpu: None,
@@ -157,10 +163,8 @@ pub fn build_report(req: &KvRequest, config: Option<&str>, log: Option<&str>) ->
     let mut extra = Vec::new();
 
     let logged_available = startup.as_ref().and_then(|s| {
-        s.available_kv
-            .as_ref()
-            .or(s.kv_reserved.as_ref())
-            .map(|a| (a.value.bytes(false), a.value.to_string(), a.line))
+        crate::kv::reconcile::logged_available(s)
+            .map(|(a, _, _)| (a.value.bytes(false), a.value.to_string(), a.line))
     });
     let budget = if let Some(b) = available {
         KvBudget::Available(b)

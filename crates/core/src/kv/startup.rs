@@ -5,12 +5,23 @@
 //! Worker prefixes (`(VllmWorker rank=0 pid=…)`, `(EngineCore_DP0 pid=…)`), timestamps and
 //! ANSI colours around the message do not matter: markers are searched within the line.
 //!
-//! Lines recognised (strings as vLLM/SGLang print them, from memory of their sources):
+//! Lines recognised (vLLM's checked against the vLLM 0.33.0 source; older forms and SGLang's
+//! from memory of their sources):
 //!
-//! - vLLM V1: `Available KV cache memory: 54.62 GiB`, `GPU KV cache size: 447,088 tokens`,
-//!   `Maximum concurrency for 32,768 tokens per request: 13.64x`, `Model loading took
-//!   14.9888 GiB …`, the debug profile line (`torch peak memory increase: …; non-torch forward
-//!   increase memory: …; weights memory: …`), `Forcing kv cache block size to 64 …`.
+//! - vLLM V1: `Available KV cache memory: 54.62 GiB` (`v1/worker/gpu_worker.py`; 0.33 prints
+//!   `round(GiB, 2)` with Python's `str`, so `20.0 GiB` and `54.6 GiB` also occur — both read as
+//!   two-decimal figures, see [`vllm_gib`]); the capacity line, one line in 0.33
+//!   (`v1/core/kv_cache_utils.py`, `update_kv_cache_capacity`): `GPU KV cache size: 447,440
+//!   tokens, Maximum concurrency for 32,768 tokens per request: 13.65x` (`GPU + host`, `XPU`,
+//!   `CPU` … instead of `GPU` on other pools), two lines (`GPU KV cache size: …` then
+//!   `Maximum concurrency for …`) in older releases; `Model loading took 14.9888 GiB …`, the
+//!   debug profile line (`torch peak memory increase: …; non-torch forward increase memory: …;
+//!   weights memory: …`), `Setting kv cache block size to 64 for FLASHMLA backend(s).` (0.33,
+//!   `platforms/interface.py`) and the older `Forcing kv cache block size to 64 …`;
+//!   `Overriding num_gpu_blocks=N with num_gpu_blocks_override=M` and `… KV cache memory
+//!   reduced to X GiB.` (a frontend multimodal reservation), the two ways 0.33 changes the KV
+//!   memory after printing `Available KV cache memory` (`v1/core/kv_cache_planning.py`,
+//!   `multimodal/gpu_ipc_memory.py`).
 //! - vLLM V0: `# GPU blocks: 715, # CPU blocks: 1310` (`# cuda blocks: …` later),
 //!   `total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = 71.27GiB`, `model weights
 //!   take …; non_torch_memory takes …; PyTorch activation peak memory takes …; the rest of the
@@ -88,6 +99,8 @@ pub struct LoggedSettings {
     pub gpu_memory_utilization: Option<Logged<Decimal>>,
     pub max_num_seqs: Option<Logged<u64>>,
     pub max_num_batched_tokens: Option<Logged<u64>>,
+    /// `async_scheduling` in `non-default args`, or `--[no-]async-scheduling`.
+    pub async_scheduling: Option<Logged<bool>>,
 }
 
 /// A line that looked like a capacity line but did not parse.
@@ -103,7 +116,7 @@ pub struct StartupCapacity {
     pub engine: Option<Engine>,
     /// vLLM V1 `Available KV cache memory` — the smallest when several ranks print it.
     pub available_kv: Option<Logged<Size>>,
-    /// vLLM V1 `GPU KV cache size: N tokens`.
+    /// vLLM V1 `GPU KV cache size: N tokens` (any pool name before `KV cache size`).
     pub kv_cache_tokens: Option<Logged<u64>>,
     pub max_concurrency: Option<Logged<LoggedConcurrency>>,
     /// vLLM V0 `# GPU blocks` / `# cuda blocks`.
@@ -116,8 +129,16 @@ pub struct StartupCapacity {
     pub activation_peak: Option<Logged<Size>>,
     /// vLLM V0 `the rest of the memory reserved for KV Cache is …` / `kv_cache_size=…`.
     pub kv_reserved: Option<Logged<Size>>,
-    /// vLLM `Forcing kv cache block size to N`.
+    /// vLLM `Forcing kv cache block size to N` / `Setting kv cache block size to N`.
     pub forced_block_size: Option<Logged<u64>>,
+    /// vLLM 0.33 `… KV cache memory reduced to X GiB.`: what the planner got after a frontend
+    /// multimodal reservation.
+    pub kv_reduced_to: Option<Logged<Size>>,
+    /// vLLM `Overriding num_gpu_blocks=N with num_gpu_blocks_override=M`: N, the blocks the KV
+    /// memory held (vLLM's own `available // bytes_per_block`).
+    pub blocks_before_override: Option<Logged<u64>>,
+    /// … and M, the blocks actually allocated.
+    pub num_gpu_blocks_override: Option<Logged<u64>>,
     /// SGLang `KV Cache is allocated. #tokens: N`.
     pub sglang_tokens: Option<Logged<u64>>,
     pub sglang_k_size: Option<Logged<Size>>,
@@ -143,6 +164,8 @@ impl StartupCapacity {
             && self.max_concurrency.is_none()
             && self.gpu_blocks.is_none()
             && self.kv_reserved.is_none()
+            && self.kv_reduced_to.is_none()
+            && self.num_gpu_blocks_override.is_none()
             && self.sglang_tokens.is_none()
             && self.sglang_max_total_num_tokens.is_none()
             && self.fatal.is_empty()
@@ -188,6 +211,14 @@ fn uint_prefix(s: &str) -> Option<u64> {
 
 fn size_prefix(s: &str) -> Option<Size> {
     Size::parse_prefix(s.trim_start()).map(|(s, _)| s)
+}
+
+/// A vLLM GiB figure: `format_gib` (vLLM 0.33 `utils/mem_utils.py`) prints `round(b / GiB, 2)`
+/// through Python's `str`, which drops trailing zeros (`20.0`, `54.6`), and older releases
+/// printed `%.2f`; either way the figure is rounded to hundredths, so it is kept at two decimals
+/// and its byte range is ±0.005 GiB, not ±0.05.
+pub fn vllm_gib(s: Size) -> Size {
+    Size { value: s.value.with_min_scale(2), ..s }
 }
 
 fn is_word_byte(b: u8) -> bool {
@@ -249,6 +280,7 @@ pub fn parse_startup(text: &str) -> StartupCapacity {
             "parallel",
             "len",
             "utilization",
+            "async",
         ]
         .iter()
         .any(|m| line.contains(m));
@@ -285,7 +317,7 @@ fn engine(out: &mut StartupCapacity, line: &str) {
 
 fn vllm_v1(out: &mut StartupCapacity, line: &str, n: usize) {
     if let Some(rest) = after(line, "Available KV cache memory:") {
-        match size_prefix(rest) {
+        match size_prefix(rest).map(vllm_gib) {
             Some(s) => match &out.available_kv {
                 None => out.available_kv = Some(logged(s, n, line)),
                 Some(prev) if prev.value != s => {
@@ -308,7 +340,8 @@ fn vllm_v1(out: &mut StartupCapacity, line: &str, n: usize) {
                 .push(Issue { line: n, message: "`Available KV cache memory` without a size".into() }),
         }
     }
-    if let Some(rest) = after(line, "GPU KV cache size:") {
+    // `GPU KV cache size:` — or `GPU + host`, `XPU`, `CPU` … (0.33 names the pool).
+    if let Some(rest) = after(line, " KV cache size:").or_else(|| line.strip_prefix("KV cache size:")) {
         match uint_prefix(rest) {
             Some(t) => first(&mut out.kv_cache_tokens, t, n, line),
             None => out
@@ -346,6 +379,21 @@ fn vllm_v1(out: &mut StartupCapacity, line: &str, n: usize) {
     }
     if let Some(b) = after(line, "kv cache block size to ").and_then(uint_prefix) {
         first(&mut out.forced_block_size, b, n, line);
+    }
+    if let Some(s) = after(line, "KV cache memory reduced to ").and_then(size_prefix) {
+        first(&mut out.kv_reduced_to, vllm_gib(s), n, line);
+    }
+    if let Some(rest) = after(line, "Overriding num_gpu_blocks=") {
+        if let Some(b) = uint_prefix(rest) {
+            first(&mut out.blocks_before_override, b, n, line);
+        }
+        match after(rest, "num_gpu_blocks_override=").and_then(uint_prefix) {
+            Some(b) => first(&mut out.num_gpu_blocks_override, b, n, line),
+            None => out.issues.push(Issue {
+                line: n,
+                message: "`Overriding num_gpu_blocks` without the override count".into(),
+            }),
+        }
     }
 }
 
@@ -466,6 +514,23 @@ fn settings(s: &mut LoggedSettings, line: &str, n: usize) {
     if let Some(v) = uint(&["max_num_batched_tokens", "--max-num-batched-tokens"]) {
         first(&mut s.max_num_batched_tokens, v, n, line);
     }
+    let flag = |f: &str| {
+        line.match_indices(f).any(|(i, _)| line.as_bytes().get(i + f.len()).is_none_or(|b| !is_word_byte(*b)))
+    };
+    let async_scheduling = if flag("--no-async-scheduling") {
+        Some(false)
+    } else if flag("--async-scheduling") {
+        Some(true)
+    } else {
+        word(&["async_scheduling"]).and_then(|w| match w.to_ascii_lowercase().as_str() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        })
+    };
+    if let Some(v) = async_scheduling {
+        first(&mut s.async_scheduling, v, n, line);
+    }
     if let Some(v) = word(&["model"]) {
         first(&mut s.model, v, n, line);
     }
@@ -480,8 +545,9 @@ fn fatal(out: &mut StartupCapacity, line: &str, n: usize) {
         let needed = line
             .find(" KV cache is needed")
             .and_then(|end| line[..end].rfind('(').map(|start| &line[start + 1..end]))
-            .and_then(size_prefix);
-        let available = after(line, "available KV cache memory (").and_then(size_prefix);
+            .and_then(size_prefix)
+            .map(vllm_gib);
+        let available = after(line, "available KV cache memory (").and_then(size_prefix).map(vllm_gib);
         let estimated_max_len = after(line, "estimated maximum model length is").and_then(uint_prefix);
         out.fatal.push(logged(
             Fatal::KvNeededExceedsAvailable { max_seq_len, needed, available, estimated_max_len },
@@ -529,6 +595,56 @@ INFO 05-12 10:01:31 [kv_cache_utils.py:719] Maximum concurrency for 32,768 token
         assert_eq!(st.model.as_ref().map(|v| v.value.as_str()), Some("meta-llama/Llama-3.1-8B-Instruct"));
         assert_eq!(st.dtype.as_ref().map(|v| v.value.as_str()), Some("torch.bfloat16"));
         assert!(s.issues.is_empty(), "{:?}", s.issues);
+    }
+
+    /// vLLM 0.33's capacity line is one line (`update_kv_cache_capacity`,
+    /// `v1/core/kv_cache_utils.py`); older releases printed two. Both parse the same.
+    #[test]
+    fn vllm_0_33_one_line_capacity() {
+        let s = parse_startup(
+            "(EngineCore pid=2417) INFO 11-29 09:14:31 [gpu_worker.py:772] Available KV cache memory: 20.0 GiB\n\
+             (EngineCore pid=2417) INFO 11-29 09:14:31 [kv_cache_utils.py:1147] GPU KV cache size: 62,557 tokens, \
+             Maximum concurrency for 32,768 tokens per request: 1.91x\n",
+        );
+        assert_eq!(s.kv_cache_tokens.as_ref().map(|t| (t.value, t.line)), Some((62_557, 2)));
+        let c = s.max_concurrency.as_ref().unwrap();
+        assert_eq!(
+            (c.value.tokens_per_request, c.value.times.to_string(), c.line),
+            (32_768, "1.91".into(), 2)
+        );
+        // `format_gib` printed round(x, 2) through `str`: "20.0" still means 20.00 ± 0.005 GiB.
+        let a = s.available_kv.as_ref().unwrap();
+        assert_eq!(a.value.to_string(), "20.00 GiB");
+        assert_eq!(a.value.bytes_range(false), (21_469_467_771, 21_480_205_189));
+        assert!(s.issues.is_empty(), "{:?}", s.issues);
+        // Other pools name themselves.
+        for pool in ["GPU + host", "XPU", "CPU"] {
+            let s = parse_startup(&format!(
+                "INFO [kv_cache_utils.py:1147] {pool} KV cache size: 1,024 tokens, x"
+            ));
+            assert_eq!(s.kv_cache_tokens.map(|t| t.value), Some(1024), "{pool}");
+        }
+    }
+
+    #[test]
+    fn vllm_0_33_block_size_override_reservation_and_async() {
+        let s = parse_startup(
+            "INFO [interface.py:776] Setting kv cache block size to 64 for FLASHMLA backend(s).\n\
+             INFO [kv_cache_planning.py:1526] Overriding num_gpu_blocks=27965 with num_gpu_blocks_override=512\n\
+             INFO [gpu_ipc_memory.py:256] Reserving 2.0 GiB of GPU memory for frontend multimodal decoding (2.0 GiB \
+             raw-frame semaphore budget, 0.0 GiB decoder+CUDA-context across 1 API server(s) @ 0.0 GiB/server); KV \
+             cache memory reduced to 52.62 GiB.\n\
+             $ vllm serve google/gemma-3-27b-it --no-async-scheduling\n",
+        );
+        assert_eq!(s.forced_block_size.as_ref().map(|v| v.value), Some(64));
+        assert_eq!(s.blocks_before_override.as_ref().map(|v| v.value), Some(27_965));
+        assert_eq!(s.num_gpu_blocks_override.as_ref().map(|v| (v.value, v.line)), Some((512, 2)));
+        assert_eq!(s.kv_reduced_to.as_ref().map(|v| v.value.to_string()), Some("52.62 GiB".into()));
+        assert_eq!(s.settings.async_scheduling.as_ref().map(|v| v.value), Some(false));
+        let s = parse_startup("non-default args: {'model': 'x', 'async_scheduling': True}");
+        assert_eq!(s.settings.async_scheduling.map(|v| v.value), Some(true));
+        let s = parse_startup("Overriding num_gpu_blocks=12 with something else");
+        assert_eq!(s.issues.len(), 1);
     }
 
     #[test]

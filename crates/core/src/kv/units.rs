@@ -97,6 +97,22 @@ impl Decimal {
         (u64::try_from(lo).unwrap_or(u64::MAX), u64::try_from(hi).unwrap_or(u64::MAX))
     }
 
+    /// The same number written with at least `scale` decimals (`20.0` → `20.00`), for figures
+    /// known to be rounded to that many decimals even when printed with fewer.
+    pub fn with_min_scale(self, scale: u8) -> Decimal {
+        let mut d = self;
+        while d.scale < scale {
+            match d.digits.checked_mul(10) {
+                Some(v) => {
+                    d.digits = v;
+                    d.scale += 1;
+                }
+                None => break,
+            }
+        }
+        d
+    }
+
     /// As an `f64`, for display only.
     pub fn as_f64(&self) -> f64 {
         self.digits as f64 / self.pow10() as f64

@@ -900,12 +900,11 @@ impl SectionParser for BenchParser {
         }
         self.flush(cx);
         if let Some(first) = self.first_ignored {
-            cx.issue(
+            let n = self.ignored;
+            cx.issue_in(
                 first,
-                format!(
-                    "{} line(s) of this benchmark section are not benchmark figures and were skipped",
-                    self.ignored
-                ),
+                format!("{n} line(s) of this benchmark section are not benchmark figures and were skipped"),
+                format!("本压测片段中有 {n} 行不是压测指标，已跳过"),
             );
         }
     }

@@ -896,12 +896,16 @@ impl ClientParser {
                 if a.value.number().is_none_or(|x| x < 0.0) =>
             {
                 if !matches!(a.value, Value::Null) {
-                    cx.issue(no, format!("{} is not a non-negative number", a.key));
+                    cx.issue_in(
+                        no,
+                        format!("{} is not a non-negative number", a.key),
+                        format!("{} 不是非负数", a.key),
+                    );
                 }
                 return;
             }
             Slot::MaxRetries | Slot::StreamMaxRetries if a.value.number().and_then(to_count).is_none() => {
-                cx.issue(no, format!("{} is not a whole number", a.key));
+                cx.issue_in(no, format!("{} is not a whole number", a.key), format!("{} 不是整数", a.key));
                 return;
             }
             _ => (slot, a.value),
@@ -953,9 +957,10 @@ impl SectionParser for ClientParser {
         let Some(format) = format else {
             // A stray closing bracket after an object we never saw open is not worth an issue.
             if !t.chars().all(|c| "{}[],".contains(c) || c.is_whitespace()) {
-                cx.issue(
+                cx.issue_in(
                     no,
                     "not a client setting (expected settings.json, config.toml or `export NAME=value`)",
+                    "不是客户端配置项（应为 settings.json、config.toml 或 `export NAME=value`）",
                 );
             }
             return;
@@ -995,7 +1000,11 @@ impl SectionParser for ClientParser {
             }
         };
         if junk {
-            cx.issue(no, format!("part of this line could not be read as {}", format.name()));
+            cx.issue_in(
+                no,
+                format!("part of this line could not be read as {}", format.name()),
+                format!("该行有部分内容无法按 {} 读取", format.name()),
+            );
         }
         // Cut every secret value out of the line before anything quotes it.
         let mut spans: Vec<(usize, usize)> = assigns

@@ -7,6 +7,7 @@ use super::facts::Facts;
 use super::kind::InputKind;
 use super::report::{EvidenceLine, Issue};
 use super::text::quote;
+use crate::lang::Lang;
 
 pub mod bench;
 pub mod client_config;
@@ -27,6 +28,8 @@ pub struct Cx<'a> {
     pub input: &'a str,
     pub facts: &'a mut Facts,
     pub issues: &'a mut Vec<Issue>,
+    /// The language issues are written in.
+    pub lang: Lang,
 }
 
 impl Cx<'_> {
@@ -40,11 +43,21 @@ impl Cx<'_> {
         if self.issues.len() < MAX_ISSUES {
             self.issues.push(Issue { line, message: message.into() });
         } else if self.issues.len() == MAX_ISSUES {
-            self.issues.push(Issue {
-                line,
-                message: "more issues in this section; showing the first 20".to_owned(),
-            });
+            let message = self.lang.pick(
+                "more issues in this section; showing the first 20",
+                "本片段还有更多问题，只列出前 20 条",
+            );
+            self.issues.push(Issue { line, message: message.to_owned() });
         }
+    }
+
+    /// Report a problem at `line`, written in the analysis's language: `(English, Chinese)`.
+    pub fn issue_in(&mut self, line: usize, en: impl Into<String>, zh: impl Into<String>) {
+        let message = match self.lang {
+            Lang::En => en.into(),
+            Lang::Zh => zh.into(),
+        };
+        self.issue(line, message);
     }
 }
 
@@ -78,9 +91,11 @@ impl SectionParser for Unknown {
 
     fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
         if let Some((no, text)) = self.first {
-            cx.issue(
+            let n = self.lines;
+            cx.issue_in(
                 no,
-                format!("{} line(s) not recognised as any known format, starting with: {text}", self.lines),
+                format!("{n} line(s) not recognised as any known format, starting with: {text}"),
+                format!("{n} 行未能识别为任何已知格式，第一行是：{text}"),
             );
         }
     }

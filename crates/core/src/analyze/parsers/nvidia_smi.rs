@@ -559,20 +559,21 @@ impl SectionParser for SmiParser {
         }
         if self.mode == Mode::Csv && t.contains(',') {
             let want = self.csv.as_ref().map_or(0, |c| c.cols.len());
-            cx.issue(
+            let n = t.split(',').count();
+            cx.issue_in(
                 no,
-                format!("a CSV row with {} fields where the header has {want}", t.split(',').count()),
+                format!("a CSV row with {n} fields where the header has {want}"),
+                format!("CSV 行有 {n} 个字段，而表头有 {want} 个"),
             );
             return;
         }
         if self.mode == Mode::Dmon && t.starts_with(|c: char| c.is_ascii_digit()) {
             let want = self.dmon.as_ref().map_or(0, |d| d.cols.len());
-            cx.issue(
+            let n = t.split_whitespace().count();
+            cx.issue_in(
                 no,
-                format!(
-                    "a dmon row with {} columns where the header has {want}",
-                    t.split_whitespace().count()
-                ),
+                format!("a dmon row with {n} columns where the header has {want}"),
+                format!("dmon 行有 {n} 列，而表头有 {want} 列"),
             );
             return;
         }
@@ -586,12 +587,11 @@ impl SectionParser for SmiParser {
     fn finish(mut self: Box<Self>, cx: &mut Cx<'_>) {
         self.enter(cx, Mode::None);
         if let Some((no, text)) = self.first_stray.take() {
-            cx.issue(
+            let n = self.stray;
+            cx.issue_in(
                 no,
-                format!(
-                    "{} line(s) in this section are not nvidia-smi output, starting with: {text}",
-                    self.stray
-                ),
+                format!("{n} line(s) in this section are not nvidia-smi output, starting with: {text}"),
+                format!("本片段有 {n} 行不是 nvidia-smi 输出，第一行是：{text}"),
             );
         }
     }
@@ -699,7 +699,11 @@ impl SmiParser {
             return; // header rows, the MIG M. row, empty rows
         }
         let Some(mut r) = self.table.pending.take() else {
-            cx.issue(no, "a GPU reading row without the row that names the GPU above it");
+            cx.issue_in(
+                no,
+                "a GPU reading row without the row that names the GPU above it",
+                "GPU 读数行的上方缺少标明是哪张 GPU 的行",
+            );
             return;
         };
         r.temp_c = temp;
@@ -725,7 +729,11 @@ impl SmiParser {
         };
         let is_type = |w: &str| !w.is_empty() && w.split('+').all(|p| matches!(p, "C" | "G" | "M"));
         let Some(ty) = (2..words.len().saturating_sub(1)).find(|&i| is_type(words[i])) else {
-            cx.issue(no, "a process row whose PID and type could not be told apart");
+            cx.issue_in(
+                no,
+                "a process row whose PID and type could not be told apart",
+                "进程行中无法分辨 PID 和类型",
+            );
             return;
         };
         let last = words[words.len() - 1];
@@ -888,7 +896,11 @@ impl SmiParser {
                                 add_reason(&mut r.reasons, &reason);
                             }
                         }
-                        Some(Err(_)) => cx.issue(no, format!("a reasons mask that is not hexadecimal: {v}")),
+                        Some(Err(_)) => cx.issue_in(
+                            no,
+                            format!("a reasons mask that is not hexadecimal: {v}"),
+                            format!("降频原因掩码不是十六进制数：{v}"),
+                        ),
                         None => {} // [N/A], [Not Supported]
                     }
                 }
@@ -942,7 +954,7 @@ impl SmiParser {
             }
         }
         let Some(index) = index else {
-            cx.issue(no, "a dmon row without a GPU index");
+            cx.issue_in(no, "a dmon row without a GPU index", "dmon 行缺少 GPU 编号");
             return;
         };
         r.index = index;
@@ -970,7 +982,7 @@ mod tests {
     fn parser_after(text: &str) -> SmiParser {
         let mut facts = crate::analyze::facts::Facts::default();
         let mut issues = Vec::new();
-        let mut cx = Cx { input: "smi", facts: &mut facts, issues: &mut issues };
+        let mut cx = Cx { input: "smi", facts: &mut facts, issues: &mut issues, lang: crate::lang::Lang::En };
         let mut p = SmiParser::default();
         for (i, line) in text.lines().enumerate() {
             p.line(&mut cx, i + 1, line);

@@ -312,7 +312,11 @@ impl SectionParser for OomParser {
         if self.messages == 0
             && let Some(no) = self.first_line
         {
-            cx.issue(no, "this section names an out-of-memory error but holds no out-of-memory message");
+            cx.issue_in(
+                no,
+                "this section names an out-of-memory error but holds no out-of-memory message",
+                "本片段提到了显存溢出错误，但没有包含显存溢出的具体信息",
+            );
         }
     }
 }

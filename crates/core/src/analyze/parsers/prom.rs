@@ -236,7 +236,11 @@ impl PromParser {
         if m.scrapes.len() >= MAX_SCRAPES {
             m.scrapes.pop();
             if !std::mem::replace(&mut self.capped, true) {
-                cx.issue(no, format!("more than {MAX_SCRAPES} scrapes; the count stops there"));
+                cx.issue_in(
+                    no,
+                    format!("more than {MAX_SCRAPES} scrapes; the count stops there"),
+                    format!("抓取次数超过 {MAX_SCRAPES}，之后不再计数"),
+                );
             }
         }
         cx.facts.metrics.scrapes.push(Scrape { input: cx.input.to_owned(), ..Scrape::default() });
@@ -273,7 +277,7 @@ impl SectionParser for PromParser {
             return;
         }
         let Some((name, labels, value, ts)) = parse_sample(t) else {
-            cx.issue(no, "not a Prometheus sample line");
+            cx.issue_in(no, "not a Prometheus sample line", "不是 Prometheus 样本行");
             return;
         };
         let key = (name, labels);

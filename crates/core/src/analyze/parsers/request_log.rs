@@ -632,7 +632,7 @@ impl SectionParser for RequestLogParser {
                 Some(p) => p,
                 None => {
                     cx.facts.requests.unreadable += 1;
-                    cx.issue(no, "not valid JSON (truncated line?)");
+                    cx.issue_in(no, "not valid JSON (truncated line?)", "不是合法的 JSON（行被截断了？）");
                     return;
                 }
             }
@@ -642,7 +642,12 @@ impl SectionParser for RequestLogParser {
             let cells = split_csv(t);
             if cells.len() != cols.len() {
                 cx.facts.requests.unreadable += 1;
-                cx.issue(no, format!("CSV row has {} cells, the header has {}", cells.len(), cols.len()));
+                let (n, want) = (cells.len(), cols.len());
+                cx.issue_in(
+                    no,
+                    format!("CSV row has {n} cells, the header has {want}"),
+                    format!("CSV 行有 {n} 个单元格，而表头有 {want} 个"),
+                );
                 return;
             }
             cols.iter()
@@ -657,17 +662,21 @@ impl SectionParser for RequestLogParser {
             if cols.iter().flatten().count() >= 2 {
                 self.csv = Some(cols);
             } else {
-                cx.issue(no, "a comma-separated line that is not a header with timing columns");
+                cx.issue_in(
+                    no,
+                    "a comma-separated line that is not a header with timing columns",
+                    "逗号分隔的行，但不是带时间列的表头",
+                );
             }
             return;
         } else {
             cx.facts.requests.unreadable += 1;
-            cx.issue(no, "not a JSON, logfmt or CSV record");
+            cx.issue_in(no, "not a JSON, logfmt or CSV record", "不是 JSON、logfmt 或 CSV 记录");
             return;
         };
         if pairs.is_empty() {
             cx.facts.requests.unreadable += 1;
-            cx.issue(no, "a record without any known timing field");
+            cx.issue_in(no, "a record without any known timing field", "记录中没有任何已知的时间字段");
             return;
         }
         let row = self.to_row(cx, no, &pairs);
@@ -682,7 +691,7 @@ impl SectionParser for RequestLogParser {
 
     fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
         if self.rows == 0 && self.csv.is_some() {
-            cx.issue(0, "a CSV header without rows");
+            cx.issue_in(0, "a CSV header without rows", "只有 CSV 表头，没有数据行");
         }
     }
 }

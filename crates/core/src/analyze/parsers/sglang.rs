@@ -189,7 +189,11 @@ impl SectionParser for SglangParser {
                 tp_rank: p.tp,
             };
             if batch.running.is_none() && batch.token_usage.is_none() {
-                cx.issue(no, "an SGLang batch line without #running-req or token usage");
+                cx.issue_in(
+                    no,
+                    "an SGLang batch line without #running-req or token usage",
+                    "SGLang batch 行缺少 #running-req 和 token usage",
+                );
             }
             let s = &mut cx.facts.sglang;
             if s.batches.len() < MAX_BATCHES {
@@ -205,7 +209,7 @@ impl SectionParser for SglangParser {
             s.kv_allocated.get_or_insert(e);
             match number_after(line, "#tokens: ") {
                 Some(n) => s.kv_capacity_tokens = Some(n),
-                None => cx.issue(no, "a KV allocation line without #tokens"),
+                None => cx.issue_in(no, "a KV allocation line without #tokens", "KV 分配行缺少 #tokens"),
             }
             return;
         }

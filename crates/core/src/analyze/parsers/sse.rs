@@ -57,7 +57,11 @@ impl SectionParser for SseTranscriptParser {
         let fault =
             judge_stream("text/event-stream", "the pasted stream", &timing).map(|f| (f.kind, f.message));
         if timing.events == 0 {
-            cx.issue(first.line, "an SSE-looking section without any complete event");
+            cx.issue_in(
+                first.line,
+                "an SSE-looking section without any complete event",
+                "看起来是 SSE 的片段，但没有一个完整事件",
+            );
         }
         // One stream per section, and sections can be a line each: bounded like the other facts.
         if cx.facts.streams.len() < MAX_STREAMS {

@@ -136,7 +136,11 @@ impl SectionParser for TgiParser {
     fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
         if let Some(total) = field(line, "total_time") {
             let Some(total_ms) = duration_ms(total) else {
-                cx.issue(no, format!("total_time {total:?} is not a duration"));
+                cx.issue_in(
+                    no,
+                    format!("total_time {total:?} is not a duration"),
+                    format!("total_time {total:?} 不是时长"),
+                );
                 return;
             };
             let t = &mut cx.facts.tgi;

@@ -399,7 +399,11 @@ impl SectionParser for VllmParser {
                 evidence: cx.evidence(no, line),
             };
             if stat.running.is_none() && stat.kv_usage_pct.is_none() {
-                cx.issue(no, "a vLLM stats line without Running or KV usage figures");
+                cx.issue_in(
+                    no,
+                    "a vLLM stats line without Running or KV usage figures",
+                    "vLLM 统计行缺少 Running 或 KV 使用率数据",
+                );
             }
             let v = &mut cx.facts.vllm;
             if v.stats.len() < MAX_STATS {
@@ -505,12 +509,11 @@ impl SectionParser for VllmParser {
 
     fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
         if let Some(first) = self.first_stranger {
-            cx.issue(
+            let n = self.strangers;
+            cx.issue_in(
                 first,
-                format!(
-                    "{} line(s) in this vLLM log section are not log records and were skipped",
-                    self.strangers
-                ),
+                format!("{n} line(s) in this vLLM log section are not log records and were skipped"),
+                format!("本段 vLLM 日志中有 {n} 行不是日志记录，已跳过"),
             );
         }
     }

@@ -6,7 +6,7 @@
 //! cache, what grows at run time is the activations. Such findings carry a low confidence and
 //! say that the figures did not pin the cause, so an OOM paste never comes out HEALTHY.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::oom::{OomFacts, fmt_gib};
 use crate::analyze::report::{Class, Finding};
@@ -20,6 +20,13 @@ pub(crate) const RULE: Rule = Rule {
         why: "vLLM reserves the KV cache up front and keeps only the activation peak it profiled at start-up as headroom. A prefill step bigger than that profile — many long prompts at once, chunked prefill off, a large max_num_batched_tokens — needs more activation memory than is left, and the step fails even though the cache has room.",
         example: "`Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free. … Of the allocated memory 75.20 GiB is allocated by PyTorch, and 420.00 MiB is reserved by PyTorch but unallocated.`",
         fix: "Lower --max-num-batched-tokens (e.g. 8192), enable chunked prefill (--enable-chunked-prefill) so long prompts are split across steps, and lower --gpu-memory-utilization a little (0.90 → 0.85) to leave activation headroom.",
+        zh: RuleText {
+            title: "大 prefill 批的激活峰值",
+            detects: "运行期的显存溢出：申请失败的大小适中（不到 GPU 的 25%），PyTorch 已占用了大部分显存（已分配 ≥ 70%），且既不是已预留未分配的显存、也不是其他进程能解释的。置信度较低的情况：其他 OOM 规则都解释不了的任何显存溢出。",
+            why: "vLLM 预先预留 KV 缓存，只把启动时 profile 出的激活峰值作为余量。prefill 步比那次 profile 更大时——同时来了很多长 prompt、没开 chunked prefill、max_num_batched_tokens 设得很大——需要的激活显存就超过了剩余量，即使缓存还有空间，这一步也会失败。",
+            example: "一次运行期 OOM，申请不大，PyTorch 已分配了几乎整张卡：`Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free. … Of the allocated memory 75.20 GiB is allocated by PyTorch, and 420.00 MiB is reserved by PyTorch but unallocated.`",
+            fix: "调低 --max-num-batched-tokens（例如 8192），开启 chunked prefill（--enable-chunked-prefill）把长 prompt 拆到多个步里，并把 --gpu-memory-utilization 稍微调低（0.90 → 0.85）给激活留出余量。",
+        },
     },
     check,
 };
@@ -32,13 +39,14 @@ const FULL_SHARE: f64 = 0.7;
 const BIG_BATCH_TOKENS: f64 = 16_384.0;
 
 /// How strongly one OOM points at the activation peak, and why.
-fn judge(o: &OomFacts, total: Option<f64>) -> Option<(f64, String)> {
+fn judge(o: &OomFacts, total: Option<f64>, lang: Lang) -> Option<(f64, String)> {
+    let gpu = o.gpu_name();
     let (Some(tried), Some(total)) = (o.tried_gib, total) else {
         return Some((
             0.3,
-            format!(
-                "an out-of-memory error on {} without the figures that would pin its cause",
-                o.gpu_name()
+            lang.pick(
+                format!("an out-of-memory error on {gpu} without the figures that would pin its cause"),
+                format!("{gpu} 上的一次显存溢出，缺少能确定原因的数据"),
             ),
         ));
     };
@@ -49,49 +57,62 @@ fn judge(o: &OomFacts, total: Option<f64>) -> Option<(f64, String)> {
     if tried >= MODERATE_SHARE * total || fragmented || o.others_gib() >= 0.1 * total {
         return None; // input-too-long, allocator-fragmentation or colocated-process explains it
     }
+    let (tried, cap) = (fmt_gib(tried), fmt_gib(total));
     match OomFacts::share(o.allocated_by_pytorch_gib, Some(total)) {
-        Some(held) if held >= FULL_SHARE => Some((
-            0.65,
-            format!(
-                "{} failed to allocate {} with {:.0} % of its {} already allocated by PyTorch and little else to reclaim",
-                o.gpu_name(),
-                fmt_gib(tried),
-                held * 100.0,
-                fmt_gib(total)
-            ),
-        )),
+        Some(held) if held >= FULL_SHARE => {
+            let pct = held * 100.0;
+            Some((
+                0.65,
+                lang.pick(
+                    format!(
+                        "{gpu} failed to allocate {tried} with {pct:.0} % of its {cap} already allocated by PyTorch and little else to reclaim"
+                    ),
+                    format!(
+                        "{gpu} 申请 {tried} 失败，此时其 {cap} 中已有 {pct:.0}% 被 PyTorch 分配，几乎没有可回收的显存"
+                    ),
+                ),
+            ))
+        }
         _ => Some((
             0.4,
-            format!(
-                "{} failed to allocate {} of {}, and neither the request's size, fragmentation nor another process explains it",
-                o.gpu_name(),
-                fmt_gib(tried),
-                fmt_gib(total)
+            lang.pick(
+                format!(
+                    "{gpu} failed to allocate {tried} of {cap}, and neither the request's size, fragmentation nor another process explains it"
+                ),
+                format!("{gpu}（共 {cap}）申请 {tried} 失败，请求大小、碎片化和其他进程都解释不了"),
             ),
         )),
     }
 }
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (o, mut confidence, mut why) = f
         .ooms
         .iter()
-        .filter_map(|o| judge(o, o.total_or_smi(&f.gpus)).map(|(c, w)| (o, c, w)))
+        .filter_map(|o| judge(o, o.total_or_smi(&f.gpus), lang).map(|(c, w)| (o, c, w)))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
     // The engine's settings that make prefill steps big.
     let v = &f.vllm;
     let mut settings = Vec::new();
     if v.arg_bool("enable_chunked_prefill") == Some(false) {
-        settings.push("chunked prefill is off".to_owned());
+        settings.push(lang.pick("chunked prefill is off", "chunked prefill 未开启").to_owned());
     }
     if let Some(n) = v.arg_f64("max_num_batched_tokens")
         && n >= BIG_BATCH_TOKENS
     {
-        settings.push(format!("max_num_batched_tokens is {n:.0}"));
+        settings.push(
+            lang.pick(
+                format!("max_num_batched_tokens is {n:.0}"),
+                format!("max_num_batched_tokens 为 {n:.0}"),
+            ),
+        );
     }
     if !settings.is_empty() && confidence >= 0.4 {
         confidence += 0.1;
-        why.push_str(&format!("; {}, so prefill steps are large", settings.join(" and ")));
+        why.push_str(&lang.pick(
+            format!("; {}, so prefill steps are large", settings.join(" and ")),
+            format!("；{}，所以 prefill 步很大", settings.join("，且")),
+        ));
     }
     let mut evidence: Vec<_> = o.evidence.iter().take(2).cloned().collect();
     for name in ["enable_chunked_prefill", "max_num_batched_tokens"] {
@@ -103,19 +124,41 @@ fn check(f: &Facts) -> Option<Finding> {
         }
     }
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!("Likely the activation peak of a large prefill batch: {why}."),
+        lang.pick(
+            format!("Likely the activation peak of a large prefill batch: {why}."),
+            format!("很可能是大 prefill 批的激活峰值：{why}。"),
+        ),
         evidence,
-        &[
-            "lower --max-num-batched-tokens (e.g. 8192) so each step's activations stay inside the profiled headroom",
-            "enable chunked prefill (--enable-chunked-prefill) so long prompts are split across steps",
-            "lower --gpu-memory-utilization a little (0.90 → 0.85) to leave more activation headroom",
-            "cap concurrent long prompts at the gateway if one burst of them triggers it",
-        ],
-        &[
-            "look at the prompt lengths in flight at the time of the OOM (a burst of long prompts?)",
-            "compare the engine's profiled activation peak (`PyTorch activation peak memory takes …` at start-up) with the failed allocation",
-        ],
+        texts(lang, &[
+            (
+                "lower --max-num-batched-tokens (e.g. 8192) so each step's activations stay inside the profiled headroom",
+                "调低 --max-num-batched-tokens（例如 8192），让每一步的激活都在 profile 出的余量之内",
+            ),
+            (
+                "enable chunked prefill (--enable-chunked-prefill) so long prompts are split across steps",
+                "开启 chunked prefill（--enable-chunked-prefill），把长 prompt 拆到多个步里",
+            ),
+            (
+                "lower --gpu-memory-utilization a little (0.90 → 0.85) to leave more activation headroom",
+                "把 --gpu-memory-utilization 稍微调低（0.90 → 0.85），给激活留出更多余量",
+            ),
+            (
+                "cap concurrent long prompts at the gateway if one burst of them triggers it",
+                "如果是一波长 prompt 集中到达触发的，就在网关限制长 prompt 的并发",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "look at the prompt lengths in flight at the time of the OOM (a burst of long prompts?)",
+                "看 OOM 发生时正在处理的请求的 prompt 长度（是不是一波长 prompt？）",
+            ),
+            (
+                "compare the engine's profiled activation peak (`PyTorch activation peak memory takes …` at start-up) with the failed allocation",
+                "把引擎启动时 profile 出的激活峰值（`PyTorch activation peak memory takes …`）与申请失败的大小对比",
+            ),
+        ]),
     ))
 }
 

@@ -1,7 +1,7 @@
 //! Rule `allocator-fragmentation`: the OOM's memory is free in total — reserved by PyTorch but
 //! unallocated — yet no block is large enough.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::oom::fmt_gib;
 use crate::analyze::report::{Class, Finding};
@@ -15,6 +15,13 @@ pub(crate) const RULE: Rule = Rule {
         why: "PyTorch's caching allocator keeps freed blocks for reuse. When requests of changing sizes leave those blocks scattered, the memory is free in total but no single block fits the next request, and the allocation fails although the sum would suffice.",
         example: "`Tried to allocate 2.00 GiB … Of the allocated memory 60.10 GiB is allocated by PyTorch, and 8.40 GiB is reserved by PyTorch but unallocated.`",
         fix: "Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (segments grow in place instead of fragmenting), keep the KV cache in the engine's paged allocator with prefix caching rather than per-request tensors, and restart the worker to reset the pool now.",
+        zh: RuleText {
+            title: "显存总量够，但碎片化了",
+            detects: "一次显存溢出中，`reserved by PyTorch but unallocated`（已预留未分配）的显存不小于申请失败的大小，且至少占 GPU 的 5%（旧版报错：`reserved in total` 减去 `already allocated`）。",
+            why: "PyTorch 的缓存分配器会保留释放掉的块以便复用。请求大小不断变化时，这些块被切得七零八落：空闲显存加起来够，却没有一块连续的能放下下一次申请，于是分配失败。",
+            example: "已预留未分配的显存比申请的大小还多：`Tried to allocate 2.00 GiB … Of the allocated memory 60.10 GiB is allocated by PyTorch, and 8.40 GiB is reserved by PyTorch but unallocated.`",
+            fix: "设置 `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`（段原地扩展，不再碎片化）；KV 缓存交给引擎的分页分配器（paged KV）并开启 prefix caching，而不是按请求分配张量；现在先重启 worker 重置显存池。",
+        },
     },
     check,
 };
@@ -24,7 +31,7 @@ const MIN_SHARE: f64 = 0.05;
 /// Without a known total, this many GiB.
 const MIN_GIB: f64 = 1.0;
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (o, idle, tried) = f
         .ooms
         .iter()
@@ -34,23 +41,44 @@ fn check(f: &Facts) -> Option<Finding> {
             (idle >= tried && idle >= floor).then_some((o, idle, tried))
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let free = o.free_gib.map_or(String::new(), |x| format!(" (plus {} free on the device)", fmt_gib(x)));
+    let free = o.free_gib.map_or(String::new(), |x| {
+        lang.pick(
+            format!(" (plus {} free on the device)", fmt_gib(x)),
+            format!("（设备上另有 {} 空闲）", fmt_gib(x)),
+        )
+    });
+    let (idle_gib, gpu, tried_gib) = (fmt_gib(idle), o.gpu_name(), fmt_gib(tried));
     Some(RULE.doc.finding(
+        lang,
         if idle >= 2.0 * tried { 0.8 } else { 0.75 },
-        format!(
-            "{} is reserved by PyTorch but unallocated on {}{free} — at least the {} the failed allocation asked for: the memory exists, but not in one block.",
-            fmt_gib(idle),
-            o.gpu_name(),
-            fmt_gib(tried)
+        lang.pick(
+            format!(
+                "{idle_gib} is reserved by PyTorch but unallocated on {gpu}{free} — at least the {tried_gib} the failed allocation asked for: the memory exists, but not in one block."
+            ),
+            format!(
+                "{gpu} 上有 {idle_gib} 被 PyTorch 预留但未分配{free}——不少于申请失败的 {tried_gib}：显存是有的，只是不在一个连续块里。"
+            ),
         ),
         o.evidence.iter().take(2).cloned().collect(),
-        &[
-            "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the server's environment and restart it",
-            "restart the worker now to reset the allocator's pool",
-            "keep the KV cache in the engine's paged allocator and enable prefix caching (--enable-prefix-caching) instead of growing per-request tensors",
-            "if it recurs, lower --gpu-memory-utilization slightly so the allocator has headroom outside the KV cache",
-        ],
-        &["track torch.cuda.memory_reserved() against memory_allocated() over time to see the pool fragment"],
+        texts(lang, &[
+            (
+                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the server's environment and restart it",
+                "在服务的环境变量里设置 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True 并重启",
+            ),
+            ("restart the worker now to reset the allocator's pool", "现在先重启 worker，重置分配器的显存池"),
+            (
+                "keep the KV cache in the engine's paged allocator and enable prefix caching (--enable-prefix-caching) instead of growing per-request tensors",
+                "KV 缓存交给引擎的分页分配器并开启 prefix caching（--enable-prefix-caching），不要按请求增长张量",
+            ),
+            (
+                "if it recurs, lower --gpu-memory-utilization slightly so the allocator has headroom outside the KV cache",
+                "如果反复出现，稍微调低 --gpu-memory-utilization，让分配器在 KV 缓存之外有余量",
+            ),
+        ]),
+        texts(lang, &[(
+            "track torch.cuda.memory_reserved() against memory_allocated() over time to see the pool fragment",
+            "持续对比 torch.cuda.memory_reserved() 与 memory_allocated()，观察显存池如何碎片化",
+        )]),
     ))
 }
 

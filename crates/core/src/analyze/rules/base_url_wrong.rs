@@ -1,7 +1,7 @@
 //! Rule `base-url-wrong`: the client's base URL is a web page, carries tracking parameters or
 //! doubles a path, so requests are answered 404 — which clients report as "model unavailable".
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::client_config::UrlSetting;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -16,6 +16,13 @@ pub(crate) const RULE: Rule = Rule {
         why: "Clients append the endpoint path to the base URL. A console or home-page URL, a query string in the middle of the path, or a doubled /v1 makes a path the gateway does not serve, so every request is answered 404 — and many clients report that 404 as \"model unavailable\" or \"model not found\", which sends the search to the model side instead of the config.",
         example: "ANTHROPIC_BASE_URL=https://taotoken.net/api?utm_source=blog → `\"POST /api/v1/messages?utm_source=blog HTTP/1.1\" 404`; the client says the model is unavailable.",
         fix: "Set the base URL to the provider's bare API base (the article's is https://taotoken.net/api): no query string, no console or home-page path, no endpoint path; OpenAI-compatible clients usually need the /v1 in it, Anthropic clients must not have it.",
+        zh: RuleText {
+            title: "base URL 不是 API 基址",
+            detects: "客户端的 base URL（ANTHROPIC_BASE_URL、OPENAI_BASE_URL、Codex 的 base_url …）带了跟踪参数（utm_*、spm、from …）、指向网页（首页、/console、/chat、/docs …）、已经以接口路径结尾或重复了 /v1；以及 API server 访问日志中对这类路径返回的 404。",
+            why: "客户端会把接口路径拼到 base URL 后面。控制台或首页地址、夹在路径中间的查询串、重复的 /v1，都会拼出网关不提供的路径，于是每个请求都返回 404——而很多客户端把这个 404 报成“模型不可用”或“找不到模型”，排查方向就被带偏到模型侧，而不是配置。",
+            example: "ANTHROPIC_BASE_URL=https://taotoken.net/api?utm_source=blog → `\"POST /api/v1/messages?utm_source=blog HTTP/1.1\" 404`；客户端报模型不可用。",
+            fix: "把 base URL 设成服务商纯净的 API 基址（文中的是 https://taotoken.net/api）：不带查询串、不带控制台或首页路径、不带接口路径；OpenAI 兼容客户端通常要带上 /v1，Anthropic 客户端则不能带。",
+        },
     },
     check,
 };
@@ -95,43 +102,84 @@ fn web_segment(path: &str) -> Option<String> {
 }
 
 /// What is wrong with a base URL, with how strongly each problem alone suggests a 404.
-fn problems(u: &Url, api: Option<Api>) -> Vec<(f64, String)> {
+fn problems(u: &Url, api: Option<Api>, lang: Lang) -> Vec<(f64, String)> {
     let mut out = Vec::new();
     let path = u.path.to_ascii_lowercase();
     if let Some(q) = &u.query {
         let t = tracking_params(q);
         if !t.is_empty() {
+            let t = t.join(", ");
             out.push((
                 0.6,
-                format!("carries tracking parameters ({}): the client appends the endpoint after the query string, so the path the server sees is wrong", t.join(", ")),
+                lang.pick(
+                    format!("carries tracking parameters ({t}): the client appends the endpoint after the query string, so the path the server sees is wrong"),
+                    format!("带了跟踪参数（{t}）：客户端把接口路径拼在查询串后面，服务端看到的路径就错了"),
+                ),
             ));
         }
     }
     if u.fragment {
-        out.push((0.4, "carries a #fragment, which is never part of an API base".to_owned()));
+        out.push((
+            0.4,
+            lang.pick(
+                "carries a #fragment, which is never part of an API base",
+                "带了 #片段，API 基址里从来不会有它",
+            )
+            .to_owned(),
+        ));
     }
     if let Some(seg) = web_segment(&path) {
-        out.push((0.6, format!("points at a web page (/{seg}), not the API base")));
+        out.push((
+            0.6,
+            lang.pick(
+                format!("points at a web page (/{seg}), not the API base"),
+                format!("指向的是网页（/{seg}），不是 API 基址"),
+            ),
+        ));
     }
     if let Some(end) = ENDPOINTS.iter().find(|e| path.ends_with(*e)) {
-        out.push((0.5, format!("already ends in the endpoint path {end}; the client appends it again")));
+        out.push((
+            0.5,
+            lang.pick(
+                format!("already ends in the endpoint path {end}; the client appends it again"),
+                format!("已经以接口路径 {end} 结尾；客户端还会再拼一次"),
+            ),
+        ));
     } else if api == Some(Api::Anthropic) && path.ends_with("/v1") {
         out.push((
             0.45,
-            "ends in /v1: Anthropic clients append /v1/messages themselves, so requests go to …/v1/v1/messages"
-                .to_owned(),
+            lang.pick(
+                "ends in /v1: Anthropic clients append /v1/messages themselves, so requests go to …/v1/v1/messages",
+                "以 /v1 结尾：Anthropic 客户端会自己拼上 /v1/messages，请求就发到了 …/v1/v1/messages",
+            )
+            .to_owned(),
         ));
     }
     if path.contains("/v1/v1") || path.contains("/api/api") {
-        out.push((0.5, "repeats a path segment (/v1/v1 or /api/api)".to_owned()));
+        out.push((
+            0.5,
+            lang.pick("repeats a path segment (/v1/v1 or /api/api)", "路径段重复了（/v1/v1 或 /api/api）")
+                .to_owned(),
+        ));
     }
     if path.is_empty() {
         if u.host.starts_with("www.") {
-            out.push((0.45, format!("is a website's home page ({}), not an API host", u.host)));
+            let host = &u.host;
+            out.push((
+                0.45,
+                lang.pick(
+                    format!("is a website's home page ({host}), not an API host"),
+                    format!("是网站首页（{host}），不是 API 主机"),
+                ),
+            ));
         } else if api == Some(Api::Openai) {
             out.push((
                 0.35,
-                "has no path: OpenAI-style clients append /chat/completions directly, and most OpenAI-compatible servers serve /v1/chat/completions".to_owned(),
+                lang.pick(
+                    "has no path: OpenAI-style clients append /chat/completions directly, and most OpenAI-compatible servers serve /v1/chat/completions",
+                    "没有路径：OpenAI 风格的客户端会直接拼上 /chat/completions，而大多数 OpenAI 兼容服务提供的是 /v1/chat/completions",
+                )
+                .to_owned(),
             ));
         }
     }
@@ -175,7 +223,7 @@ fn request_of(line: &str) -> Option<(&str, &str)> {
 }
 
 /// What a 404 access line says, with its strength.
-fn judge_404(line: &str) -> Option<(f64, String)> {
+fn judge_404(line: &str, lang: Lang) -> Option<(f64, String)> {
     let (method, path) = request_of(line)?;
     let lower = path.to_ascii_lowercase();
     let (bare, query) = match lower.split_once('?') {
@@ -187,11 +235,14 @@ fn judge_404(line: &str) -> Option<(f64, String)> {
         return None;
     }
     if let Some(t) = query.as_deref().map(tracking_params).filter(|t| !t.is_empty()) {
+        let t = t.join(", ");
         return Some((
             0.85,
-            format!(
-                "{method} {path} was answered 404: the tracking parameters ({}) are in the API path",
-                t.join(", ")
+            lang.pick(
+                format!(
+                    "{method} {path} was answered 404: the tracking parameters ({t}) are in the API path"
+                ),
+                format!("{method} {path} 返回了 404：跟踪参数（{t}）混进了 API 路径"),
             ),
         ));
     }
@@ -200,15 +251,21 @@ fn judge_404(line: &str) -> Option<(f64, String)> {
     if doubled {
         return Some((
             0.8,
-            format!(
-                "{method} {path} was answered 404: the base URL already held part of the path, so it is doubled"
+            lang.pick(
+                format!(
+                    "{method} {path} was answered 404: the base URL already held part of the path, so it is doubled"
+                ),
+                format!("{method} {path} 返回了 404：base URL 里已经包含了部分路径，于是路径重复了"),
             ),
         ));
     }
     if let Some(seg) = web_segment(&bare) {
         return Some((
             0.7,
-            format!("{method} {path} was answered 404: /{seg} is a web page, not an API path"),
+            lang.pick(
+                format!("{method} {path} was answered 404: /{seg} is a web page, not an API path"),
+                format!("{method} {path} 返回了 404：/{seg} 是网页，不是 API 路径"),
+            ),
         ));
     }
     let known =
@@ -218,21 +275,35 @@ fn judge_404(line: &str) -> Option<(f64, String)> {
         // corroboration.
         return Some((
             0.2,
-            format!("{method} {path} was answered 404 (a valid path: the model name may be unknown instead)"),
+            lang.pick(
+                format!(
+                    "{method} {path} was answered 404 (a valid path: the model name may be unknown instead)"
+                ),
+                format!("{method} {path} 返回了 404（路径本身是对的：可能是模型名不存在）"),
+            ),
         ));
     }
-    Some((0.6, format!("{method} {path} was answered 404: the server has no such route")))
+    Some((
+        0.6,
+        lang.pick(
+            format!("{method} {path} was answered 404: the server has no such route"),
+            format!("{method} {path} 返回了 404：服务端没有这个路由"),
+        ),
+    ))
 }
 
-fn api_name(a: Option<Api>) -> &'static str {
-    match a {
-        Some(Api::Anthropic) => "Anthropic-style",
-        Some(Api::Openai) => "OpenAI-style",
-        None => "the",
+fn api_name(a: Option<Api>, lang: Lang) -> &'static str {
+    match (a, lang) {
+        (Some(Api::Anthropic), Lang::En) => "Anthropic-style",
+        (Some(Api::Openai), Lang::En) => "OpenAI-style",
+        (None, Lang::En) => "the",
+        (Some(Api::Anthropic), Lang::Zh) => "Anthropic 风格的",
+        (Some(Api::Openai), Lang::Zh) => "OpenAI 风格的",
+        (None, Lang::Zh) => "",
     }
 }
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let mut evidence: Vec<EvidenceLine> = Vec::new();
     let mut reasons: Vec<String> = Vec::new();
     let mut suggestions: Vec<String> = Vec::new();
@@ -245,19 +316,28 @@ fn check(f: &Facts) -> Option<Finding> {
         }
         seen.push(&url.value);
         let Some(u) = split(&url.value) else { continue };
-        let found = problems(&u, *api);
+        let found = problems(&u, *api, lang);
         let Some(strongest) = found.iter().map(|p| p.0).reduce(f64::max) else { continue };
         config = config.max(strongest);
         let what: Vec<&str> = found.iter().map(|p| p.1.as_str()).collect();
-        reasons.push(format!("{name} = {} {}", url.value, what.join("; ")));
+        reasons.push(lang.pick(
+            format!("{name} = {} {}", url.value, what.join("; ")),
+            format!("{name} = {} {}", url.value, what.join("；")),
+        ));
         evidence.push(url.evidence.clone());
+        let client = api_name(*api, lang);
         match suggest(&u, *api) {
-            (better, true) if better != url.value.trim_end_matches('/') => suggestions.push(format!(
-                "set {name} to {better} — the bare API base ({} client appends the endpoint path itself)",
-                api_name(*api)
+            (better, true) if better != url.value.trim_end_matches('/') => suggestions.push(lang.pick(
+                format!("set {name} to {better} — the bare API base ({client} client appends the endpoint path itself)"),
+                format!("把 {name} 设为 {better}——纯净的 API 基址（{client}客户端会自己拼接口路径）"),
             )),
-            (site, false) => suggestions.push(format!(
-                "set {name} to the API base under {site} that the provider's API docs give (often {site}/api or {site}/v1), not a web page's address"
+            (site, false) => suggestions.push(lang.pick(
+                format!(
+                    "set {name} to the API base under {site} that the provider's API docs give (often {site}/api or {site}/v1), not a web page's address"
+                ),
+                format!(
+                    "把 {name} 设为服务商 API 文档给出的 {site} 下的 API 基址（常见的是 {site}/api 或 {site}/v1），而不是某个网页的地址"
+                ),
             )),
             _ => {}
         }
@@ -269,9 +349,12 @@ fn check(f: &Facts) -> Option<Finding> {
         (f.sglang.access.get(&404), f.sglang.access_examples.get(&404)),
     ] {
         let (Some(n), Some(e)) = (count, example) else { continue };
-        let Some((strength, what)) = judge_404(&e.text) else { continue };
+        let Some((strength, what)) = judge_404(&e.text, lang) else { continue };
         access = access.max(strength);
-        reasons.push(format!("{what} ({n} such line{})", if *n == 1 { "" } else { "s" }));
+        reasons.push(lang.pick(
+            format!("{what} ({n} such line{})", if *n == 1 { "" } else { "s" }),
+            format!("{what}（共 {n} 行）"),
+        ));
         evidence.push(e.clone());
     }
 
@@ -285,27 +368,46 @@ fn check(f: &Facts) -> Option<Finding> {
         return None;
     }
     let mut remediation: Vec<String> = suggestions;
-    remediation.extend(
-        [
+    remediation.extend(texts(lang, &[
+        (
             "remove every query parameter from the base URL (utm_*, spm, from …): they belong to links for people, not to API calls",
+            "去掉 base URL 里的所有查询参数（utm_*、spm、from …）：它们属于给人点的链接，不属于 API 调用",
+        ),
+        (
             "copy the API base from the provider's API documentation, not from the address bar of its console or home page",
+            "从服务商的 API 文档里复制 API 基址，而不是从控制台或首页的地址栏里复制",
+        ),
+        (
             "after the change, send one request by hand (curl -N $BASE/v1/chat/completions or $BASE/v1/messages) and expect 200 with streamed tokens",
-        ]
-        .map(str::to_owned),
-    );
-    let remediation: Vec<&str> = remediation.iter().map(String::as_str).collect();
-    Some(RULE.doc.finding(
-        confidence,
-        format!(
+            "改完后手动发一个请求（curl -N $BASE/v1/chat/completions 或 $BASE/v1/messages），应返回 200 并流式输出 token",
+        ),
+    ]));
+    let summary = match lang {
+        Lang::En => format!(
             "The base URL is not a bare API base: {}. Requests to such a URL are answered 404, and clients often report that 404 as \"model unavailable\" — the model side is not the problem.",
             reasons.join("; ")
         ),
+        Lang::Zh => format!(
+            "base URL 不是纯净的 API 基址：{}。发往这种地址的请求会返回 404，而客户端常把这个 404 报成“模型不可用”——问题不在模型侧。",
+            reasons.join("；")
+        ),
+    };
+    Some(RULE.doc.finding(
+        lang,
+        confidence,
+        summary,
         evidence,
-        &remediation,
-        &[
-            "grep the gateway or API-server access log for 404s and look at the exact path the client sent",
-            "list the models the server serves (GET /v1/models): vLLM also answers 404 when the model name is unknown",
-        ],
+        remediation,
+        texts(lang, &[
+            (
+                "grep the gateway or API-server access log for 404s and look at the exact path the client sent",
+                "在网关或 API server 的访问日志里 grep 404，看客户端实际发出的完整路径",
+            ),
+            (
+                "list the models the server serves (GET /v1/models): vLLM also answers 404 when the model name is unknown",
+                "列出服务端提供的模型（GET /v1/models）：模型名不存在时 vLLM 也会返回 404",
+            ),
+        ]),
     ))
 }
 
@@ -384,7 +486,7 @@ mod tests {
         assert_eq!(suggest(&u, Some(Api::Anthropic)), ("https://gw.example/api".to_owned(), true));
         assert!(split("taotoken.net/api").is_none());
         assert_eq!(request_of("x \"POST /v1/a?b=c HTTP/1.1\" 404"), Some(("POST", "/v1/a?b=c")));
-        assert!(judge_404("\"GET / HTTP/1.1\" 404").is_none());
-        assert!(judge_404("\"POST /v1/v1/messages HTTP/1.1\" 404").unwrap().0 >= 0.8);
+        assert!(judge_404("\"GET / HTTP/1.1\" 404", Lang::En).is_none());
+        assert!(judge_404("\"POST /v1/v1/messages HTTP/1.1\" 404", Lang::En).unwrap().0 >= 0.8);
     }
 }

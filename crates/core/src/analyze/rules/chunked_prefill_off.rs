@@ -1,6 +1,6 @@
 //! Rule `chunked-prefill-off`: the engine runs without chunked prefill.
 
-use super::{Rule, RuleDoc, q};
+use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "Without chunking, a long prefill monopolises a whole engine step: decodes stall and queued requests wait for it to finish. Chunking splits prefill into budgeted pieces interleaved with decode.",
         example: "`non-default args: {'enable_chunked_prefill': False, 'max_model_len': 131072}` on a server that sees 30k-token prompts.",
         fix: "Start the engine with `--enable-chunked-prefill --max-num-batched-tokens 8192` (V1 enables it by default; find what turned it off).",
+        zh: RuleText {
+            title: "chunked prefill 没有开启",
+            detects: "vLLM 打印的引擎参数中出现 `enable_chunked_prefill: False`（或 `chunked_prefill_enabled=False`）。",
+            why: "不分块时，一个长 prefill 会独占整个引擎调度步：decode 停顿，排队的请求也要等它算完。chunked prefill 把 prefill 按 token 预算切成小块，与 decode 交织执行。",
+            example: "一台会收到 3 万 token prompt 的服务，启动日志却是 `non-default args: {'enable_chunked_prefill': False, 'max_model_len': 131072}`。",
+            fix: "用 `--enable-chunked-prefill --max-num-batched-tokens 8192` 启动引擎（V1 默认开启，要查清是什么把它关掉了）。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let v = &f.vllm;
     if v.arg_bool("enable_chunked_prefill") != Some(false) {
         return None;
@@ -30,23 +37,46 @@ fn check(f: &Facts) -> Option<Finding> {
     let confidence = 0.5 + if long_prompts { 0.15 } else { 0.0 } + if ttft_tail { 0.15 } else { 0.0 };
     let mut context = Vec::new();
     if let Some(len) = max_len {
-        context.push(format!("max_model_len is {len:.0}"));
+        context.push(lang.pick(format!("max_model_len is {len:.0}"), format!("max_model_len 为 {len:.0}")));
     }
     if long_prompts {
-        context.push("the request log has prompts of 2,000+ tokens at p99".to_owned());
+        context.push(
+            lang.pick(
+                "the request log has prompts of 2,000+ tokens at p99",
+                "请求日志中 p99 的 prompt 长度在 2,000 token 以上",
+            )
+            .to_owned(),
+        );
     }
     if ttft_tail {
-        context.push("TTFT p99 is more than 3× p50".to_owned());
+        context.push(lang.pick("TTFT p99 is more than 3× p50", "TTFT p99 超过 p50 的 3 倍").to_owned());
     }
-    Some(RULE.doc.finding(
-        confidence,
-        format!(
+    let summary = match lang {
+        Lang::En => format!(
             "The engine was started with chunked prefill disabled{}.",
             if context.is_empty() { String::new() } else { format!(" ({})", context.join("; ")) }
         ),
+        Lang::Zh => format!(
+            "引擎启动时关闭了 chunked prefill{}。",
+            if context.is_empty() { String::new() } else { format!("（{}）", context.join("；")) }
+        ),
+    };
+    Some(RULE.doc.finding(
+        lang,
+        confidence,
+        summary,
         vec![arg.evidence.clone()],
-        &["--enable-chunked-prefill --max-num-batched-tokens 8192", "--scheduler-policy fcfs (the default) keeps arrival order while chunks interleave"],
-        &["after enabling, compare TTFT p99 and decode ITL p99 before and after: chunking trades a little decode speed for much shorter first-token tails"],
+        texts(lang, &[
+            ("--enable-chunked-prefill --max-num-batched-tokens 8192", "--enable-chunked-prefill --max-num-batched-tokens 8192"),
+            (
+                "--scheduler-policy fcfs (the default) keeps arrival order while chunks interleave",
+                "--scheduler-policy fcfs（默认值）在分块交织执行时仍保持到达顺序",
+            ),
+        ]),
+        texts(lang, &[(
+            "after enabling, compare TTFT p99 and decode ITL p99 before and after: chunking trades a little decode speed for much shorter first-token tails",
+            "开启后对比前后的 TTFT p99 和 decode ITL p99：分块用一点 decode 速度换来短得多的首 token 长尾",
+        )]),
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `cold-start`: the first requests after a (re)start pay for loading and compiling.
 
-use super::{Rule, RuleDoc, q};
+use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "A new or restarted instance loads weights, captures CUDA graphs and fills caches; requests routed to it before that is done see seconds of TTFT, which looks like an incident in the p99.",
         example: "The first 5 requests after `Model loading took 14.99 GiB and 32.1 s` have TTFT 6–9 s; the rest 250 ms.",
         fix: "Warm up each instance with synthetic requests before it takes traffic (readiness probe after a warm-up generation), keep a minimum of warm replicas, roll out gradually.",
+        zh: RuleText {
+            title: "冷启动：最早的请求打到了还没预热的实例",
+            detects: "请求日志里最早的一批请求比其余请求慢得多，或者引擎日志显示有流量时还在加载权重 / 捕获 CUDA graph。",
+            why: "新启动或重启的实例要加载权重、捕获 CUDA graph、填充缓存；在这之前被路由过来的请求 TTFT 会达到数秒，在 p99 上看就像一次故障。",
+            example: "`Model loading took 14.99 GiB and 32.1 s` 之后的前 5 个请求 TTFT 为 6–9 s，其余请求 250 ms。",
+            fix: "实例接流量前先用合成请求预热（readiness 探针等预热生成完成再通过），保持最少数量的热副本，灰度发布。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let r = &f.requests;
     let mut confidence: f64 = 0.0;
     let mut reasons = Vec::new();
@@ -33,7 +40,10 @@ fn check(f: &Facts) -> Option<Finding> {
             && median_first >= 1000.0
         {
             confidence = 0.7;
-            reasons.push(format!("the 5 earliest requests have a median TTFT of {median_first:.0} ms against {p50:.0} ms overall"));
+            reasons.push(lang.pick(
+                format!("the 5 earliest requests have a median TTFT of {median_first:.0} ms against {p50:.0} ms overall"),
+                format!("最早的 5 个请求 TTFT 中位数为 {median_first:.0} ms，而整体为 {p50:.0} ms"),
+            ));
             evidence.extend(r.earliest.iter().take(2).filter_map(|row| row.evidence.clone()));
         }
     }
@@ -41,22 +51,45 @@ fn check(f: &Facts) -> Option<Finding> {
     // starts with one) it says nothing about latency.
     if !f.vllm.startup_events.is_empty() && confidence > 0.0 {
         confidence = 0.85;
-        reasons.push("the engine log shows the instance (re)starting (weights loading, CUDA graph capture) in the same window".to_owned());
+        reasons.push(
+            lang.pick(
+                "the engine log shows the instance (re)starting (weights loading, CUDA graph capture) in the same window",
+                "引擎日志显示实例在同一时间窗口内（重新）启动（加载权重、捕获 CUDA graph）",
+            )
+            .to_owned(),
+        );
         evidence.push(f.vllm.startup_events[0].clone());
     }
     if reasons.is_empty() {
         return None;
     }
+    let summary = match lang {
+        Lang::En => format!("{}.", reasons.join("; ")),
+        Lang::Zh => format!("冷启动：{}。", reasons.join("；")),
+    };
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!("{}.", reasons.join("; ")),
+        summary,
         evidence,
-        &[
-            "send a few warm-up generations (short and long prompts) before marking the instance ready",
-            "make the readiness probe wait for the warm-up, not just for /health",
-            "keep a minimum number of warm replicas; scale out ahead of traffic",
-        ],
-        &["check whether the slow requests line up with deployments or autoscaling events"],
+        texts(lang, &[
+            (
+                "send a few warm-up generations (short and long prompts) before marking the instance ready",
+                "在把实例标记为就绪之前，先发几次预热生成（长短 prompt 都要有）",
+            ),
+            (
+                "make the readiness probe wait for the warm-up, not just for /health",
+                "readiness 探针要等预热完成，而不只是 /health 通过",
+            ),
+            (
+                "keep a minimum number of warm replicas; scale out ahead of traffic",
+                "保持最少数量的热副本；在流量到来之前提前扩容",
+            ),
+        ]),
+        texts(lang, &[(
+            "check whether the slow requests line up with deployments or autoscaling events",
+            "检查慢请求是否与发布或自动扩缩容事件在时间上对得上",
+        )]),
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `colocated-process`: another process holds a large share of the GPU the engine needs.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::oom::fmt_gib;
 use crate::analyze::parsers::vllm::FatalMemory;
@@ -16,6 +16,13 @@ pub(crate) const RULE: Rule = Rule {
         why: "Each engine sizes its memory from what it sees at start-up (vLLM reserves gpu_memory_utilization of the whole GPU). A second model, a notebook or a zombie worker on the same GPU takes memory the engine counted on, so one of them runs out — often long after start, when the other one grows.",
         example: "`Process 4121 has 38.00 GiB memory in use` in the OOM message, and nvidia-smi lists two python3 processes on GPU 0 with 38 GiB and 39 GiB.",
         fix: "Give each deployment its own GPUs (CUDA_VISIBLE_DEVICES, Kubernetes GPU requests, MIG partitions), kill leftover workers, and when models must share a GPU, split it explicitly with a --gpu-memory-utilization per model that sums below 0.9.",
+        zh: RuleText {
+            title: "同一张 GPU 上有别的进程占着显存",
+            detects: "显存溢出信息里点名了其他进程（`Process N has X GiB memory in use`），且它们至少占 GPU 的 10%；vLLM 报 `Free memory on device … is less than desired GPU memory utilization`；或 nvidia-smi 显示同一张卡上有两个及以上各占 ≥ 2 GiB 的进程，而这张卡几乎满了或其引擎已经 OOM。",
+            why: "每个引擎都按启动时看到的显存来规划（vLLM 预留整卡的 gpu_memory_utilization）。同卡上的第二个模型、一个 notebook 或一个僵尸 worker 会占掉引擎指望的显存，于是其中一个会 OOM——往往发生在启动很久之后另一个进程涨上来的时候。",
+            example: "OOM 信息里有 `Process 4121 has 38.00 GiB memory in use`，nvidia-smi 显示 GPU 0 上有两个 python3 进程，分别占 38 GiB 和 39 GiB。",
+            fix: "给每个部署分配独占的 GPU（CUDA_VISIBLE_DEVICES、Kubernetes GPU 请求、MIG 分区），清掉残留的 worker；模型必须共卡时，为每个模型显式设置 --gpu-memory-utilization，总和低于 0.9。",
+        },
     },
     check,
 };
@@ -29,7 +36,7 @@ const BIG_PROCESS_MIB: f64 = 2048.0;
 /// A GPU this full has no room for a second tenant to grow.
 const FULL_SHARE: f64 = 0.9;
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let mut confidence: f64 = 0.0;
     let mut reasons: Vec<String> = Vec::new();
     let mut evidence: Vec<EvidenceLine> = Vec::new();
@@ -51,17 +58,38 @@ fn check(f: &Facts) -> Option<Finding> {
         let list: Vec<String> = o
             .other_processes()
             .iter()
-            .map(|(pid, gib)| format!("process {pid} holds {}", fmt_gib(*gib)))
+            .map(|(pid, gib)| {
+                lang.pick(
+                    format!("process {pid} holds {}", fmt_gib(*gib)),
+                    format!("进程 {pid} 占用 {}", fmt_gib(*gib)),
+                )
+            })
             .collect();
-        let of = total.map_or(String::new(), |t| format!(" ({:.0} % of {})", others / t * 100.0, fmt_gib(t)));
-        reasons.push(format!("the OOM on {} says {}{of}", o.gpu_name(), list.join(", ")));
+        let of = total.map_or(String::new(), |t| {
+            let pct = others / t * 100.0;
+            lang.pick(
+                format!(" ({pct:.0} % of {})", fmt_gib(t)),
+                format!("（占 {} 的 {pct:.0}%）", fmt_gib(t)),
+            )
+        });
+        let gpu = o.gpu_name();
+        reasons.push(lang.pick(
+            format!("the OOM on {gpu} says {}{of}", list.join(", ")),
+            format!("{gpu} 的 OOM 信息显示{}{of}", list.join("，")),
+        ));
         evidence.extend(o.evidence.iter().take(2).cloned());
     }
 
     // vLLM found less free memory at start than it was told to take.
     if let Some((_, e)) = f.vllm.fatal_memory.iter().find(|(k, _)| *k == FatalMemory::FreeLessThanDesired) {
         confidence = confidence.max(0.8);
-        reasons.push("vLLM found less memory free at start-up than --gpu-memory-utilization asks for: something else holds the GPU".to_owned());
+        reasons.push(
+            lang.pick(
+                "vLLM found less memory free at start-up than --gpu-memory-utilization asks for: something else holds the GPU",
+                "vLLM 启动时发现空闲显存少于 --gpu-memory-utilization 的要求：有别的东西占着这张卡",
+            )
+            .to_owned(),
+        );
         evidence.push(e.clone());
     }
 
@@ -96,13 +124,17 @@ fn check(f: &Facts) -> Option<Finding> {
                 .iter()
                 .map(|p| {
                     let pid = p.pid.map_or(String::new(), |x| format!(" (pid {x})"));
-                    format!("{}{pid} with {:.0} MiB", p.name, p.mem_mib.unwrap_or(0.0))
+                    let mib = p.mem_mib.unwrap_or(0.0);
+                    lang.pick(
+                        format!("{}{pid} with {mib:.0} MiB", p.name),
+                        format!("{}{pid} 占 {mib:.0} MiB", p.name),
+                    )
                 })
                 .collect();
-            reasons.push(format!(
-                "nvidia-smi shows {} processes on GPU {gpu}: {}",
-                procs.len(),
-                list.join(", ")
+            let n = procs.len();
+            reasons.push(lang.pick(
+                format!("nvidia-smi shows {n} processes on GPU {gpu}: {}", list.join(", ")),
+                format!("nvidia-smi 显示 GPU {gpu} 上有 {n} 个进程：{}", list.join("，")),
             ));
             evidence.extend(procs.iter().take(3).map(|p| p.evidence.clone()));
         }
@@ -112,15 +144,31 @@ fn check(f: &Facts) -> Option<Finding> {
         return None;
     }
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!("Another process is using the GPU's memory: {}.", reasons.join("; ")),
+        lang.pick(
+            format!("Another process is using the GPU's memory: {}.", reasons.join("; ")),
+            format!("有别的进程在用这张 GPU 的显存：{}。", reasons.join("；")),
+        ),
         evidence,
-        &[
-            "give each deployment its own GPUs: CUDA_VISIBLE_DEVICES, Kubernetes GPU requests, or MIG partitions",
-            "find and stop leftover processes: `nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`",
-            "if models must share a GPU, give each an explicit --gpu-memory-utilization (e.g. 0.45 + 0.45) and start them one after the other",
-        ],
-        &["check whether the other process is a zombie worker from a previous run (same command, older start time)"],
+        texts(lang, &[
+            (
+                "give each deployment its own GPUs: CUDA_VISIBLE_DEVICES, Kubernetes GPU requests, or MIG partitions",
+                "给每个部署分配独占的 GPU：CUDA_VISIBLE_DEVICES、Kubernetes GPU 请求或 MIG 分区",
+            ),
+            (
+                "find and stop leftover processes: `nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`",
+                "找出并停掉残留进程：`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`",
+            ),
+            (
+                "if models must share a GPU, give each an explicit --gpu-memory-utilization (e.g. 0.45 + 0.45) and start them one after the other",
+                "如果模型必须共卡，为每个模型显式设置 --gpu-memory-utilization（例如 0.45 + 0.45），并依次启动",
+            ),
+        ]),
+        texts(lang, &[(
+            "check whether the other process is a zombie worker from a previous run (same command, older start time)",
+            "确认另一个进程是不是上次运行留下的僵尸 worker（命令相同、启动时间更早）",
+        )]),
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `engine-dead`: the engine process died; the API server may still be up.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,32 +13,56 @@ pub(crate) const RULE: Rule = Rule {
         why: "vLLM runs the engine in its own process; when it dies the API server can keep accepting connections and fail every request, so throughput drops to zero while the pod still looks alive.",
         example: "`vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.`",
         fix: "Read the error just above the EngineDeadError (often an OOM or NCCL failure — see those findings), restart the server, and make the liveness probe fail when the engine is dead so the orchestrator restarts it.",
+        zh: RuleText {
+            title: "引擎进程挂了",
+            detects: "vLLM 日志中出现 `EngineDeadError`、`EngineCore encountered an issue`、`Engine loop has died`。",
+            why: "vLLM 的引擎跑在单独的进程里；它挂掉之后 API server 还能继续接受连接，但每个请求都会失败，于是吞吐跌到零，而 pod 看起来还活着。",
+            example: "API server 日志里出现：`vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.`",
+            fix: "看 EngineDeadError 正上方的报错（常见的是 OOM 或 NCCL 故障——参见对应的发现），重启服务，并让 liveness 探针在引擎挂掉时失败，好让编排系统自动重启它。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let lines = &f.vllm.engine_dead;
     if lines.is_empty() {
         return None;
     }
     let cause = if !f.ooms.is_empty() || f.vllm.fatal_memory.iter().any(|_| true) {
-        " An out-of-memory error is in the same input: it is the likely root cause."
+        lang.pick(
+            " An out-of-memory error is in the same input: it is the likely root cause.",
+            "同一份输入里有显存溢出错误：它很可能就是根因。",
+        )
     } else if !f.vllm.nccl.is_empty() {
-        " An NCCL failure is in the same input: it is the likely root cause."
+        lang.pick(
+            " An NCCL failure is in the same input: it is the likely root cause.",
+            "同一份输入里有 NCCL 故障：它很可能就是根因。",
+        )
     } else {
         ""
     };
+    let n = lines.len();
     Some(RULE.doc.finding(
+        lang,
         0.9,
-        format!("The engine process died ({} line(s)).{cause}", lines.len()),
+        lang.pick(
+            format!("The engine process died ({n} line(s)).{cause}"),
+            format!("引擎进程已经挂了（{n} 行）。{cause}"),
+        ),
         lines.iter().take(3).cloned().collect(),
-        &[
-            "restart the server now",
-            "let the liveness probe check the engine (a tiny generation, or vLLM's /health which fails when the engine is dead) so the orchestrator restarts it",
-            "fix the root cause printed above the EngineDeadError",
-        ],
-        &["scroll up from the first EngineDeadError to the first traceback: that error is the cause"],
+        texts(lang, &[
+            ("restart the server now", "立即重启服务"),
+            (
+                "let the liveness probe check the engine (a tiny generation, or vLLM's /health which fails when the engine is dead) so the orchestrator restarts it",
+                "让 liveness 探针检查引擎本身（跑一次极小的生成，或用 vLLM 的 /health——引擎挂了它会失败），好让编排系统重启它",
+            ),
+            ("fix the root cause printed above the EngineDeadError", "修复 EngineDeadError 上方打印出的根因"),
+        ]),
+        texts(lang, &[(
+            "scroll up from the first EngineDeadError to the first traceback: that error is the cause",
+            "从第一个 EngineDeadError 往上翻到第一个 traceback：那个错误才是原因",
+        )]),
     ))
 }
 

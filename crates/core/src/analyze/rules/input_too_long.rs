@@ -1,6 +1,6 @@
 //! Rule `input-too-long`: one request asks for a large share of the GPU in a single allocation.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::oom::{OomFacts, fmt_gib};
 use crate::analyze::report::{Class, Finding};
@@ -14,6 +14,13 @@ pub(crate) const RULE: Rule = Rule {
         why: "Activation and attention buffers grow with the length of one request. A request long enough needs more memory in one piece than the GPU can free, whatever the batch size or cache setting, and retrying it crashes the worker again.",
         example: "`Tried to allocate 200.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 139.19 GiB is free` (a real H200 capture): the GPU is empty and the one request is still too big.",
         fix: "Cap input length: `--max-model-len` on the server (longer prompts then get a 400 instead of crashing the engine) and a prompt-token limit at the gateway; reject or truncate over-long inputs; route real long-context traffic to a pool with more GPUs.",
+        zh: RuleText {
+            title: "单个超长请求耗尽了显存",
+            detects: "一次显存溢出中，申请失败的那块（`Tried to allocate`）至少是 GPU 总容量的四分之一——甚至比整张卡还大。",
+            why: "激活和 attention 缓冲区随单个请求的长度增长。请求长到一定程度，它一次要申请的连续显存就超过 GPU 能腾出来的量，与批大小和缓存设置无关；重试这个请求会让 worker 再次崩溃。",
+            example: "`Tried to allocate 200.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 139.19 GiB is free`（一次真实的 H200 记录）：卡几乎是空的，这一个请求还是太大。",
+            fix: "限制输入长度：服务端设 `--max-model-len`（更长的 prompt 会得到 400，而不是把引擎打崩），网关设 prompt token 上限；拒绝或截断超长输入；真正的长上下文流量路由到 GPU 更多的实例池。",
+        },
     },
     check,
 };
@@ -21,7 +28,7 @@ pub(crate) const RULE: Rule = Rule {
 /// A failed allocation of at least this share of the GPU is one request's, not the batch's.
 const LARGE_SHARE: f64 = 0.25;
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (o, tried, total) = f
         .ooms
         .iter()
@@ -30,45 +37,69 @@ fn check(f: &Facts) -> Option<Finding> {
         .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))?;
     let share = tried / total;
     let gpu = o.gpu_name();
+    let (cap, pct) = (fmt_gib(total), share * 100.0);
     let (confidence, scale) = if tried > total {
         (
             0.9,
-            format!(
-                "more than all of {gpu}'s {} — no cache or batch setting can make it fit",
-                fmt_gib(total)
+            lang.pick(
+                format!("more than all of {gpu}'s {cap} — no cache or batch setting can make it fit"),
+                format!("比 {gpu} 的全部 {cap} 还多——无论怎么调缓存或批大小都放不下"),
             ),
         )
-    } else if share >= 0.5 {
-        (0.8, format!("{:.0} % of {gpu}'s {}", share * 100.0, fmt_gib(total)))
     } else {
-        (0.65, format!("{:.0} % of {gpu}'s {}", share * 100.0, fmt_gib(total)))
+        let scale =
+            lang.pick(format!("{pct:.0} % of {gpu}'s {cap}"), format!("占 {gpu} 总量 {cap} 的 {pct:.0}%"));
+        (if share >= 0.5 { 0.8 } else { 0.65 }, scale)
     };
     let empty = match OomFacts::share(o.free_gib, Some(total)) {
         Some(free) if free >= 0.9 => {
-            format!(
-                " The GPU was almost empty ({} free), so nothing else is to blame.",
-                fmt_gib(free * total)
+            let free = fmt_gib(free * total);
+            lang.pick(
+                format!(" The GPU was almost empty ({free} free), so nothing else is to blame."),
+                format!("当时 GPU 几乎是空的（空闲 {free}），所以不是别的东西占了显存。"),
             )
         }
         _ => String::new(),
     };
+    let tried = fmt_gib(tried);
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!(
-            "The failed allocation asks for {} in one piece, {scale}: the buffers of one over-long request.{empty}",
-            fmt_gib(tried)
+        lang.pick(
+            format!(
+                "The failed allocation asks for {tried} in one piece, {scale}: the buffers of one over-long request.{empty}"
+            ),
+            format!("申请失败的那块要一次性分配 {tried}，{scale}：这是单个超长请求的缓冲区。{empty}"),
         ),
         o.evidence.iter().take(2).cloned().collect(),
-        &[
-            "set --max-model-len to what the GPU can hold, so the server rejects longer prompts with a 400 instead of crashing",
-            "enforce a prompt-token limit at the gateway; reject or truncate over-long inputs",
-            "serve legitimate long-context traffic from a separate pool with more GPUs (--tensor-parallel-size) and chunked prefill",
-            "restart the worker if it died; a client retrying the same request will crash it again",
-        ],
-        &[
-            "find the request in flight at the OOM: the longest prompt_tokens in the request log",
-            "compare the gateway's input limit with the server's --max-model-len",
-        ],
+        texts(lang, &[
+            (
+                "set --max-model-len to what the GPU can hold, so the server rejects longer prompts with a 400 instead of crashing",
+                "把 --max-model-len 设为 GPU 放得下的长度，让服务端对更长的 prompt 返回 400，而不是崩溃",
+            ),
+            (
+                "enforce a prompt-token limit at the gateway; reject or truncate over-long inputs",
+                "在网关强制 prompt token 上限；拒绝或截断超长输入",
+            ),
+            (
+                "serve legitimate long-context traffic from a separate pool with more GPUs (--tensor-parallel-size) and chunked prefill",
+                "正常的长上下文流量交给单独的实例池，用更多 GPU（--tensor-parallel-size）并开启 chunked prefill",
+            ),
+            (
+                "restart the worker if it died; a client retrying the same request will crash it again",
+                "worker 挂了就重启；客户端重试同一个请求会再次把它打崩",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "find the request in flight at the OOM: the longest prompt_tokens in the request log",
+                "找出 OOM 时正在处理的请求：请求日志里 prompt_tokens 最大的那个",
+            ),
+            (
+                "compare the gateway's input limit with the server's --max-model-len",
+                "对比网关的输入长度上限与服务端的 --max-model-len",
+            ),
+        ]),
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `kv-leak`: KV cache stays full while nothing runs — requests were never released.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "Requests that ended on the client side (timeouts, disconnects) but were never aborted keep their KV blocks. The cache fills with dead requests, new ones cannot be scheduled, and throughput falls to zero while the GPU idles.",
         example: "`Running: 0 reqs, Waiting: 35 reqs, GPU KV cache usage: 97.0%` for minutes; nvidia-smi shows 138 GB used at 0 % utilisation.",
         fix: "Abort requests on client timeout or disconnect (`engine.abort(request_id)`), enforce hard timeouts and max_tokens, add a watchdog on KV usage versus running requests, and restart the worker to recover now.",
+        zh: RuleText {
+            title: "KV 泄漏：没有请求在跑，缓存却一直是满的",
+            detects: "引擎报告没有运行中的请求（vLLM 统计行或指标），KV 缓存使用率却一直很高；可能同时伴随 GPU 显存占满、利用率为 0。",
+            why: "在客户端那边已经结束（超时、断开）却从未被 abort 的请求会一直占着它们的 KV 块。缓存被这些死请求填满，新请求调度不进来，GPU 空转，吞吐跌到零。",
+            example: "连续几分钟都是 `Running: 0 reqs, Waiting: 35 reqs, GPU KV cache usage: 97.0%`；nvidia-smi 显示显存用了 138 GB、利用率 0%。",
+            fix: "客户端超时或断开时 abort 请求（`engine.abort(request_id)`），强制硬超时和 max_tokens，加一个对比 KV 使用率与运行中请求数的 watchdog；现在先重启 worker 恢复服务。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let mut confidence: f64 = 0.0;
     let mut reasons = Vec::new();
     let mut evidence = Vec::new();
@@ -30,9 +37,10 @@ fn check(f: &Facts) -> Option<Finding> {
     if leaked.len() >= 2 {
         confidence = 0.8;
         let worst = leaked.iter().map(|s| s.kv_usage_pct.unwrap_or(0.0)).fold(0.0, f64::max);
-        reasons.push(format!(
-            "{} stats lines show 0 running requests with KV usage up to {worst:.1} %",
-            leaked.len()
+        let n = leaked.len();
+        reasons.push(lang.pick(
+            format!("{n} stats lines show 0 running requests with KV usage up to {worst:.1} %"),
+            format!("{n} 条统计行显示运行中请求为 0，KV 使用率却高达 {worst:.1}%"),
         ));
         evidence.push(leaked[0].evidence.clone());
     }
@@ -43,8 +51,11 @@ fn check(f: &Facts) -> Option<Finding> {
         && usage >= 0.5
     {
         confidence = confidence.max(0.75);
-        reasons
-            .push(format!("the last scrape shows KV usage {:.0} % with 0 running requests", usage * 100.0));
+        let pct = usage * 100.0;
+        reasons.push(lang.pick(
+            format!("the last scrape shows KV usage {pct:.0} % with 0 running requests"),
+            format!("最后一次抓取显示 KV 使用率 {pct:.0}%，运行中请求为 0"),
+        ));
         evidence.push(scrape.evidence(s));
     }
     // GPU side: memory held, no compute. Normal for an idle vLLM (it preallocates), so on its own
@@ -65,11 +76,10 @@ fn check(f: &Facts) -> Option<Finding> {
             confidence = 0.3;
         }
         let g = idle_full[0];
-        reasons.push(format!(
-            "GPU {} has {:.0} of {:.0} MiB in use at 0 % utilisation",
-            g.index,
-            g.mem_used_mib.unwrap_or(0.0),
-            g.mem_total_mib.unwrap_or(0.0)
+        let (idx, used, total) = (g.index, g.mem_used_mib.unwrap_or(0.0), g.mem_total_mib.unwrap_or(0.0));
+        reasons.push(lang.pick(
+            format!("GPU {idx} has {used:.0} of {total:.0} MiB in use at 0 % utilisation"),
+            format!("GPU {idx} 显存已用 {used:.0} / {total:.0} MiB，利用率却是 0%"),
         ));
         evidence.push(g.evidence.clone());
     }
@@ -77,21 +87,43 @@ fn check(f: &Facts) -> Option<Finding> {
         return None;
     }
     let hint = if confidence < 0.5 {
-        " On its own this is also what an idle vLLM looks like (it preallocates gpu_memory_utilization of the memory): confirm with the engine's running-request count and KV usage."
+        lang.pick(
+            " On its own this is also what an idle vLLM looks like (it preallocates gpu_memory_utilization of the memory): confirm with the engine's running-request count and KV usage.",
+            "单看这一点，空闲的 vLLM 也是这个样子（它会预先占用 gpu_memory_utilization 比例的显存）：要结合引擎的运行中请求数和 KV 使用率确认。",
+        )
     } else {
         ""
     };
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!("Memory is held by requests that no longer run: {}.{hint}", reasons.join("; ")),
+        lang.pick(
+            format!("Memory is held by requests that no longer run: {}.{hint}", reasons.join("; ")),
+            format!("显存被已经不在运行的请求占着：{}。{hint}", reasons.join("；")),
+        ),
         evidence,
-        &[
-            "restart the worker to free the cache now",
-            "abort on client timeout or disconnect: engine.abort(request_id) in the serving layer (the article's guarded_generate)",
-            "enforce a hard per-request timeout and max_tokens",
-            "alert when KV usage stays above 50 % while running requests are 0 (a watchdog on memory versus active requests)",
-        ],
-        &["compare vllm:kv_cache_usage_perc with vllm:num_requests_running over the last hour", "count client timeouts versus `Aborted request` lines in the engine log"],
+        texts(lang, &[
+            ("restart the worker to free the cache now", "现在先重启 worker 释放缓存"),
+            (
+                "abort on client timeout or disconnect: engine.abort(request_id) in the serving layer (the article's guarded_generate)",
+                "客户端超时或断开时 abort：在服务层调用 engine.abort(request_id)（即文中的 guarded_generate）",
+            ),
+            ("enforce a hard per-request timeout and max_tokens", "强制每个请求的硬超时和 max_tokens"),
+            (
+                "alert when KV usage stays above 50 % while running requests are 0 (a watchdog on memory versus active requests)",
+                "当运行中请求为 0 而 KV 使用率持续高于 50% 时告警（监控显存占用与活跃请求数偏离的 watchdog）",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "compare vllm:kv_cache_usage_perc with vllm:num_requests_running over the last hour",
+                "对比过去一小时的 vllm:kv_cache_usage_perc 与 vllm:num_requests_running",
+            ),
+            (
+                "count client timeouts versus `Aborted request` lines in the engine log",
+                "对比客户端超时的次数和引擎日志里 `Aborted request` 的行数",
+            ),
+        ]),
     ))
 }
 

@@ -1,7 +1,7 @@
 //! Rule `kv-reservation-too-large`: the KV cache the server is configured to reserve does not
 //! fit next to the weights — vLLM refuses to start, or runs out of memory while starting.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::vllm::FatalMemory;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -16,6 +16,13 @@ pub(crate) const RULE: Rule = Rule {
         why: "vLLM reserves the KV cache up front: gpu_memory_utilization of the GPU, minus the weights and the profiled activation peak. If one request of max_model_len needs more than that, or the weights leave nothing, the engine refuses to start — and a restart loop with the same flags fails the same way.",
         example: "`ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (65536). Try increasing gpu_memory_utilization or decreasing max_model_len when initializing the engine.`",
         fix: "Lower --max-model-len (to the estimate vLLM prints) or --max-num-seqs; store the KV cache in fp8 (--kv-cache-dtype fp8); spread the model over more GPUs (--tensor-parallel-size); raise --gpu-memory-utilization only if nothing else uses the GPU.",
+        zh: RuleText {
+            title: "静态 KV 缓存预留放不下",
+            detects: "vLLM 启动时的显存错误（`No available memory for the cache blocks`、`… KV cache is needed, which is larger than the available KV cache memory`、`The model's max seq len (X) is larger than the maximum number of tokens that can be stored in KV cache (Y)`、`Free memory on device … is less than desired GPU memory utilization`），或服务还在启动阶段就显存溢出（只有启动日志，还没有服务统计行）。",
+            why: "vLLM 启动时一次性预留 KV 缓存：整卡显存 × gpu_memory_utilization，减去权重和 profile 出来的激活峰值。如果一条 max_model_len 长度的请求就需要比这更多的 KV，或者权重之后已经什么都不剩，引擎就拒绝启动——用同样参数反复重启也会一样失败。",
+            example: "vLLM 启动失败，报错：`ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (65536). Try increasing gpu_memory_utilization or decreasing max_model_len when initializing the engine.`",
+            fix: "调低 --max-model-len（调到 vLLM 报错里给出的估计值）或 --max-num-seqs；KV 缓存用 fp8 存（--kv-cache-dtype fp8）；把模型摊到更多 GPU 上（--tensor-parallel-size）；只有在没有其他进程用这张卡时才调高 --gpu-memory-utilization。",
+        },
     },
     check,
 };
@@ -30,16 +37,21 @@ fn gib_before(text: &str, marker: &str) -> Option<f64> {
 }
 
 /// What one fatal line says, with its numbers, and how sure it makes us.
-fn explain(kind: FatalMemory, text: &str) -> (f64, String) {
+fn explain(kind: FatalMemory, text: &str, lang: Lang) -> (f64, String) {
+    let zh = lang == Lang::Zh;
     match kind {
         FatalMemory::MaxSeqLenTooLarge => {
             let want = number_after(text, "max seq len (");
             let fits = number_after(text, "stored in KV cache (");
-            let msg = match (want, fits) {
-                (Some(w), Some(k)) => format!(
+            let msg = match (want, fits, zh) {
+                (Some(w), Some(k), false) => format!(
                     "the model's max seq len of {w:.0} tokens does not fit the {k:.0} tokens the KV cache can hold"
                 ),
-                _ => "the model's max seq len is larger than the KV cache can hold".to_owned(),
+                (Some(w), Some(k), true) => {
+                    format!("模型的最大序列长度 {w:.0} token 超过了 KV 缓存能容纳的 {k:.0} token")
+                }
+                (_, _, false) => "the model's max seq len is larger than the KV cache can hold".to_owned(),
+                (_, _, true) => "模型的最大序列长度超过了 KV 缓存能容纳的量".to_owned(),
             };
             (0.9, msg)
         }
@@ -47,30 +59,45 @@ fn explain(kind: FatalMemory, text: &str) -> (f64, String) {
             let need = gib_before(text, "KV cache is needed");
             let have = number_after(text, "available KV cache memory (");
             let est = number_after(text, "maximum model length is ");
-            let mut msg = match (need, have) {
-                (Some(n), Some(h)) => format!(
+            let mut msg = match (need, have, zh) {
+                (Some(n), Some(h), false) => format!(
                     "one request of max_model_len needs {n:.2} GiB of KV cache but only {h:.2} GiB is available"
                 ),
-                _ => "one request of max_model_len needs more KV cache than is available".to_owned(),
+                (Some(n), Some(h), true) => format!(
+                    "一条 max_model_len 长度的请求需要 {n:.2} GiB KV 缓存，但可用的只有 {h:.2} GiB"
+                ),
+                (_, _, false) => "one request of max_model_len needs more KV cache than is available".to_owned(),
+                (_, _, true) => "一条 max_model_len 长度的请求需要的 KV 缓存超过了可用量".to_owned(),
             };
             if let Some(e) = est {
-                msg.push_str(&format!(" (vLLM estimates a max_model_len of {e:.0} would fit)"));
+                msg.push_str(&lang.pick(
+                    format!(" (vLLM estimates a max_model_len of {e:.0} would fit)"),
+                    format!("（vLLM 估计 max_model_len 为 {e:.0} 时能放下）"),
+                ));
             }
             (0.9, msg)
         }
         FatalMemory::NoCacheBlocks => (
             0.85,
-            "the weights and the profiled activation peak leave no memory for KV cache blocks at this gpu_memory_utilization".to_owned(),
+            lang.pick(
+                "the weights and the profiled activation peak leave no memory for KV cache blocks at this gpu_memory_utilization",
+                "在当前 gpu_memory_utilization 下，权重加上 profile 出的激活峰值之后，已没有显存留给 KV 缓存块",
+            )
+            .to_owned(),
         ),
         // Usually another tenant: the colocated-process rule ranks higher for this line.
         FatalMemory::FreeLessThanDesired => (
             0.5,
-            "less memory is free at start-up than --gpu-memory-utilization asks to reserve".to_owned(),
+            lang.pick(
+                "less memory is free at start-up than --gpu-memory-utilization asks to reserve",
+                "启动时空闲显存少于 --gpu-memory-utilization 要求预留的量",
+            )
+            .to_owned(),
         ),
     }
 }
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let v = &f.vllm;
     let mut confidence: f64 = 0.0;
     let mut reasons: Vec<String> = Vec::new();
@@ -81,7 +108,7 @@ fn check(f: &Facts) -> Option<Finding> {
             continue; // a restart loop repeats the same line
         }
         seen.push(*kind);
-        let (c, msg) = explain(*kind, &e.text);
+        let (c, msg) = explain(*kind, &e.text, lang);
         confidence = confidence.max(c);
         reasons.push(msg);
         evidence.push(e.clone());
@@ -94,9 +121,12 @@ fn check(f: &Facts) -> Option<Finding> {
         && let Some(o) = f.ooms.first()
     {
         confidence = confidence.max(0.55);
-        reasons.push(format!(
-            "{} ran out of memory while the server was starting (start-up lines, no serving stats yet)",
-            o.gpu_name()
+        let gpu = o.gpu_name();
+        reasons.push(lang.pick(
+            format!(
+                "{gpu} ran out of memory while the server was starting (start-up lines, no serving stats yet)"
+            ),
+            format!("{gpu} 在服务启动阶段显存溢出（只有启动日志，还没有服务统计行）"),
         ));
         evidence.extend(o.evidence.first().cloned());
         evidence.extend(v.startup_lines.iter().chain(&v.startup_events).take(1).cloned());
@@ -108,33 +138,61 @@ fn check(f: &Facts) -> Option<Finding> {
         .iter()
         .filter_map(|name| v.arg(name).map(|a| format!("{name}={}", a.value)))
         .collect();
-    let configured =
-        if args.is_empty() { String::new() } else { format!(" Configured: {}.", args.join(", ")) };
-    let configured = match kv_context(f) {
-        Some(kv) => format!("{configured} {kv}"),
+    let configured = match (args.is_empty(), lang) {
+        (true, _) => String::new(),
+        (false, Lang::En) => format!(" Configured: {}.", args.join(", ")),
+        (false, Lang::Zh) => format!("当前配置：{}。", args.join(", ")),
+    };
+    let configured = match kv_context(f, lang) {
+        Some(kv) => lang.pick(format!("{configured} {kv}"), format!("{configured}{kv}")),
         None => configured,
     };
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!("The KV-cache reservation does not fit: {}.{configured}", reasons.join("; ")),
+        lang.pick(
+            format!("The KV-cache reservation does not fit: {}.{configured}", reasons.join("; ")),
+            format!("KV 缓存预留放不下：{}。{configured}", reasons.join("；")),
+        ),
         evidence,
-        &[
-            "lower --max-model-len to what the cache holds (vLLM prints the estimate in its error)",
-            "lower --max-num-seqs so fewer sequences are reserved at once",
-            "store the KV cache in fp8: --kv-cache-dtype fp8 (half the bytes per token)",
-            "spread the model over more GPUs: raise --tensor-parallel-size so each holds fewer weights and KV heads",
-            "raise --gpu-memory-utilization (e.g. 0.90 → 0.95) only if nothing else uses the GPU",
-        ],
-        &[
-            "run `triage kv` with the model's config.json to see the bytes per token and the max_model_len that fits",
-            "check nvidia-smi for other processes on the GPU before raising --gpu-memory-utilization",
-        ],
+        texts(lang, &[
+            (
+                "lower --max-model-len to what the cache holds (vLLM prints the estimate in its error)",
+                "把 --max-model-len 调低到缓存放得下的长度（vLLM 的报错里会给出估计值）",
+            ),
+            (
+                "lower --max-num-seqs so fewer sequences are reserved at once",
+                "调低 --max-num-seqs，减少同时预留的序列数",
+            ),
+            (
+                "store the KV cache in fp8: --kv-cache-dtype fp8 (half the bytes per token)",
+                "KV 缓存用 fp8 存：--kv-cache-dtype fp8（每 token 字节数减半）",
+            ),
+            (
+                "spread the model over more GPUs: raise --tensor-parallel-size so each holds fewer weights and KV heads",
+                "把模型摊到更多 GPU 上：调大 --tensor-parallel-size，每张卡上的权重和 KV 头都更少",
+            ),
+            (
+                "raise --gpu-memory-utilization (e.g. 0.90 → 0.95) only if nothing else uses the GPU",
+                "只有在没有其他进程用这张卡时，才调高 --gpu-memory-utilization（例如 0.90 → 0.95）",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "run `triage kv` with the model's config.json to see the bytes per token and the max_model_len that fits",
+                "用模型的 config.json 跑 `triage kv`，看每 token 字节数和放得下的 max_model_len",
+            ),
+            (
+                "check nvidia-smi for other processes on the GPU before raising --gpu-memory-utilization",
+                "调高 --gpu-memory-utilization 之前，先用 nvidia-smi 看这张卡上有没有其他进程",
+            ),
+        ]),
     ))
 }
 
 /// What the KV estimator (`triage kv`) says for the served model, when the log names a model
 /// with a built-in preset: bytes per token, and what the logged KV memory holds.
-fn kv_context(f: &Facts) -> Option<String> {
+fn kv_context(f: &Facts, lang: Lang) -> Option<String> {
     use crate::kv::estimate::{KvBudget, KvOptions, estimate};
     let v = &f.vllm;
     let model = v.arg("model")?.value.clone();
@@ -150,23 +208,20 @@ fn kv_context(f: &Facts) -> Option<String> {
     };
     let est = estimate(&shape, &opts, &KvBudget::Available(available.unwrap_or(0))).ok()?;
     let per_seq = est.bytes_per_token_per_rank.saturating_mul(est.concurrency_len);
-    let mut s = format!(
-        "KV estimate for {} ({}): {} B per token on each GPU, {} for one {}-token sequence",
-        preset.id,
-        model,
-        est.bytes_per_token_per_rank,
-        crate::kv::units::fmt_gib(per_seq),
-        est.concurrency_len
+    let (id, per_token, seq_gib, seq_len) =
+        (preset.id, est.bytes_per_token_per_rank, crate::kv::units::fmt_gib(per_seq), est.concurrency_len);
+    let mut s = lang.pick(
+        format!("KV estimate for {id} ({model}): {per_token} B per token on each GPU, {seq_gib} for one {seq_len}-token sequence"),
+        format!("{id}（{model}）的 KV 估算：每张 GPU 每 token {per_token} B，一条 {seq_len} token 的序列需要 {seq_gib}"),
     );
     if let Some(avail) = available {
-        s.push_str(&format!(
-            "; the logged {} of KV memory holds {} tokens ({:.2}× that sequence)",
-            crate::kv::units::fmt_gib(avail),
-            est.tokens,
-            est.max_concurrency
+        let (avail, tokens, times) = (crate::kv::units::fmt_gib(avail), est.tokens, est.max_concurrency);
+        s.push_str(&lang.pick(
+            format!("; the logged {avail} of KV memory holds {tokens} tokens ({times:.2}× that sequence)"),
+            format!("；日志记录的 {avail} KV 显存可容纳 {tokens} token（该序列的 {times:.2} 倍）"),
         ));
     }
-    s.push('.');
+    s.push_str(lang.pick(".", "。"));
     Some(s)
 }
 

@@ -1,6 +1,6 @@
 //! Rule `long-prompt-blocks-prefill`: a few very long prompts stall everyone's first token.
 
-use super::{Rule, RuleDoc, q};
+use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "Prefill is compute-bound and, without chunking, not preemptible: one 8k-token prompt occupies the step and every request that arrived with it waits. The mean barely moves; p99 TTFT explodes.",
         example: "Mean prompt 600 tokens, p99 9,000; p50 TTFT 280 ms, p99 TTFT 3.1 s; the slowest requests are the long prompts and their neighbours.",
         fix: "Enable chunked prefill (`--enable-chunked-prefill --max-num-batched-tokens 8192`), cap the input length, or send long prompts to their own pool (prefill/decode disaggregation).",
+        zh: RuleText {
+            title: "长 prompt 堵住了 prefill 窗口",
+            detects: "请求日志中 prompt 长度长尾明显（p99 远高于均值），同时 TTFT 也有长尾。",
+            why: "prefill 是计算密集型的，不开 chunked prefill 时也不可抢占：一个 8k token 的 prompt 会占满整个调度步，同时到达的请求全都得等它。均值几乎不动，p99 TTFT 却会暴涨。",
+            example: "prompt 均值 600 token、p99 9,000；TTFT p50 280 ms、p99 3.1 s；最慢的请求正是这些长 prompt 和与它们同批的请求。",
+            fix: "开启 chunked prefill（`--enable-chunked-prefill --max-num-batched-tokens 8192`），限制输入长度，或把长 prompt 分流到单独的实例池（PD 分离：prefill 与 decode 分开部署）。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let r = &f.requests;
     let (mean, p99) = (r.prompt_tokens.mean()?, q(&r.prompt_tokens, 0.99)?);
     let (t50, t99) = (q(&r.ttft_ms, 0.5)?, q(&r.ttft_ms, 0.99)?);
@@ -41,20 +48,43 @@ fn check(f: &Facts) -> Option<Finding> {
     if evidence.is_empty() {
         evidence = r.slowest.iter().filter_map(|row| row.evidence.clone()).take(2).collect();
     }
+    let (ratio, slowest) = (p99 / mean, r.slowest.len());
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!(
-            "Prompt length p99 is {p99:.0} tokens against a mean of {mean:.0} ({:.1}×), and TTFT p99 is {t99:.0} ms against p50 {t50:.0} ms; {slow_and_long} of the {} slowest requests carry prompts in the top 10 % (≥ {long:.0} tokens).",
-            p99 / mean,
-            r.slowest.len()
+        lang.pick(
+            format!(
+                "Prompt length p99 is {p99:.0} tokens against a mean of {mean:.0} ({ratio:.1}×), and TTFT p99 is {t99:.0} ms against p50 {t50:.0} ms; {slow_and_long} of the {slowest} slowest requests carry prompts in the top 10 % (≥ {long:.0} tokens)."
+            ),
+            format!(
+                "prompt 长度 p99 为 {p99:.0} token，均值 {mean:.0}（{ratio:.1}×）；TTFT p99 为 {t99:.0} ms，p50 为 {t50:.0} ms；最慢的 {slowest} 个请求中有 {slow_and_long} 个的 prompt 位于最长的 10%（≥ {long:.0} token）。"
+            ),
         ),
         evidence,
-        &[
-            "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
-            "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
-            "route long-context traffic to a separate pool, or disaggregate prefill and decode",
-        ],
-        &["plot TTFT against prompt length per request: a rising band confirms it", "check whether chunked prefill is on (vLLM logs `non-default args` at start-up)"],
+        texts(lang, &[
+            (
+                "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
+                "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
+            ),
+            (
+                "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
+                "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
+            ),
+            (
+                "route long-context traffic to a separate pool, or disaggregate prefill and decode",
+                "把长上下文流量路由到单独的实例池，或做 PD 分离（prefill 与 decode 分开部署）",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "plot TTFT against prompt length per request: a rising band confirms it",
+                "按请求画出 TTFT 与 prompt 长度的散点图：呈上升带状即可确认",
+            ),
+            (
+                "check whether chunked prefill is on (vLLM logs `non-default args` at start-up)",
+                "确认 chunked prefill 是否开启（vLLM 启动时会打印 `non-default args`）",
+            ),
+        ]),
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `mean-not-p99`: the mean looks fine, the tail does not.
 
-use super::{Rule, RuleDoc, q};
+use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,31 +13,58 @@ pub(crate) const RULE: Rule = Rule {
         why: "One 8k-token prefill barely moves the mean TTFT but multiplies the p99; users complain about the tail. Alerts and SLOs on means miss exactly the incidents this tool is for.",
         example: "Mean TTFT 400 ms looks healthy; p99 is 3 s.",
         fix: "Alert and set SLOs on p99 (and p99.9) of TTFT and ITL, from histograms with buckets fine enough to resolve them.",
+        zh: RuleText {
+            title: "均值掩盖了长尾：要看 p99",
+            detects: "TTFT（或压测的 TTFT）的 p99 至少是均值的 3 倍：只看均值的看板显示服务健康，最慢的 1% 请求却在受罪。",
+            why: "一个 8k token 的 prefill 几乎不影响 TTFT 均值，却能让 p99 翻好几倍；用户投诉的正是长尾。基于均值的告警和 SLO 恰好会漏掉这个工具要查的那些故障。",
+            example: "TTFT 均值 400 ms，看起来很健康；p99 却是 3 s。",
+            fix: "告警和 SLO 用 TTFT 与 ITL 的 p99（以及 p99.9），数据来自分桶足够细、能分辨出这些分位数的直方图。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let mut pairs = Vec::new();
     let r = &f.requests;
     if r.ttft_ms.count() >= 20
         && let (Some(mean), Some(p99)) = (r.ttft_ms.mean(), q(&r.ttft_ms, 0.99))
     {
-        pairs.push(("request-log TTFT", mean, p99, r.slowest.first().and_then(|row| row.evidence.clone())));
+        let what = lang.pick("request-log TTFT", "请求日志的 TTFT");
+        pairs.push((what, mean, p99, r.slowest.first().and_then(|row| row.evidence.clone())));
     }
     for b in &f.bench {
         if let (Some(mean), Some(p99)) = (b.figures.get("ttft_ms.mean"), b.figures.get("ttft_ms.p99")) {
-            pairs.push(("benchmark TTFT", *mean, *p99, b.evidence.first().cloned()));
+            pairs.push((
+                lang.pick("benchmark TTFT", "压测的 TTFT"),
+                *mean,
+                *p99,
+                b.evidence.first().cloned(),
+            ));
         }
     }
     let (what, mean, p99, ev) =
         pairs.into_iter().find(|(_, mean, p99, _)| *mean > 0.0 && *p99 >= 3.0 * mean)?;
+    let ratio = p99 / mean;
     Some(RULE.doc.finding(
+        lang,
         0.35,
-        format!("{what}: mean {mean:.0} ms but p99 {p99:.0} ms ({:.1}×) — a mean-based dashboard would call this healthy.", p99 / mean),
+        lang.pick(
+            format!("{what}: mean {mean:.0} ms but p99 {p99:.0} ms ({ratio:.1}×) — a mean-based dashboard would call this healthy."),
+            format!("{what}：均值 {mean:.0} ms，p99 却是 {p99:.0} ms（{ratio:.1}×）——只看均值的看板会认为一切正常。"),
+        ),
         ev.into_iter().collect(),
-        &["alert on p99 TTFT and p99 ITL, not on means", "keep histogram buckets fine enough near your SLO to resolve p99 honestly"],
-        &["see which requests make the tail: the slowest rows in this report"],
+        texts(lang, &[
+            ("alert on p99 TTFT and p99 ITL, not on means", "按 TTFT p99 和 ITL p99 告警，而不是按均值"),
+            (
+                "keep histogram buckets fine enough near your SLO to resolve p99 honestly",
+                "在 SLO 附近把直方图分桶划得足够细，才能如实算出 p99",
+            ),
+        ]),
+        texts(lang, &[(
+            "see which requests make the tail: the slowest rows in this report",
+            "看看长尾是由哪些请求构成的：即本报告中最慢的那些行",
+        )]),
     ))
 }
 

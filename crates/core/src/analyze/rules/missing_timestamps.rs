@@ -1,6 +1,6 @@
 //! Rule `missing-timestamps`: request logs lack the four timestamps that split TTFT.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "Without enqueue and first-token times you cannot tell queueing from prefill; without last-token and finish you cannot tell decode from post-processing. Every TTFT incident then starts with guesswork.",
         example: "`{\"request_id\": \"a1\", \"latency_ms\": 3120}`: one number, no way to split it.",
         fix: "Log enqueue_time, first_token_time, last_token_time and finish_time (unix seconds with milliseconds) for every request, with its request_id and prompt/output token counts.",
+        zh: RuleText {
+            title: "请求日志缺少入队 / 首 token / 末 token / 完成时间戳",
+            detects: "请求日志中有行缺少这四个时间戳之一（且没有可以替代它的时长字段）。",
+            why: "没有入队时间和首 token 时间，就分不清是排队慢还是 prefill 慢；没有末 token 时间和完成时间，就分不清是 decode 慢还是后处理慢。于是每次 TTFT 故障都只能从猜开始。",
+            example: "`{\"request_id\": \"a1\", \"latency_ms\": 3120}`：只有一个数，没法拆分。",
+            fix: "每个请求都记录 enqueue_time、first_token_time、last_token_time 和 finish_time（unix 秒，精确到毫秒），以及 request_id 和 prompt/输出 token 数。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let r = &f.requests;
     if r.rows == 0 {
         return None;
@@ -32,18 +39,31 @@ fn check(f: &Facts) -> Option<Finding> {
     let lacking: Vec<String> = parts
         .iter()
         .filter(|(_, n)| *n * 5 > r.rows)
-        .map(|(name, n)| format!("{name}_time in {:.0} % of rows", *n as f64 * 100.0 / r.rows as f64))
+        .map(|(name, n)| {
+            let pct = *n as f64 * 100.0 / r.rows as f64;
+            lang.pick(format!("{name}_time in {pct:.0} % of rows"), format!("{pct:.0}% 的行缺少 {name}_time"))
+        })
         .collect();
     if lacking.is_empty() {
         return None;
     }
     let splits_ttft = m.enqueue * 5 > r.rows || m.first_token * 5 > r.rows;
     Some(RULE.doc.finding(
+        lang,
         if splits_ttft { 0.5 } else { 0.35 },
-        format!("The request log lacks {}.", lacking.join(", ")),
+        lang.pick(
+            format!("The request log lacks {}.", lacking.join(", ")),
+            format!("请求日志缺少时间戳：{}。", lacking.join("，")),
+        ),
         r.missing_example.clone().into_iter().collect(),
-        &["log enqueue_time, first_token_time, last_token_time and finish_time for every request (unix seconds, ms precision), plus request_id, prompt_tokens and output_tokens"],
-        &["a request with finish but no first_token never reached prefill: look at the gateway or the queue"],
+        texts(lang, &[(
+            "log enqueue_time, first_token_time, last_token_time and finish_time for every request (unix seconds, ms precision), plus request_id, prompt_tokens and output_tokens",
+            "每个请求都记录 enqueue_time、first_token_time、last_token_time 和 finish_time（unix 秒，毫秒精度），外加 request_id、prompt_tokens 和 output_tokens",
+        )]),
+        texts(lang, &[(
+            "a request with finish but no first_token never reached prefill: look at the gateway or the queue",
+            "有 finish 却没有 first_token 的请求根本没进 prefill：问题在网关或排队层",
+        )]),
     ))
 }
 

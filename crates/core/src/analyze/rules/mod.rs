@@ -6,6 +6,7 @@
 
 use super::facts::Facts;
 use super::report::{Class, EvidenceLine, Finding};
+pub use crate::lang::Lang;
 
 mod activation_peak;
 mod allocator_fragmentation;
@@ -31,7 +32,8 @@ mod slow_gpu;
 mod timeout_too_short;
 mod upstream_cut;
 
-/// A rule's documentation, shown wherever the rule's findings are.
+/// A rule's documentation, shown wherever the rule's findings are. The top-level text fields
+/// are English; [`RuleDoc::zh`] holds the same sections in Chinese, and [`RuleDoc::text`] picks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuleDoc {
     /// Kebab-case id, named after the problem.
@@ -42,34 +44,69 @@ pub struct RuleDoc {
     pub why: &'static str,
     pub example: &'static str,
     pub fix: &'static str,
+    /// The same sections in Chinese.
+    pub zh: RuleText,
 }
 
-/// A rule: its docs and its check.
+/// The text sections of a rule's documentation in one language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleText {
+    pub title: &'static str,
+    pub detects: &'static str,
+    pub why: &'static str,
+    pub example: &'static str,
+    pub fix: &'static str,
+}
+
+/// A rule: its docs and its check, which writes its finding in the language asked for.
 #[derive(Clone, Copy)]
 pub struct Rule {
     pub doc: RuleDoc,
-    pub check: fn(&Facts) -> Option<Finding>,
+    pub check: fn(&Facts, Lang) -> Option<Finding>,
+}
+
+/// One line of text in both languages: (English, Chinese).
+pub(crate) type Both = (&'static str, &'static str);
+
+/// The lines of `items` in `lang`.
+pub(crate) fn texts(lang: Lang, items: &[Both]) -> Vec<String> {
+    items.iter().map(|(en, zh)| lang.pick(*en, *zh).to_owned()).collect()
 }
 
 impl RuleDoc {
-    /// A finding of this rule.
+    /// The documentation's text in `lang`.
+    pub fn text(&self, lang: Lang) -> RuleText {
+        match lang {
+            Lang::En => RuleText {
+                title: self.title,
+                detects: self.detects,
+                why: self.why,
+                example: self.example,
+                fix: self.fix,
+            },
+            Lang::Zh => self.zh,
+        }
+    }
+
+    /// A finding of this rule, titled in `lang` (the other texts are already in it).
     pub(crate) fn finding(
         &self,
+        lang: Lang,
         confidence: f64,
         summary: String,
         evidence: Vec<EvidenceLine>,
-        remediation: &[&str],
-        next_checks: &[&str],
+        remediation: Vec<String>,
+        next_checks: Vec<String>,
     ) -> Finding {
         Finding {
             class: self.class,
             rule: self.id.to_owned(),
-            title: self.title.to_owned(),
+            title: self.text(lang).title.to_owned(),
             confidence: (confidence.clamp(0.0, 1.0) * 100.0).round() / 100.0,
             summary,
             evidence,
-            remediation: remediation.iter().map(|s| (*s).to_owned()).collect(),
-            next_checks: next_checks.iter().map(|s| (*s).to_owned()).collect(),
+            remediation,
+            next_checks,
         }
     }
 }
@@ -116,10 +153,21 @@ pub(crate) fn q(s: &crate::stats::QuantileSketch, p: f64) -> Option<f64> {
     s.quantile(p)
 }
 
-/// Test helper: the finding of `rule` for these inputs, if it fires.
+/// Test helper: the finding of `rule` for these inputs, if it fires. Every rule test that uses
+/// it also checks the Chinese report: the same findings, numbers and evidence, only the text
+/// differs (and is Chinese).
 #[cfg(test)]
 pub(crate) fn fired(inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
-    crate::analyze::analyze(inputs).findings.into_iter().find(|f| f.rule == rule)
+    let en = crate::analyze::analyze(inputs);
+    let zh = crate::analyze::analyze_in(Lang::Zh, inputs);
+    crate::analyze::assert_same_but_text(&en, &zh, rule);
+    en.findings.into_iter().find(|f| f.rule == rule)
+}
+
+/// Test helper: as [`fired`], with the finding written in `lang`.
+#[cfg(test)]
+pub(crate) fn fired_in(lang: Lang, inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
+    crate::analyze::analyze_in(lang, inputs).findings.into_iter().find(|f| f.rule == rule)
 }
 
 #[cfg(test)]
@@ -147,5 +195,34 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), n);
+    }
+
+    /// Every rule is documented in Chinese too: each section present, different from the
+    /// English one and written in Chinese; code spans (flags, log quotes) are kept as they are.
+    #[test]
+    fn every_rule_is_documented_in_chinese() {
+        use crate::lang::{Lang, has_cjk};
+        assert_eq!(super::RULES.len(), 23);
+        for d in super::docs() {
+            let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
+            assert_eq!(en.title, d.title);
+            for (name, e, z) in [
+                ("title", en.title, zh.title),
+                ("detects", en.detects, zh.detects),
+                ("why", en.why, zh.why),
+                ("example", en.example, zh.example),
+                ("fix", en.fix, zh.fix),
+            ] {
+                assert!(!z.trim().is_empty(), "{}: zh {name} is empty", d.id);
+                assert_ne!(e, z, "{}: zh {name} is the English text", d.id);
+                assert!(has_cjk(z), "{}: zh {name} is not Chinese: {z}", d.id);
+                // What is quoted in backticks (flags, metric names, log lines) is not translated.
+                for span in e.split('`').skip(1).step_by(2) {
+                    assert!(z.contains(&format!("`{span}`")), "{}: zh {name} lost `{span}`", d.id);
+                }
+            }
+            let titles: Vec<&str> = super::docs().map(|x| x.text(Lang::Zh).title).collect();
+            assert_eq!(titles.iter().filter(|t| **t == zh.title).count(), 1, "{}: zh title repeated", d.id);
+        }
     }
 }

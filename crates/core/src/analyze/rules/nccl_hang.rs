@@ -1,6 +1,6 @@
 //! Rule `nccl-hang`: a collective operation timed out; the tensor-parallel group is stuck.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,25 +13,49 @@ pub(crate) const RULE: Rule = Rule {
         why: "With tensor or pipeline parallelism every step needs all ranks; if one rank dies, hangs or loses its link, the others wait in an all-reduce until the watchdog fires. Throughput is zero until the whole group restarts.",
         example: "`[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.`",
         fix: "Restart the whole group; find the rank that failed first (its own log, XID errors in `dmesg`, `nvidia-smi nvlink -e`), run with `NCCL_DEBUG=INFO` to see the failing link.",
+        zh: RuleText {
+            title: "NCCL 集合通信超时：GPU 组卡住了",
+            detects: "引擎日志中出现 `Watchdog caught collective operation timeout`、`NCCL error`、`ncclInternalError` / `ncclSystemError`。",
+            why: "在张量并行或流水线并行下，每一步都需要所有 rank 参与；只要一个 rank 挂了、卡住或链路断了，其他 rank 就一直在 all-reduce 里等，直到 watchdog 触发。整个组重启之前，吞吐都是零。",
+            example: "另一个 rank 失联后，rank 0 的日志：`[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.`",
+            fix: "重启整个组；找出最先出错的 rank（看它自己的日志、`dmesg` 里的 XID 错误、`nvidia-smi nvlink -e`），用 `NCCL_DEBUG=INFO` 运行以定位故障链路。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let lines = &f.vllm.nccl;
     if lines.is_empty() {
         return None;
     }
+    let n = lines.len();
     Some(RULE.doc.finding(
+        lang,
         0.85,
-        format!("The engine log reports {} NCCL failure line(s): a rank of the parallel group stopped answering.", lines.len()),
+        lang.pick(
+            format!("The engine log reports {n} NCCL failure line(s): a rank of the parallel group stopped answering."),
+            format!("引擎日志中有 {n} 行 NCCL 故障：并行组里有一个 rank 不再响应。"),
+        ),
         lines.iter().take(3).cloned().collect(),
-        &[
-            "restart the whole tensor-parallel group (one rank cannot rejoin alone)",
-            "NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) on the next start to see the failing link",
-            "check each GPU: `nvidia-smi -q -d ECC,RETIRED_PAGES`, `nvidia-smi nvlink -e`, XID errors in `dmesg`",
-        ],
-        &["find the rank whose log shows an error first: the others only time out waiting for it"],
+        texts(lang, &[
+            (
+                "restart the whole tensor-parallel group (one rank cannot rejoin alone)",
+                "重启整个张量并行组（单个 rank 无法自己重新加入）",
+            ),
+            (
+                "NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) on the next start to see the failing link",
+                "下次启动时设置 NCCL_DEBUG=INFO（以及 NCCL_DEBUG_SUBSYS=INIT,NET），定位故障链路",
+            ),
+            (
+                "check each GPU: `nvidia-smi -q -d ECC,RETIRED_PAGES`, `nvidia-smi nvlink -e`, XID errors in `dmesg`",
+                "逐卡检查：`nvidia-smi -q -d ECC,RETIRED_PAGES`、`nvidia-smi nvlink -e`、`dmesg` 里的 XID 错误",
+            ),
+        ]),
+        texts(lang, &[(
+            "find the rank whose log shows an error first: the others only time out waiting for it",
+            "找出日志里最先报错的 rank：其他 rank 只是在等它时超时了",
+        )]),
     ))
 }
 

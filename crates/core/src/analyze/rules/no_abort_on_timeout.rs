@@ -1,6 +1,6 @@
 //! Rule `no-abort-on-timeout`: clients time out but the engine never aborts their requests.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "A request the client gave up on keeps generating and keeps its KV blocks unless the serving layer aborts it. Enough of them and the cache fills with work nobody will read: the slow road to a KV leak and an OOM.",
         example: "120 requests ended `status=504 timeout` in the gateway log; the vLLM log of the same hour has no `Aborted request` line.",
         fix: "On timeout or disconnect, call the engine's abort (`engine.abort(request_id)`) — the article's guarded_generate — and set a server-side max duration too.",
+        zh: RuleText {
+            title: "超时的请求没有被 abort",
+            detects: "请求日志里有客户端侧的超时或取消（状态码 408/499/504、`timeout`、`cancelled`），而引擎日志里没有任何 `Aborted request` 行。",
+            why: "客户端已经放弃的请求，除非服务层 abort 它，否则会继续生成并一直占着它的 KV 块。这样的请求一多，缓存就被没人会看的工作填满：这是通往 KV 泄漏和 OOM 的慢性路径。",
+            example: "网关日志里有 120 个请求以 `status=504 timeout` 结束；同一小时的 vLLM 日志里一行 `Aborted request` 都没有。",
+            fix: "超时或断开时调用引擎的 abort（`engine.abort(request_id)`）——即文中的 guarded_generate——同时在服务端也设置最长处理时间。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let timeouts: u64 = f
         .requests
         .statuses
@@ -43,18 +50,35 @@ fn check(f: &Facts) -> Option<Finding> {
         .and_then(|r| r.evidence.clone());
     let leak_too =
         f.vllm.stats.iter().any(|s| s.running == Some(0.0) && s.kv_usage_pct.unwrap_or(0.0) >= 50.0);
-    Some(RULE.doc.finding(
-        if leak_too { 0.75 } else { 0.55 },
-        format!(
+    let summary = match lang {
+        Lang::En => format!(
             "{timeouts} request(s) timed out or were cancelled on the client side, and the engine log shows no `Aborted request` line{}.",
             if leak_too { "; the KV cache also stays full with nothing running" } else { "" }
         ),
+        Lang::Zh => format!(
+            "有 {timeouts} 个请求在客户端侧超时或被取消，而引擎日志里没有任何 `Aborted request` 行{}。",
+            if leak_too { "；同时没有请求在运行，KV 缓存却一直是满的" } else { "" }
+        ),
+    };
+    Some(RULE.doc.finding(
+        lang,
+        if leak_too { 0.75 } else { 0.55 },
+        summary,
         example.into_iter().collect(),
-        &[
-            "abort the engine request when the client times out or disconnects: engine.abort(request_id)",
-            "set a server-side limit as well (max_tokens, and a request deadline in the serving layer)",
-        ],
-        &["count `Aborted request` lines in the engine log against client timeouts in the gateway log"],
+        texts(lang, &[
+            (
+                "abort the engine request when the client times out or disconnects: engine.abort(request_id)",
+                "客户端超时或断开时 abort 引擎里的请求：engine.abort(request_id)",
+            ),
+            (
+                "set a server-side limit as well (max_tokens, and a request deadline in the serving layer)",
+                "服务端也要设上限（max_tokens，以及服务层的请求截止时间）",
+            ),
+        ]),
+        texts(lang, &[(
+            "count `Aborted request` lines in the engine log against client timeouts in the gateway log",
+            "对比引擎日志里 `Aborted request` 的行数和网关日志里客户端超时的次数",
+        )]),
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `queueing-exceeds-capacity`: requests wait in the queue longer than they compute.
 
-use super::{Rule, RuleDoc, q};
+use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "When more requests arrive than the engine can batch, the extra ones wait before prefill even starts; TTFT grows with the queue, not with the model.",
         example: "`Running: 64 reqs, Waiting: 37 reqs, GPU KV cache usage: 96%`: the batch is full and 37 requests wait their turn.",
         fix: "Add capacity (replicas, or TP/PP for a bigger KV cache), rate-limit at the gateway, or raise `--max-num-seqs` if KV usage leaves room; autoscale on the waiting-queue gauge.",
+        zh: RuleText {
+            title: "请求到达超过服务能力，在队列里排队",
+            detects: "排队时间占了 TTFT 的大头（请求日志），或批已满时仍持续有请求在等待（vLLM `Waiting`、`vllm:num_requests_waiting`、SGLang `#queue-req`）。",
+            why: "到达的请求多于引擎能组批处理的数量时，多出来的请求在 prefill 开始之前就得等待；TTFT 随队列增长，而不是随模型变慢。",
+            example: "`Running: 64 reqs, Waiting: 37 reqs, GPU KV cache usage: 96%`：批已经满了，37 个请求在排队。",
+            fix: "扩容（加副本，或用 TP/PP 换更大的 KV 缓存），在网关限流；如果 KV 使用率还有余量，调大 `--max-num-seqs`；按等待队列长度自动扩缩容。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let mut evidence: Vec<EvidenceLine> = Vec::new();
     let mut reasons = Vec::new();
     let mut confidence: f64 = 0.0;
@@ -29,9 +36,10 @@ fn check(f: &Facts) -> Option<Finding> {
         && q90 >= 200.0
     {
         confidence = confidence.max(0.55 + 0.35 * share);
-        reasons.push(format!(
-            "queue time is {:.0} % of TTFT at the median (queue p90 {q90:.0} ms)",
-            share * 100.0
+        let pct = share * 100.0;
+        reasons.push(lang.pick(
+            format!("queue time is {pct:.0} % of TTFT at the median (queue p90 {q90:.0} ms)"),
+            format!("按中位数，排队时间占 TTFT 的 {pct:.0}%（排队 p90 {q90:.0} ms）"),
         ));
         if let Some(e) =
             r.slowest.iter().find(|row| row.queue_ms.is_some()).and_then(|row| row.evidence.clone())
@@ -49,10 +57,10 @@ fn check(f: &Facts) -> Option<Finding> {
         let max_waiting = worst.waiting.unwrap_or(0.0);
         if max_waiting >= 5.0 || max_waiting >= worst.running.unwrap_or(0.0) {
             confidence = confidence.max(0.75);
-            reasons.push(format!(
-                "requests were waiting in {} of {} busy vLLM stats lines (up to {max_waiting:.0} waiting)",
-                waiting.len(),
-                busy.len()
+            let (w, b) = (waiting.len(), busy.len());
+            reasons.push(lang.pick(
+                format!("requests were waiting in {w} of {b} busy vLLM stats lines (up to {max_waiting:.0} waiting)"),
+                format!("{b} 条有请求在跑的 vLLM 统计行中，有 {w} 条存在等待请求（最多 {max_waiting:.0} 个在等待）"),
             ));
             evidence.push(worst.evidence.clone());
         }
@@ -70,8 +78,9 @@ fn check(f: &Facts) -> Option<Finding> {
             .map_or(0.0, |x| x.0);
         if waiting >= 4.0_f64.max(running * 0.25) {
             confidence = confidence.max(0.7);
-            reasons.push(format!(
-                "the last scrape shows {waiting:.0} requests waiting with {running:.0} running"
+            reasons.push(lang.pick(
+                format!("the last scrape shows {waiting:.0} requests waiting with {running:.0} running"),
+                format!("最后一次抓取显示 {waiting:.0} 个请求在等待、{running:.0} 个在运行"),
             ));
             evidence.push(scrape.evidence(series));
         }
@@ -81,11 +90,10 @@ fn check(f: &Facts) -> Option<Finding> {
     if queued.len() >= 2 && queued.len() * 2 >= f.sglang.batches.len() {
         confidence = confidence.max(0.7);
         let worst = queued.iter().max_by(|a, b| a.queue.unwrap_or(0.0).total_cmp(&b.queue.unwrap_or(0.0)))?;
-        reasons.push(format!(
-            "SGLang reported a waiting queue in {} of {} batches (up to {:.0})",
-            queued.len(),
-            f.sglang.batches.len(),
-            worst.queue.unwrap_or(0.0)
+        let (n, all, most) = (queued.len(), f.sglang.batches.len(), worst.queue.unwrap_or(0.0));
+        reasons.push(lang.pick(
+            format!("SGLang reported a waiting queue in {n} of {all} batches (up to {most:.0})"),
+            format!("SGLang 的 {all} 个 batch 中有 {n} 个报告了等待队列（最多 {most:.0} 个）"),
         ));
         evidence.push(worst.evidence.clone());
     }
@@ -95,9 +103,10 @@ fn check(f: &Facts) -> Option<Finding> {
         && share / total >= 0.5
     {
         confidence = confidence.max(0.65);
-        reasons.push(format!(
-            "TGI spans spend {:.0} % of the median request in the queue",
-            share / total * 100.0
+        let pct = share / total * 100.0;
+        reasons.push(lang.pick(
+            format!("TGI spans spend {pct:.0} % of the median request in the queue"),
+            format!("TGI span 显示，中位数请求有 {pct:.0}% 的时间花在排队上"),
         ));
         evidence.extend(f.tgi.slowest.clone());
     }
@@ -106,19 +115,41 @@ fn check(f: &Facts) -> Option<Finding> {
         return None;
     }
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!("Arrivals exceed what the engine can serve: {}.", reasons.join("; ")),
+        lang.pick(
+            format!("Arrivals exceed what the engine can serve: {}.", reasons.join("; ")),
+            format!("到达的请求超过了引擎的服务能力：{}。", reasons.join("；")),
+        ),
         evidence,
-        &[
-            "add capacity: more replicas behind the gateway, or TP/PP to grow the KV cache",
-            "rate-limit or shed load at the gateway while the queue drains",
-            "if KV usage stays well below 90 %, raise --max-num-seqs (e.g. 256 → 384) so more requests batch together",
-            "autoscale on vllm:num_requests_waiting (or sglang:num_queue_reqs) rather than on GPU utilisation",
-        ],
-        &[
-            "compare the arrival rate with the engine's generation throughput over the same window",
-            "check GPU KV cache usage: near 100 % means the batch cannot grow, so only more GPUs help",
-        ],
+        texts(lang, &[
+            (
+                "add capacity: more replicas behind the gateway, or TP/PP to grow the KV cache",
+                "扩容：在网关后面加副本，或用 TP/PP 扩大 KV 缓存",
+            ),
+            (
+                "rate-limit or shed load at the gateway while the queue drains",
+                "在队列消化完之前，在网关限流或丢弃部分负载",
+            ),
+            (
+                "if KV usage stays well below 90 %, raise --max-num-seqs (e.g. 256 → 384) so more requests batch together",
+                "如果 KV 使用率一直明显低于 90%，调大 --max-num-seqs（例如 256 → 384），让更多请求进同一批",
+            ),
+            (
+                "autoscale on vllm:num_requests_waiting (or sglang:num_queue_reqs) rather than on GPU utilisation",
+                "按 vllm:num_requests_waiting（或 sglang:num_queue_reqs）自动扩缩容，而不是按 GPU 利用率",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "compare the arrival rate with the engine's generation throughput over the same window",
+                "在同一时间窗口内对比请求到达速率和引擎的生成吞吐",
+            ),
+            (
+                "check GPU KV cache usage: near 100 % means the batch cannot grow, so only more GPUs help",
+                "看 GPU KV 缓存使用率：接近 100% 说明批已无法再变大，只有加卡才有用",
+            ),
+        ]),
     ))
 }
 
@@ -143,6 +174,14 @@ mod tests {
             .collect();
         let f = fired(&[("req.jsonl", &log)], "queueing-exceeds-capacity").unwrap();
         assert!(f.summary.contains("83 %"), "{}", f.summary);
+        // The same number in the Chinese summary.
+        let zh = super::super::fired_in(
+            super::super::Lang::Zh,
+            &[("req.jsonl", &log)],
+            "queueing-exceeds-capacity",
+        )
+        .unwrap();
+        assert!(zh.summary.contains("排队时间占 TTFT 的 83%"), "{}", zh.summary);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Rule `scheduler-stall`: requests sit in the batch but nothing is generated.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "Running requests that produce nothing mean the engine loop is stuck: a scheduler deadlock, a request that hogs the batch, or a hung collective. Everything behind it waits; throughput is zero although the process is alive.",
         example: "Three stats lines in a row: `Avg generation throughput: 0.0 tokens/s, Running: 48 reqs, Waiting: 210 reqs`.",
         fix: "Give every request a hard timeout and a max_tokens cap, abort stuck requests, restart the worker to recover, and capture a stack dump (py-spy dump) before restarting to find the culprit.",
+        zh: RuleText {
+            title: "调度卡死：有请求在运行，却不出 token",
+            detects: "连续多条 vLLM 统计行（或两次抓取）显示有请求在运行，但生成吞吐为零。",
+            why: "有运行中的请求却什么都不产出，说明引擎主循环卡住了：调度死锁、某个请求霸占了批，或集合通信挂起。后面的请求全在等；进程还活着，吞吐却是零。",
+            example: "连续三条统计行：`Avg generation throughput: 0.0 tokens/s, Running: 48 reqs, Waiting: 210 reqs`。",
+            fix: "给每个请求设硬超时和 max_tokens 上限，abort 卡住的请求，重启 worker 恢复服务；重启前先抓一份调用栈（py-spy dump）找出元凶。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let mut confidence: f64 = 0.0;
     let mut reasons = Vec::new();
     let mut evidence = Vec::new();
@@ -38,10 +45,12 @@ fn check(f: &Facts) -> Option<Finding> {
     }
     if best.len() >= 3 {
         confidence = 0.8;
-        reasons.push(format!(
-            "{} consecutive stats lines show {:.0} requests running and 0 tokens/s generated",
-            best.len(),
-            best[0].running.unwrap_or(0.0)
+        let (n, running) = (best.len(), best[0].running.unwrap_or(0.0));
+        reasons.push(lang.pick(
+            format!(
+                "{n} consecutive stats lines show {running:.0} requests running and 0 tokens/s generated"
+            ),
+            format!("连续 {n} 条统计行显示 {running:.0} 个请求在运行，生成速度 0 tokens/s"),
         ));
         evidence.push(best[0].evidence.clone());
         evidence.push(best[best.len() - 1].evidence.clone());
@@ -56,7 +65,11 @@ fn check(f: &Facts) -> Option<Finding> {
             && d == 0.0
         {
             confidence = confidence.max(0.8);
-            reasons.push(format!("between two scrapes {:.0} requests stayed running while vllm:generation_tokens_total did not move", running(last)));
+            let n = running(last);
+            reasons.push(lang.pick(
+                format!("between two scrapes {n:.0} requests stayed running while vllm:generation_tokens_total did not move"),
+                format!("两次抓取之间有 {n:.0} 个请求一直在运行，而 vllm:generation_tokens_total 纹丝不动"),
+            ));
             if let Some((_, s)) = last.sum("vllm:generation_tokens_total") {
                 evidence.push(last.evidence(s));
             }
@@ -66,15 +79,37 @@ fn check(f: &Facts) -> Option<Finding> {
         return None;
     }
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!("The engine holds requests but generates nothing: {}.", reasons.join("; ")),
+        lang.pick(
+            format!("The engine holds requests but generates nothing: {}.", reasons.join("; ")),
+            format!("引擎占着请求却什么都不生成：{}。", reasons.join("；")),
+        ),
         evidence,
-        &[
-            "capture a stack dump of the engine (py-spy dump --pid PID) before restarting, then restart the worker",
-            "give every request a hard timeout and a max_tokens cap, and abort it on timeout so its KV is freed",
-            "watch for the pattern with an alert: running > 0 and generation throughput = 0 for 60 s",
-        ],
-        &["look for NCCL watchdog timeouts or an engine error just before the stall", "find the oldest running request: one abnormal request can hog the batch"],
+        texts(lang, &[
+            (
+                "capture a stack dump of the engine (py-spy dump --pid PID) before restarting, then restart the worker",
+                "重启前先抓引擎的调用栈（py-spy dump --pid PID），然后重启 worker",
+            ),
+            (
+                "give every request a hard timeout and a max_tokens cap, and abort it on timeout so its KV is freed",
+                "给每个请求设硬超时和 max_tokens 上限，超时即 abort，释放它的 KV",
+            ),
+            (
+                "watch for the pattern with an alert: running > 0 and generation throughput = 0 for 60 s",
+                "为这种模式加告警：running > 0 且生成吞吐 = 0 持续 60 s",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "look for NCCL watchdog timeouts or an engine error just before the stall",
+                "查看卡死前是否有 NCCL watchdog 超时或引擎报错",
+            ),
+            (
+                "find the oldest running request: one abnormal request can hog the batch",
+                "找出运行时间最长的请求：一个异常请求就可能霸占整个批",
+            ),
+        ]),
     ))
 }
 

@@ -7,7 +7,7 @@
 //! SM 1440–1515 of 1980 MHz, `SW Power Cap: Active`) and is healthy. It matters only when peers
 //! under the same load run faster, which the peer comparison catches.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::nvidia_smi::GpuReading;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -22,6 +22,13 @@ pub(crate) const RULE: Rule = Rule {
         why: "With tensor or pipeline parallelism every step waits for the slowest GPU, so one throttled GPU stretches every decode step of every request on the replica: TBT tails grow while the healthy GPUs sit in NCCL waits.",
         example: "`nvidia-smi --query-gpu` shows GPU 5 at 800 MHz with `clocks_event_reasons.active` 0x…08 (HW Slowdown) and 86 °C, while GPUs 0–4, 6 and 7 run at 1800 MHz, all at 100 % utilisation.",
         fix: "Drain the node (or the replica) first. Then decode the reason: thermal → cooling (fans, inlet air, heatsink); HW slowdown / power brake → power delivery (PSU, cables, BMC log); a power limit below its peers' → restore it with `nvidia-smi -i N -pl W`. If it persists, reseat or replace the GPU.",
+        zh: RuleText {
+            title: "某张 GPU 比同组其他卡慢",
+            detects: "同一份输入里有两张及以上的忙碌 GPU（同一时刻的读数，或一段序列里每张卡的中位数），其中一张的 SM 时钟低于其他卡中位数的 0.75 倍，并解读它的降频原因；置信度较低的情况：单独一张忙碌 GPU 被 HW Slowdown、过热或 power brake 降频。只有 SW Power Cap 属于满载 GPU 维持功耗上限的正常表现，不报告。",
+            why: "在张量并行或流水线并行下，每一步都要等最慢的那张卡，所以一张降频的 GPU 会拉长这个副本上每个请求的每个 decode 步：TBT 长尾变长，健康的卡则在 NCCL 里空等。",
+            example: "`nvidia-smi --query-gpu` 显示 GPU 5 只有 800 MHz，`clocks_event_reasons.active` 为 0x…08（HW Slowdown），温度 86 °C；而 GPU 0–4、6、7 都在 1800 MHz，全部 100% 利用率。",
+            fix: "先把节点（或副本）摘流。然后解读原因：过热 → 查散热（风扇、进风、散热器）；HW Slowdown / power brake → 查供电（电源、线缆、BMC 日志）；功耗上限低于同组其他卡 → 用 `nvidia-smi -i N -pl W` 恢复。如果问题依旧，重新插拔或更换这张 GPU。",
+        },
     },
     check,
 };
@@ -86,7 +93,7 @@ impl Gpu<'_> {
     }
 }
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // Busy readings with a clock, per input and GPU index (indices of different inputs may be
     // different machines).
     let mut by_input: BTreeMap<&str, BTreeMap<u32, Vec<&GpuReading>>> = BTreeMap::new();
@@ -102,18 +109,18 @@ fn check(f: &Facts) -> Option<Finding> {
                 Some(Gpu { index: *index, readings: readings.clone(), clock: median(&mut clocks)? })
             })
             .collect();
-        let found = if gpus.len() >= 2 { straggler(&gpus) } else { None };
+        let found = if gpus.len() >= 2 { straggler(&gpus, lang) } else { None };
         if let Some(finding) = found
             && best.as_ref().is_none_or(|b| finding.confidence > b.confidence)
         {
             best = Some(finding);
         }
     }
-    best.or_else(|| lone_throttled(f))
+    best.or_else(|| lone_throttled(f, lang))
 }
 
 /// The peer comparison.
-fn straggler(gpus: &[Gpu<'_>]) -> Option<Finding> {
+fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
     let mut slow: Vec<(&Gpu<'_>, f64, f64)> = Vec::new(); // (gpu, peers' median clock, ratio)
     for g in gpus {
         let mut peers: Vec<f64> = gpus.iter().filter(|p| p.index != g.index).map(|p| p.clock).collect();
@@ -135,95 +142,153 @@ fn straggler(gpus: &[Gpu<'_>]) -> Option<Finding> {
     let reasons = g.reasons();
     let hw = g.readings.iter().any(|r| hw_throttled(r));
 
+    let zh = lang == Lang::Zh;
+    let s = |en: &str, cn: &str| lang.pick(en, cn).to_owned();
+    let idx = g.index;
     let mut why: Vec<String> = Vec::new();
-    let mut remediation: Vec<String> = vec![format!(
-        "drain the node (or take GPU {} out of the replica) now: with tensor parallelism every step runs at the slowest GPU's pace",
-        g.index
+    let mut remediation: Vec<String> = vec![lang.pick(
+        format!(
+            "drain the node (or take GPU {idx} out of the replica) now: with tensor parallelism every step runs at the slowest GPU's pace"
+        ),
+        format!("立即把节点摘流（或把 GPU {idx} 移出副本）：张量并行下每一步都按最慢那张卡的速度走"),
     )];
     let temp = g.median_of(|r| r.temp_c);
     let peer_temp = peer_med(&|r| r.temp_c);
-    let temp_note = match (temp, peer_temp) {
-        (Some(t), Some(p)) => format!(" at {t:.0} °C (peers {p:.0} °C)"),
-        (Some(t), None) => format!(" at {t:.0} °C"),
+    let temp_note = match (temp, peer_temp, zh) {
+        (Some(t), Some(p), false) => format!(" at {t:.0} °C (peers {p:.0} °C)"),
+        (Some(t), None, false) => format!(" at {t:.0} °C"),
+        (Some(t), Some(p), true) => format!("（{t:.0} °C，其他卡 {p:.0} °C）"),
+        (Some(t), None, true) => format!("（{t:.0} °C）"),
         _ => String::new(),
     };
     if reasons.contains(&"hw_thermal")
         || reasons.contains(&"sw_thermal")
         || g.readings.iter().any(|r| r.thermal_violation == Some(true))
     {
-        why.push(format!("thermal slowdown is active{temp_note}: the GPU is too hot"));
-        remediation.push("check cooling: fans, inlet temperature, blocked airflow, heatsink contact (`nvidia-smi -q -d TEMPERATURE`, the BMC's sensor log)".to_owned());
+        why.push(lang.pick(
+            format!("thermal slowdown is active{temp_note}: the GPU is too hot"),
+            format!("过热降频生效中{temp_note}，这张 GPU 温度过高"),
+        ));
+        remediation.push(s(
+            "check cooling: fans, inlet temperature, blocked airflow, heatsink contact (`nvidia-smi -q -d TEMPERATURE`, the BMC's sensor log)",
+            "检查散热：风扇、进风温度、风道是否堵塞、散热器接触（`nvidia-smi -q -d TEMPERATURE`、BMC 的传感器日志）",
+        ));
     }
     if reasons.contains(&"hw_power_brake") {
-        why.push("HW Power Brake Slowdown is active: an external power-brake signal from the power supply or chassis".to_owned());
+        why.push(s(
+            "HW Power Brake Slowdown is active: an external power-brake signal from the power supply or chassis",
+            "HW Power Brake Slowdown 生效中，这是来自电源或机箱的外部 power brake 信号",
+        ));
     }
     if reasons.contains(&"hw_slowdown")
         && !reasons.contains(&"hw_thermal")
         && !reasons.contains(&"hw_power_brake")
     {
-        why.push(format!("HW Slowdown is active{temp_note}: the board pulled its own clock down (over-temperature or a power-brake signal)"));
+        why.push(lang.pick(
+            format!("HW Slowdown is active{temp_note}: the board pulled its own clock down (over-temperature or a power-brake signal)"),
+            format!("HW Slowdown 生效中{temp_note}，板卡自己拉低了时钟（过温或 power brake 信号）"),
+        ));
     }
     if reasons.iter().any(|r| matches!(*r, "hw_slowdown" | "hw_power_brake")) {
-        let power = "check power delivery: PSU health, power cables, the BMC event log (`ipmitool sel list`)"
-            .to_owned();
+        let power = s(
+            "check power delivery: PSU health, power cables, the BMC event log (`ipmitool sel list`)",
+            "检查供电：电源健康状况、电源线缆、BMC 事件日志（`ipmitool sel list`）",
+        );
         // HW Slowdown fires on over-temperature as well as on a power brake: a GPU clearly hotter
         // than its peers points at cooling first.
         let hot = matches!((temp, peer_temp), (Some(t), Some(p)) if t >= p + 10.0);
         if reasons.contains(&"hw_thermal") || reasons.contains(&"sw_thermal") {
             remediation.push(power);
         } else if hot {
-            remediation.push("check cooling first: it runs much hotter than its peers, and HW Slowdown fires on over-temperature (fans, inlet air, heatsink contact)".to_owned());
+            remediation.push(s(
+                "check cooling first: it runs much hotter than its peers, and HW Slowdown fires on over-temperature (fans, inlet air, heatsink contact)",
+                "先查散热：它比其他卡热得多，而 HW Slowdown 在过温时也会触发（风扇、进风、散热器接触）",
+            ));
             remediation.push(power);
         } else {
             remediation.push(power);
-            remediation.push("check cooling too: HW Slowdown also fires on over-temperature".to_owned());
+            remediation.push(s(
+                "check cooling too: HW Slowdown also fires on over-temperature",
+                "散热也要查：HW Slowdown 在过温时同样会触发",
+            ));
         }
     }
     if reasons.contains(&"sw_power_cap") {
         let (limit, peer_limit) = (g.median_of(|r| r.power_limit_w), peer_med(&|r| r.power_limit_w));
         match (limit, peer_limit) {
             (Some(l), Some(p)) if l < 0.95 * p => {
-                why.push(format!(
-                    "SW Power Cap is active under a power limit of {l:.0} W while its peers run at {p:.0} W"
+                why.push(lang.pick(
+                    format!("SW Power Cap is active under a power limit of {l:.0} W while its peers run at {p:.0} W"),
+                    format!("SW Power Cap 生效中，功耗上限只有 {l:.0} W，而其他卡是 {p:.0} W"),
                 ));
-                remediation.push(format!(
-                    "restore its power limit: `sudo nvidia-smi -i {} -pl {p:.0}` (and find what lowered it)",
-                    g.index
+                remediation.push(lang.pick(
+                    format!("restore its power limit: `sudo nvidia-smi -i {idx} -pl {p:.0}` (and find what lowered it)"),
+                    format!("恢复它的功耗上限：`sudo nvidia-smi -i {idx} -pl {p:.0}`（并查清是什么把它调低的）"),
                 ));
             }
             _ => {
-                let draw = g.median_of(|r| r.power_w).map_or(String::new(), |w| format!(" at {w:.0} W"));
-                why.push(format!("SW Power Cap is active{draw}: it reaches its power limit at a lower clock than its peers, which points at a hot or failing part"));
-                remediation.push(format!("compare power limits and draw across GPUs (`nvidia-smi -q -d POWER`); check `nvidia-smi -i {} -pl` matches the peers", g.index));
+                let w = g.median_of(|r| r.power_w);
+                why.push(match (w, zh) {
+                    (Some(w), false) => format!("SW Power Cap is active at {w:.0} W: it reaches its power limit at a lower clock than its peers, which points at a hot or failing part"),
+                    (None, false) => "SW Power Cap is active: it reaches its power limit at a lower clock than its peers, which points at a hot or failing part".to_owned(),
+                    (Some(w), true) => format!("SW Power Cap 生效中（{w:.0} W），它在比其他卡更低的时钟下就触到了功耗上限，说明有部件过热或故障"),
+                    (None, true) => "SW Power Cap 生效中，它在比其他卡更低的时钟下就触到了功耗上限，说明有部件过热或故障".to_owned(),
+                });
+                remediation.push(lang.pick(
+                    format!("compare power limits and draw across GPUs (`nvidia-smi -q -d POWER`); check `nvidia-smi -i {idx} -pl` matches the peers"),
+                    format!("逐卡对比功耗上限和实际功耗（`nvidia-smi -q -d POWER`）；确认 `nvidia-smi -i {idx} -pl` 与其他卡一致"),
+                ));
             }
         }
     }
     if reasons.contains(&"applications_clocks") {
-        why.push("its application clocks are set lower (Applications Clocks Setting is active)".to_owned());
-        remediation.push(format!("reset clocks: `sudo nvidia-smi -i {} -rac` and `-rgc`", g.index));
+        why.push(s(
+            "its application clocks are set lower (Applications Clocks Setting is active)",
+            "它的应用时钟被设得更低（Applications Clocks Setting 生效中）",
+        ));
+        remediation.push(lang.pick(
+            format!("reset clocks: `sudo nvidia-smi -i {idx} -rac` and `-rgc`"),
+            format!("重置时钟：`sudo nvidia-smi -i {idx} -rac` 和 `-rgc`"),
+        ));
     }
     if why.is_empty() {
         why.push(if g.readings.iter().any(|r| r.reasons_known) {
-            "no throttle reason is reported: check for locked clocks (`nvidia-smi -q -d CLOCK`), XID errors (`dmesg | grep -i xid`) and its PCIe link".to_owned()
+            s(
+                "no throttle reason is reported: check for locked clocks (`nvidia-smi -q -d CLOCK`), XID errors (`dmesg | grep -i xid`) and its PCIe link",
+                "没有报告任何降频原因，请检查时钟是否被锁定（`nvidia-smi -q -d CLOCK`）、XID 错误（`dmesg | grep -i xid`）以及它的 PCIe 链路",
+            )
         } else {
-            "this output does not show throttle reasons: run `nvidia-smi -q -d PERFORMANCE` on the node to see them".to_owned()
+            s(
+                "this output does not show throttle reasons: run `nvidia-smi -q -d PERFORMANCE` on the node to see them",
+                "这份输出里没有降频原因，可在节点上运行 `nvidia-smi -q -d PERFORMANCE` 查看",
+            )
         });
     }
-    remediation.push("if it persists after the fix, reseat or replace the GPU".to_owned());
+    remediation.push(s(
+        "if it persists after the fix, reseat or replace the GPU",
+        "修复后问题依旧的话，重新插拔或更换这张 GPU",
+    ));
 
     let others = if slow.len() > 1 {
         let rest: Vec<String> =
             slow[1..].iter().map(|(s, _, _)| format!("GPU {} ({:.0} MHz)", s.index, s.clock)).collect();
-        format!(" Also slow: {}.", rest.join(", "))
+        lang.pick(
+            format!(" Also slow: {}.", rest.join(", ")),
+            format!("同样偏慢的还有：{}。", rest.join("、")),
+        )
     } else {
         String::new()
     };
-    let summary = format!(
-        "GPU {} runs its SM clock at {:.0} MHz under load while its {} peers run at a median {peer_clock:.0} MHz ({ratio:.2}×): {}.{others}",
-        g.index,
-        g.clock,
-        gpus.len() - 1,
-        why.join("; ")
+    let (clock, n_peers) = (g.clock, gpus.len() - 1);
+    let summary = lang.pick(
+        format!(
+            "GPU {idx} runs its SM clock at {clock:.0} MHz under load while its {n_peers} peers run at a median {peer_clock:.0} MHz ({ratio:.2}×): {}.{others}",
+            why.join("; ")
+        ),
+        format!(
+            "GPU {idx} 在负载下 SM 时钟只有 {clock:.0} MHz，而其他 {n_peers} 张卡的中位数是 {peer_clock:.0} MHz（{ratio:.2}×）：{}。{others}",
+            why.join("；")
+        ),
     );
 
     let mut evidence: Vec<EvidenceLine> = Vec::new();
@@ -244,53 +309,87 @@ fn straggler(gpus: &[Gpu<'_>]) -> Option<Finding> {
     if ratio < 0.6 {
         confidence += 0.05;
     }
-    let remediation: Vec<&str> = remediation.iter().map(String::as_str).collect();
     Some(RULE.doc.finding(
+        lang,
         confidence.min(0.85),
         summary,
         evidence,
-        &remediation,
-        &[
-            "watch `nvidia-smi dmon -s pucvmet` for a minute: pclk, pviol and tviol per GPU",
-            "read `nvidia-smi -q -d PERFORMANCE` on the node: the Clocks Event Reasons counters say how long each reason has been active",
-            "compare ITL on this node with other replicas of the same model",
-        ],
+        remediation,
+        texts(lang, &[
+            (
+                "watch `nvidia-smi dmon -s pucvmet` for a minute: pclk, pviol and tviol per GPU",
+                "用 `nvidia-smi dmon -s pucvmet` 观察一分钟：逐卡看 pclk、pviol 和 tviol",
+            ),
+            (
+                "read `nvidia-smi -q -d PERFORMANCE` on the node: the Clocks Event Reasons counters say how long each reason has been active",
+                "在节点上看 `nvidia-smi -q -d PERFORMANCE`：Clocks Event Reasons 计数器给出每种原因累计生效了多久",
+            ),
+            (
+                "compare ITL on this node with other replicas of the same model",
+                "把这个节点的 ITL 与同一模型的其他副本对比",
+            ),
+        ]),
     ))
 }
 
 /// No peers to compare with: a busy GPU held down by a hardware reason is still a lead.
-fn lone_throttled(f: &Facts) -> Option<Finding> {
+fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
+    let zh = lang == Lang::Zh;
     let r = f.gpus.readings.iter().find(|r| busy(r) && hw_throttled(r))?;
     let reasons: Vec<&str> =
         r.reasons.iter().map(String::as_str).filter(|x| HW_REASONS.contains(x)).collect();
-    let mut what = if reasons.is_empty() { "a thermal violation".to_owned() } else { reasons.join(", ") };
+    let mut what = if reasons.is_empty() {
+        lang.pick("a thermal violation", "过热违规（thermal violation）").to_owned()
+    } else {
+        reasons.join(", ")
+    };
     if let Some(t) = r.temp_c {
-        what.push_str(&format!(" at {t:.0} °C"));
+        what.push_str(&lang.pick(format!(" at {t:.0} °C"), format!("（{t:.0} °C）")));
     }
-    let clock = match (r.sm_clock_mhz, r.max_sm_clock_mhz) {
-        (Some(c), Some(m)) => format!(" (SM clock {c:.0} of {m:.0} MHz)"),
-        (Some(c), None) => format!(" (SM clock {c:.0} MHz)"),
+    let clock = match (r.sm_clock_mhz, r.max_sm_clock_mhz, zh) {
+        (Some(c), Some(m), false) => format!(" (SM clock {c:.0} of {m:.0} MHz)"),
+        (Some(c), None, false) => format!(" (SM clock {c:.0} MHz)"),
+        (Some(c), Some(m), true) => format!("（SM 时钟 {c:.0} / {m:.0} MHz）"),
+        (Some(c), None, true) => format!("（SM 时钟 {c:.0} MHz）"),
         _ => String::new(),
     };
     let deep = matches!((r.sm_clock_mhz, r.max_sm_clock_mhz), (Some(c), Some(m)) if c < SLOW_RATIO * m);
     let mut evidence = vec![r.evidence.clone()];
     evidence.extend(r.detail.iter().filter(|d| d.line != r.evidence.line).take(2).cloned());
+    let idx = r.index;
     Some(RULE.doc.finding(
+        lang,
         if deep { 0.5 } else { 0.45 },
-        format!(
-            "GPU {} is throttled under load by {what}{clock}. There are no peer readings to compare with, so this is a lead rather than a verdict: a hardware-throttled GPU slows every step of the replica it serves.",
-            r.index
+        lang.pick(
+            format!(
+                "GPU {idx} is throttled under load by {what}{clock}. There are no peer readings to compare with, so this is a lead rather than a verdict: a hardware-throttled GPU slows every step of the replica it serves."
+            ),
+            format!(
+                "GPU {idx} 在负载下因 {what} 被降频{clock}。没有同组其他卡的读数可以对比，所以这只是线索而非定论：被硬件降频的 GPU 会拖慢它所在副本的每一步。"
+            ),
         ),
         evidence,
-        &[
-            "check cooling (fans, inlet temperature, airflow) and power delivery (PSU, cables, BMC event log)",
-            "drain the node if decode latency on it is worse than on its peers",
-            "reseat or replace the GPU if the reason stays active",
-        ],
-        &[
-            "run `nvidia-smi --query-gpu=index,clocks.sm,clocks_event_reasons.active,temperature.gpu,power.draw --format=csv` on all GPUs of the node to compare peers",
-            "read the Clocks Event Reasons counters in `nvidia-smi -q -d PERFORMANCE`",
-        ],
+        texts(lang, &[
+            (
+                "check cooling (fans, inlet temperature, airflow) and power delivery (PSU, cables, BMC event log)",
+                "检查散热（风扇、进风温度、风道）和供电（电源、线缆、BMC 事件日志）",
+            ),
+            (
+                "drain the node if decode latency on it is worse than on its peers",
+                "如果这个节点的 decode 延迟比其他节点差，就把它摘流",
+            ),
+            ("reseat or replace the GPU if the reason stays active", "如果降频原因一直存在，重新插拔或更换这张 GPU"),
+        ]),
+        texts(lang, &[
+            (
+                "run `nvidia-smi --query-gpu=index,clocks.sm,clocks_event_reasons.active,temperature.gpu,power.draw --format=csv` on all GPUs of the node to compare peers",
+                "对节点上所有 GPU 运行 `nvidia-smi --query-gpu=index,clocks.sm,clocks_event_reasons.active,temperature.gpu,power.draw --format=csv`，逐卡对比",
+            ),
+            (
+                "read the Clocks Event Reasons counters in `nvidia-smi -q -d PERFORMANCE`",
+                "查看 `nvidia-smi -q -d PERFORMANCE` 中的 Clocks Event Reasons 计数器",
+            ),
+        ]),
     ))
 }
 

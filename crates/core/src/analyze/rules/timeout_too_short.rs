@@ -1,7 +1,7 @@
 //! Rule `timeout-too-short`: the client gives up before slow answers arrive, so a TBT tail shows
 //! up as client timeouts instead of slow tokens.
 
-use super::{Rule, RuleDoc, q};
+use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::client_config::Setting;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -15,6 +15,13 @@ pub(crate) const RULE: Rule = Rule {
         why: "A long generation or a TBT tail outlives a short client timeout: the client cuts the request off and reports a timeout, and the slow decode that caused it never shows up as slow tokens, so the search goes to the network. Unless the server aborts the abandoned request, its KV cache stays allocated too.",
         example: "API_TIMEOUT_MS=10000 while the request log's p99 E2E is 42 s: every long answer ends as a client timeout.",
         fix: "While triaging, set the client timeout to at least 60 s (API_TIMEOUT_MS=60000, timeout_ms = 60000) and above the p99 end-to-end latency you measure; make the server abort requests whose client went away.",
+        zh: RuleText {
+            title: "客户端超时比慢回答实际需要的时间还短",
+            detects: "客户端超时低于 60 s（API_TIMEOUT_MS、timeout_ms、request_timeout、Codex 的 stream_idle_timeout_ms），或低于日志中的 p99 延迟；如果请求日志里记录了超时，或有请求比超时还慢，就更确定。",
+            why: "长生成或 TBT 长尾会超过过短的客户端超时：客户端掐断请求并报超时，而造成它的慢 decode 从来不会以“token 慢”的面目出现，排查就被带到了网络上。除非服务端 abort 这些被放弃的请求，否则它们的 KV 缓存也会一直被占着。",
+            example: "API_TIMEOUT_MS=10000，而请求日志的 E2E p99 是 42 s：每个长回答最后都变成了客户端超时。",
+            fix: "排查期间把客户端超时设到至少 60 s（API_TIMEOUT_MS=60000、timeout_ms = 60000），并高于实测的端到端 p99 延迟；让服务端 abort 客户端已经离开的请求。",
+        },
     },
     check,
 };
@@ -24,7 +31,7 @@ const MIN_MS: f64 = 60_000.0;
 
 /// The slowest tail the inputs show for whole requests (E2E) or for the first token (what an
 /// idle timeout waits through), with the line that shows it.
-fn observed(f: &Facts, first_token: bool) -> Option<(f64, String, Option<EvidenceLine>)> {
+fn observed(f: &Facts, first_token: bool, lang: Lang) -> Option<(f64, String, Option<EvidenceLine>)> {
     let mut best: Option<(f64, String, Option<EvidenceLine>)> = None;
     let mut offer = |ms: Option<f64>, what: &str, e: Option<EvidenceLine>| {
         if let Some(ms) = ms.filter(|m| m.is_finite() && *m > 0.0)
@@ -36,16 +43,21 @@ fn observed(f: &Facts, first_token: bool) -> Option<(f64, String, Option<Evidenc
     let r = &f.requests;
     let slowest = r.slowest.first().and_then(|row| row.evidence.clone());
     if first_token {
-        offer(q(&r.ttft_ms, 0.99), "the request log's p99 TTFT", slowest);
+        offer(q(&r.ttft_ms, 0.99), lang.pick("the request log's p99 TTFT", "请求日志的 TTFT p99"), slowest);
     } else {
-        offer(q(&r.e2e_ms, 0.99), "the request log's p99 E2E", slowest);
-        offer(q(&f.tgi.total_ms, 0.99), "TGI's p99 total_time", f.tgi.slowest.clone());
+        offer(q(&r.e2e_ms, 0.99), lang.pick("the request log's p99 E2E", "请求日志的 E2E p99"), slowest);
+        offer(
+            q(&f.tgi.total_ms, 0.99),
+            lang.pick("TGI's p99 total_time", "TGI 的 total_time p99"),
+            f.tgi.slowest.clone(),
+        );
     }
     let key = if first_token { "ttft_ms.p99" } else { "e2e_ms.p99" };
     for b in &f.bench {
+        let tool = &b.tool;
         offer(
             b.figures.get(key).copied(),
-            &format!("the {} benchmark's {key}", b.tool),
+            &lang.pick(format!("the {tool} benchmark's {key}"), format!("{tool} 压测的 {key}")),
             b.lines.get(key).cloned(),
         );
     }
@@ -72,65 +84,100 @@ fn timeouts(f: &Facts) -> (u64, Option<EvidenceLine>) {
     (from_statuses + engine, f.vllm.timeouts.first().cloned())
 }
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (timed_out, timeout_line) = timeouts(f);
     let mut best: Option<(f64, String, Vec<EvidenceLine>)> = None;
     for c in &f.clients {
         let settings: [(&str, Option<&Setting<f64>>, bool); 2] = [
-            ("client timeout", c.timeout_ms.as_ref(), false),
-            ("stream idle timeout", c.stream_idle_timeout_ms.as_ref(), true),
+            (lang.pick("client timeout", "客户端超时"), c.timeout_ms.as_ref(), false),
+            (lang.pick("stream idle timeout", "流式空闲超时"), c.stream_idle_timeout_ms.as_ref(), true),
         ];
         for (what, setting, idle) in settings {
             let Some(s) = setting.filter(|s| s.value > 0.0) else { continue };
             let ms = s.value;
             let short = ms < MIN_MS;
-            let tail = observed(f, idle).filter(|(p99, _, _)| *p99 > ms);
+            let tail = observed(f, idle, lang).filter(|(p99, _, _)| *p99 > ms);
             if !short && tail.is_none() {
                 continue;
             }
             let mut confidence: f64 = if short { 0.5 } else { 0.0 };
-            let mut reasons = vec![format!(
-                "the {what} is {:.0} s ({} config){}",
-                ms / 1e3,
-                c.format,
-                if short { ", under the 60 s the article asks for while triaging" } else { "" }
-            )];
+            let (secs, kind) = (ms / 1e3, &c.format);
+            let mut reasons = vec![match lang {
+                Lang::En => format!(
+                    "the {what} is {secs:.0} s ({kind} config){}",
+                    if short { ", under the 60 s the article asks for while triaging" } else { "" }
+                ),
+                Lang::Zh => format!(
+                    "{what}为 {secs:.0} s（{kind} 配置）{}",
+                    if short { "，低于排查期间建议的 60 s" } else { "" }
+                ),
+            }];
             let mut evidence = vec![s.evidence.clone()];
             if let Some((p99, source, e)) = tail {
                 confidence = confidence.max(if short { 0.85 } else { 0.6 });
-                reasons.push(format!("{source} is {:.1} s, longer than the timeout", p99 / 1e3));
+                let p99 = p99 / 1e3;
+                reasons.push(lang.pick(
+                    format!("{source} is {p99:.1} s, longer than the timeout"),
+                    format!("{source}为 {p99:.1} s，比超时还长"),
+                ));
                 evidence.extend(e);
             }
             if timed_out > 0 {
                 confidence = confidence.max(0.75);
-                reasons.push(format!("the logs record {timed_out} timed-out request(s)"));
+                reasons.push(lang.pick(
+                    format!("the logs record {timed_out} timed-out request(s)"),
+                    format!("日志记录了 {timed_out} 个超时的请求"),
+                ));
                 evidence.extend(timeout_line.clone());
             } else if short && f.vllm.aborts > 0 {
                 confidence = confidence.max(0.6);
-                reasons.push(format!("vLLM aborted {} request(s) whose client went away", f.vllm.aborts));
+                let n = f.vllm.aborts;
+                reasons.push(lang.pick(
+                    format!("vLLM aborted {n} request(s) whose client went away"),
+                    format!("vLLM abort 了 {n} 个客户端已离开的请求"),
+                ));
                 evidence.extend(f.vllm.abort_lines.first().cloned());
             }
             if best.as_ref().is_none_or(|b| confidence > b.0) {
-                best = Some((confidence, reasons.join("; "), evidence));
+                best = Some((confidence, reasons.join(lang.pick("; ", "；")), evidence));
             }
         }
     }
     let (confidence, summary, evidence) = best?;
     Some(RULE.doc.finding(
+        lang,
         confidence,
-        format!(
-            "Slow answers are cut off by the client: {summary}. A TBT tail then looks like client timeouts, not slow tokens."
+        lang.pick(
+            format!(
+                "Slow answers are cut off by the client: {summary}. A TBT tail then looks like client timeouts, not slow tokens."
+            ),
+            format!("慢回答被客户端掐断了：{summary}。这样 TBT 长尾看起来就成了客户端超时，而不是 token 慢。"),
         ),
         evidence,
-        &[
-            "while triaging set the client timeout to 60 s or more (settings.json: \"API_TIMEOUT_MS\": \"60000\"; config.toml: timeout_ms = 60000)",
-            "keep the timeout above the p99 end-to-end latency you measure, and cap max_tokens instead of cutting answers off by time",
-            "make sure the server aborts requests whose client disconnected (vLLM does on disconnect; custom servers must call abort), or the KV cache leaks",
-        ],
-        &[
-            "compare the client's timeout errors with the server's per-request E2E: timeouts at exactly the configured value mean the client, not the server, ended them",
-            "look at TBT (ITL) p99 over the same window to find what made the answers slow",
-        ],
+        texts(lang, &[
+            (
+                "while triaging set the client timeout to 60 s or more (settings.json: \"API_TIMEOUT_MS\": \"60000\"; config.toml: timeout_ms = 60000)",
+                "排查期间把客户端超时设到 60 s 以上（settings.json：\"API_TIMEOUT_MS\": \"60000\"；config.toml：timeout_ms = 60000）",
+            ),
+            (
+                "keep the timeout above the p99 end-to-end latency you measure, and cap max_tokens instead of cutting answers off by time",
+                "超时要高于实测的端到端 p99 延迟；用 max_tokens 限制长度，而不是按时间掐断回答",
+            ),
+            (
+                "make sure the server aborts requests whose client disconnected (vLLM does on disconnect; custom servers must call abort), or the KV cache leaks",
+                "确保服务端会 abort 客户端已断开的请求（vLLM 在断开时会做；自研服务必须调用 abort），否则 KV 缓存会泄漏",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "compare the client's timeout errors with the server's per-request E2E: timeouts at exactly the configured value mean the client, not the server, ended them",
+                "对比客户端的超时错误和服务端每个请求的 E2E：如果超时恰好等于配置值，说明是客户端而不是服务端结束了请求",
+            ),
+            (
+                "look at TBT (ITL) p99 over the same window to find what made the answers slow",
+                "看同一时间窗口的 TBT（ITL）p99，找出回答变慢的原因",
+            ),
+        ]),
     ))
 }
 

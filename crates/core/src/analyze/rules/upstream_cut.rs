@@ -1,6 +1,6 @@
 //! Rule `upstream-cut`: the process is alive but no requests arrive.
 
-use super::{Rule, RuleDoc};
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -13,11 +13,18 @@ pub(crate) const RULE: Rule = Rule {
         why: "QPS at zero with a live, idle engine means requests are not reaching it: the gateway marked it unhealthy (a health check too strict during load), service discovery lost it, or a network path is cut.",
         example: "`Running: 32 reqs` at 10:00, then from 10:02 on every line reads `Running: 0 reqs, Waiting: 0 reqs` with 0.0 tokens/s.",
         fix: "Check the gateway's upstream health for this node, the health-check timeout (it must tolerate a loaded engine), service discovery and DNS; send one request straight to the node to prove it serves.",
+        zh: RuleText {
+            title: "流量断了：上游断流，或健康检查把节点摘掉了",
+            detects: "引擎原本在忙，之后统计行全部归零：没有运行、没有等待、prompt 和生成吞吐都是 0，而进程还在继续打日志。",
+            why: "QPS 为零而引擎活着且空闲，说明请求根本没到它这里：网关把它标成了不健康（负载高时健康检查太严），服务发现丢了它，或者网络链路断了。",
+            example: "10:00 还是 `Running: 32 reqs`，从 10:02 起每一行都是 `Running: 0 reqs, Waiting: 0 reqs`、0.0 tokens/s。",
+            fix: "检查网关里这个节点的上游健康状态、健康检查超时（必须能容忍高负载的引擎）、服务发现和 DNS；直接向节点发一个请求，确认它能正常服务。",
+        },
     },
     check,
 };
 
-fn check(f: &Facts) -> Option<Finding> {
+fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let stats = &f.vllm.stats;
     let idle = |s: &crate::analyze::parsers::vllm::VllmStat| {
         s.running == Some(0.0)
@@ -31,19 +38,43 @@ fn check(f: &Facts) -> Option<Finding> {
     if tail.len() < 3 || !tail.iter().all(idle) || !f.vllm.engine_dead.is_empty() {
         return None;
     }
+    let n = tail.len();
     Some(RULE.doc.finding(
+        lang,
         0.65,
-        format!(
-            "The engine served traffic, then logged {} idle stats lines in a row (nothing running or waiting, 0 tokens/s): requests stopped arriving while the process stayed up.",
-            tail.len()
+        lang.pick(
+            format!(
+                "The engine served traffic, then logged {n} idle stats lines in a row (nothing running or waiting, 0 tokens/s): requests stopped arriving while the process stayed up."
+            ),
+            format!(
+                "引擎先是在正常服务，随后连续 {n} 条统计行都是空闲（没有运行、没有等待，0 tokens/s）：进程还在，请求却不再到达。"
+            ),
         ),
         vec![stats[last_busy].evidence.clone(), tail[0].evidence.clone()],
-        &[
-            "check the gateway / load balancer: is this node marked unhealthy or drained?",
-            "relax the health check during load (a longer timeout; check the process, not a generation)",
-            "send one request straight to the node (triage probe http://NODE:8000/v1 --model M) to prove it serves",
-        ],
-        &["compare with the gateway's upstream error and retry counters for the same minutes", "look for a deployment, DNS or service-discovery change at the moment traffic stopped"],
+        texts(lang, &[
+            (
+                "check the gateway / load balancer: is this node marked unhealthy or drained?",
+                "检查网关 / 负载均衡：这个节点是不是被标成不健康或被摘流了？",
+            ),
+            (
+                "relax the health check during load (a longer timeout; check the process, not a generation)",
+                "放宽负载时的健康检查（超时设长一些；检查进程存活，而不是跑一次生成）",
+            ),
+            (
+                "send one request straight to the node (triage probe http://NODE:8000/v1 --model M) to prove it serves",
+                "直接向节点发一个请求（triage probe http://NODE:8000/v1 --model M），确认它能正常服务",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "compare with the gateway's upstream error and retry counters for the same minutes",
+                "对照同一时段网关的上游错误和重试计数",
+            ),
+            (
+                "look for a deployment, DNS or service-discovery change at the moment traffic stopped",
+                "查找流量中断那一刻有没有发布、DNS 或服务发现的变更",
+            ),
+        ]),
     ))
 }
 
