@@ -110,3 +110,51 @@ fn a_report_in_chinese_keeps_rule_ids_and_verdict() {
     assert_eq!(finding.get_attribute("data-rule").as_deref(), Some(en.findings[0].rule.as_str()));
     assert!(cjk(&finding.text_content().unwrap()));
 }
+
+/// The plotters charts ink their canvas, redraw over what was there, and draw empty axes (no
+/// panic) for no data, zeros, or zero bins.
+#[wasm_bindgen_test]
+fn the_charts_draw_and_survive_degenerate_data() {
+    use triage_site::pages::chart;
+    use web_sys::HtmlCanvasElement;
+    let doc = web_sys::window().unwrap().document().unwrap();
+    let canvas = || {
+        let c: HtmlCanvasElement = doc.create_element("canvas").unwrap().unchecked_into();
+        c.set_width(370);
+        c.set_height(220);
+        doc.body().unwrap().append_child(&c).unwrap();
+        c
+    };
+    let image = |c: &HtmlCanvasElement| c.to_data_url().unwrap();
+    let blank = image(&canvas());
+    let drawn = |draw: &dyn Fn(&HtmlCanvasElement)| {
+        let c = canvas();
+        draw(&c);
+        image(&c)
+    };
+    let queue = [
+        ("running", "#5b8def", vec![(0.0, 10.0), (10.0, 64.0), (20.0, 64.0)]),
+        ("waiting", "#d9534f", vec![(0.0, 0.0), (10.0, 30.0), (20.0, 130.0)]),
+    ];
+    let gpus = [("GPU 0".to_string(), 1800.0), ("GPU 1".to_string(), 800.0)];
+    let cdf = [(0.0, 0.0), (120.0, 0.5), (3000.0, 1.0)];
+    assert_ne!(drawn(&|c| chart::histogram(c, &[1.0, 2.0, 2.5, 40.0], 10, "TTFT (ms)")), blank);
+    assert_ne!(drawn(&|c| chart::line(c, &cdf, "TTFT (ms)")), blank);
+    assert_ne!(drawn(&|c| chart::lines(c, &queue, "seconds")), blank);
+    assert_ne!(drawn(&|c| chart::bars(c, &gpus, "SM clock (MHz)")), blank);
+    // Redrawn (e.g. on a language switch): the old chart is cleared first.
+    let line_alone = drawn(&|c| chart::line(c, &cdf, "x"));
+    let line_over_bars = drawn(&|c| {
+        chart::bars(c, &gpus, "MHz");
+        chart::line(c, &cdf, "x");
+    });
+    assert_eq!(line_over_bars, line_alone);
+    // Nothing to show: axes alone.
+    assert_ne!(drawn(&|c| chart::histogram(c, &[], 20, "ITL (ms)")), blank);
+    drawn(&|c| chart::histogram(c, &[0.0, 0.0], 20, "x"));
+    drawn(&|c| chart::histogram(c, &[5.0], 0, "x"));
+    drawn(&|c| chart::line(c, &[], "x"));
+    drawn(&|c| chart::line(c, &[(0.0, 0.0)], "x"));
+    drawn(&|c| chart::lines(c, &[], "x"));
+    drawn(&|c| chart::bars(c, &[], "x"));
+}
