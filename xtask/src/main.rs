@@ -227,7 +227,8 @@ fn gpu_check(prepare_only: bool) -> anyhow::Result<()> {
     std::fs::create_dir_all(bundle.join("plugins"))?;
     std::fs::copy(target.join("release/triage-runner"), bundle.join("triage-runner"))?;
     // Line tables make the release binary ~120 MB; the bundle travels, so drop them (~18 MB).
-    if Command::new("strip").arg(bundle.join("triage-runner")).status().map(|s| !s.success()).unwrap_or(true) {
+    if Command::new("strip").arg(bundle.join("triage-runner")).status().map(|s| !s.success()).unwrap_or(true)
+    {
         eprintln!("gpu-check: `strip` failed or is missing; the bundle keeps its debug info");
     }
     // Only the GPU rules: the analyzer component is not a per-tick plugin.

@@ -61,9 +61,16 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
     std::fs::create_dir_all(&out)?;
     let mut wb = Command::new("wasm-bindgen");
     // No name or producers section: function names are for debuggers, not for users (~3 KB gzip).
-    wb.args(["--target", "web", "--no-typescript", "--remove-name-section", "--remove-producers-section", "--out-dir"])
-        .arg(&out)
-        .arg(&wasm);
+    wb.args([
+        "--target",
+        "web",
+        "--no-typescript",
+        "--remove-name-section",
+        "--remove-producers-section",
+        "--out-dir",
+    ])
+    .arg(&out)
+    .arg(&wasm);
     step("wasm-bindgen", wb)?;
     for entry in std::fs::read_dir(workspace_root().join("site/static"))? {
         let entry = entry?;
