@@ -126,6 +126,30 @@ struct Plugin {
     last_call: Duration,
 }
 
+impl Plugin {
+    fn new(
+        name: &str,
+        path: PathBuf,
+        stamp: Stamp,
+        world: World,
+        pre: Option<gpu_rules::GpuRulesPre<State>>,
+    ) -> Plugin {
+        Plugin {
+            name: name.to_owned(),
+            path,
+            stamp,
+            world,
+            pre,
+            live: None,
+            failures_in_row: 0,
+            failures_total: 0,
+            disabled: false,
+            findings: Vec::new(),
+            last_call: Duration::ZERO,
+        }
+    }
+}
+
 /// Counters and state of one plugin, for the exposition.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PluginStatus {
@@ -356,19 +380,7 @@ impl PluginHost {
             }
             World::TextAnalyzer => None,
         };
-        Ok(Plugin {
-            name: name.to_owned(),
-            path: path.to_path_buf(),
-            stamp: st,
-            world,
-            pre,
-            live: None,
-            failures_in_row: 0,
-            failures_total: 0,
-            disabled: false,
-            findings: Vec::new(),
-            last_call: Duration::ZERO,
-        })
+        Ok(Plugin::new(name, path.to_path_buf(), st, world, pre))
     }
 
     /// Add one GPU-rules component from bytes (tests, benchmarks).
@@ -384,22 +396,7 @@ impl PluginHost {
             ),
             World::TextAnalyzer => None,
         };
-        self.plugins.insert(
-            name.to_owned(),
-            Plugin {
-                name: name.to_owned(),
-                path: dir,
-                stamp: (0, None),
-                world,
-                pre,
-                live: None,
-                failures_in_row: 0,
-                failures_total: 0,
-                disabled: false,
-                findings: Vec::new(),
-                last_call: Duration::ZERO,
-            },
-        );
+        self.plugins.insert(name.to_owned(), Plugin::new(name, dir, (0, None), world, pre));
         Ok(world)
     }
 

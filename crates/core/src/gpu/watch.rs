@@ -28,6 +28,7 @@ use super::engine::EngineSample;
 use super::sample::{GIB, GpuSample, REASON_IDLE, REASON_SW_POWER_CAP, REASONS_HW, reason_names};
 use super::xid::{self, Severity};
 use crate::analyze::report::Class;
+use crate::stats::median;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -163,15 +164,6 @@ pub struct GpuWatch {
 
 fn mhz(v: Option<u32>) -> String {
     v.map_or_else(|| "?".to_owned(), |v| v.to_string())
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 fn describe_engine(e: &EngineSample) -> String {

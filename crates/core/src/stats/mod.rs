@@ -25,4 +25,4 @@ pub use sketch::{
     DEFAULT_ALPHA, DEFAULT_MAX_BINS, MAX_ALPHA, MAX_MAX_BINS, MIN_ALPHA, QuantileSketch, SketchConfig,
     SketchError,
 };
-pub use summary::{Summary, quantile_sorted};
+pub use summary::{Summary, median, quantile_sorted};

@@ -102,6 +102,16 @@ fn mean_and_std(values: &[f64], min: f64, max: f64) -> (f64, f64) {
     (mean, std)
 }
 
+/// The median of `values` (sorted in place; NaNs sort last), as numpy's `median`: the middle
+/// value, or the mean of the two middle ones. `None` when empty.
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    Some(quantile_sorted(values, 0.5))
+}
+
 /// The `q`-quantile of ascending `sorted` values, interpolated linearly between closest ranks
 /// exactly like numpy's default (`numpy.quantile(a, q, method="linear")`):
 /// `rank = q·(n−1)`, `lo = ⌊rank⌋`, result `sorted[lo] + (sorted[lo+1] − sorted[lo])·(rank − lo)`.

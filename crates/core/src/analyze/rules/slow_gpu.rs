@@ -11,6 +11,7 @@ use super::{Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::nvidia_smi::GpuReading;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
+use crate::stats::median;
 use std::collections::BTreeMap;
 
 pub(crate) const RULE: Rule = Rule {
@@ -49,15 +50,6 @@ fn busy(r: &GpuReading) -> bool {
 
 fn hw_throttled(r: &GpuReading) -> bool {
     HW_REASONS.iter().any(|h| r.has_reason(h)) || r.thermal_violation == Some(true)
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 /// One GPU of one input, over its busy readings that carry an SM clock.
