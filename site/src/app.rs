@@ -1,6 +1,7 @@
 //! The app shell: header, language toggle, navigation, one page at a time.
 
 use crate::browser;
+use crate::fixed::{Erase, fixed};
 use crate::i18n::{Lang, Msg, t};
 use crate::pages;
 use leptos::prelude::*;
@@ -70,58 +71,105 @@ pub fn App() -> impl IntoView {
     // Follow the back/forward buttons.
     let listener = leptos::ev::hashchange;
     let _ = window_event_listener(listener, move |_| page.set(Page::from_hash(&current_hash())));
-    Effect::new(move |_| {
+    Effect::new(effect(move |_| {
         let l = lang.get();
         browser::storage_set(LANG_KEY, if l == Lang::Zh { "zh" } else { "en" });
         if let Some(doc) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
             let _ = doc.set_attribute("lang", if l == Lang::Zh { "zh-CN" } else { "en" });
         }
-    });
-    let tr = move |m: Msg| t(lang.get(), m);
-    view! {
+    }));
+    fixed(view! {
         <header>
             <div class="brand">
                 <strong>"llm-triage"</strong>
-                <span class="tagline">{move || tr(Msg::Tagline)}</span>
+                <span class="tagline">{tx(lang, Msg::Tagline)}</span>
             </div>
             <nav>
                 {Page::ALL
                     .into_iter()
                     .map(|p| {
-                        view! {
+                        fixed(view! {
                             <a
                                 href=format!("#/{}", p.slug())
                                 class:active=move || page.get() == p
                                 data-testid=format!("nav-{}", p.slug())
                             >
-                                {move || tr(p.label())}
+                                {tx(lang, p.label())}
                             </a>
-                        }
+                        })
                     })
                     .collect_view()}
             </nav>
             <button
                 data-testid="lang-toggle"
-                on:click=move |_| lang.update(|l| *l = if *l == Lang::Zh { Lang::En } else { Lang::Zh })
+                on:click=click(move |_| lang.update(|l| *l = if *l == Lang::Zh { Lang::En } else { Lang::Zh }))
             >
-                {move || tr(Msg::LangToggle)}
+                {tx(lang, Msg::LangToggle)}
             </button>
         </header>
-        <p class="privacy">{move || tr(Msg::PrivacyNote)}</p>
+        <p class="privacy">{tx(lang, Msg::PrivacyNote)}</p>
         <main>
             {move || match page.get() {
-                Page::Triage => pages::triage::TriagePage().into_any(),
-                Page::Probe => pages::probe::ProbePage().into_any(),
-                Page::Kv => pages::kv::KvPage().into_any(),
-                Page::Playbook => pages::playbook::PlaybookPage().into_any(),
-                Page::Cards => pages::cards::CardsPage().into_any(),
-                Page::Drill => pages::drill::DrillPage().into_any(),
+                Page::Triage => pages::triage::TriagePage().erase(),
+                Page::Probe => pages::probe::ProbePage().erase(),
+                Page::Kv => pages::kv::KvPage().erase(),
+                Page::Playbook => pages::playbook::PlaybookPage().erase(),
+                Page::Cards => pages::cards::CardsPage().erase(),
+                Page::Drill => pages::drill::DrillPage().erase(),
             }}
         </main>
-    }
+    })
 }
 
 /// The current language, for pages.
 pub fn use_lang() -> RwSignal<Lang> {
     expect_context::<RwSignal<Lang>>()
+}
+
+/// `m` in the current language, as a reactive text. Every message shares this one closure type,
+/// so the view code for a reactive text is compiled once instead of once per message.
+pub fn tx(lang: RwSignal<Lang>, m: Msg) -> impl Fn() -> &'static str + Copy + Send + Sync + 'static {
+    move || t(lang.get(), m)
+}
+
+/// An `on:input` / `on:change` handler that writes the target's value into `sig` (one handler
+/// type for every text field).
+pub fn set_text(sig: RwSignal<String>) -> Handler<web_sys::Event> {
+    on_event(move |ev| sig.set(event_target_value(&ev)))
+}
+
+/// The same for a number field: its parsed value, or `fallback` when it does not parse.
+pub fn set_parsed<T>(sig: RwSignal<T>, fallback: T) -> Handler<web_sys::Event>
+where
+    T: std::str::FromStr + Copy + Send + Sync + 'static,
+{
+    on_event(move |ev| sig.set(event_target_value(&ev).parse().unwrap_or(fallback)))
+}
+
+/// A number signal as the text of a field's `value`.
+pub fn num_text<T>(sig: RwSignal<T>) -> impl Fn() -> String + Copy + Send + Sync + 'static
+where
+    T: ToString + Copy + Send + Sync + 'static,
+{
+    move || sig.get().to_string()
+}
+
+/// An event handler, boxed: tachys compiles its listener code once per event and handler type,
+/// so every handler of an event shares one type.
+pub type Handler<E> = Box<dyn FnMut(E)>;
+
+/// A boxed `on:click` handler (see [`Handler`]).
+pub fn click(f: impl FnMut(web_sys::MouseEvent) + 'static) -> Handler<web_sys::MouseEvent> {
+    Box::new(f)
+}
+
+/// A boxed `on:input` / `on:change` handler (see [`Handler`]).
+pub fn on_event(f: impl FnMut(web_sys::Event) + 'static) -> Handler<web_sys::Event> {
+    Box::new(f)
+}
+
+/// An effect's function, boxed: every effect is then one type to reactive_graph, whose effect
+/// code is compiled once instead of once per effect.
+pub fn effect(f: impl FnMut(Option<()>) + 'static) -> Box<dyn FnMut(Option<()>)> {
+    Box::new(f)
 }

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod browser;
+pub mod fixed;
 pub mod i18n;
 pub mod pages;
 

@@ -1,9 +1,10 @@
 //! Flashcards: the core's deck (interview questions, definitions, every rule, log anatomy) with
 //! FSRS scheduling; progress in localStorage, exportable and importable as JSON.
 
-use crate::app::use_lang;
+use crate::app::{click, on_event, tx, use_lang};
 use crate::browser;
-use crate::i18n::{Msg, t};
+use crate::fixed::fixed;
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use std::collections::BTreeMap;
 use triage_core::cards::fsrs::{Memory, Rating, review};
@@ -46,7 +47,6 @@ fn next_card(cards: &[Card], progress: &BTreeMap<String, Memory>, now: f64) -> O
 #[component]
 pub fn CardsPage() -> impl IntoView {
     let lang = use_lang();
-    let tr = move |m: Msg| t(lang.get(), m);
     let cards = StoredValue::new(deck());
     let progress = RwSignal::new(load());
     let shown = RwSignal::new(false);
@@ -99,47 +99,47 @@ pub fn CardsPage() -> impl IntoView {
             }
         });
     };
-    view! {
+    fixed(view! {
         <p class="cards-meta">
-            <span data-testid="cards-due">{move || due_count.get()}</span> " " {move || tr(Msg::CardsDue)}
+            <span data-testid="cards-due">{move || due_count.get()}</span> " " {tx(lang, Msg::CardsDue)}
             " · " {move || cards.with_value(|c| c.len())} " cards · "
             <span data-testid="cards-reviewed">{move || progress.with(|p| p.len())}</span> " reviewed"
         </p>
         {move || match current.get() {
-            None => view! { <p data-testid="cards-done">{move || tr(Msg::CardsDone)}</p> }.into_any(),
+            None => fixed(view! { <p data-testid="cards-done">{tx(lang, Msg::CardsDone)}</p> }),
             Some(i) => {
                 let card = cards.with_value(|c| c[i].clone());
                 let (front_card, back_card) = (card.clone(), card.clone());
-                view! {
+                fixed(view! {
                     <article class="card">
                         <div class="kind"><code>{format!("{:?}", card.kind)}</code></div>
                         <div class="front" data-testid="card-front" data-card=card.id.clone()>{move || front_card.front(lang.get()).to_owned()}</div>
                         {move || if shown.get() {
                             let back = back_card.clone();
-                            view! {
+                            fixed(view! {
                                 <div class="back" data-testid="card-back">{move || back.back(lang.get()).to_owned()}</div>
                                 <div class="ratings">
-                                    <button data-testid="rate-again" on:click=move |_| rate(Rating::Again)>{move || tr(Msg::Again)}</button>
-                                    <button data-testid="rate-hard" on:click=move |_| rate(Rating::Hard)>{move || tr(Msg::Hard)}</button>
-                                    <button data-testid="rate-good" on:click=move |_| rate(Rating::Good)>{move || tr(Msg::Good)}</button>
-                                    <button data-testid="rate-easy" on:click=move |_| rate(Rating::Easy)>{move || tr(Msg::Easy)}</button>
+                                    <button data-testid="rate-again" on:click=click(move |_| rate(Rating::Again))>{tx(lang, Msg::Again)}</button>
+                                    <button data-testid="rate-hard" on:click=click(move |_| rate(Rating::Hard))>{tx(lang, Msg::Hard)}</button>
+                                    <button data-testid="rate-good" on:click=click(move |_| rate(Rating::Good))>{tx(lang, Msg::Good)}</button>
+                                    <button data-testid="rate-easy" on:click=click(move |_| rate(Rating::Easy))>{tx(lang, Msg::Easy)}</button>
                                 </div>
-                            }.into_any()
+                            })
                         } else {
-                            view! { <button class="primary" data-testid="card-show" on:click=move |_| shown.set(true)>{move || tr(Msg::CardsShow)}</button> }.into_any()
+                            fixed(view! { <button class="primary" data-testid="card-show" on:click=click(move |_| shown.set(true))>{tx(lang, Msg::CardsShow)}</button> })
                         }}
                     </article>
-                }.into_any()
+                })
             }
         }}
-        <p class="note">{move || tr(Msg::CardsKeys)}</p>
+        <p class="note">{tx(lang, Msg::CardsKeys)}</p>
         <div class="row">
-            <button data-testid="cards-export" on:click=move |_| browser::download("triage-cards-progress.json", &serde_json::to_string_pretty(&progress.get_untracked()).unwrap_or_default())>
-                {move || tr(Msg::CardsExport)}
+            <button data-testid="cards-export" on:click=click(move |_| browser::download("triage-cards-progress.json", &serde_json::to_string_pretty(&progress.get_untracked()).unwrap_or_default()))>
+                {tx(lang, Msg::CardsExport)}
             </button>
-            <label class="file">{move || tr(Msg::CardsImport)}
-                <input type="file" accept="application/json" data-testid="cards-import" on:change=import/>
+            <label class="file">{tx(lang, Msg::CardsImport)}
+                <input type="file" accept="application/json" data-testid="cards-import" on:change=on_event(import)/>
             </label>
         </div>
-    }
+    })
 }

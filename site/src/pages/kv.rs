@@ -1,7 +1,8 @@
 //! KV calculator: the core's estimator (the same `KvRequest` the CLI builds from its flags), with
 //! presets, a pasted config.json, sliders, and a chart of concurrency against context length.
 
-use crate::app::use_lang;
+use crate::app::{effect, num_text, set_parsed, set_text, tx, use_lang};
+use crate::fixed::fixed;
 use crate::i18n::{Msg, t};
 use leptos::prelude::*;
 use triage_core::kv::gpus::GPUS;
@@ -14,7 +15,6 @@ use wasm_bindgen::JsCast;
 #[component]
 pub fn KvPage() -> impl IntoView {
     let lang = use_lang();
-    let tr = move |m: Msg| t(lang.get(), m);
     let model = RwSignal::new("llama-3.1-8b".to_owned());
     let config = RwSignal::new(String::new());
     let kv_dtype = RwSignal::new("auto".to_owned());
@@ -56,86 +56,85 @@ pub fn KvPage() -> impl IntoView {
         points
     });
     let canvas = NodeRef::<leptos::html::Canvas>::new();
-    Effect::new(move |_| {
+    Effect::new(effect(move |_| {
         let points = curve.get();
         let label = t(lang.get(), Msg::KvChartX);
         if let Some(c) = canvas.get() {
             let c: web_sys::HtmlCanvasElement = c.unchecked_into();
             super::chart::line(&c, &points, label);
         }
-    });
+    }));
 
-    view! {
+    fixed(view! {
         <section class="kv form">
-            <label>{move || tr(Msg::KvModel)}
-                <select data-testid="kv-model" on:change=move |ev| model.set(event_target_value(&ev))>
-                    {PRESETS.iter().map(|p| view! { <option value=p.id selected=p.id == "llama-3.1-8b">{p.id}</option> }).collect_view()}
+            <label>{tx(lang, Msg::KvModel)}
+                <select data-testid="kv-model" on:change=set_text(model)>
+                    {PRESETS.iter().map(|p| fixed(view! { <option value=p.id selected=p.id == "llama-3.1-8b">{p.id}</option> })).collect_view()}
                 </select>
             </label>
-            <label>{move || tr(Msg::KvDtype)}
-                <select data-testid="kv-dtype" on:change=move |ev| kv_dtype.set(event_target_value(&ev))>
-                    {["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_ds_mla"].map(|d| view! { <option value=d>{d}</option> }).collect_view()}
+            <label>{tx(lang, Msg::KvDtype)}
+                <select data-testid="kv-dtype" on:change=set_text(kv_dtype)>
+                    {["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_ds_mla"].map(|d| fixed(view! { <option value=d>{d}</option> })).collect_view()}
                 </select>
             </label>
-            <label>{move || tr(Msg::KvTp)}
-                <select data-testid="kv-tp" on:change=move |ev| tp.set(event_target_value(&ev).parse().unwrap_or(1))>
-                    {[1u32, 2, 4, 8, 16].map(|n| view! { <option value=n>{n}</option> }).collect_view()}
+            <label>{tx(lang, Msg::KvTp)}
+                <select data-testid="kv-tp" on:change=set_parsed(tp, 1)>
+                    {[1u32, 2, 4, 8, 16].map(|n| fixed(view! { <option value=n>{n}</option> })).collect_view()}
                 </select>
             </label>
-            <label>{move || tr(Msg::KvGpu)}
-                <select data-testid="kv-gpu" on:change=move |ev| gpu.set(event_target_value(&ev))>
-                    {GPUS.iter().map(|g| view! { <option value=g.id selected=g.id == "h100">{g.name}</option> }).collect_view()}
+            <label>{tx(lang, Msg::KvGpu)}
+                <select data-testid="kv-gpu" on:change=set_text(gpu)>
+                    {GPUS.iter().map(|g| fixed(view! { <option value=g.id selected=g.id == "h100">{g.name}</option> })).collect_view()}
                 </select>
             </label>
-            <label>{move || tr(Msg::KvUtil)} " " {move || format!("{:.2}", util.get())}
+            <label>{tx(lang, Msg::KvUtil)} " " {move || format!("{:.2}", util.get())}
                 <input type="range" min="0.5" max="0.98" step="0.01" data-testid="kv-util"
-                    prop:value=move || util.get().to_string()
-                    on:input=move |ev| util.set(event_target_value(&ev).parse().unwrap_or(0.9))/>
+                    prop:value=num_text(util)
+                    on:input=set_parsed(util, 0.9)/>
             </label>
-            <label>{move || tr(Msg::KvMaxLen)}
+            <label>{tx(lang, Msg::KvMaxLen)}
                 <input type="number" min="1" data-testid="kv-max-len"
-                    prop:value=move || max_len.get().to_string()
-                    on:input=move |ev| max_len.set(event_target_value(&ev).parse().unwrap_or(32_768))/>
+                    prop:value=num_text(max_len)
+                    on:input=set_parsed(max_len, 32_768)/>
             </label>
-            <label>{move || tr(Msg::KvAvailable)}
+            <label>{tx(lang, Msg::KvAvailable)}
                 <input type="text" inputmode="decimal" data-testid="kv-available" placeholder="54.62"
-                    prop:value=move || available.get()
-                    on:input=move |ev| available.set(event_target_value(&ev))/>
+                    prop:value=available
+                    on:input=set_text(available)/>
             </label>
-            <label class="wide">{move || tr(Msg::KvConfig)}
+            <label class="wide">{tx(lang, Msg::KvConfig)}
                 <textarea rows="4" data-testid="kv-config" placeholder="{\"num_hidden_layers\": 32, …}"
-                    prop:value=move || config.get()
-                    on:input=move |ev| config.set(event_target_value(&ev))></textarea>
+                    prop:value=config
+                    on:input=set_text(config)></textarea>
             </label>
         </section>
         {move || match report.get() {
-            Err(e) => view! { <p class="error" data-testid="kv-error">{e}</p> }.into_any(),
-            Ok(r) => view! { <KvResult r/> }.into_any(),
+            Err(e) => fixed(view! { <p class="error" data-testid="kv-error">{e}</p> }),
+            Ok(r) => fixed(view! { <KvResult r/> }),
         }}
-        <h2>{move || tr(Msg::KvChart)}</h2>
+        <h2>{tx(lang, Msg::KvChart)}</h2>
         <canvas node_ref=canvas width="760" height="260" data-testid="kv-chart"></canvas>
-    }
+    })
 }
 
 #[component]
 fn KvResult(r: KvReport) -> impl IntoView {
     let lang = use_lang();
-    let tr = move |m: Msg| t(lang.get(), m);
     let e = r.estimate;
-    view! {
+    fixed(view! {
         <table class="kv-result">
             <tbody>
-                <tr><td>{move || tr(Msg::KvBytesPerToken)}</td><td data-testid="kv-bytes-per-token">{fmt_int(e.bytes_per_token_per_rank)}</td></tr>
-                <tr><td>{move || tr(Msg::KvBlocks)}</td><td data-testid="kv-blocks">{fmt_int(e.blocks)}</td></tr>
-                <tr><td>{move || tr(Msg::KvTokens)}</td><td data-testid="kv-tokens">{fmt_int(e.tokens)}</td></tr>
-                <tr><td>{move || tr(Msg::KvConcurrency)}</td><td data-testid="kv-concurrency">{format!("{:.2}x", e.max_concurrency)}</td></tr>
-                <tr><td>{move || tr(Msg::KvFits)}</td><td data-testid="kv-max-num-seqs">{fmt_int(e.max_num_seqs)}</td></tr>
+                <tr><td>{tx(lang, Msg::KvBytesPerToken)}</td><td data-testid="kv-bytes-per-token">{fmt_int(e.bytes_per_token_per_rank)}</td></tr>
+                <tr><td>{tx(lang, Msg::KvBlocks)}</td><td data-testid="kv-blocks">{fmt_int(e.blocks)}</td></tr>
+                <tr><td>{tx(lang, Msg::KvTokens)}</td><td data-testid="kv-tokens">{fmt_int(e.tokens)}</td></tr>
+                <tr><td>{tx(lang, Msg::KvConcurrency)}</td><td data-testid="kv-concurrency">{format!("{:.2}x", e.max_concurrency)}</td></tr>
+                <tr><td>{tx(lang, Msg::KvFits)}</td><td data-testid="kv-max-num-seqs">{fmt_int(e.max_num_seqs)}</td></tr>
             </tbody>
         </table>
-        {(!e.warnings.is_empty()).then(|| view! { <ul class="warnings">{e.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()}</ul> })}
-        <h3>{move || tr(Msg::KvFormula)}</h3>
-        <ul class="formula">{e.formula.iter().map(|f| view! { <li><code>{f.clone()}</code></li> }).collect_view()}</ul>
-        <h3>{move || tr(Msg::KvAssumptions)}</h3>
-        <ul class="assumptions">{e.assumptions.iter().map(|a| view! { <li>{a.clone()}</li> }).collect_view()}</ul>
-    }
+        {(!e.warnings.is_empty()).then(|| fixed(view! { <ul class="warnings">{e.warnings.iter().map(|w| fixed(view! { <li>{w.clone()}</li> })).collect_view()}</ul> }))}
+        <h3>{tx(lang, Msg::KvFormula)}</h3>
+        <ul class="formula">{e.formula.iter().map(|f| fixed(view! { <li><code>{f.clone()}</code></li> })).collect_view()}</ul>
+        <h3>{tx(lang, Msg::KvAssumptions)}</h3>
+        <ul class="assumptions">{e.assumptions.iter().map(|a| fixed(view! { <li>{a.clone()}</li> })).collect_view()}</ul>
+    })
 }

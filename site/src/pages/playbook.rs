@@ -1,8 +1,9 @@
 //! Playbook: the four trees as interactive branches (each branch is a rule and its docs), the
 //! configuration pitfalls, and a client-config generator linted as you type by the analyzer.
 
-use crate::app::use_lang;
-use crate::i18n::{Msg, t};
+use crate::app::{set_text, tx, use_lang};
+use crate::fixed::{Erase, fixed};
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use triage_core::analyze::report::Class;
 use triage_core::analyze::rules;
@@ -18,22 +19,21 @@ const TREES: [(Class, Msg); 4] = [
 #[component]
 fn Branches(class: Class) -> impl IntoView {
     let lang = use_lang();
-    let tr = move |m: Msg| t(lang.get(), m);
     rules::docs()
         .filter(move |d| d.class == class)
         .map(|d| {
             let doc = move || d.text(lang.get());
-            view! {
+            fixed(view! {
                 <details class="branch" data-testid="playbook-branch" data-rule=d.id>
                     <summary>{move || doc().title} " " <code>{d.id}</code></summary>
                     <dl>
-                        <dt>{move || tr(Msg::Detects)}</dt><dd>{move || doc().detects}</dd>
-                        <dt>{move || tr(Msg::Why)}</dt><dd>{move || doc().why}</dd>
-                        <dt>{move || tr(Msg::ExampleLabel)}</dt><dd><code>{move || doc().example}</code></dd>
-                        <dt>{move || tr(Msg::Fix)}</dt><dd>{move || doc().fix}</dd>
+                        <dt>{tx(lang, Msg::Detects)}</dt><dd>{move || doc().detects}</dd>
+                        <dt>{tx(lang, Msg::Why)}</dt><dd>{move || doc().why}</dd>
+                        <dt>{tx(lang, Msg::ExampleLabel)}</dt><dd><code>{move || doc().example}</code></dd>
+                        <dt>{tx(lang, Msg::Fix)}</dt><dd>{move || doc().fix}</dd>
                     </dl>
                 </details>
-            }
+            })
         })
         .collect_view()
 }
@@ -49,7 +49,6 @@ fn generated(base: &str, model: &str, timeout_ms: &str, retries: &str) -> String
 #[component]
 pub fn PlaybookPage() -> impl IntoView {
     let lang = use_lang();
-    let tr = move |m: Msg| t(lang.get(), m);
     let base = RwSignal::new("https://gateway.example.com/api".to_owned());
     let model = RwSignal::new("claude-sonnet-4-5".to_owned());
     let timeout = RwSignal::new("60000".to_owned());
@@ -62,53 +61,53 @@ pub fn PlaybookPage() -> impl IntoView {
             .filter(|f| f.class == Class::Config)
             .collect::<Vec<_>>()
     });
-    view! {
-        <p>{move || tr(Msg::PlaybookIntro)}</p>
+    fixed(view! {
+        <p>{tx(lang, Msg::PlaybookIntro)}</p>
         {TREES
             .into_iter()
             .map(|(class, title)| {
-                view! {
+                fixed(view! {
                     <section class="tree" data-testid="playbook-tree">
-                        <h2>{move || tr(title)} " " <code>{class.as_str()}</code></h2>
+                        <h2>{tx(lang, title)} " " <code>{class.as_str()}</code></h2>
                         <Branches class/>
                     </section>
-                }
+                })
             })
             .collect_view()}
         <section class="tree">
-            <h2>{move || tr(Msg::Pitfalls)} " " <code>"CONFIG"</code></h2>
+            <h2>{tx(lang, Msg::Pitfalls)} " " <code>"CONFIG"</code></h2>
             <Branches class=Class::Config/>
         </section>
         <section class="generator form">
-            <h2>{move || tr(Msg::Generator)}</h2>
-            <label class="wide">{move || tr(Msg::GeneratorBase)}
-                <input type="url" data-testid="gen-base" prop:value=move || base.get() on:input=move |ev| base.set(event_target_value(&ev))/>
+            <h2>{tx(lang, Msg::Generator)}</h2>
+            <label class="wide">{tx(lang, Msg::GeneratorBase)}
+                <input type="url" data-testid="gen-base" prop:value=base on:input=set_text(base)/>
             </label>
-            <label>{move || tr(Msg::ProbeModel)}
-                <input type="text" prop:value=move || model.get() on:input=move |ev| model.set(event_target_value(&ev))/>
+            <label>{tx(lang, Msg::ProbeModel)}
+                <input type="text" prop:value=model on:input=set_text(model)/>
             </label>
-            <label>{move || tr(Msg::GeneratorTimeout)}
-                <input type="number" data-testid="gen-timeout" prop:value=move || timeout.get() on:input=move |ev| timeout.set(event_target_value(&ev))/>
+            <label>{tx(lang, Msg::GeneratorTimeout)}
+                <input type="number" data-testid="gen-timeout" prop:value=timeout on:input=set_text(timeout)/>
             </label>
-            <label>{move || tr(Msg::GeneratorRetries)}
-                <input type="number" data-testid="gen-retries" prop:value=move || retries.get() on:input=move |ev| retries.set(event_target_value(&ev))/>
+            <label>{tx(lang, Msg::GeneratorRetries)}
+                <input type="number" data-testid="gen-retries" prop:value=retries on:input=set_text(retries)/>
             </label>
             <pre data-testid="gen-output">{move || text.get()}</pre>
-            <h3>{move || tr(Msg::GeneratorLint)}</h3>
+            <h3>{tx(lang, Msg::GeneratorLint)}</h3>
             <ul data-testid="gen-lint">
                 {move || {
                     let found = lint.get();
                     if found.is_empty() {
-                        view! { <li class="ok">"✓"</li> }.into_any()
+                        fixed(view! { <li class="ok">"✓"</li> })
                     } else {
                         found
                             .into_iter()
-                            .map(|f| view! { <li data-testid="gen-finding" data-rule=f.rule.clone()><code>{f.rule.clone()}</code> ": " {f.summary.clone()}</li> })
+                            .map(|f| fixed(view! { <li data-testid="gen-finding" data-rule=f.rule.clone()><code>{f.rule.clone()}</code> ": " {f.summary.clone()}</li> }))
                             .collect_view()
-                            .into_any()
+                            .erase()
                     }
                 }}
             </ul>
         </section>
-    }
+    })
 }

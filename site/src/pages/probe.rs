@@ -2,8 +2,9 @@
 //! stamp every chunk with `performance.now()` as it arrives, and judge the result with the
 //! same core code as `triage probe` (timer, faults, report).
 
-use crate::app::use_lang;
+use crate::app::{click, effect, num_text, on_event, set_parsed, set_text, tx, use_lang};
 use crate::browser::{self, FetchError, Head};
+use crate::fixed::fixed;
 use crate::i18n::{Lang, Msg, t, tf};
 use leptos::prelude::*;
 use std::cell::{Cell, RefCell};
@@ -121,13 +122,13 @@ pub fn ProbePage() -> impl IntoView {
     let resolved = Memo::new(move |_| endpoint::resolve(&url.get(), api.get()));
     let wall = RwSignal::new(0.0f64);
 
-    Effect::new(move |_| {
+    Effect::new(effect(move |_| {
         if remember.get() {
             browser::storage_set(KEY_STORE, &key.get());
         } else {
             browser::storage_remove(KEY_STORE);
         }
-    });
+    }));
 
     let start = move |_| {
         let Ok(r) = resolved.get_untracked() else { return };
@@ -194,7 +195,7 @@ pub fn ProbePage() -> impl IntoView {
     let summary = Memo::new(move |_| ProbeSummary::of(&records.get(), wall.get()));
     let ttft_canvas = NodeRef::<leptos::html::Canvas>::new();
     let itl_canvas = NodeRef::<leptos::html::Canvas>::new();
-    Effect::new(move |_| {
+    Effect::new(effect(move |_| {
         let recs = records.get();
         let ttft: Vec<f64> = recs.iter().filter_map(|r| r.ttft_ms).collect();
         let gaps: Vec<f64> = recs.iter().flat_map(|r| r.gaps_ms.iter().copied()).collect();
@@ -204,50 +205,50 @@ pub fn ProbePage() -> impl IntoView {
         if let Some(c) = itl_canvas.get() {
             super::chart::histogram(&c.unchecked_into(), &gaps, 30, t(lang.get(), Msg::ChartItl));
         }
-    });
+    }));
 
-    view! {
+    fixed(view! {
         <section class="probe form">
-            <label class="wide">{move || tr(Msg::ProbeUrl)}
-                <input type="url" data-testid="probe-url" prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
+            <label class="wide">{tx(lang, Msg::ProbeUrl)}
+                <input type="url" data-testid="probe-url" prop:value=url on:input=set_text(url)/>
             </label>
             <p class="resolved">{move || match resolved.get() {
-                Ok(r) => view! { <span>"→ " <code>{r.url}</code> {r.warnings.into_iter().map(|w| view! { <span class="warn">" ⚠ " {w}</span> }).collect_view()}</span> }.into_any(),
-                Err(e) => view! { <span class="error">{e.to_string()}</span> }.into_any(),
+                Ok(r) => fixed(view! { <span>"→ " <code>{r.url}</code> {r.warnings.into_iter().map(|w| fixed(view! { <span class="warn">" ⚠ " {w}</span> })).collect_view()}</span> }),
+                Err(e) => fixed(view! { <span class="error">{e.to_string()}</span> }),
             }}</p>
-            <label>{move || tr(Msg::ProbeApi)}
-                <select data-testid="probe-api" on:change=move |ev| api.set(Api::parse(&event_target_value(&ev)).unwrap_or(Api::Openai))>
+            <label>{tx(lang, Msg::ProbeApi)}
+                <select data-testid="probe-api" on:change=on_event(move |ev| api.set(Api::parse(&event_target_value(&ev)).unwrap_or(Api::Openai)))>
                     <option value="openai">"OpenAI (chat completions)"</option>
                     <option value="anthropic">"Anthropic (messages)"</option>
                 </select>
             </label>
-            <label>{move || tr(Msg::ProbeModel)}
-                <input type="text" data-testid="probe-model" prop:value=move || model.get() on:input=move |ev| model.set(event_target_value(&ev))/>
+            <label>{tx(lang, Msg::ProbeModel)}
+                <input type="text" data-testid="probe-model" prop:value=model on:input=set_text(model)/>
             </label>
-            <label>{move || tr(Msg::ProbeKey)}
-                <input type="password" autocomplete="off" data-testid="probe-key" prop:value=move || key.get() on:input=move |ev| key.set(event_target_value(&ev))/>
+            <label>{tx(lang, Msg::ProbeKey)}
+                <input type="password" autocomplete="off" data-testid="probe-key" prop:value=key on:input=set_text(key)/>
             </label>
             <label class="check">
-                <input type="checkbox" data-testid="probe-remember" prop:checked=move || remember.get() on:change=move |ev| remember.set(event_target_checked(&ev))/>
-                {move || tr(Msg::ProbeRemember)}
+                <input type="checkbox" data-testid="probe-remember" prop:checked=remember on:change=on_event(move |ev| remember.set(event_target_checked(&ev)))/>
+                {tx(lang, Msg::ProbeRemember)}
             </label>
-            {move || remember.get().then(|| view! { <p class="warn">{move || tr(Msg::ProbeRememberWarning)}</p> })}
-            <label class="wide">{move || tr(Msg::ProbePrompt)}
-                <textarea rows="2" data-testid="probe-prompt" prop:value=move || prompt.get() on:input=move |ev| prompt.set(event_target_value(&ev))></textarea>
+            {move || remember.get().then(|| fixed(view! { <p class="warn">{tx(lang, Msg::ProbeRememberWarning)}</p> }))}
+            <label class="wide">{tx(lang, Msg::ProbePrompt)}
+                <textarea rows="2" data-testid="probe-prompt" prop:value=prompt on:input=set_text(prompt)></textarea>
             </label>
-            <label>{move || tr(Msg::ProbeMaxTokens)}
-                <input type="number" min="1" data-testid="probe-max-tokens" prop:value=move || max_tokens.get().to_string() on:input=move |ev| max_tokens.set(event_target_value(&ev).parse().unwrap_or(64))/>
+            <label>{tx(lang, Msg::ProbeMaxTokens)}
+                <input type="number" min="1" data-testid="probe-max-tokens" prop:value=num_text(max_tokens) on:input=set_parsed(max_tokens, 64)/>
             </label>
-            <label>{move || tr(Msg::ProbeRequests)}
-                <input type="number" min="1" max="1000" data-testid="probe-n" prop:value=move || n.get().to_string() on:input=move |ev| n.set(event_target_value(&ev).parse().unwrap_or(1))/>
+            <label>{tx(lang, Msg::ProbeRequests)}
+                <input type="number" min="1" max="1000" data-testid="probe-n" prop:value=num_text(n) on:input=set_parsed(n, 1)/>
             </label>
-            <label>{move || tr(Msg::ProbeConcurrency)}
-                <input type="number" min="1" max="64" data-testid="probe-concurrency" prop:value=move || conc.get().to_string() on:input=move |ev| conc.set(event_target_value(&ev).parse().unwrap_or(1))/>
+            <label>{tx(lang, Msg::ProbeConcurrency)}
+                <input type="number" min="1" max="64" data-testid="probe-concurrency" prop:value=num_text(conc) on:input=set_parsed(conc, 1)/>
             </label>
-            <button class="primary" data-testid="probe-start" prop:disabled=move || running.get() on:click=start>
+            <button class="primary" data-testid="probe-start" prop:disabled=running on:click=click(start)>
                 {move || if running.get() { tr(Msg::ProbeRunning) } else { tr(Msg::ProbeStart) }}
             </button>
-            {move || (conc.get() > 6).then(|| view! { <p class="warn">{move || tr(Msg::ProbeConnLimit)}</p> })}
+            {move || (conc.get() > 6).then(|| fixed(view! { <p class="warn">{tx(lang, Msg::ProbeConnLimit)}</p> }))}
         </section>
         <section class="probe-result">
             <p>{move || {
@@ -256,7 +257,7 @@ pub fn ProbePage() -> impl IntoView {
                 tf(lang.get(), Msg::ProbeSummaryLine, &[("ok", &ok), ("failed", &failed), ("stalls", &stalls)])
             }}</p>
             <table class="quantiles">
-                <thead><tr><th>"ms"</th><th>"p50"</th><th>"p90"</th><th>"p99"</th><th>{move || tr(Msg::ProbeMax)}</th><th>{move || tr(Msg::ProbeMean)}</th></tr></thead>
+                <thead><tr><th>"ms"</th><th>"p50"</th><th>"p90"</th><th>"p99"</th><th>{tx(lang, Msg::ProbeMax)}</th><th>{tx(lang, Msg::ProbeMean)}</th></tr></thead>
                 <tbody>
                     {move || {
                         let s = summary.get();
@@ -264,7 +265,7 @@ pub fn ProbePage() -> impl IntoView {
                             .into_iter()
                             .map(|(name, q)| {
                                 let id = format!("probe-{}-p50", name.to_ascii_lowercase());
-                                view! {
+                                fixed(view! {
                                     <tr>
                                         <td>{name}</td>
                                         <td data-testid=id>{cell(&q, |q| q.p50)}</td>
@@ -273,7 +274,7 @@ pub fn ProbePage() -> impl IntoView {
                                         <td>{cell(&q, |q| q.max)}</td>
                                         <td>{cell(&q, |q| q.mean)}</td>
                                     </tr>
-                                }
+                                })
                             })
                             .collect_view()
                     }}
@@ -284,10 +285,11 @@ pub fn ProbePage() -> impl IntoView {
                 <canvas node_ref=itl_canvas width="370" height="200" data-testid="probe-itl-chart"></canvas>
             </div>
             <table class="requests">
-                <thead><tr><th>"#"</th><th>{move || tr(Msg::ProbeStatus)}</th><th>"TTFT"</th><th>"TTFO"</th><th>"E2E"</th><th>{move || tr(Msg::ProbeTokens)}</th><th>"id"</th></tr></thead>
+                <thead><tr><th>"#"</th><th>{tx(lang, Msg::ProbeStatus)}</th><th>"TTFT"</th><th>"TTFO"</th><th>"E2E"</th><th>{tx(lang, Msg::ProbeTokens)}</th><th>"id"</th></tr></thead>
                 <tbody>
                     {move || records.get().into_iter().map(|r| {
                         let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+                        // Patched in place, not replaced: this list grows one row at a time, up to 1000.
                         view! {
                             <tr data-testid="probe-request" data-ttft=r.ttft_ms.map(|v| v.to_string()).unwrap_or_default() data-response-id=r.response_id.clone().unwrap_or_default()>
                                 <td>{r.index}</td>
@@ -302,22 +304,23 @@ pub fn ProbePage() -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
-            <h3>{move || tr(Msg::Failures)}</h3>
+            <h3>{tx(lang, Msg::Failures)}</h3>
             <ul class="failures">
                 {move || records.get().into_iter().filter_map(|r| r.error.map(|e| (r.index, r.status, e))).map(|(i, s, e)| view! {
+                    // Patched in place like the rows above.
                     <li data-testid="probe-failure" data-kind=e.kind.as_str()>
                         "#" {i} {s.map(|s| format!(" [HTTP {s}]"))} " " <code>{e.kind.as_str()}</code> ": " {e.message}
                     </li>
                 }).collect_view()}
             </ul>
             <ul class="defs">
-                {triage_core::defs::PROBE_FIGURES.iter().map(|d| view! {
+                {triage_core::defs::PROBE_FIGURES.iter().map(|d| fixed(view! {
                     <li><strong>{d.name}</strong> ": " {move || d.meaning_in(lang.get())} " (" {move || d.others_in(lang.get())} ")"</li>
-                }).collect_view()}
+                })).collect_view()}
             </ul>
-            <p class="note">{move || tr(Msg::ProbeLimits)}</p>
-            <p class="note">{move || tr(Msg::ProbeCorsHelp)}</p>
-            <p class="note">{move || tr(Msg::ProbeConnLimit)}</p>
+            <p class="note">{tx(lang, Msg::ProbeLimits)}</p>
+            <p class="note">{tx(lang, Msg::ProbeCorsHelp)}</p>
+            <p class="note">{tx(lang, Msg::ProbeConnLimit)}</p>
         </section>
-    }
+    })
 }

@@ -4,8 +4,9 @@
 //! The analysis is written in the UI language (core writes the findings in it); switching the
 //! language while a report is shown analyses the same inputs again.
 
-use crate::app::use_lang;
+use crate::app::{click, effect, on_event, set_text, tx, use_lang};
 use crate::browser;
+use crate::fixed::{Erase, fixed};
 use crate::i18n::{Lang, Msg, t, tf};
 use crate::{NamedText, analyze_inputs};
 use leptos::prelude::*;
@@ -126,7 +127,7 @@ pub fn TriagePage() -> impl IntoView {
         }
     };
 
-    view! {
+    fixed(view! {
         <section class="input" on:dragover=|ev: leptos::ev::DragEvent| ev.prevent_default() on:drop=on_drop>
             // Uncontrolled: writing a 10 MB value back into the textarea on every input event
             // costs seconds of layout. Only loading an example writes it (through the ref).
@@ -136,8 +137,8 @@ pub fn TriagePage() -> impl IntoView {
                 node_ref=textarea
                 spellcheck="false"
                 autocomplete="off"
-                placeholder=move || tr(Msg::PastePlaceholder)
-                on:input=move |ev| text.set(event_target_value(&ev))
+                placeholder=tx(lang, Msg::PastePlaceholder)
+                on:input=set_text(text)
                 on:paste=move |ev: leptos::ev::ClipboardEvent| {
                     // A big paste becomes an input of its own, listed like a file: laying out
                     // megabytes in a textarea freezes the page for seconds and shows nothing useful.
@@ -153,12 +154,12 @@ pub fn TriagePage() -> impl IntoView {
             ></textarea>
             <div class="row">
                 <label class="file">
-                    {move || tr(Msg::AddFiles)}
-                    <input type="file" multiple data-testid="file-input" on:change=on_files/>
+                    {tx(lang, Msg::AddFiles)}
+                    <input type="file" multiple data-testid="file-input" on:change=on_event(on_files)/>
                 </label>
                 <select
                     data-testid="example-select"
-                    on:change=move |ev| {
+                    on:change=on_event(move |ev| {
                         let name = event_target_value(&ev);
                         if let Some((_, body)) = EXAMPLES.iter().find(|(n, _)| *n == name) {
                             text.set((*body).to_owned());
@@ -166,25 +167,25 @@ pub fn TriagePage() -> impl IntoView {
                                 el.set_value(body);
                             }
                         }
-                    }
+                    })
                 >
-                    <option value="">{move || tr(Msg::Example)}</option>
-                    {EXAMPLES.iter().map(|(n, _)| view! { <option value=*n>{*n}</option> }).collect_view()}
+                    <option value="">{tx(lang, Msg::Example)}</option>
+                    {EXAMPLES.iter().map(|(n, _)| fixed(view! { <option value=*n>{*n}</option> })).collect_view()}
                 </select>
-                <button data-testid="analyze-button" class="primary" on:click=move |_| run()>
+                <button data-testid="analyze-button" class="primary" on:click=click(move |_| run())>
                     {move || if progress.get().is_some() { tr(Msg::Analyzing) } else { tr(Msg::Analyze) }}
                 </button>
             </div>
             <ul class="files">
-                {move || files.get().iter().map(|f| view! { <li>{f.name.clone()} " · " {f.text.len()} " B"</li> }).collect_view()}
+                {move || files.get().iter().map(|f| fixed(view! { <li>{f.name.clone()} " · " {f.text.len()} " B"</li> })).collect_view()}
             </ul>
-            {move || progress.get().map(|p| view! {
+            {move || progress.get().map(|p| fixed(view! {
                 <progress data-testid="analyze-progress" max="1" value=p></progress>
-            })}
-            {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
+            }))}
+            {move || error.get().map(|e| fixed(view! { <p class="error">{e}</p> }))}
         </section>
-        {move || result.get().map(|(report, inputs)| view! { <ReportView report inputs/> })}
-    }
+        {move || result.get().map(|(report, inputs)| fixed(view! { <ReportView report inputs/> }))}
+    })
 }
 
 /// One input's evidence lines with their context: (line number, text, is evidence).
@@ -199,30 +200,29 @@ fn line_id(input: &str, line: usize) -> String {
 #[component]
 fn FindingView(finding: Finding) -> impl IntoView {
     let lang = use_lang();
-    let tr = move |m: Msg| t(lang.get(), m);
     let class = finding.class.as_str();
-    view! {
+    fixed(view! {
         <article class=format!("finding class-{class}") data-testid="finding" data-rule=finding.rule.clone()>
             <h3>
                 <span class="badge">{class}</span>
                 " " {finding.title.clone()} " "
                 <code>{finding.rule.clone()}</code>
-                <span class="confidence">{move || tr(Msg::Confidence)} " " {format!("{:.2}", finding.confidence)}</span>
+                <span class="confidence">{tx(lang, Msg::Confidence)} " " {format!("{:.2}", finding.confidence)}</span>
             </h3>
             <p>{finding.summary.clone()}</p>
-            <h4>{move || tr(Msg::Evidence)}</h4>
+            <h4>{tx(lang, Msg::Evidence)}</h4>
             <ul class="evidence">
                 {finding
                     .evidence
                     .iter()
                     .map(|e| {
                         let href = format!("#{}", line_id(&e.input, e.line));
-                        view! {
+                        fixed(view! {
                             <li>
                                 <a
                                     class="loc"
                                     href=href.clone()
-                                    on:click=move |ev| {
+                                    on:click=click(move |ev| {
                                         ev.prevent_default();
                                         if let Some(el) = web_sys::window()
                                             .and_then(|w| w.document())
@@ -230,23 +230,23 @@ fn FindingView(finding: Finding) -> impl IntoView {
                                         {
                                             el.scroll_into_view();
                                         }
-                                    }
+                                    })
                                 >
                                     {format!("{}:{}", e.input, e.line)}
                                 </a>
                                 " "
                                 <code>{e.text.clone()}</code>
                             </li>
-                        }
+                        })
                     })
                     .collect_view()}
             </ul>
-            <h4>{move || tr(Msg::WhatToChange)}</h4>
-            <ul>{finding.remediation.iter().map(|r| view! { <li><code>{r.clone()}</code></li> }).collect_view()}</ul>
-            <h4>{move || tr(Msg::NextChecks)}</h4>
-            <ul>{finding.next_checks.iter().map(|r| view! { <li>{r.clone()}</li> }).collect_view()}</ul>
+            <h4>{tx(lang, Msg::WhatToChange)}</h4>
+            <ul>{finding.remediation.iter().map(|r| fixed(view! { <li><code>{r.clone()}</code></li> })).collect_view()}</ul>
+            <h4>{tx(lang, Msg::NextChecks)}</h4>
+            <ul>{finding.next_checks.iter().map(|r| fixed(view! { <li>{r.clone()}</li> })).collect_view()}</ul>
         </article>
-    }
+    })
 }
 
 /// A whole report: verdict, findings, inputs, figures, evidence in the source. Also used by the
@@ -254,7 +254,6 @@ fn FindingView(finding: Finding) -> impl IntoView {
 #[component]
 pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
     let lang = use_lang();
-    let tr = move |m: Msg| t(lang.get(), m);
     let verdict = report.verdict.as_str();
     let empty = report.findings.is_empty();
     // Source excerpts: every evidence line with two lines of context, per input.
@@ -282,21 +281,21 @@ pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
         })
         .collect();
     let slowest = report.figures.get("request_log.slowest").and_then(|f| f.value.as_array().cloned());
-    view! {
+    fixed(view! {
         <section class="report">
             <div data-testid="verdict" class=format!("verdict verdict-{verdict}")>
-                {move || tr(Msg::Verdict)} ": " <strong>{verdict}</strong>
+                {tx(lang, Msg::Verdict)} ": " <strong>{verdict}</strong>
             </div>
-            <h2>{move || tr(Msg::Findings)}</h2>
+            <h2>{tx(lang, Msg::Findings)}</h2>
             {if empty {
                 let msg = if verdict == "HEALTHY" { Msg::NoFindingsHealthy } else { Msg::NoFindingsInconclusive };
-                view! { <p>{move || tr(msg)}</p> }.into_any()
+                fixed(view! { <p>{tx(lang, msg)}</p> })
             } else {
-                report.findings.iter().cloned().map(|finding| view! { <FindingView finding/> }).collect_view().into_any()
+                report.findings.iter().cloned().map(|finding| fixed(view! { <FindingView finding/> })).collect_view().erase()
             }}
-            {slowest.map(|rows| view! { <SlowestChart rows/> })}
+            {slowest.map(|rows| fixed(view! { <SlowestChart rows/> }))}
             <ReportCharts report=report.clone()/>
-            <h2>{move || tr(Msg::Inputs)}</h2>
+            <h2>{tx(lang, Msg::Inputs)}</h2>
             <table class="inputs">
                 <tbody>
                     {report
@@ -313,19 +312,19 @@ pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
                                     .collect::<Vec<_>>()
                                     .join(if l == Lang::Zh { "；" } else { "; " })
                             };
-                            view! {
+                            fixed(view! {
                                 <tr>
                                     <td>{i.name.clone()}</td>
                                     <td>{format!("{}–{}", i.lines[0], i.lines[1])}</td>
                                     <td data-testid="input-kind"><code>{i.kind.as_str()}</code></td>
                                     <td class="issues">{issues}</td>
                                 </tr>
-                            }
+                            })
                         })
                         .collect_view()}
                 </tbody>
             </table>
-            <h2>{move || tr(Msg::Figures)}</h2>
+            <h2>{tx(lang, Msg::Figures)}</h2>
             <table class="figures">
                 <tbody>
                     {report
@@ -333,45 +332,45 @@ pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
                         .iter()
                         .filter(|(k, _)| !k.ends_with(".slowest"))
                         .map(|(k, f)| {
-                            view! {
+                            fixed(view! {
                                 <tr>
                                     <td><code>{k.clone()}</code></td>
                                     <td>{f.value.to_string()} " " {f.unit.clone()}</td>
                                     <td class="def">{f.definition.clone()}</td>
                                 </tr>
-                            }
+                            })
                         })
                         .collect_view()}
                 </tbody>
             </table>
-            {(!excerpts.is_empty()).then(|| view! {
-                <h2>{move || tr(Msg::SourceView)}</h2>
+            {(!excerpts.is_empty()).then(|| fixed(view! {
+                <h2>{tx(lang, Msg::SourceView)}</h2>
                 {excerpts
                     .into_iter()
                     .map(|(name, lines)| {
-                        view! {
+                        fixed(view! {
                             <div class="source">
                                 <div class="source-name">{name.clone()}</div>
                                 <pre>
                                     {lines
                                         .into_iter()
                                         .map(|(n, l, hit)| {
-                                            view! {
+                                            fixed(view! {
                                                 <div id=line_id(&name, n) class:hit=hit>
                                                     <span class="ln">{n}</span>
                                                     {l}
                                                 </div>
-                                            }
+                                            })
                                         })
                                         .collect_view()}
                                 </pre>
                             </div>
-                        }
+                        })
                     })
                     .collect_view()}
-            })}
+            }))}
         </section>
-    }
+    })
 }
 
 /// Horizontal bars: queue, prefill and decode of the slowest requests.
@@ -379,7 +378,7 @@ pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
 fn SlowestChart(rows: Vec<serde_json::Value>) -> impl IntoView {
     let lang = use_lang();
     let canvas = NodeRef::<leptos::html::Canvas>::new();
-    Effect::new(move |_| {
+    Effect::new(effect(move |_| {
         let Some(c) = canvas.get() else { return };
         let c: web_sys::HtmlCanvasElement = c.unchecked_into();
         let Ok(Some(ctx)) = c.get_context("2d") else { return };
@@ -409,17 +408,17 @@ fn SlowestChart(rows: Vec<serde_json::Value>) -> impl IntoView {
                 x += v;
             }
         }
-    });
+    }));
     let height = 20 + 22 * 10;
-    view! {
-        <h2>{move || t(lang.get(), Msg::Slowest)}</h2>
+    fixed(view! {
+        <h2>{tx(lang, Msg::Slowest)}</h2>
         <p class="legend">
-            <span class="q">{move || t(lang.get(), Msg::LegendQueue)}</span> " "
-            <span class="p">{move || t(lang.get(), Msg::LegendPrefill)}</span> " "
-            <span class="d">{move || t(lang.get(), Msg::LegendDecode)}</span>
+            <span class="q">{tx(lang, Msg::LegendQueue)}</span> " "
+            <span class="p">{tx(lang, Msg::LegendPrefill)}</span> " "
+            <span class="d">{tx(lang, Msg::LegendDecode)}</span>
         </p>
         <canvas node_ref=canvas width="760" height=height data-testid="slowest-chart"></canvas>
-    }
+    })
 }
 
 /// The distributions, time series and per-GPU clocks a report carries in `series`/`figures`.
@@ -476,7 +475,7 @@ fn ReportCharts(report: Report) -> impl IntoView {
     );
     let (has_ttft, has_stats, has_kv, has_gpus, has_tps) =
         (!ttft.is_empty(), !queue[0].2.is_empty(), !kv.is_empty(), clocks.len() >= 2, !tps.is_empty());
-    Effect::new(move |_| {
+    Effect::new(effect(move |_| {
         let l = lang.get();
         let canvas = |r: NodeRef<leptos::html::Canvas>| {
             r.get().map(|c| -> web_sys::HtmlCanvasElement { c.unchecked_into() })
@@ -506,17 +505,17 @@ fn ReportCharts(report: Report) -> impl IntoView {
         if let Some(c) = canvas(gpu_canvas) {
             super::chart::bars(&c, &clocks, t(l, Msg::ChartGpuClocks));
         }
-    });
-    view! {
+    }));
+    fixed(view! {
         <div class="charts">
-            {has_ttft.then(|| view! {
+            {has_ttft.then(|| fixed(view! {
                 <canvas node_ref=hist width="370" height="220" data-testid="chart-ttft-hist"></canvas>
                 <canvas node_ref=cdf width="370" height="220" data-testid="chart-ttft-cdf"></canvas>
-            })}
-            {has_stats.then(|| view! { <canvas node_ref=q_canvas width="370" height="220" data-testid=queue_id></canvas> })}
-            {has_kv.then(|| view! { <canvas node_ref=kv_canvas width="370" height="220" data-testid=kv_id></canvas> })}
-            {has_tps.then(|| view! { <canvas node_ref=tps_canvas width="370" height="220" data-testid="chart-throughput"></canvas> })}
-            {has_gpus.then(|| view! { <canvas node_ref=gpu_canvas width="370" height="220" data-testid="chart-gpu-clocks"></canvas> })}
+            }))}
+            {has_stats.then(|| fixed(view! { <canvas node_ref=q_canvas width="370" height="220" data-testid=queue_id></canvas> }))}
+            {has_kv.then(|| fixed(view! { <canvas node_ref=kv_canvas width="370" height="220" data-testid=kv_id></canvas> }))}
+            {has_tps.then(|| fixed(view! { <canvas node_ref=tps_canvas width="370" height="220" data-testid="chart-throughput"></canvas> }))}
+            {has_gpus.then(|| fixed(view! { <canvas node_ref=gpu_canvas width="370" height="220" data-testid="chart-gpu-clocks"></canvas> }))}
         </div>
-    }
+    })
 }
