@@ -158,3 +158,65 @@ fn the_charts_draw_and_survive_degenerate_data() {
     drawn(&|c| chart::lines(c, &[], "x"));
     drawn(&|c| chart::bars(c, &[], "x"));
 }
+
+/// The KV page's assumptions, warnings and formula follow the UI language; the numbers do not.
+#[wasm_bindgen_test]
+async fn the_kv_page_explains_itself_in_the_ui_language() {
+    let lang = RwSignal::new(Lang::En);
+    let root = mount_in_lang(lang, || triage_site::pages::kv::KvPage().into_any());
+    let text = |sel: &str| root.query_selector(sel).unwrap().unwrap().text_content().unwrap();
+    let tokens = text("[data-testid=kv-tokens]");
+    assert!(!cjk(&text("ul.assumptions")), "{}", text("ul.assumptions"));
+    assert!(!cjk(&text("ul.formula")));
+    lang.set(Lang::Zh);
+    leptos::task::tick().await;
+    let assumptions = text("ul.assumptions");
+    assert!(cjk(&assumptions), "{assumptions}");
+    assert!(assumptions.contains("block size 16（vLLM 默认值）"), "{assumptions}");
+    assert!(cjk(&text("ul.formula")), "{}", text("ul.formula"));
+    assert_eq!(text("[data-testid=kv-tokens]"), tokens, "the figures do not change with the language");
+    // An input error is in the UI language too, naming the flag as the CLI does.
+    let available: web_sys::HtmlInputElement =
+        root.query_selector("[data-testid=kv-available]").unwrap().unwrap().unchecked_into();
+    available.set_value("lots");
+    available.dispatch_event(&web_sys::Event::new("input").unwrap()).unwrap();
+    leptos::task::tick().await;
+    let error = text("[data-testid=kv-error]");
+    assert!(cjk(&error) && error.contains("--available-kv-gib"), "{error}");
+}
+
+/// The drill's symptom, file descriptions and choices follow the UI language, in place.
+#[wasm_bindgen_test]
+async fn the_drill_page_switches_to_chinese() {
+    let lang = RwSignal::new(Lang::En);
+    let root = mount_in_lang(lang, || triage_site::pages::drill::DrillPage().into_any());
+    let el =
+        |sel: &str| -> web_sys::HtmlElement { root.query_selector(sel).unwrap().unwrap().unchecked_into() };
+    let seed: web_sys::HtmlInputElement = el("[data-testid=drill-seed]").unchecked_into();
+    seed.set_value("3");
+    seed.dispatch_event(&web_sys::Event::new("input").unwrap()).unwrap();
+    el("[data-testid=drill-start]").click();
+    leptos::task::tick().await;
+    let text = |sel: &str| el(sel).text_content().unwrap();
+    let (symptom, file, choice) = (
+        text("[data-testid=drill-symptom]"),
+        text("[data-testid=drill-file] summary"),
+        text("[data-testid=drill-choice]"),
+    );
+    assert!(!cjk(&symptom) && !cjk(&file) && !cjk(&choice), "{symptom} / {file} / {choice}");
+    lang.set(Lang::Zh);
+    leptos::task::tick().await;
+    for sel in
+        ["[data-testid=drill-symptom]", "[data-testid=drill-file] summary", "[data-testid=drill-choice]"]
+    {
+        assert!(cjk(&text(sel)), "{sel}: {}", text(sel));
+    }
+    assert!(text("[data-testid=drill-file] summary").contains("vllm.log"));
+    assert_eq!(
+        el("[data-testid=drill-choice]").get_attribute("data-name"),
+        Some("long-prompt-no-chunking".into())
+    );
+    lang.set(Lang::En);
+    leptos::task::tick().await;
+    assert_eq!(text("[data-testid=drill-symptom]"), symptom);
+}

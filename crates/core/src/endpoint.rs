@@ -5,6 +5,7 @@
 //! site, or carries tracking parameters, makes gateways answer 404, which clients then report as
 //! "model unavailable".
 
+use crate::lang::Lang;
 use serde::{Deserialize, Serialize};
 
 /// The wire API a probe speaks.
@@ -50,6 +51,19 @@ pub enum EndpointError {
     NoHost(String),
 }
 
+impl EndpointError {
+    /// The error in `lang` (`to_string()` is the English one).
+    pub fn message_in(&self, lang: Lang) -> String {
+        match (self, lang) {
+            (_, Lang::En) => self.to_string(),
+            (EndpointError::Scheme(s), Lang::Zh) => {
+                format!("URL 必须以 http:// 或 https:// 开头（收到的是 {s:?}）")
+            }
+            (EndpointError::NoHost(s), Lang::Zh) => format!("URL 中没有主机名：{s:?}"),
+        }
+    }
+}
+
 /// The endpoint a probe will call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resolved {
@@ -76,8 +90,13 @@ pub fn tracking_params(query: &str) -> Vec<&str> {
 }
 
 /// Resolve a base URL (`http://host:8000/v1`, `https://api.anthropic.com`) or a full endpoint
-/// into the URL to POST to.
+/// into the URL to POST to (warnings in English).
 pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
+    resolve_in(input, api, Lang::En)
+}
+
+/// [`resolve`] with the warnings written in `lang` (the URL is the same).
+pub fn resolve_in(input: &str, api: Api, lang: Lang) -> Result<Resolved, EndpointError> {
     let input = input.trim();
     let lower = input.to_ascii_lowercase();
     let scheme_len = if lower.starts_with("https://") {
@@ -123,9 +142,15 @@ pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
             }
             Api::Openai => {
                 if !path.is_empty() {
-                    warnings.push(format!(
-                        "the path {path:?} has no /v1: OpenAI-compatible servers usually serve {path}/v1/chat/completions; \
-                         check that the base URL is the API base, not a web page"
+                    warnings.push(lang.pick(
+                        format!(
+                            "the path {path:?} has no /v1: OpenAI-compatible servers usually serve {path}/v1/chat/completions; \
+                             check that the base URL is the API base, not a web page"
+                        ),
+                        format!(
+                            "路径 {path:?} 中没有 /v1：OpenAI 兼容服务通常在 {path}/v1/chat/completions 提供接口；\
+                             请确认 base URL 是 API 的基础地址，而不是一个网页"
+                        ),
                     ));
                     format!("{path}/chat/completions")
                 } else {
@@ -145,15 +170,22 @@ pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
             .collect();
         let tracking = tracking_params(q);
         if !tracking.is_empty() {
-            warnings.push(format!(
-                "the URL carries tracking parameters ({}): API gateways often answer 404 to them, which clients \
-                 report as \"model unavailable\"; use the bare API base URL",
-                tracking.join(", ")
+            let list = tracking.join(", ");
+            warnings.push(lang.pick(
+                format!(
+                    "the URL carries tracking parameters ({list}): API gateways often answer 404 to them, which clients \
+                     report as \"model unavailable\"; use the bare API base URL"
+                ),
+                format!(
+                    "URL 带有跟踪参数（{list}）：API 网关常对这类请求返回 404，客户端会把它报成\
+                     \"model unavailable\"（模型不可用）；请使用不带参数的 API base URL"
+                ),
             ));
         } else if !params.is_empty() {
-            warnings.push(format!(
-                "the URL carries query parameters ({}); API base URLs normally have none",
-                params.join(", ")
+            let list = params.join(", ");
+            warnings.push(lang.pick(
+                format!("the URL carries query parameters ({list}); API base URLs normally have none"),
+                format!("URL 带有查询参数（{list}）；API base URL 通常不带任何参数"),
             ));
         }
     }
@@ -239,6 +271,42 @@ mod tests {
 
     fn url(input: &str, api: Api) -> String {
         resolve(input, api).unwrap().url
+    }
+
+    /// Every URL warning and error has a Chinese form with the same URL bits and numbers.
+    #[test]
+    fn every_url_warning_has_a_chinese_form() {
+        use crate::lang::has_cjk;
+        let digits = |s: &str| {
+            let mut v: Vec<String> =
+                s.split(|c: char| !c.is_ascii_digit()).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+            v.sort();
+            v
+        };
+        let mut kinds = 0;
+        for (input, api) in [
+            ("https://example.com/console2", Api::Openai),
+            ("https://api.example.com/v1?utm_source=x&spm=1", Api::Openai),
+            ("https://api.example.com/v1?version=2", Api::Anthropic),
+        ] {
+            let en = resolve(input, api).unwrap();
+            assert_eq!(en, resolve_in(input, api, Lang::En).unwrap());
+            let zh = resolve_in(input, api, Lang::Zh).unwrap();
+            assert_eq!(en.url, zh.url);
+            assert_eq!(en.warnings.len(), 1, "{en:?}");
+            assert_eq!(zh.warnings.len(), 1);
+            let (e, z) = (&en.warnings[0], &zh.warnings[0]);
+            assert!(!has_cjk(e) && has_cjk(z) && e != z, "{z}");
+            assert_eq!(digits(e), digits(z), "\n{e}\n{z}");
+            kinds += 1;
+        }
+        assert_eq!(kinds, 3);
+        for input in ["ftp://x", "https://"] {
+            let e = resolve(input, Api::Openai).unwrap_err();
+            assert_eq!(e.message_in(Lang::En), e.to_string());
+            let z = e.message_in(Lang::Zh);
+            assert!(has_cjk(&z) && z.contains(input), "{z}");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! where SSE was expected, an error event, a stream that stopped early — is decided here, so
 //! every surface says the same thing about the same failure.
 
+use crate::lang::Lang;
 use crate::timing::RequestTiming;
 use serde::{Deserialize, Serialize};
 
@@ -113,94 +114,156 @@ pub fn looks_like_html(content_type: &str, body_prefix: &str) -> bool {
 /// A response whose status is not 2xx. `body` is what could be read of it (a prefix is fine),
 /// `retry_after` the header's raw value.
 pub fn from_status(status: u16, url: &str, body: &str, retry_after: Option<&str>) -> Fault {
+    from_status_in(status, url, body, retry_after, Lang::En)
+}
+
+/// [`from_status`] with the message written in `lang` (the kind is the same).
+pub fn from_status_in(status: u16, url: &str, body: &str, retry_after: Option<&str>, lang: Lang) -> Fault {
     let said = if body.trim().is_empty() {
         String::new()
     } else {
-        format!("; the server said: {}", excerpt(body, 200))
+        let e = excerpt(body, 200);
+        lang.pick(format!("; the server said: {e}"), format!("；服务端返回：{e}"))
     };
     let said = if body.to_ascii_lowercase().contains("<html") {
         match html_title(body) {
-            Some(t) => format!("; the server sent an HTML page titled {t:?}"),
-            None => "; the server sent an HTML page".to_owned(),
+            Some(t) => lang.pick(
+                format!("; the server sent an HTML page titled {t:?}"),
+                format!("；服务端返回了一个 HTML 页面，标题为 {t:?}"),
+            ),
+            None => lang.pick("; the server sent an HTML page", "；服务端返回了一个 HTML 页面").to_owned(),
         }
     } else {
         said
     };
+    let msg = |en: String, zh: String| lang.pick(en, zh);
     match status {
         401 => Fault::new(
             FaultKind::Unauthorized,
-            format!(
-                "HTTP 401 from {url}: the key was rejected — check that it is set, belongs to this provider, and has not expired{said}"
+            msg(
+                format!(
+                    "HTTP 401 from {url}: the key was rejected — check that it is set, belongs to this provider, and has not expired{said}"
+                ),
+                format!(
+                    "{url} 返回 HTTP 401：key 被拒绝——检查 key 是否已设置、是否属于这家服务商、是否已过期{said}"
+                ),
             ),
         ),
         403 => Fault::new(
             FaultKind::Forbidden,
-            format!(
-                "HTTP 403 from {url}: the key is valid but not allowed here (model access, region, or IP allow-list){said}"
+            msg(
+                format!(
+                    "HTTP 403 from {url}: the key is valid but not allowed here (model access, region, or IP allow-list){said}"
+                ),
+                format!("{url} 返回 HTTP 403：key 有效，但无权访问这里（模型权限、地域或 IP 白名单）{said}"),
             ),
         ),
         404 => Fault::new(
             FaultKind::NotFound,
-            format!(
-                "HTTP 404 from {url}: no API at this path — the base URL may point at a web site instead of the API base \
-                 (e.g. https://host/v1), or carry tracking parameters; clients often report this as \"model unavailable\"{said}"
+            msg(
+                format!(
+                    "HTTP 404 from {url}: no API at this path — the base URL may point at a web site instead of the API base \
+                     (e.g. https://host/v1), or carry tracking parameters; clients often report this as \"model unavailable\"{said}"
+                ),
+                format!(
+                    "{url} 返回 HTTP 404：这个路径下没有 API——base URL 可能指向的是网站而不是 API 基础地址\
+                     （例如 https://host/v1），或者带了跟踪参数；客户端常把它报成 \"model unavailable\"（模型不可用）{said}"
+                ),
             ),
         ),
         429 => {
             let retry = match retry_after {
-                Some(r) => format!(" (retry-after: {r} s)"),
-                None => " (no retry-after header)".to_owned(),
+                Some(r) => lang.pick(format!(" (retry-after: {r} s)"), format!("（retry-after：{r} s）")),
+                None => lang.pick(" (no retry-after header)", "（没有 retry-after 头）").to_owned(),
             };
             Fault::new(
                 FaultKind::RateLimited,
-                format!(
-                    "HTTP 429 from {url}: rate limited{retry} — count these as failures; retries hide them{said}"
+                msg(
+                    format!(
+                        "HTTP 429 from {url}: rate limited{retry} — count these as failures; retries hide them{said}"
+                    ),
+                    format!("{url} 返回 HTTP 429：被限流{retry}——应计为失败；重试会把它们掩盖掉{said}"),
                 ),
             )
         }
         500..=599 => Fault::new(
             FaultKind::ServerError,
-            format!("HTTP {status} from {url}: the server or a gateway in front of it failed{said}"),
+            msg(
+                format!("HTTP {status} from {url}: the server or a gateway in front of it failed{said}"),
+                format!("{url} 返回 HTTP {status}：服务端或其前面的网关出错{said}"),
+            ),
         ),
-        _ => Fault::new(FaultKind::ClientError, format!("HTTP {status} from {url}{said}")),
+        _ => Fault::new(
+            FaultKind::ClientError,
+            msg(format!("HTTP {status} from {url}{said}"), format!("{url} 返回 HTTP {status}{said}")),
+        ),
     }
 }
 
 /// Judge a 2xx response after its body ended: `None` when it is a complete stream.
 pub fn judge_stream(content_type: &str, url: &str, t: &RequestTiming) -> Option<Fault> {
+    judge_stream_in(content_type, url, t, Lang::En)
+}
+
+/// [`judge_stream`] with the message written in `lang` (the kind is the same).
+pub fn judge_stream_in(content_type: &str, url: &str, t: &RequestTiming, lang: Lang) -> Option<Fault> {
     if looks_like_html(content_type, &t.body_prefix) {
-        let title = html_title(&t.body_prefix).map(|t| format!(" titled {t:?}")).unwrap_or_default();
+        let title = html_title(&t.body_prefix)
+            .map(|t| lang.pick(format!(" titled {t:?}"), format!("（标题 {t:?}）")))
+            .unwrap_or_default();
         return Some(Fault::new(
             FaultKind::HtmlInsteadOfSse,
-            format!(
-                "{url} answered with an HTML page{title} where an SSE stream was expected: the URL is a web page, \
-                 not the API endpoint — use the API base URL from the provider's docs"
+            lang.pick(
+                format!(
+                    "{url} answered with an HTML page{title} where an SSE stream was expected: the URL is a web page, \
+                     not the API endpoint — use the API base URL from the provider's docs"
+                ),
+                format!(
+                    "{url} 返回了一个 HTML 页面{title}，而这里应是 SSE 流：这个 URL 是网页，不是 API 端点——\
+                     请使用服务商文档中给出的 API base URL"
+                ),
             ),
         ));
     }
     if let Some(e) = &t.stream_error {
         return Some(Fault::new(
             FaultKind::StreamErrorEvent,
-            format!("the stream carried an error event: {e}"),
+            lang.pick(format!("the stream carried an error event: {e}"), format!("流中出现了错误事件：{e}")),
         ));
     }
     if t.events == 0 {
-        let ct = if content_type.is_empty() { "no content-type" } else { content_type };
+        let ct = if content_type.is_empty() {
+            lang.pick("no content-type", "没有 content-type")
+        } else {
+            content_type
+        };
+        let body = excerpt(&t.body_prefix, 160);
         return Some(Fault::new(
             FaultKind::NotSse,
-            format!(
-                "{url} answered 2xx with {ct} and no SSE events (is streaming disabled, or is this not a chat endpoint?); body: {}",
-                excerpt(&t.body_prefix, 160)
+            lang.pick(
+                format!(
+                    "{url} answered 2xx with {ct} and no SSE events (is streaming disabled, or is this not a chat endpoint?); body: {body}"
+                ),
+                format!(
+                    "{url} 返回 2xx，{ct}，但没有任何 SSE 事件（是否关闭了流式输出，或者这不是 chat 端点？）；响应体：{body}"
+                ),
             ),
         ));
     }
     if !t.completed() {
         let tokens = t.token_times_ns.len();
+        let cut = if t.truncated_event {
+            lang.pick(" (the last event was cut off mid-way)", "（最后一个事件在中途被截断）")
+        } else {
+            ""
+        };
         return Some(Fault::new(
             FaultKind::IncompleteStream,
-            format!(
-                "the stream ended after {tokens} token events without a finish reason or terminal event{}",
-                if t.truncated_event { " (the last event was cut off mid-way)" } else { "" }
+            lang.pick(
+                format!(
+                    "the stream ended after {tokens} token events without a finish reason or terminal event{cut}"
+                ),
+                format!("流在 {tokens} 个 token 事件后结束，没有 finish reason，也没有终止事件{cut}"),
             ),
         ));
     }
@@ -252,6 +315,76 @@ mod tests {
         assert_eq!(
             judge_stream("text/event-stream", "u", &t.finish(2)).unwrap().kind,
             FaultKind::StreamErrorEvent
+        );
+    }
+
+    /// The runs of digits in `s`, sorted.
+    fn numbers(s: &str) -> Vec<&str> {
+        let mut v: Vec<&str> = s.split(|c: char| !c.is_ascii_digit()).filter(|t| !t.is_empty()).collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn assert_same_fault_in_zh(en: &Fault, zh: &Fault, seen: &mut std::collections::BTreeSet<FaultKind>) {
+        use crate::lang::has_cjk;
+        assert_eq!(en.kind, zh.kind);
+        assert!(!has_cjk(&en.message), "{}", en.message);
+        assert!(has_cjk(&zh.message), "{}", zh.message);
+        assert_ne!(en.message, zh.message);
+        assert_eq!(numbers(&en.message), numbers(&zh.message), "\n{}\n{}", en.message, zh.message);
+        seen.insert(zh.kind);
+    }
+
+    /// Every failure class decided here has a Chinese message with the same numbers and URL.
+    #[test]
+    fn every_fault_from_bytes_has_a_chinese_message() {
+        let mut seen = std::collections::BTreeSet::new();
+        let url = "https://api.example.com/v1/chat/completions";
+        for (status, body, retry) in [
+            (401, "", None),
+            (403, "{\"error\":\"region 7\"}", None),
+            (404, "<html><title>Home 2</title></html>", None),
+            (404, "<html>no title</html>", None),
+            (429, "", Some("20")),
+            (429, "slow down", None),
+            (503, "upstream 1 failed", None),
+            (422, "bad field", None),
+        ] {
+            let en = from_status(status, url, body, retry);
+            let zh = from_status_in(status, url, body, retry, Lang::Zh);
+            assert_eq!(en, from_status_in(status, url, body, retry, Lang::En));
+            assert!(zh.message.contains(url));
+            assert_same_fault_in_zh(&en, &zh, &mut seen);
+        }
+        let streams: [(&str, &[u8]); 5] = [
+            ("text/html", b"<!DOCTYPE html><html><head><title>Acme AI 3</title>"),
+            ("application/json", br#"{"choices":[{"message":{"content":"hi"}}]}"#),
+            ("", b"x"),
+            ("text/event-stream", b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"),
+            ("text/event-stream", b"data: {\"error\":{\"message\":\"engine dead\"}}\n\n"),
+        ];
+        for (ct, bytes) in streams {
+            let mut t = StreamTimer::new(0, TimerConfig::default());
+            t.feed(bytes, 1);
+            let t = t.finish(2);
+            let en = judge_stream(ct, url, &t).unwrap();
+            assert_eq!(Some(en.clone()), judge_stream_in(ct, url, &t, Lang::En));
+            assert_same_fault_in_zh(&en, &judge_stream_in(ct, url, &t, Lang::Zh).unwrap(), &mut seen);
+        }
+        assert_eq!(
+            seen.into_iter().collect::<Vec<_>>(),
+            [
+                FaultKind::Unauthorized,
+                FaultKind::Forbidden,
+                FaultKind::NotFound,
+                FaultKind::RateLimited,
+                FaultKind::ClientError,
+                FaultKind::ServerError,
+                FaultKind::HtmlInsteadOfSse,
+                FaultKind::NotSse,
+                FaultKind::StreamErrorEvent,
+                FaultKind::IncompleteStream,
+            ]
         );
     }
 

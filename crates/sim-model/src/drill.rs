@@ -7,6 +7,7 @@ use crate::output::Artifact;
 use crate::rng::Rng;
 use crate::scenario::{self, Scenario};
 use serde::Serialize;
+use triage_core::lang::Lang;
 
 /// One cause a person can pick.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -41,7 +42,26 @@ pub struct Verdict {
     pub rules: &'static [&'static str],
 }
 
+impl Choice {
+    /// [`Choice::cause`] in `lang`.
+    pub fn cause_in(&self, lang: Lang) -> &'static str {
+        scenario::find(self.name).map_or(self.cause, |s| s.cause_in(lang))
+    }
+}
+
+impl Verdict {
+    /// [`Verdict::cause`] in `lang`.
+    pub fn cause_in(&self, lang: Lang) -> &'static str {
+        scenario::find(self.answer).map_or(self.cause, |s| s.cause_in(lang))
+    }
+}
+
 impl Drill {
+    /// [`Drill::symptom`] in `lang`.
+    pub fn symptom_in(&self, lang: Lang) -> &'static str {
+        self.scenario.symptom_in(lang)
+    }
+
     /// The incident for `seed`: the scenario is drawn from the seed, and so is its traffic.
     pub fn new(seed: u64) -> Drill {
         let faults = scenario::faults();
@@ -93,5 +113,49 @@ mod tests {
         seen.sort_unstable();
         seen.dedup();
         assert!(seen.len() >= 6, "{seen:?}");
+    }
+
+    /// The runs of digits in `s`, sorted.
+    fn numbers(s: &str) -> Vec<&str> {
+        let mut v: Vec<&str> = s.split(|c: char| !c.is_ascii_digit()).filter(|t| !t.is_empty()).collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn zh_of(en: &str, zh: &str) {
+        use triage_core::lang::has_cjk;
+        assert!(!has_cjk(en), "{en}");
+        assert!(has_cjk(zh), "{zh}");
+        assert_ne!(en, zh);
+        assert_eq!(numbers(en), numbers(zh), "\n{en}\n{zh}");
+    }
+
+    /// Every scenario's symptom and cause, every file description and every choice has a
+    /// Chinese form with the same numbers; English stays what it was.
+    #[test]
+    fn every_drill_text_has_a_chinese_form() {
+        for s in scenario::all() {
+            assert_eq!((s.cause_in(Lang::En), s.symptom_in(Lang::En)), (s.cause, s.symptom));
+            zh_of(s.cause, s.cause_in(Lang::Zh));
+            zh_of(s.symptom, s.symptom_in(Lang::Zh));
+        }
+        let mut whats = std::collections::BTreeSet::new();
+        for s in scenario::faults() {
+            let d = Drill::of(s.clone(), 1);
+            assert_eq!(d.symptom_in(Lang::Zh), s.symptom_in(Lang::Zh));
+            for f in &d.files {
+                assert_eq!(f.what_in(Lang::En), f.what);
+                assert!(triage_core::lang::has_cjk(f.what_in(Lang::Zh)), "{}", f.what);
+                assert_ne!(f.what_in(Lang::Zh), f.what);
+                whats.insert(f.what.clone());
+            }
+            for c in &d.choices {
+                assert_eq!(c.cause_in(Lang::En), c.cause);
+                zh_of(c.cause, c.cause_in(Lang::Zh));
+            }
+            let v = d.check(s.name);
+            zh_of(v.cause, v.cause_in(Lang::Zh));
+        }
+        assert!(whats.len() >= 6, "{whats:?}");
     }
 }

@@ -12,6 +12,7 @@ use crate::output::gpu::{GpuSetup, H200_MEM_TOTAL_MIB, SlowGpu};
 use crate::workload::{Arrivals, ClientBehaviour, LenDist, Stream, Workload};
 use serde::Serialize;
 use triage_core::analyze::report::Class;
+use triage_core::lang::Lang;
 
 /// The model name the simulated engine serves.
 pub const MODEL: &str = "sim/llama-1.1b-h200";
@@ -52,6 +53,22 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// [`Scenario::cause`] in `lang`.
+    pub fn cause_in(&self, lang: Lang) -> &'static str {
+        match (lang, zh(self.name)) {
+            (Lang::Zh, Some((cause, _))) => cause,
+            _ => self.cause,
+        }
+    }
+
+    /// [`Scenario::symptom`] in `lang`.
+    pub fn symptom_in(&self, lang: Lang) -> &'static str {
+        match (lang, zh(self.name)) {
+            (Lang::Zh, Some((_, symptom))) => symptom,
+            _ => self.symptom,
+        }
+    }
+
     pub fn config(&self, seed: u64) -> SimConfig {
         (self.build)(seed)
     }
@@ -400,6 +417,61 @@ pub fn all() -> Vec<Scenario> {
             build: healthy,
         },
     ]
+}
+
+/// The Chinese cause and symptom of the scenario `name` (numbers as in the English).
+fn zh(name: &str) -> Option<(&'static str, &'static str)> {
+    Some(match name {
+        "long-prompt-no-chunking" => (
+            "Chunked prefill 已关闭，一个批处理任务成批发送 16k–30k token 的长文档：每篇都在一个 step 内整段 prefill，所有正在 decode 的请求和排在它后面的请求都得等着。",
+            "突发期间发出的短请求要等好几秒才拿到首 token，正在输出的流也会卡住",
+        ),
+        "overload" => (
+            "请求到达得比引擎处理得快（4.5 req/s，而 max_num_seqs 32 时只能处理约 3.5）：batch 已满，等待队列无限增长。",
+            "首 token 越来越慢，最后在客户端超时之内根本等不到",
+        ),
+        "cold-start" => (
+            "从零扩容：新副本加载权重并捕获 CUDA graph 要 45 s，网关在此期间挂住请求；最早的那批请求要把这段时间全部等完。",
+            "启动期间发出的请求要等服务就绪后才拿到首 token",
+        ),
+        "slow-gpu" => (
+            "4 卡 tensor-parallel 组中有一张 GPU 降频（87 °C 触发 HW Slowdown，840 MHz，正常为 1980 MHz）：每个 step 都要等它，所以每个请求的每个 token 都慢了 2.4×。",
+            "首 token 时间正常，但 token 间隔超过健康时 ~65 ms 的两倍",
+        ),
+        "kv-pressure" => (
+            "KV cache 只能容纳 32,768 个 token，而 max_num_seqs 128 放进了长请求：cache 被占满，调度器抢占最新的请求并重算，这些请求的流随之停顿。",
+            "请求被抢占并重算时，流会在回答中途停顿好几秒",
+        ),
+        "oom-long-input" => (
+            "一篇 65,536 token 的文档打到一台 max_model_len 131,072、网关没有输入长度上限、使用 eager attention 的服务上：它的 prefill 在 139.8 GiB 的 GPU 上申请 256 GiB 的 attention score，以 CUDA OOM 失败。",
+            "超长请求失败，流中的错误事件带着 CUDA OOM 信息",
+        ),
+        "kv-leak" => (
+            "服务层丢弃了客户端已超时（30 s）的请求，却没有在引擎中 abort 它们：它们的 KV block 永远不会释放，cache 被死请求占满，新请求一个也启动不了。",
+            "请求被接受了却始终拿不到首 token：引擎空闲，cache 却是满的",
+        ),
+        "kv-deadlock" => (
+            "调度器在等空闲 KV block 而不是抢占（调度器 bug）：cache 一满，每个运行中的请求都还需要一个 block，却没有任何 block 会被释放，生成就此停止。",
+            "进行中的流全部冻结，新请求始终拿不到首 token",
+        ),
+        "upstream-cut" => (
+            "在 120 s 时网关把节点标记为不健康（健康检查失败），之后不再向它转发任何请求：引擎空闲，客户端则从网关收到 503。",
+            "所有请求同时失败，返回 503 no healthy upstream",
+        ),
+        "client-timeout" => (
+            "客户端超时为 10 s（API_TIMEOUT_MS=10000），而按每 token ~65 ms 计，长回答需要 20–60 s：它们被截断，TBT 问题就表现成了客户端超时。",
+            "长回答在流中途超时，时间恰好等于客户端的上限",
+        ),
+        "client-retries" => (
+            "Agent 一次突发 30 个请求，撞上服务层的限流（2 req/s，突发上限 10），大部分收到 429；客户端最多重试 5 次，所以它报告成功，而多数首次尝试其实失败了。",
+            "不带重试的 probe 能看到被客户端重试掩盖的 429",
+        ),
+        "healthy" => (
+            "一切正常：规格合适的引擎上跑着 2 req/s 的对话流量（对照组）。",
+            "首 token 约 0.1 s，token 间隔 ~65 ms",
+        ),
+        _ => return None,
+    })
 }
 
 /// The fault scenarios (without the healthy control): what `triage sim --list` prints.

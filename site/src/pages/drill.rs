@@ -3,7 +3,7 @@
 
 use crate::app::{click, num_text, set_parsed, tx, use_lang};
 use crate::fixed::fixed;
-use crate::i18n::Msg;
+use crate::i18n::{Lang, Msg};
 use crate::pages::triage::ReportView;
 use crate::{NamedText, analyze_inputs};
 use leptos::prelude::*;
@@ -29,8 +29,15 @@ pub fn DrillPage() -> impl IntoView {
             <button class="primary" data-testid="drill-start" on:click=click(start)>{tx(lang, Msg::DrillNew)}</button>
         </div>
         {move || drill.get().map(|d| {
-            let files: Vec<(String, String, String)> =
-                d.files.iter().map(|f| (f.name.clone(), f.what.clone(), f.content.clone())).collect();
+            let files: Vec<(String, [String; 2], String)> = d
+                .files
+                .iter()
+                .map(|f| {
+                    let what = Lang::ALL.map(|l| f.what_in(l).to_owned());
+                    (f.name.clone(), what, f.content.clone())
+                })
+                .collect();
+            let symptom = Lang::ALL.map(|l| d.symptom_in(l));
             let choices = d.choices.clone();
             let inputs: Vec<NamedText> = d
                 .files
@@ -41,13 +48,13 @@ pub fn DrillPage() -> impl IntoView {
             let d2 = d.clone();
             fixed(view! {
                 <h3>{tx(lang, Msg::DrillSymptom)}</h3>
-                <p class="symptom" data-testid="drill-symptom">{d.symptom}</p>
+                <p class="symptom" data-testid="drill-symptom">{move || lang.get().pick(symptom[0], symptom[1])}</p>
                 <h3>{tx(lang, Msg::DrillFiles)}</h3>
                 {files.into_iter().map(|(name, what, content)| {
                     let head: String = content.lines().take(40).collect::<Vec<_>>().join("\n");
                     fixed(view! {
                         <details class="branch" data-testid="drill-file">
-                            <summary><code>{name}</code> " — " {what} " (" {content.len()} " B)"</summary>
+                            <summary><code>{name}</code> " — " {move || lang.get().pick(&what[0], &what[1]).clone()} " (" {content.len()} " B)"</summary>
                             <pre>{head}</pre>
                         </details>
                     })
@@ -56,9 +63,10 @@ pub fn DrillPage() -> impl IntoView {
                 <div class="choices">
                     {choices.into_iter().map(|c| {
                         let d3 = d2.clone();
+                        let cause = Lang::ALL.map(|l| c.cause_in(l));
                         fixed(view! {
                             <button data-testid="drill-choice" data-name=c.name on:click=click(move |_| verdict.set(Some(d3.check(c.name))))>
-                                <code>{c.class}</code> " " {c.cause}
+                                <code>{c.class}</code> " " {move || lang.get().pick(cause[0], cause[1])}
                             </button>
                         })
                     }).collect_view()}
@@ -69,7 +77,7 @@ pub fn DrillPage() -> impl IntoView {
                     let msg = if v.correct { Msg::DrillRight } else if v.same_class { Msg::DrillSameClass } else { Msg::DrillWrong };
                     fixed(view! {
                         <div class="verdict" data-testid="drill-verdict" data-answer=v.answer data-correct=v.correct.to_string()>
-                            {tx(lang, msg)} " " <code>{v.class}</code> " " {v.cause} " — " {v.rules.join(", ")}
+                            {tx(lang, msg)} " " <code>{v.class}</code> " " {v.cause_in(lang.get())} " — " {v.rules.join(", ")}
                         </div>
                         <h3>{tx(lang, Msg::DrillEvidence)}</h3>
                         <ReportView report inputs=inputs.clone()/>

@@ -8,8 +8,9 @@ use leptos::prelude::*;
 use triage_core::kv::gpus::GPUS;
 use triage_core::kv::presets::PRESETS;
 use triage_core::kv::report::KvReport;
-use triage_core::kv::request::{KvRequest, build_report};
+use triage_core::kv::request::{KvRequest, build_report_in};
 use triage_core::kv::units::fmt_int;
+use triage_core::lang::Lang;
 use wasm_bindgen::JsCast;
 
 #[component]
@@ -37,7 +38,8 @@ pub fn KvPage() -> impl IntoView {
     let report = Memo::new(move |_| {
         let cfg = config.get();
         let cfg = (!cfg.trim().is_empty()).then_some(cfg);
-        build_report(&request(), cfg.as_deref(), None).map_err(|e| e.to_string())
+        let lang = lang.get();
+        build_report_in(&request(), cfg.as_deref(), None, lang).map_err(|e| e.message_in(lang))
     });
     // Concurrency at lengths from 1k up to max_model_len: one estimate per point, same code.
     let curve = Memo::new(move |_| {
@@ -48,7 +50,7 @@ pub fn KvPage() -> impl IntoView {
         let mut len = 1024u64;
         while len <= top {
             let r = KvRequest { at_len: Some(len), ..request() };
-            if let Ok(rep) = build_report(&r, cfg.as_deref(), None) {
+            if let Ok(rep) = build_report_in(&r, cfg.as_deref(), None, Lang::En) {
                 points.push((len as f64, rep.estimate.max_concurrency));
             }
             len *= 2;

@@ -89,9 +89,9 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64) -> RequestRecord {
         )),
         (Ok(()), Some(h)) if !(200..300).contains(&h.status) => {
             let body = String::from_utf8_lossy(&error_body.borrow()).into_owned();
-            Some(fault::from_status(h.status, &o.url, &body, h.retry_after.as_deref()))
+            Some(fault::from_status_in(h.status, &o.url, &body, h.retry_after.as_deref(), o.lang))
         }
-        (Ok(()), Some(h)) => fault::judge_stream(&h.content_type, &o.url, &timing),
+        (Ok(()), Some(h)) => fault::judge_stream_in(&h.content_type, &o.url, &timing, o.lang),
         (Ok(()), None) => Some(Fault::new(FaultKind::Other, t(o.lang, Msg::ProbeNoResponse))),
         (Err(FetchError::BodyFailed(msg)), None) => Some(Fault::new(FaultKind::Other, msg)),
     };
@@ -119,7 +119,7 @@ pub fn ProbePage() -> impl IntoView {
     let conc = RwSignal::new(1usize);
     let records = RwSignal::new(Vec::<RequestRecord>::new());
     let running = RwSignal::new(false);
-    let resolved = Memo::new(move |_| endpoint::resolve(&url.get(), api.get()));
+    let resolved = Memo::new(move |_| endpoint::resolve_in(&url.get(), api.get(), lang.get()));
     let wall = RwSignal::new(0.0f64);
 
     Effect::new(effect(move |_| {
@@ -214,7 +214,7 @@ pub fn ProbePage() -> impl IntoView {
             </label>
             <p class="resolved">{move || match resolved.get() {
                 Ok(r) => fixed(view! { <span>"→ " <code>{r.url}</code> {r.warnings.into_iter().map(|w| fixed(view! { <span class="warn">" ⚠ " {w}</span> })).collect_view()}</span> }),
-                Err(e) => fixed(view! { <span class="error">{e.to_string()}</span> }),
+                Err(e) => fixed(view! { <span class="error">{e.message_in(lang.get())}</span> }),
             }}</p>
             <label>{tx(lang, Msg::ProbeApi)}
                 <select data-testid="probe-api" on:change=on_event(move |ev| api.set(Api::parse(&event_target_value(&ev)).unwrap_or(Api::Openai)))>

@@ -53,6 +53,7 @@ mod tests {
             kv_dtype: KvDtype::Auto,
             serving_dtype: ModelDtype::Fp16,
             hybrid: true,
+            lang: crate::lang::Lang::En,
         };
         let l = Layout::new(&m, &o).unwrap();
         let per_seq = l.blocks_per_request(4096, 8192) * l.block_bytes(&l.ranks[0]);

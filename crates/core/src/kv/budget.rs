@@ -43,6 +43,8 @@ pub struct BudgetContext {
     pub serving_dtype: ModelDtype,
     pub max_num_batched_tokens: u64,
     pub max_num_seqs: u64,
+    /// The language of the `*_how` explanations.
+    pub lang: crate::lang::Lang,
 }
 
 /// The budget of one GPU, every term with how it was obtained.
@@ -74,13 +76,28 @@ pub fn plan(model: &ModelShape, ctx: &BudgetContext, inp: &BudgetInputs) -> Resu
         u64::try_from(u128::from(inp.gpu_total_bytes) * u128::from(inp.utilization_ppm) / 1_000_000)
             .unwrap_or(u64::MAX);
 
+    let lang = ctx.lang;
+    let given = || lang.pick("given", "给定").to_owned();
     let (weights, weights_how) = match inp.weights_bytes {
-        Some(w) => (w.div_ceil(gpus), format!("given: {} over {gpus} GPU(s)", fmt_gib(w))),
+        Some(w) => {
+            let g = fmt_gib(w);
+            (
+                w.div_ceil(gpus),
+                lang.pick(
+                    format!("given: {g} over {gpus} GPU(s)"),
+                    format!("给定 {g}，分布在 {gpus} 张 GPU 上"),
+                ),
+            )
+        }
         None => {
             let (params, psrc) = match (inp.params, &model.params) {
-                (Some(p), _) => (p, "given".to_owned()),
-                (None, Some((p, ParamSource::Published(s)))) => (*p, format!("published: {s}")),
-                (None, Some((p, _))) => (*p, "counted from config.json".to_owned()),
+                (Some(p), _) => (p, given()),
+                (None, Some((p, ParamSource::Published(s)))) => {
+                    (*p, lang.pick(format!("published: {s}"), format!("公开数据：{s}")))
+                }
+                (None, Some((p, _))) => {
+                    (*p, lang.pick("counted from config.json", "按 config.json 统计").to_owned())
+                }
                 (None, None) => {
                     return Err(KvError::BudgetUnknown(
                         "the weights size is unknown: config.json lacks hidden_size, vocab_size or \
@@ -95,29 +112,47 @@ pub fn plan(model: &ModelShape, ctx: &BudgetContext, inp: &BudgetInputs) -> Resu
                 .unwrap_or_else(|| WeightDtype::from_model(ctx.serving_dtype));
             let total = u128::from(params) * u128::from(d.millibytes()) / 1000;
             let total = u64::try_from(total).map_err(|_| KvError::Overflow("weights size"))?;
-            let approx = if matches!(d, WeightDtype::Int4 | WeightDtype::Mxfp4) { "about " } else { "" };
+            let approx = if matches!(d, WeightDtype::Int4 | WeightDtype::Mxfp4) {
+                lang.pick("about ", "约 ")
+            } else {
+                ""
+            };
+            let (n, whole, frac, ds, tg) =
+                (fmt_int(params), d.millibytes() / 1000, d.millibytes() % 1000, d.as_str(), fmt_gib(total));
             (
                 total.div_ceil(gpus),
-                format!(
-                    "estimated: {} parameters ({psrc}) × {approx}{}.{:03} B ({}) = {}, over {gpus} GPU(s)",
-                    fmt_int(params),
-                    d.millibytes() / 1000,
-                    d.millibytes() % 1000,
-                    d.as_str(),
-                    fmt_gib(total)
+                lang.pick(
+                    format!(
+                        "estimated: {n} parameters ({psrc}) × {approx}{whole}.{frac:03} B ({ds}) = {tg}, over {gpus} GPU(s)"
+                    ),
+                    format!("估算 {n} 个参数（{psrc}）× {approx}{whole}.{frac:03} B（{ds}）= {tg}，分布在 {gpus} 张 GPU 上"),
                 ),
             )
         }
     };
 
     let (activation, activation_how) = match inp.activation_bytes {
-        Some(a) => (a, "given".to_owned()),
+        Some(a) => (a, given()),
         None => activation_estimate(model, ctx)?,
     };
     let (non_torch, non_torch_how) = match inp.non_torch_bytes {
-        Some(n) => (n, "given".to_owned()),
-        None if gpus > 1 => (GIB, "estimated: 1 GiB with NCCL buffers on a multi-GPU deployment".to_owned()),
-        None => (256 * MIB, "estimated: 0.25 GiB (CUDA/cuBLAS workspaces) on one GPU".to_owned()),
+        Some(n) => (n, given()),
+        None if gpus > 1 => (
+            GIB,
+            lang.pick(
+                "estimated: 1 GiB with NCCL buffers on a multi-GPU deployment",
+                "估算 1 GiB（多 GPU 部署，含 NCCL 缓冲区）",
+            )
+            .to_owned(),
+        ),
+        None => (
+            256 * MIB,
+            lang.pick(
+                "estimated: 0.25 GiB (CUDA/cuBLAS workspaces) on one GPU",
+                "估算 0.25 GiB（单 GPU，CUDA/cuBLAS 工作区）",
+            )
+            .to_owned(),
+        ),
     };
     let used = weights.saturating_add(activation).saturating_add(non_torch);
     Ok(Budget {
@@ -160,25 +195,48 @@ fn activation_estimate(model: &ModelShape, ctx: &BudgetContext) -> Result<(u64, 
     let seqs = u128::from(ctx.max_num_seqs).min(t).max(1);
     let sampler = seqs * vocab * 4 * 3;
     let peak = u64::try_from(layer.max(sampler)).map_err(|_| KvError::Overflow("activation estimate"))?;
+    let lang = ctx.lang;
+    let mnbt = ctx.max_num_batched_tokens;
     let which = if layer >= sampler {
-        format!("the MLP of {} batched tokens", ctx.max_num_batched_tokens)
+        lang.pick(format!("the MLP of {mnbt} batched tokens"), format!("{mnbt} 个批内 token 的 MLP"))
     } else {
-        format!("the sampler's logits for {seqs} sequences")
+        lang.pick(
+            format!("the sampler's logits for {seqs} sequences"),
+            format!("{seqs} 条序列的采样器 logits"),
+        )
     };
-    Ok((peak, format!("estimated: {} ({which}; heuristic, ±2×)", fmt_gib(peak))))
+    let pg = fmt_gib(peak);
+    Ok((
+        peak,
+        lang.pick(
+            format!("estimated: {pg} ({which}; heuristic, ±2×)"),
+            format!("估算 {pg}（{which}；经验值，±2×）"),
+        ),
+    ))
 }
 
 /// A person-readable line for the budget.
 pub fn describe(b: &Budget) -> String {
+    describe_in(b, crate::lang::Lang::En)
+}
+
+/// [`describe`] in `lang`.
+pub fn describe_in(b: &Budget, lang: crate::lang::Lang) -> String {
     format!(
-        "{} × {} = {} − weights {} − activation {} − non-torch {} = {} for KV",
+        "{} × {} = {} − {} {} − {} {} − {} {} = {}",
         fmt_gib(b.gpu_total_bytes),
         fmt_ppm(b.utilization_ppm),
         fmt_gib(b.requested_bytes),
+        lang.pick("weights", "权重"),
         fmt_gib(b.weights_bytes),
+        lang.pick("activation", "激活"),
         fmt_gib(b.activation_bytes),
+        lang.pick("non-torch", "非 torch"),
         fmt_gib(b.non_torch_bytes),
-        fmt_gib(b.available_kv_bytes)
+        lang.pick(
+            format!("{} for KV", fmt_gib(b.available_kv_bytes)),
+            format!("{} 留给 KV", fmt_gib(b.available_kv_bytes))
+        )
     )
 }
 
@@ -194,6 +252,7 @@ mod tests {
             serving_dtype: ModelDtype::Bf16,
             max_num_batched_tokens: 8192,
             max_num_seqs: 1024,
+            lang: crate::lang::Lang::En,
         }
     }
 

@@ -70,4 +70,96 @@ impl KvError {
     ) -> Self {
         KvError::InvalidValue { field: field.into(), value: value.to_string(), reason: reason.into() }
     }
+
+    /// The message in `lang` (`to_string()` is the English one). Field names, flags and values
+    /// are the same; free-text details carried inside a variant (a reason, a JSON parser's
+    /// message) stay as they were written.
+    pub fn message_in(&self, lang: crate::lang::Lang) -> String {
+        use KvError::*;
+        if lang == crate::lang::Lang::En {
+            return self.to_string();
+        }
+        match self {
+            InvalidJson(e) => format!("config.json 不是合法的 JSON：{e}"),
+            NotAnObject(got) => {
+                format!("config.json 必须是一个 JSON 对象（`{{\"num_hidden_layers\": …}}`），实际是 {got}")
+            }
+            MissingField { field, aliases, why } => format!("config.json 中缺少 `{field}`{aliases}：{why}"),
+            MissingWithDefault { field, assumed } => format!(
+                "config.json 中缺少 `{field}`；默认会按 {assumed} 计：请补上该字段，或传 --assume-defaults 接受这个默认值"
+            ),
+            InvalidValue { field, value, reason } => format!("`{field}` 的取值 {value} 无效：{reason}"),
+            TpDoesNotDivideHeads { tp, heads, suggest } => format!(
+                "tensor parallel size {tp} 不能整除 {heads} 个 attention head（vLLM 要求 num_attention_heads % tp == 0）：\
+                 可以试 tp = {suggest}"
+            ),
+            TpDoesNotFitKvHeads { tp, kv_heads } => format!(
+                "tensor parallel size {tp} 与 {kv_heads} 个 kv head 不匹配：vLLM 要求 kv_heads % tp == 0\
+                 （tp ≤ kv head 数）或 tp % kv_heads == 0（tp > kv head 数，head 会被复制）"
+            ),
+            PpExceedsLayers { pp, layers } => format!("pipeline parallel size {pp} 大于模型的层数 {layers}"),
+            UnknownModel(m) => format!("未知的模型预设 {m:?}：`triage kv --list-models` 列出内置预设"),
+            UnknownGpu(g) => {
+                format!("未知的 gpu {g:?}：`triage kv --list-gpus` 列出预设，或者传 --gpu-mem-gib")
+            }
+            UnknownKvDtype(d) => format!(
+                "未知的 kv cache dtype {d:?}：可选 auto、bf16、fp16、fp32、fp8、fp8_e4m3、fp8_e5m2 或 fp8_ds_mla"
+            ),
+            UnknownDtype(d) => format!("未知的 dtype {d:?}：可选 bf16、fp16、fp32、fp8、int8、int4 或 mxfp4"),
+            DsMlaNeedsMla => {
+                "kv cache dtype fp8_ds_mla 只适用于 MLA 模型（DeepSeek V2/V3/R1）；这个模型没有 kv_lora_rank"
+                    .to_owned()
+            }
+            UnsupportedLayer { layer, kind } => format!(
+                "第 {layer} 层的 attention 类型为 {kind:?}，暂不支持：hybrid linear-attention / mamba 模型为每条序列\
+                 保存状态，本估算器没有对其建模"
+            ),
+            Overflow(what) => format!("{what}：数值过大，超出 64 位字节运算的范围"),
+            BudgetUnknown(why) => format!("无法计算显存预算：{why}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{Lang, has_cjk};
+
+    #[test]
+    fn every_error_has_a_chinese_message_with_the_same_numbers() {
+        let numbers = |s: &str| {
+            let mut v: Vec<String> =
+                s.split(|c: char| !c.is_ascii_digit()).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+            v.sort();
+            v
+        };
+        let all = [
+            KvError::InvalidJson("expected value at line 1 column 2".into()),
+            KvError::NotAnObject("an array"),
+            KvError::MissingField {
+                field: "num_hidden_layers",
+                aliases: " (nor n_layer)".into(),
+                why: "x".into(),
+            },
+            KvError::MissingWithDefault { field: "qk_rope_head_dim", assumed: "64".into() },
+            KvError::invalid("--tp", 0, "must be at least 1"),
+            KvError::TpDoesNotDivideHeads { tp: 8, heads: 28, suggest: "1, 2, 4, 7, 14".into() },
+            KvError::TpDoesNotFitKvHeads { tp: 8, kv_heads: 10 },
+            KvError::PpExceedsLayers { pp: 64, layers: 32 },
+            KvError::UnknownModel("llama-9".into()),
+            KvError::UnknownGpu("h900".into()),
+            KvError::UnknownKvDtype("fp4".into()),
+            KvError::UnknownDtype("fp4".into()),
+            KvError::DsMlaNeedsMla,
+            KvError::UnsupportedLayer { layer: 3, kind: "mamba".into() },
+            KvError::Overflow("page size"),
+            KvError::BudgetUnknown("pass --weights-gib".into()),
+        ];
+        for e in all {
+            let (en, zh) = (e.to_string(), e.message_in(Lang::Zh));
+            assert_eq!(e.message_in(Lang::En), en);
+            assert!(has_cjk(&zh) && zh != en, "{zh}");
+            assert_eq!(numbers(&en), numbers(&zh), "\n{en}\n{zh}");
+        }
+    }
 }

@@ -14,6 +14,7 @@ use crate::kv::dtype::{KvDtype, ModelDtype};
 use crate::kv::layout::{Layout, LayoutOptions};
 use crate::kv::model::{Attention, ModelShape, ranges};
 use crate::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
+use crate::lang::Lang;
 use serde::Serialize;
 
 /// vLLM's default `--block-size` on CUDA.
@@ -50,6 +51,8 @@ pub struct KvOptions {
     /// Whether vLLM's defaults for ≥ 70 GiB non-A100 GPUs apply (`None`: GPU unknown, assume
     /// yes, and say so).
     pub large_gpu: Option<bool>,
+    /// The language of the assumptions, warnings and formula lines (numbers are the same).
+    pub lang: Lang,
 }
 
 impl Default for KvOptions {
@@ -68,6 +71,7 @@ impl Default for KvOptions {
             at_len: None,
             need: None,
             large_gpu: None,
+            lang: Lang::En,
         }
     }
 }
@@ -203,12 +207,18 @@ pub struct KvEstimate {
 pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Result<KvEstimate, KvError> {
     let mut assumptions: Vec<String> = model.notes.clone();
     let mut warnings = Vec::new();
+    let lang = opts.lang;
 
     let serving_dtype = match (opts.dtype, model.dtype) {
         (Some(d), _) => d,
         (None, Some(ModelDtype::Fp32)) => {
-            assumptions
-                .push("float32 checkpoint: vLLM serves it in 16 bits by default (bf16 assumed)".to_owned());
+            assumptions.push(
+                lang.pick(
+                    "float32 checkpoint: vLLM serves it in 16 bits by default (bf16 assumed)",
+                    "float32 权重：vLLM 默认以 16 位精度加载服务（按 bf16 计算）",
+                )
+                .to_owned(),
+            );
             ModelDtype::Bf16
         }
         (None, Some(d)) => d,
@@ -219,21 +229,30 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
         Some(b) => b,
         None if model.mla.is_some() && opts.large_gpu == Some(true) => {
             assumptions.push(
-                "block size 64: vLLM forces it for the FlashMLA backend on Hopper (CUTLASS MLA on Blackwell \
-                 uses 128)"
-                    .to_owned(),
+                lang.pick(
+                    "block size 64: vLLM forces it for the FlashMLA backend on Hopper (CUTLASS MLA on Blackwell \
+                     uses 128)",
+                    "block size 64：Hopper 上 vLLM 的 FlashMLA 后端强制使用该值（Blackwell 上的 CUTLASS MLA 用 128）",
+                )
+                .to_owned(),
             );
             64
         }
         None => {
             if model.mla.is_some() {
                 assumptions.push(
-                    "block size 16 (vLLM's default); on Hopper vLLM forces 64 for FlashMLA — pass \
-                     --block-size 64 to match (capacity moves by less than one block)"
-                        .to_owned(),
+                    lang.pick(
+                        "block size 16 (vLLM's default); on Hopper vLLM forces 64 for FlashMLA — pass \
+                         --block-size 64 to match (capacity moves by less than one block)",
+                        "block size 16（vLLM 默认值）；Hopper 上 vLLM 会为 FlashMLA 强制使用 64——传 \
+                         --block-size 64 与之对齐（容量变化不到一个 block）",
+                    )
+                    .to_owned(),
                 );
             } else {
-                assumptions.push("block size 16 (vLLM's default)".to_owned());
+                assumptions.push(
+                    lang.pick("block size 16 (vLLM's default)", "block size 16（vLLM 默认值）").to_owned(),
+                );
             }
             DEFAULT_BLOCK_SIZE
         }
@@ -242,18 +261,27 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
         (Some(0), _) => return Err(KvError::invalid("--max-model-len", 0, "must be at least 1 token")),
         (Some(l), Some(m)) => {
             if l > m {
-                warnings.push(format!(
-                    "max_model_len {} is above the model's {} tokens: vLLM refuses it unless \
-                     VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
-                    fmt_int(l),
-                    fmt_int(m)
+                let (l, m) = (fmt_int(l), fmt_int(m));
+                warnings.push(lang.pick(
+                    format!(
+                        "max_model_len {l} is above the model's {m} tokens: vLLM refuses it unless \
+                         VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+                    ),
+                    format!(
+                        "max_model_len {l} 超过模型的 {m} token 上下文：除非设置 \
+                         VLLM_ALLOW_LONG_MAX_MODEL_LEN=1，否则 vLLM 会拒绝启动"
+                    ),
                 ));
             }
             l
         }
         (Some(l), None) => l,
         (None, Some(m)) => {
-            assumptions.push(format!("max_model_len {} (the model's context, vLLM's default)", fmt_int(m)));
+            let mm = fmt_int(m);
+            assumptions.push(lang.pick(
+                format!("max_model_len {mm} (the model's context, vLLM's default)"),
+                format!("max_model_len {mm}（模型的上下文长度，vLLM 默认值）"),
+            ));
             m
         }
         (None, None) => {
@@ -272,16 +300,19 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
         ));
     }
     let gpu_words = match opts.large_gpu {
-        Some(true) => "on ≥ 70 GiB GPUs other than A100",
-        Some(false) => "on this GPU",
-        None => "assuming a ≥ 70 GiB GPU",
+        Some(true) => lang.pick("on ≥ 70 GiB GPUs other than A100", "，适用于 A100 以外 ≥ 70 GiB 的 GPU"),
+        Some(false) => lang.pick("on this GPU", "，适用于这张 GPU"),
+        None => lang.pick("assuming a ≥ 70 GiB GPU", "，按 ≥ 70 GiB 的 GPU 计"),
     };
     let mnbt = match opts.max_num_batched_tokens {
         Some(0) => return Err(KvError::invalid("--max-num-batched-tokens", 0, "must be at least 1")),
         Some(n) => n,
         None => {
             let n = if large { 8192 } else { 2048 };
-            assumptions.push(format!("max_num_batched_tokens {n} (vLLM `vllm serve` default {gpu_words})"));
+            assumptions.push(lang.pick(
+                format!("max_num_batched_tokens {n} (vLLM `vllm serve` default {gpu_words})"),
+                format!("max_num_batched_tokens {n}（vLLM `vllm serve` 默认值{gpu_words}）"),
+            ));
             n
         }
     };
@@ -290,12 +321,19 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
         Some(n) => n,
         None => {
             let n = if large { 1024 } else { 256 };
-            assumptions.push(format!("max_num_seqs {n} (vLLM `vllm serve` default {gpu_words})"));
+            assumptions.push(lang.pick(
+                format!("max_num_seqs {n} (vLLM `vllm serve` default {gpu_words})"),
+                format!("max_num_seqs {n}（vLLM `vllm serve` 默认值{gpu_words}）"),
+            ));
             n
         }
     };
     if opts.kv_dtype == KvDtype::Auto {
-        assumptions.push(format!("kv cache dtype auto = the model's dtype ({})", serving_dtype.as_str()));
+        let d = serving_dtype.as_str();
+        assumptions.push(lang.pick(
+            format!("kv cache dtype auto = the model's dtype ({d})"),
+            format!("kv cache dtype auto = 模型的 dtype（{d}）"),
+        ));
     }
     let in_flight_batches = u64::from(opts.pp) + u64::from(opts.async_scheduling);
     let in_flight = mnbt.saturating_mul(in_flight_batches);
@@ -307,13 +345,18 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
         kv_dtype: opts.kv_dtype,
         serving_dtype,
         hybrid: opts.hybrid,
+        lang,
     };
     let layout = Layout::new(model, &lo)?;
     assumptions.extend(layout.notes.iter().cloned());
 
     let (budget_row, available) = match budget {
         KvBudget::Available(b) => {
-            assumptions.push(format!("KV memory given: {} per GPU ({} B)", fmt_gib(*b), fmt_int(*b)));
+            let (g, n) = (fmt_gib(*b), fmt_int(*b));
+            assumptions.push(lang.pick(
+                format!("KV memory given: {g} per GPU ({n} B)"),
+                format!("给定的 KV 显存：每张 GPU {g}（{n} B）"),
+            ));
             (None, *b)
         }
         KvBudget::Gpu(inp) => {
@@ -323,23 +366,37 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
                 serving_dtype,
                 max_num_batched_tokens: mnbt,
                 max_num_seqs,
+                lang,
             };
             let b = budget::plan(model, &ctx, inp)?;
-            assumptions.push(format!("budget per GPU: {}", budget::describe(&b)));
-            assumptions.push(format!("weights: {}", b.weights_how));
-            assumptions.push(format!("activation peak: {}", b.activation_how));
-            assumptions.push(format!("non-torch memory: {}", b.non_torch_how));
+            let d = budget::describe_in(&b, lang);
+            assumptions.push(lang.pick(format!("budget per GPU: {d}"), format!("每张 GPU 的预算：{d}")));
+            let w = &b.weights_how;
+            assumptions.push(lang.pick(format!("weights: {w}"), format!("权重：{w}")));
+            let a = &b.activation_how;
+            assumptions.push(lang.pick(format!("activation peak: {a}"), format!("激活峰值：{a}")));
+            let n = &b.non_torch_how;
+            assumptions.push(lang.pick(format!("non-torch memory: {n}"), format!("非 torch 显存：{n}")));
             assumptions.push(
-                "CUDA graphs are captured outside vLLM's KV budget: keep 0.5–2 GiB of headroom beyond it"
-                    .to_owned(),
+                lang.pick(
+                    "CUDA graphs are captured outside vLLM's KV budget: keep 0.5–2 GiB of headroom beyond it",
+                    "CUDA graph 在 vLLM 的 KV 预算之外捕获：预算之外再留 0.5–2 GiB 余量",
+                )
+                .to_owned(),
             );
             if b.shortfall_bytes > 0 {
-                warnings.push(format!(
-                    "no memory left for KV: weights + activation + non-torch exceed {} of the GPU by {} — \
-                     vLLM fails with \"No available memory for the cache blocks\"; add GPUs (--tp), quantize, \
-                     or raise gpu_memory_utilization",
-                    crate::kv::units::fmt_ppm(b.utilization_ppm),
-                    fmt_gib(b.shortfall_bytes)
+                let (u, short) = (crate::kv::units::fmt_ppm(b.utilization_ppm), fmt_gib(b.shortfall_bytes));
+                warnings.push(lang.pick(
+                    format!(
+                        "no memory left for KV: weights + activation + non-torch exceed {u} of the GPU by {short} — \
+                         vLLM fails with \"No available memory for the cache blocks\"; add GPUs (--tp), quantize, \
+                         or raise gpu_memory_utilization"
+                    ),
+                    format!(
+                        "没有显存留给 KV：权重 + 激活 + 非 torch 显存超出 GPU 的 {u} 达 {short}——\
+                         vLLM 会报 \"No available memory for the cache blocks\" 启动失败；请增加 GPU（--tp）、量化，\
+                         或调高 gpu_memory_utilization"
+                    ),
                 ));
             }
             let avail = b.available_kv_bytes;
@@ -371,52 +428,70 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
     // Warnings vLLM would raise.
     let needed = layout.request_bytes(max_model_len, in_flight);
     if needed > check && budget_row.as_ref().is_none_or(|b| b.shortfall_bytes == 0) {
-        let est = max_model_len_fit.map_or("unlimited".to_owned(), fmt_int);
-        warnings.push(format!(
-            "vLLM would refuse to start: one request of max_model_len {} needs {} of KV per GPU, more than \
-             the {} available once one block is held back for the null block; the estimated maximum model \
-             length is {est} — lower --max-model-len, raise gpu_memory_utilization, add GPUs or use an fp8 \
-             KV cache",
-            fmt_int(max_model_len),
-            fmt_gib(needed),
-            fmt_gib(check)
+        let est = max_model_len_fit.map_or(lang.pick("unlimited", "无上限").to_owned(), fmt_int);
+        let (mml, need, avail) = (fmt_int(max_model_len), fmt_gib(needed), fmt_gib(check));
+        warnings.push(lang.pick(
+            format!(
+                "vLLM would refuse to start: one request of max_model_len {mml} needs {need} of KV per GPU, more than \
+                 the {avail} available once one block is held back for the null block; the estimated maximum model \
+                 length is {est} — lower --max-model-len, raise gpu_memory_utilization, add GPUs or use an fp8 \
+                 KV cache"
+            ),
+            format!(
+                "vLLM 会拒绝启动：一个 max_model_len {mml} 的请求每张 GPU 需要 {need} KV，超过预留一个 null block \
+                 后可用的 {avail}；估算的最大模型长度为 {est}——请调低 --max-model-len、调高 gpu_memory_utilization、\
+                 增加 GPU 或改用 fp8 KV cache"
+            ),
         ));
     } else if max_num_seqs_fit < max_num_seqs && max_num_seqs_fit > 0 {
-        warnings.push(format!(
-            "max_num_seqs {} is above the {} sequences of {} tokens that fit: when they all grow long vLLM \
-             preempts (recomputes) the excess — set max_num_seqs ≤ {} to keep every admitted sequence's KV \
-             resident",
-            fmt_int(max_num_seqs),
-            fmt_int(max_num_seqs_fit),
-            fmt_int(max_model_len),
-            fmt_int(max_num_seqs_fit)
+        let (seqs, fit, mml) = (fmt_int(max_num_seqs), fmt_int(max_num_seqs_fit), fmt_int(max_model_len));
+        warnings.push(lang.pick(
+            format!(
+                "max_num_seqs {seqs} is above the {fit} sequences of {mml} tokens that fit: when they all grow long vLLM \
+                 preempts (recomputes) the excess — set max_num_seqs ≤ {fit} to keep every admitted sequence's KV \
+                 resident"
+            ),
+            format!(
+                "max_num_seqs {seqs} 超过能放下的 {fit} 条 {mml} token 序列：当它们都变长时，vLLM 会抢占（重算）\
+                 超出的部分——设 max_num_seqs ≤ {fit}，让每条已接纳序列的 KV 都常驻显存"
+            ),
         ));
     }
     if layout.groups.iter().any(|g| matches!(g.attention, Attention::Sliding { .. })) {
-        assumptions.push(format!(
-            "sliding-window layers are budgeted as vLLM 0.33 budgets them: min(window − 1 + {} in-flight \
-             tokens, max_model_len) plus one block per request, in flight = max_num_batched_tokens {} × {} \
-             batch(es) ({}); older releases budgeted one batch. In steady decode they hold only about \
-             the window",
-            fmt_int(in_flight),
-            fmt_int(mnbt),
-            in_flight_batches,
-            if opts.async_scheduling {
-                "async scheduling, vLLM's default: pipeline stages + 1"
-            } else {
-                "async scheduling off: one per pipeline stage"
-            }
+        let (inf, mn) = (fmt_int(in_flight), fmt_int(mnbt));
+        let why = match (opts.async_scheduling, lang) {
+            (true, Lang::En) => "async scheduling, vLLM's default: pipeline stages + 1",
+            (false, Lang::En) => "async scheduling off: one per pipeline stage",
+            (true, Lang::Zh) => "async scheduling，vLLM 默认开启：流水线 stage 数 + 1",
+            (false, Lang::Zh) => "async scheduling 关闭：每个流水线 stage 一个",
+        };
+        assumptions.push(lang.pick(
+            format!(
+                "sliding-window layers are budgeted as vLLM 0.33 budgets them: min(window − 1 + {inf} in-flight \
+                 tokens, max_model_len) plus one block per request, in flight = max_num_batched_tokens {mn} × {in_flight_batches} \
+                 batch(es) ({why}); older releases budgeted one batch. In steady decode they hold only about \
+                 the window"
+            ),
+            format!(
+                "滑动窗口层按 vLLM 0.33 的方式计预算：min(window − 1 + {inf} 个在途 token, max_model_len) \
+                 再加每个请求一个 block，在途 = max_num_batched_tokens {mn} × {in_flight_batches} 个 batch\
+                 （{why}）；旧版本只按一个 batch 计。稳定 decode 阶段它们只占大约一个窗口"
+            ),
         ));
         if groups > 1 {
-            assumptions.push(format!(
-                "hybrid allocator: {groups} KV-cache groups share one pool of {} blocks; one request of \
-                 max_model_len takes {} of them, and vLLM 0.33 logs \"GPU KV cache size\" as blocks / {} × \
-                 max_model_len = {} tokens (older releases: blocks / {groups} groups × block size = {})",
-                fmt_int(blocks),
-                fmt_int(bpr_max_len),
-                fmt_int(bpr_max_len),
-                fmt_int(tokens),
-                fmt_int(legacy_tokens)
+            let (bl, bm, tk, lt) =
+                (fmt_int(blocks), fmt_int(bpr_max_len), fmt_int(tokens), fmt_int(legacy_tokens));
+            assumptions.push(lang.pick(
+                format!(
+                    "hybrid allocator: {groups} KV-cache groups share one pool of {bl} blocks; one request of \
+                     max_model_len takes {bm} of them, and vLLM 0.33 logs \"GPU KV cache size\" as blocks / {bm} × \
+                     max_model_len = {tk} tokens (older releases: blocks / {groups} groups × block size = {lt})"
+                ),
+                format!(
+                    "hybrid allocator：{groups} 个 KV-cache group 共用一个 {bl} block 的池；一个 max_model_len \
+                     的请求占其中 {bm} 个，vLLM 0.33 日志中的 \"GPU KV cache size\" = blocks / {bm} × \
+                     max_model_len = {tk} token（旧版本：blocks / {groups} 个 group × block size = {lt}）"
+                ),
             ));
         }
     }
@@ -444,6 +519,7 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
 
     let source = if budget_row.is_some() { "gpu budget" } else { "given" };
     let formula = formula_lines(
+        lang,
         &layout,
         model,
         FormulaFigures {
@@ -621,86 +697,120 @@ struct FormulaFigures {
     bpr_max_len: u64,
 }
 
-fn formula_lines(layout: &Layout, model: &ModelShape, f: FormulaFigures) -> Vec<String> {
+fn formula_lines(lang: Lang, layout: &Layout, model: &ModelShape, f: FormulaFigures) -> Vec<String> {
     let mut out = Vec::new();
     let e = layout.element_bytes;
     let per_layer = layout.bytes_per_token_per_layer;
     match model.mla {
-        Some(m) if per_layer != (u64::from(m.kv_lora_rank) + u64::from(m.qk_rope_head_dim)) * e => out.push(format!(
-            "per token per layer (MLA, fp8_ds_mla): {} fp8 latent + {} B of fp32 scales + {} bf16 rope values \
-             = {per_layer} B, whole on every TP rank",
-            m.kv_lora_rank,
-            u64::from(m.kv_lora_rank).div_ceil(128) * 4,
-            m.qk_rope_head_dim
-        )),
-        Some(m) => out.push(format!(
-            "per token per layer (MLA): (kv_lora_rank {} + qk_rope_head_dim {}) × {e} B = {} B — one \
-             latent, no ×2 for K and V, whole on every TP rank",
-            m.kv_lora_rank,
-            m.qk_rope_head_dim,
-            fmt_int(per_layer)
-        )),
-        None => out.push(format!(
-            "per token per layer: kv_heads_per_rank {} × (head_dim_k {} + head_dim_v {}) × {e} B = {} B \
-             (kv_heads_per_rank = max(1, {} / tp {}))",
-            layout.kv_heads_per_rank,
-            model.head_dim_k,
-            model.head_dim_v,
-            fmt_int(per_layer),
-            model.num_kv_heads,
-            layout.tp
-        )),
+        Some(m) if per_layer != (u64::from(m.kv_lora_rank) + u64::from(m.qk_rope_head_dim)) * e => {
+            let (r, sc, q) =
+                (m.kv_lora_rank, u64::from(m.kv_lora_rank).div_ceil(128) * 4, m.qk_rope_head_dim);
+            out.push(lang.pick(
+                format!(
+                    "per token per layer (MLA, fp8_ds_mla): {r} fp8 latent + {sc} B of fp32 scales + {q} bf16 rope values \
+                     = {per_layer} B, whole on every TP rank"
+                ),
+                format!(
+                    "每 token 每层（MLA，fp8_ds_mla）：{r} 个 fp8 latent + {sc} B fp32 scale + {q} 个 bf16 rope 值 \
+                     = {per_layer} B，每个 TP rank 都存完整一份"
+                ),
+            ))
+        }
+        Some(m) => {
+            let (r, q, pl) = (m.kv_lora_rank, m.qk_rope_head_dim, fmt_int(per_layer));
+            out.push(lang.pick(
+                format!(
+                    "per token per layer (MLA): (kv_lora_rank {r} + qk_rope_head_dim {q}) × {e} B = {pl} B — one \
+                     latent, no ×2 for K and V, whole on every TP rank"
+                ),
+                format!(
+                    "每 token 每层（MLA）：(kv_lora_rank {r} + qk_rope_head_dim {q}) × {e} B = {pl} B——只有一个 \
+                     latent，K 和 V 不用 ×2，每个 TP rank 都存完整一份"
+                ),
+            ))
+        }
+        None => {
+            let (h, dk, dv, pl, kvh, tp) = (
+                layout.kv_heads_per_rank,
+                model.head_dim_k,
+                model.head_dim_v,
+                fmt_int(per_layer),
+                model.num_kv_heads,
+                layout.tp,
+            );
+            out.push(lang.pick(
+                format!(
+                    "per token per layer: kv_heads_per_rank {h} × (head_dim_k {dk} + head_dim_v {dv}) × {e} B = {pl} B \
+                     (kv_heads_per_rank = max(1, {kvh} / tp {tp}))"
+                ),
+                format!(
+                    "每 token 每层：kv_heads_per_rank {h} × (head_dim_k {dk} + head_dim_v {dv}) × {e} B = {pl} B\
+                     （kv_heads_per_rank = max(1, {kvh} / tp {tp})）"
+                ),
+            ))
+        }
     }
     let busiest_layers = layout.ranks.iter().map(|r| r.layers.len()).max().unwrap_or(0);
-    out.push(format!(
-        "per token per GPU: {} B × {busiest_layers} layers = {} B{}",
-        fmt_int(per_layer),
-        fmt_int(layout.bytes_per_token_per_rank()),
-        if layout.pp > 1 { " (the pipeline stage with the most layers)" } else { "" }
+    let (pl, pr) = (fmt_int(per_layer), fmt_int(layout.bytes_per_token_per_rank()));
+    let stage = if layout.pp > 1 {
+        lang.pick(" (the pipeline stage with the most layers)", "（层数最多的流水线 stage）")
+    } else {
+        ""
+    };
+    out.push(lang.pick(
+        format!("per token per GPU: {pl} B × {busiest_layers} layers = {pr} B{stage}"),
+        format!("每 token 每张 GPU：{pl} B × {busiest_layers} 层 = {pr} B{stage}"),
     ));
     let pool = f.block_bytes / layout.page_bytes.max(1);
     out.push(format!(
         "num_blocks = floor(available {} / (page {} B × {pool} {})) = {}",
         fmt_size(f.available),
         fmt_int(layout.page_bytes),
-        if layout.groups.len() > 1 { "pool tensors" } else { "layers" },
+        if layout.groups.len() > 1 {
+            lang.pick("pool tensors", "个池张量")
+        } else {
+            lang.pick("layers", "层")
+        },
         fmt_int(f.blocks)
     ));
-    out.push(format!(
-        "tokens (vLLM 0.33's \"GPU KV cache size\") = int({} blocks / {} blocks per {}-token request × {}) = {}{}",
-        fmt_int(f.blocks),
-        fmt_int(f.bpr_max_len),
-        fmt_int(f.max_model_len),
-        fmt_int(f.max_model_len),
-        fmt_int(f.tokens),
-        if layout.groups.len() > 1 {
-            format!(
-                "; older releases logged floor({} blocks / {} groups) × block_size {} = {}",
-                fmt_int(f.blocks),
-                layout.groups.len(),
-                layout.block_size,
-                fmt_int(layout.legacy_logged_tokens(f.blocks))
-            )
-        } else {
-            String::new()
-        }
+    let (bl, bm, mml, tk) =
+        (fmt_int(f.blocks), fmt_int(f.bpr_max_len), fmt_int(f.max_model_len), fmt_int(f.tokens));
+    let legacy = if layout.groups.len() > 1 {
+        let (g, bs, lt) =
+            (layout.groups.len(), layout.block_size, fmt_int(layout.legacy_logged_tokens(f.blocks)));
+        lang.pick(
+            format!("; older releases logged floor({bl} blocks / {g} groups) × block_size {bs} = {lt}"),
+            format!("；旧版本日志为 floor({bl} blocks / {g} 个 group) × block_size {bs} = {lt}"),
+        )
+    } else {
+        String::new()
+    };
+    out.push(lang.pick(
+        format!(
+            "tokens (vLLM 0.33's \"GPU KV cache size\") = int({bl} blocks / {bm} blocks per {mml}-token request × {mml}) = {tk}{legacy}"
+        ),
+        format!(
+            "token 数（vLLM 0.33 的 \"GPU KV cache size\"）= int({bl} blocks / 每个 {mml} token 请求 {bm} blocks × {mml}) = {tk}{legacy}"
+        ),
     ));
-    out.push(format!(
-        "max concurrency at {} tokens = {} blocks / {} blocks per request = {}x",
-        fmt_int(f.concurrency_len),
-        fmt_int(f.blocks),
-        fmt_int(f.bpr),
-        fmt_centi(f.centi)
+    let (cl, bpr, c) = (fmt_int(f.concurrency_len), fmt_int(f.bpr), fmt_centi(f.centi));
+    out.push(lang.pick(
+        format!("max concurrency at {cl} tokens = {bl} blocks / {bpr} blocks per request = {c}x"),
+        format!("{cl} token 时的最大并发 = {bl} blocks / 每请求 {bpr} blocks = {c}x"),
     ));
     if model.is_plain_attention() {
-        out.push(format!(
-            "article's formula (plain attention, one GPU): 2 × {} layers × {} kv_heads × {} head_dim × {e} B = {} \
-             B per token; e.g. 7B, 4096 tokens × 64 sequences: {}",
-            model.num_layers(),
-            model.num_kv_heads,
-            model.head_dim_k,
-            fmt_int(article_kv_bytes(model.num_layers() as u64, u64::from(model.num_kv_heads), u64::from(model.head_dim_k), e, 1, 1).unwrap_or(0)),
-            fmt_gb(crate::kv::article::ARTICLE_7B_BYTES)
+        let (nl, kvh, hd) = (model.num_layers(), model.num_kv_heads, model.head_dim_k);
+        let per = fmt_int(article_kv_bytes(nl as u64, u64::from(kvh), u64::from(hd), e, 1, 1).unwrap_or(0));
+        let gb = fmt_gb(crate::kv::article::ARTICLE_7B_BYTES);
+        out.push(lang.pick(
+            format!(
+                "article's formula (plain attention, one GPU): 2 × {nl} layers × {kvh} kv_heads × {hd} head_dim × {e} B = {per} \
+                 B per token; e.g. 7B, 4096 tokens × 64 sequences: {gb}"
+            ),
+            format!(
+                "文章公式（普通 attention，单 GPU）：2 × {nl} 层 × {kvh} kv_heads × {hd} head_dim × {e} B = 每 token {per} \
+                 B；例如 7B、4096 token × 64 条序列：{gb}"
+            ),
         ));
     }
     out

@@ -25,6 +25,24 @@ pub struct ConfigOptions {
     /// Accept conventional defaults (kv heads = attention heads, rope dim 64 …) and record them
     /// in [`ModelShape::notes`] instead of failing.
     pub assume_defaults: bool,
+    /// The language of the notes.
+    pub lang: crate::lang::Lang,
+}
+
+/// The notes a parse collects, each written in the options' language.
+struct Notes {
+    lang: crate::lang::Lang,
+    list: Vec<String>,
+}
+
+impl Notes {
+    fn push(&mut self, en: impl Into<String>, zh: impl Into<String>) {
+        let s = match self.lang {
+            crate::lang::Lang::En => en.into(),
+            crate::lang::Lang::Zh => zh.into(),
+        };
+        self.list.push(s);
+    }
 }
 
 const LAYERS: &[&str] = &["num_hidden_layers", "n_layer", "num_layers", "n_layers"];
@@ -121,13 +139,16 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
         Value::Bool(_) => return Err(KvError::NotAnObject("a boolean")),
         Value::Null => return Err(KvError::NotAnObject("null")),
     };
-    let mut notes = Vec::new();
+    let mut notes = Notes { lang: opts.lang, list: Vec::new() };
     let text = ["text_config", "llm_config", "language_config"]
         .iter()
         .find_map(|k| root.get(*k).and_then(Value::as_object).map(|m| (*k, m)));
     let f = match text {
         Some((k, m)) => {
-            notes.push(format!("multimodal config: the text model is read from `{k}`"));
+            notes.push(
+                format!("multimodal config: the text model is read from `{k}`"),
+                format!("多模态 config：文本模型读自 `{k}`"),
+            );
             Fields { text: m, root }
         }
         None => Fields { text: root, root },
@@ -179,7 +200,10 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
             let rope = match f.uint(&["qk_rope_head_dim"])? {
                 Some((_, r)) => r,
                 None if opts.assume_defaults => {
-                    notes.push("no `qk_rope_head_dim`: assumed 64 (DeepSeek V2/V3)".to_owned());
+                    notes.push(
+                        "no `qk_rope_head_dim`: assumed 64 (DeepSeek V2/V3)",
+                        "缺少 `qk_rope_head_dim`：按 64 计（DeepSeek V2/V3）",
+                    );
                     64
                 }
                 None => {
@@ -208,9 +232,10 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
             Some(h) if h % u64::from(heads) == 0 => {
                 let d = h / u64::from(heads);
                 if mla.is_none() {
-                    notes.push(format!(
-                        "no `head_dim`: head_dim = hidden_size / num_attention_heads = {h} / {heads} = {d}"
-                    ));
+                    notes.push(
+                        format!("no `head_dim`: head_dim = hidden_size / num_attention_heads = {h} / {heads} = {d}"),
+                        format!("缺少 `head_dim`：head_dim = hidden_size / num_attention_heads = {h} / {heads} = {d}"),
+                    );
                 }
                 d
             }
@@ -246,12 +271,18 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
         Some(s) => match ModelDtype::parse(s) {
             Some(d) => Some(d),
             None => {
-                notes.push(format!("torch_dtype {s:?} not recognised: treated as bf16"));
+                notes.push(
+                    format!("torch_dtype {s:?} not recognised: treated as bf16"),
+                    format!("无法识别 torch_dtype {s:?}：按 bf16 处理"),
+                );
                 Some(ModelDtype::Bf16)
             }
         },
         None => {
-            notes.push("no `torch_dtype`: the model is assumed to be served in bf16".to_owned());
+            notes.push(
+                "no `torch_dtype`: the model is assumed to be served in bf16",
+                "缺少 `torch_dtype`：假定模型以 bf16 提供服务",
+            );
             None
         }
     };
@@ -261,7 +292,10 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
     let intermediate = f.uint(INTERMEDIATE)?.map(|(_, n)| n);
     let vocab = f.uint(VOCAB)?.map(|(_, n)| n).or_else(|| {
         mt.starts_with("gemma3").then(|| {
-            notes.push("no `vocab_size`: 262208, transformers' Gemma3TextConfig default".to_owned());
+            notes.push(
+                "no `vocab_size`: 262208, transformers' Gemma3TextConfig default",
+                "缺少 `vocab_size`：按 262208 计，即 transformers 中 Gemma3TextConfig 的默认值",
+            );
             262_208
         })
     });
@@ -276,14 +310,15 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
     if let Some((_, n)) = f.uint(&["num_nextn_predict_layers"])?
         && n > 0
     {
-        notes.push(format!(
-            "{n} multi-token-prediction layer(s) not counted: vLLM loads them only for speculative decoding"
-        ));
+        notes.push(
+            format!("{n} multi-token-prediction layer(s) not counted: vLLM loads them only for speculative decoding"),
+            format!("未计入 {n} 个 multi-token-prediction 层：vLLM 只在投机解码时加载它们"),
+        );
     }
     if f.raw("index_topk").is_some() {
         notes.push(
-            "DeepSeek-V3.2 sparse attention: the lightning indexer's own small cache is not counted"
-                .to_owned(),
+            "DeepSeek-V3.2 sparse attention: the lightning indexer's own small cache is not counted",
+            "DeepSeek-V3.2 稀疏注意力：lightning indexer 自己的小缓存未计入",
         );
     }
 
@@ -307,7 +342,7 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
         dtype,
         weight_dtype,
         params: None,
-        notes,
+        notes: notes.list,
     };
     shape.params = count_params(&shape).map(|n| (n, ParamSource::Estimated));
     Ok(shape)
@@ -318,7 +353,7 @@ fn kv_heads(
     heads: u32,
     is_mla: bool,
     opts: &ConfigOptions,
-    notes: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Result<u32, KvError> {
     let explicit = match f.uint(KV_HEADS)? {
         Some(found) => Some(found),
@@ -332,9 +367,10 @@ fn kv_heads(
         // MLA caches a latent, not per-head K/V: the field does not matter.
         None if is_mla => u64::from(heads),
         None if opts.assume_defaults => {
-            notes.push(format!(
-                "no `num_key_value_heads`: assumed {heads} (= num_attention_heads, plain multi-head attention)"
-            ));
+            notes.push(
+                format!("no `num_key_value_heads`: assumed {heads} (= num_attention_heads, plain multi-head attention)"),
+                format!("缺少 `num_key_value_heads`：按 {heads} 计（= num_attention_heads，普通多头注意力）"),
+            );
             u64::from(heads)
         }
         None => {
@@ -376,7 +412,7 @@ fn layer_kinds(
     mt: &str,
     n: usize,
     is_mla: bool,
-    notes: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Result<Vec<Attention>, KvError> {
     if is_mla {
         return Ok(vec![Attention::Mla; n]);
@@ -417,8 +453,8 @@ fn layer_kinds(
         if chunked {
             notes.push(
                 "chunked local attention layers are counted as full attention (vLLM disables its hybrid \
-                 allocator for them by default)"
-                    .to_owned(),
+                 allocator for them by default)",
+                "chunked local attention 层按 full attention 计算（vLLM 默认对它们关闭 hybrid allocator）",
             );
         }
         return Ok(out);
@@ -432,35 +468,51 @@ fn layer_kinds(
         return Ok(vec![Attention::Full; n]);
     };
     if f.bool("use_sliding_window") == Some(false) {
-        notes.push(format!("sliding_window {w} ignored: use_sliding_window is false"));
+        notes.push(
+            format!("sliding_window {w} ignored: use_sliding_window is false"),
+            format!("忽略 sliding_window {w}：use_sliding_window 为 false"),
+        );
         return Ok(vec![Attention::Full; n]);
     }
     let pattern = f.uint(&["sliding_window_pattern", "_sliding_window_pattern"])?.map(|(_, p)| p);
     let sliding = Attention::Sliding { window: w };
     let kinds: Vec<Attention> = if mt.starts_with("gemma2") {
-        notes.push(format!("gemma2: layers alternate sliding (window {w}) and full, starting with sliding"));
+        notes.push(
+            format!("gemma2: layers alternate sliding (window {w}) and full, starting with sliding"),
+            format!("gemma2：各层在滑动窗口（window {w}）与 full 之间交替，从滑动窗口层开始"),
+        );
         (0..n).map(|i| if i % 2 == 0 { sliding } else { Attention::Full }).collect()
     } else if pattern.is_some() || mt.starts_with("gemma3") {
         let p = pattern.unwrap_or(6).max(1) as usize;
         if pattern.is_none() {
             notes.push(
-                "gemma3 without sliding_window_pattern: assumed 6 (five sliding, one global)".to_owned(),
+                "gemma3 without sliding_window_pattern: assumed 6 (five sliding, one global)",
+                "gemma3 缺少 sliding_window_pattern：按 6 计（五层滑动窗口，一层全局）",
             );
         }
-        notes.push(format!("every {p}th layer is global; the others slide (window {w})"));
+        notes.push(
+            format!("every {p}th layer is global; the others slide (window {w})"),
+            format!("每 {p} 层中有一层全局注意力，其余为滑动窗口（window {w}）"),
+        );
         (0..n).map(|i| if (i + 1) % p == 0 { Attention::Full } else { sliding }).collect()
     } else if f.bool("use_sliding_window") == Some(true) && f.raw("max_window_layers").is_some() {
         let from = f.uint(&["max_window_layers"])?.map_or(0, |(_, m)| m as usize);
-        notes.push(format!("use_sliding_window: layers {from} and up slide (window {w})"));
+        notes.push(
+            format!("use_sliding_window: layers {from} and up slide (window {w})"),
+            format!("use_sliding_window：第 {from} 层及以上为滑动窗口（window {w}）"),
+        );
         (0..n).map(|i| if i >= from { sliding } else { Attention::Full }).collect()
     } else {
-        notes.push(format!("sliding_window {w} applies to every layer (no per-layer pattern in the config)"));
+        notes.push(
+            format!("sliding_window {w} applies to every layer (no per-layer pattern in the config)"),
+            format!("sliding_window {w} 作用于所有层（config 中没有逐层模式）"),
+        );
         vec![sliding; n]
     };
     Ok(kinds)
 }
 
-fn derive_max_len(f: &Fields<'_>, mt: &str, notes: &mut Vec<String>) -> Result<Option<u64>, KvError> {
+fn derive_max_len(f: &Fields<'_>, mt: &str, notes: &mut Notes) -> Result<Option<u64>, KvError> {
     let mut best: Option<(&str, u64)> = None;
     for k in MAX_LEN {
         if let Some(v) = f.raw(k) {
@@ -474,7 +526,8 @@ fn derive_max_len(f: &Fields<'_>, mt: &str, notes: &mut Vec<String>) -> Result<O
         // Gemma 3's published configs leave the context to the transformers class default.
         mt.starts_with("gemma3").then(|| {
             notes.push(
-                "no `max_position_embeddings`: 131072, transformers' Gemma3TextConfig default".to_owned(),
+                "no `max_position_embeddings`: 131072, transformers' Gemma3TextConfig default",
+                "缺少 `max_position_embeddings`：按 131072 计，即 transformers 中 Gemma3TextConfig 的默认值",
             );
             ("max_position_embeddings", 131_072)
         })
@@ -502,9 +555,12 @@ fn derive_max_len(f: &Fields<'_>, mt: &str, notes: &mut Vec<String>) -> Result<O
             if (1.0..=1e12).contains(&scaled) {
                 let scaled = scaled as u64;
                 if scaled != len {
-                    notes.push(format!(
-                        "default max_model_len {scaled}: {kind} rope scaling ×{factor} of {base}, as vLLM derives it"
-                    ));
+                    notes.push(
+                        format!(
+                            "default max_model_len {scaled}: {kind} rope scaling ×{factor} of {base}, as vLLM derives it"
+                        ),
+                        format!("默认 max_model_len {scaled}：{kind} rope scaling，{base} ×{factor}，与 vLLM 的推导一致"),
+                    );
                 }
                 len = scaled;
             }
@@ -513,7 +569,7 @@ fn derive_max_len(f: &Fields<'_>, mt: &str, notes: &mut Vec<String>) -> Result<O
     Ok(Some(len))
 }
 
-fn quantization(f: &Fields<'_>, notes: &mut Vec<String>) -> Option<WeightDtype> {
+fn quantization(f: &Fields<'_>, notes: &mut Notes) -> Option<WeightDtype> {
     let q = f.raw("quantization_config")?.as_object()?;
     let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("").to_ascii_lowercase();
     let bits = q.get("bits").or_else(|| q.get("w_bit")).and_then(Value::as_u64);
@@ -525,13 +581,18 @@ fn quantization(f: &Fields<'_>, notes: &mut Vec<String>) -> Option<WeightDtype> 
         "bitsandbytes" if q.get("load_in_4bit").and_then(Value::as_bool) == Some(true) => WeightDtype::Int4,
         "bitsandbytes" => WeightDtype::Int8,
         _ => {
-            notes.push(format!(
-                "quantization_config method {method:?} not recognised: weights estimated at the model dtype"
-            ));
+            notes.push(
+                format!("quantization_config method {method:?} not recognised: weights estimated at the model dtype"),
+                format!("无法识别 quantization_config method {method:?}：权重按模型 dtype 估算"),
+            );
             return None;
         }
     };
-    notes.push(format!("quantized checkpoint ({method}): weights estimated at {} per parameter", d.as_str()));
+    let ds = d.as_str();
+    notes.push(
+        format!("quantized checkpoint ({method}): weights estimated at {ds} per parameter"),
+        format!("量化权重（{method}）：每个参数按 {ds} 估算"),
+    );
     Some(d)
 }
 
@@ -601,7 +662,7 @@ mod tests {
         assert!(msg.contains("num_key_value_heads") && msg.contains("assumed to be 32"), "{msg}");
         let m = parse_config(
             r#"{"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32}"#,
-            &ConfigOptions { assume_defaults: true },
+            &ConfigOptions { assume_defaults: true, ..ConfigOptions::default() },
         )
         .unwrap();
         assert_eq!(m.num_kv_heads, 32);

@@ -51,6 +51,8 @@ pub struct LayoutOptions {
     /// vLLM's hybrid KV-cache manager (on by default). Off: sliding layers are allocated like
     /// full ones (`--disable-hybrid-kv-cache-manager`).
     pub hybrid: bool,
+    /// The language of the layout's notes.
+    pub lang: crate::lang::Lang,
 }
 
 /// One decoder layer's KV cost on one GPU.
@@ -147,9 +149,10 @@ impl Layout {
             return Err(KvError::invalid("--block-size", o.block_size, "must be between 1 and 1024 tokens"));
         }
         if !VLLM_BLOCK_SIZES.contains(&o.block_size) {
-            notes.push(format!(
-                "block size {} is not one vLLM's CUDA backends accept ({VLLM_BLOCK_SIZES:?})",
-                o.block_size
+            let bs = o.block_size;
+            notes.push(o.lang.pick(
+                format!("block size {bs} is not one vLLM's CUDA backends accept ({VLLM_BLOCK_SIZES:?})"),
+                format!("block size {bs} 不是 vLLM 的 CUDA 后端接受的取值（{VLLM_BLOCK_SIZES:?}）"),
             ));
         }
         let heads = model.num_attention_heads;
@@ -175,10 +178,13 @@ impl Layout {
                     (lora + rope) * element_bytes
                 };
                 if o.tp > 1 {
-                    notes.push(format!(
-                        "MLA: every one of the {} TP ranks holds the whole latent cache ({} B per token per \
-                         layer); it is not divided by TP",
-                        o.tp, b
+                    let tp = o.tp;
+                    notes.push(o.lang.pick(
+                        format!(
+                            "MLA: every one of the {tp} TP ranks holds the whole latent cache ({b} B per token per \
+                             layer); it is not divided by TP"
+                        ),
+                        format!("MLA：{tp} 个 TP rank 每个都存完整的 latent cache（每 token 每层 {b} B），不会按 TP 切分"),
                     ));
                 }
                 (1, b)
@@ -198,11 +204,13 @@ impl Layout {
                 }
                 let per_rank = (kv / o.tp).max(1);
                 if o.tp > kv {
-                    notes.push(format!(
-                        "TP {} > {kv} kv heads: each kv head is replicated on {} ranks, so every rank holds \
-                         1 kv head",
-                        o.tp,
-                        o.tp / kv
+                    let (tp, rep) = (o.tp, o.tp / kv);
+                    notes.push(o.lang.pick(
+                        format!(
+                            "TP {tp} > {kv} kv heads: each kv head is replicated on {rep} ranks, so every rank holds \
+                             1 kv head"
+                        ),
+                        format!("TP {tp} > {kv} 个 kv head：每个 kv head 复制到 {rep} 个 rank 上，每个 rank 持有 1 个 kv head"),
                     ));
                 }
                 let b = u64::from(per_rank)
@@ -240,9 +248,12 @@ impl Layout {
             });
         }
         if converted > 0 {
-            notes.push(format!(
-                "hybrid KV-cache manager off: the {converted} sliding-window layers are allocated like full \
-                 attention (every token kept)"
+            notes.push(o.lang.pick(
+                format!(
+                    "hybrid KV-cache manager off: the {converted} sliding-window layers are allocated like full \
+                     attention (every token kept)"
+                ),
+                format!("hybrid KV-cache manager 已关闭：{converted} 个滑动窗口层按 full attention 分配（保留全部 token）"),
             ));
         }
         let groups = group_layers(&layers);
@@ -263,11 +274,16 @@ impl Layout {
         }
         let padding: u64 = ranks.iter().map(|r| r.padding_layers).sum();
         if padding > 0 {
-            notes.push(format!(
-                "{} KV-cache groups of up to {} layers: {padding} padding layer slot(s) hold no layer, as in \
-                 vLLM's \"Add N padding layers\" warning",
-                groups.len(),
-                ranks.iter().map(|r| r.pool_tensors).max().unwrap_or(0)
+            let (g, most) = (groups.len(), ranks.iter().map(|r| r.pool_tensors).max().unwrap_or(0));
+            notes.push(o.lang.pick(
+                format!(
+                    "{g} KV-cache groups of up to {most} layers: {padding} padding layer slot(s) hold no layer, as in \
+                     vLLM's \"Add N padding layers\" warning"
+                ),
+                format!(
+                    "{g} 个 KV-cache group，每组最多 {most} 层：{padding} 个 padding 层槽位不放任何层，\
+                     即 vLLM 的 \"Add N padding layers\" 警告"
+                ),
             ));
         }
         Ok(Layout {
@@ -481,6 +497,7 @@ mod tests {
             kv_dtype: KvDtype::Auto,
             serving_dtype: ModelDtype::Bf16,
             hybrid: true,
+            lang: crate::lang::Lang::En,
         }
     }
 

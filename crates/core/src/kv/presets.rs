@@ -32,10 +32,19 @@ impl Preset {
 
     /// The preset as a model shape, with its published parameter count.
     pub fn shape(&self) -> Result<ModelShape, KvError> {
-        let mut m = parse_config(self.config, &ConfigOptions::default())?;
+        self.shape_in(crate::lang::Lang::En)
+    }
+
+    /// [`Preset::shape`] with its notes written in `lang`.
+    pub fn shape_in(&self, lang: crate::lang::Lang) -> Result<ModelShape, KvError> {
+        let mut m = parse_config(self.config, &ConfigOptions { lang, ..ConfigOptions::default() })?;
         m.name = self.id.to_owned();
         m.params = Some((self.params, ParamSource::Published(self.params_source.to_owned())));
-        m.notes.insert(0, format!("preset {}: fields of {}", self.id, self.source_url()));
+        let (id, url) = (self.id, self.source_url());
+        m.notes.insert(
+            0,
+            lang.pick(format!("preset {id}: fields of {url}"), format!("预设 {id}：字段取自 {url}")),
+        );
         Ok(m)
     }
 
@@ -50,6 +59,7 @@ impl Preset {
             kv_dtype: KvDtype::Auto,
             serving_dtype: ModelDtype::Bf16,
             hybrid: true,
+            lang: crate::lang::Lang::En,
         };
         Ok(Layout::new(shape, &o)?.bytes_per_token_per_rank())
     }

@@ -565,6 +565,7 @@ fn layout_options(e: &KvEstimate) -> LayoutOptions {
         kv_dtype: s.kv_cache_dtype,
         serving_dtype: s.serving_dtype,
         hybrid: s.hybrid_kv_cache_manager,
+        lang: crate::lang::Lang::En,
     }
 }
 

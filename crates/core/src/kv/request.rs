@@ -13,6 +13,7 @@ use crate::kv::report::KvReport;
 use crate::kv::startup::parse_startup;
 use crate::kv::units::{Decimal, GIB, fmt_gib, parse_fraction_ppm, parse_gib};
 use crate::kv::{KvError, estimate};
+use crate::lang::Lang;
 use serde::{Deserialize, Serialize};
 
 /// The GPU assumed when none is named and no KV figure is given.
@@ -106,10 +107,10 @@ pub fn parse_billions(field: &str, s: &str) -> Result<u64, KvError> {
     Ok(n)
 }
 
-fn model_shape(req: &KvRequest, config: Option<&str>) -> Result<ModelShape, KvError> {
+fn model_shape(req: &KvRequest, config: Option<&str>, lang: Lang) -> Result<ModelShape, KvError> {
     match (config, &req.model) {
-        (Some(text), _) => parse_config(text, &ConfigOptions { assume_defaults: req.assume_defaults }),
-        (None, Some(name)) => preset(name)?.shape(),
+        (Some(text), _) => parse_config(text, &ConfigOptions { assume_defaults: req.assume_defaults, lang }),
+        (None, Some(name)) => preset(name)?.shape_in(lang),
         (None, None) => Err(KvError::invalid(
             "model",
             "none",
@@ -118,9 +119,20 @@ fn model_shape(req: &KvRequest, config: Option<&str>) -> Result<ModelShape, KvEr
     }
 }
 
-/// Everything `triage kv` computes, from already-read inputs.
+/// Everything `triage kv` computes, from already-read inputs (text in English).
 pub fn build_report(req: &KvRequest, config: Option<&str>, log: Option<&str>) -> Result<KvReport, KvError> {
-    let model = model_shape(req, config)?;
+    build_report_in(req, config, log, Lang::En)
+}
+
+/// [`build_report`] with the assumptions, warnings and formula lines written in `lang` (the
+/// numbers are the same; input errors stay English, as the CLI prints them).
+pub fn build_report_in(
+    req: &KvRequest,
+    config: Option<&str>,
+    log: Option<&str>,
+    lang: Lang,
+) -> Result<KvReport, KvError> {
+    let model = model_shape(req, config, lang)?;
     let startup = log.map(parse_startup);
 
     let mut opts = KvOptions {
@@ -141,6 +153,7 @@ pub fn build_report(req: &KvRequest, config: Option<&str>, log: Option<&str>) ->
         at_len: req.at_len,
         need: req.need.as_deref().map(parse_need).transpose()?,
         large_gpu: None,
+        lang,
     };
     let mut log_notes = Vec::new();
     if let Some(s) = &startup {
@@ -170,7 +183,10 @@ pub fn build_report(req: &KvRequest, config: Option<&str>, log: Option<&str>) ->
         KvBudget::Available(b)
     } else if preset_gpu.is_none() && gpu_mem.is_none() && logged_available.is_some() {
         let (bytes, printed, line) = logged_available.clone().unwrap_or_default();
-        extra.push(format!("KV memory from the log: {printed} (line {line})"));
+        extra.push(lang.pick(
+            format!("KV memory from the log: {printed} (line {line})"),
+            format!("KV 显存取自日志：{printed}（第 {line} 行）"),
+        ));
         KvBudget::Available(bytes)
     } else {
         let (total, large) = match (gpu_mem, preset_gpu) {
@@ -178,16 +194,24 @@ pub fn build_report(req: &KvRequest, config: Option<&str>, log: Option<&str>) ->
             (None, Some(g)) => (g.total_bytes(), g.large_defaults),
             (None, None) => {
                 let g = gpu(DEFAULT_GPU)?;
-                extra.push(format!(
-                    "no --gpu, --gpu-mem-gib or --available-kv-gib: one {} assumed ({} as CUDA reports it)",
-                    g.name,
-                    fmt_gib(g.total_bytes())
+                let (name, total) = (g.name, fmt_gib(g.total_bytes()));
+                extra.push(lang.pick(
+                    format!(
+                        "no --gpu, --gpu-mem-gib or --available-kv-gib: one {name} assumed ({total} as CUDA reports it)"
+                    ),
+                    format!("未指定 --gpu、--gpu-mem-gib 或 --available-kv-gib：按一张 {name} 计算（CUDA 报告的 {total}）"),
                 ));
                 (g.total_bytes(), g.large_defaults)
             }
         };
         if let Some(g) = preset_gpu {
-            extra.push(format!("gpu {}: {} total ({})", g.id, fmt_gib(g.total_bytes()), g.source));
+            let (id, total, src) = (g.id, fmt_gib(g.total_bytes()), g.source);
+            extra.push(
+                lang.pick(
+                    format!("gpu {id}: {total} total ({src})"),
+                    format!("gpu {id}：共 {total}（{src}）"),
+                ),
+            );
         }
         opts.large_gpu = Some(large);
         KvBudget::Gpu(BudgetInputs {
@@ -245,5 +269,74 @@ mod tests {
         )
         .unwrap();
         assert_eq!((r.estimate.bytes_per_token, r.estimate.tokens), (131_072, 447_440));
+    }
+
+    /// The runs of digits in `s`, sorted (the numbers a text carries, whatever its word order).
+    fn numbers(s: &str) -> Vec<String> {
+        let mut v: Vec<String> =
+            s.split(|c: char| !c.is_ascii_digit()).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn every_kv_text_has_a_chinese_form_with_the_same_numbers() {
+        use crate::kv::presets::PRESETS;
+        use crate::lang::has_cjk;
+        let mut seen = 0;
+        let mut kinds = std::collections::BTreeSet::new();
+        for p in PRESETS {
+            for (tp, gpu, available, mml, extra) in [
+                (1, Some("h100"), None, Some(32_768), false),
+                (8, Some("a100-40gb"), None, Some(1_000_000), false),
+                (2, None, None, None, true),
+                (1, None, Some("0.5"), Some(131_072), false),
+            ] {
+                let req = KvRequest {
+                    model: Some(p.id.to_owned()),
+                    tp,
+                    gpu: gpu.map(str::to_owned),
+                    available_kv_gib: available.map(str::to_owned),
+                    max_model_len: mml,
+                    no_hybrid: extra,
+                    block_size: extra.then_some(32),
+                    no_async_scheduling: extra,
+                    ..KvRequest::default()
+                };
+                let (Ok(en), Ok(zh)) =
+                    (build_report(&req, None, None), build_report_in(&req, None, None, Lang::Zh))
+                else {
+                    continue;
+                };
+                let (e, z) = (&en.estimate, &zh.estimate);
+                let strip = |r: &KvReport| {
+                    let mut v = serde_json::to_value(r).unwrap();
+                    for k in ["assumptions", "warnings", "formula"] {
+                        v[k] = serde_json::Value::Null;
+                    }
+                    if let Some(b) = v.get_mut("budget").and_then(|b| b.as_object_mut()) {
+                        for k in ["weights_how", "activation_how", "non_torch_how"] {
+                            b.insert(k.to_owned(), serde_json::Value::Null);
+                        }
+                    }
+                    v
+                };
+                assert_eq!(strip(&en), strip(&zh), "{}: the figures do not depend on the language", p.id);
+                for (a, b) in
+                    [(&e.assumptions, &z.assumptions), (&e.warnings, &z.warnings), (&e.formula, &z.formula)]
+                {
+                    assert_eq!(a.len(), b.len(), "{}", p.id);
+                    for (en, zh) in a.iter().zip(b) {
+                        assert!(has_cjk(zh), "not Chinese: {zh}");
+                        assert!(!has_cjk(en), "not English: {en}");
+                        assert_ne!(en, zh);
+                        assert_eq!(numbers(en), numbers(zh), "\n{en}\n{zh}");
+                        kinds.insert(en.split([':', '(', ' ']).next().unwrap_or("").to_owned());
+                        seen += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen > 500 && kinds.len() > 20, "{seen} texts, {} kinds", kinds.len());
     }
 }

@@ -29,6 +29,28 @@ impl Artifact {
     fn new(name: &str, what: &str, content: String) -> Artifact {
         Artifact { name: name.into(), what: what.into(), analyzable: true, content }
     }
+
+    /// What it is, in `lang` (`what` is the English).
+    pub fn what_in(&self, lang: triage_core::lang::Lang) -> &str {
+        if lang == triage_core::lang::Lang::En {
+            return &self.what;
+        }
+        match self.what.as_str() {
+            "vLLM server log (V1)" => "vLLM 服务日志（V1）",
+            "two /metrics scrapes, 30 s apart, ending now" => "两次 /metrics 抓取，间隔 30 s，截至此刻",
+            "per-request log: enqueue, scheduled, first token, last token, finish" => {
+                "逐请求日志：入队、调度、首 token、末 token、结束"
+            }
+            "nvidia-smi --query-gpu … --format=csv -l 1" => {
+                "nvidia-smi --query-gpu … --format=csv -l 1 的输出"
+            }
+            "NVML samples, one a second (the format of shared/data/h200/nvml_series.jsonl)" => {
+                "NVML 采样，每秒一次（格式同 shared/data/h200/nvml_series.jsonl）"
+            }
+            "the client's configuration" => "客户端的配置",
+            other => other,
+        }
+    }
 }
 
 /// One row of the request log: the four timestamps the article asks every serving layer to
