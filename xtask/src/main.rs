@@ -141,20 +141,8 @@ fn ci() -> anyhow::Result<()> {
 
     // The plugins, for their wasm targets: linted there, then built once into <target>/plugins
     // (the runner's and the proxy host's tests use them).
-    let mut clippy_wasi = cargo();
-    clippy_wasi.args(["clippy", "--locked", "--target", "wasm32-wasip2"]);
-    for p in triage_plugin_build::ALL.iter().filter(|p| p.target == "wasm32-wasip2") {
-        clippy_wasi.args(["--package", p.package]);
-    }
-    clippy_wasi.args(["--", "-D", "warnings"]);
-    step("clippy (WASI components, wasm32-wasip2)", clippy_wasi)?;
-    let mut clippy_proxy = cargo();
-    clippy_proxy.args(["clippy", "--locked", "--target", "wasm32-wasip1"]);
-    for p in triage_plugin_build::ALL.iter().filter(|p| p.target == "wasm32-wasip1") {
-        clippy_proxy.args(["--package", p.package]);
-    }
-    clippy_proxy.args(["--", "-D", "warnings"]);
-    step("clippy (proxy-wasm filter, wasm32-wasip1)", clippy_proxy)?;
+    clippy_plugins("wasm32-wasip2", "WASI components")?;
+    clippy_plugins("wasm32-wasip1", "proxy-wasm filter")?;
     plugins()?;
 
     let mut test = cargo();
@@ -198,6 +186,17 @@ fn ci() -> anyhow::Result<()> {
     // The plain closing line CI reads.
     println!("ci: {passed} passed, {failed} failed");
     Ok(())
+}
+
+/// Clippy `-D warnings` on every plugin built for `target`.
+fn clippy_plugins(target: &str, what: &str) -> anyhow::Result<()> {
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--locked", "--target", target]);
+    for p in triage_plugin_build::ALL.iter().filter(|p| p.target == target) {
+        clippy.args(["--package", p.package]);
+    }
+    clippy.args(["--", "-D", "warnings"]);
+    step(&format!("clippy ({what}, {target})"), clippy)
 }
 
 /// `cargo xtask plugins`: every plugin, one cargo invocation per wasm target.

@@ -574,14 +574,10 @@ pub fn to_wit(s: &GpuSample) -> wit::GpuSample {
     }
 }
 
+/// A plugin's class name read by `Class`'s own serde names; one the contract does not know is
+/// taken as TBT_TAIL (the GPU rules' usual class) rather than dropping the finding.
 fn class_of(name: &str) -> Class {
-    match name {
-        "TTFT_HIGH" => Class::TtftHigh,
-        "OOM" => Class::Oom,
-        "THROUGHPUT_ZERO" => Class::ThroughputZero,
-        "CONFIG" => Class::Config,
-        _ => Class::TbtTail,
-    }
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).unwrap_or(Class::TbtTail)
 }
 
 fn from_wit(f: wit::Finding) -> GpuFinding {

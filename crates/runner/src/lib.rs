@@ -160,18 +160,16 @@ impl Runner {
                 host.findings()
             }
         };
-        // Raised/cleared per plugin, by the finding's identity.
-        let key = |(p, f): &(String, GpuFinding)| {
-            (p.clone(), f.gpu, f.rule.clone(), f.t.to_bits(), f.title.clone())
-        };
+        // Raised/cleared per plugin, by the finding's identity (core's `GpuFinding::same_as`).
+        let same = |(p, f): &(String, GpuFinding), (q, g): &(String, GpuFinding)| p == q && f.same_as(g);
         for item in &now {
-            if !self.active.iter().any(|a| key(a) == key(item)) {
+            if !self.active.iter().any(|a| same(a, item)) {
                 *self.counters.raised.entry(item.1.rule.clone()).or_default() += 1;
                 out.raised.push(item.clone());
             }
         }
         for item in &self.active {
-            if !now.iter().any(|n| key(n) == key(item)) {
+            if !now.iter().any(|n| same(n, item)) {
                 out.cleared.push(item.clone());
             }
         }

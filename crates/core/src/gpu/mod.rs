@@ -28,16 +28,21 @@ pub struct Changes {
     pub cleared: Vec<GpuFinding>,
 }
 
-/// A finding's identity across ticks: the same GPU, rule and raising sample.
-fn same(a: &GpuFinding, b: &GpuFinding) -> bool {
-    a.gpu == b.gpu && a.rule == b.rule && a.t.to_bits() == b.t.to_bits() && a.title == b.title
+impl GpuFinding {
+    /// A finding's identity across ticks: the same GPU, rule and raising sample.
+    pub fn same_as(&self, other: &GpuFinding) -> bool {
+        self.gpu == other.gpu
+            && self.rule == other.rule
+            && self.t.to_bits() == other.t.to_bits()
+            && self.title == other.title
+    }
 }
 
 /// Compare the findings active before a tick with those active after it.
 pub fn diff(before: &[GpuFinding], after: &[GpuFinding]) -> Changes {
     Changes {
-        raised: after.iter().filter(|f| !before.iter().any(|b| same(b, f))).cloned().collect(),
-        cleared: before.iter().filter(|b| !after.iter().any(|f| same(b, f))).cloned().collect(),
+        raised: after.iter().filter(|f| !before.iter().any(|b| b.same_as(f))).cloned().collect(),
+        cleared: before.iter().filter(|b| !after.iter().any(|f| b.same_as(f))).cloned().collect(),
     }
 }
 
