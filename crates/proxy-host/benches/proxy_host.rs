@@ -20,8 +20,15 @@ use triage_stream_timer::timer::{Stream, max_stream_bytes};
 const MS: u64 = 1_000_000;
 
 fn token_event(i: usize) -> Vec<u8> {
+    event_created(i, 1741569952)
+}
+
+/// A token event whose `created` field is `created`: a stream whose events differ outside
+/// their text (as OpenAI's `obfuscation` padding or Responses' `sequence_number` make them)
+/// takes the full scan for every event.
+fn event_created(i: usize, created: u64) -> Vec<u8> {
     format!(
-        "data: {{\"id\":\"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG\",\"object\":\"chat.completion.chunk\",\"created\":1741569952,\"model\":\"gpt-4.1-2025-04-14\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" tok{}\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
+        "data: {{\"id\":\"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG\",\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":\"gpt-4.1-2025-04-14\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" tok{}\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
         i % 10
     )
     .into_bytes()
@@ -173,14 +180,18 @@ fn main() {
     // The summary block: own timing loops in the same run, the variants interleaved round by
     // round (this machine is shared; interleaving keeps drift out of the ratios), medians of 21.
     let events: Vec<Vec<u8>> = (0..10).map(token_event).collect();
+    let varied: Vec<Vec<u8>> = (0..10).map(|i| event_created(i, 1741569952 + i as u64)).collect();
     let one_byte = vec![b"x".to_vec()];
     let mut o = open();
+    // Its own stream: a stream whose events miss the kept shape eight times running stops
+    // keeping one.
+    let mut ov = open();
     let mut stream = Stream::new(0, 100 * MS, SseLimits::default());
     let mut t = 0u64;
     let body = recorded();
     let mut f = Filter::load(Options::default()).expect("load");
     let iters = 20_000u64;
-    let mut runs: [Vec<f64>; 5] = Default::default();
+    let mut runs: [Vec<f64>; 6] = Default::default();
     for _ in 0..21 {
         let per = |d: Duration, n: u64| d.as_secs_f64() * 1e9 / n as f64;
         runs[0].push(per(per_chunk(&mut o, true, &events, iters), iters));
@@ -193,12 +204,13 @@ fn main() {
         }
         f.metrics().clear_values();
         runs[4].push(per(s.elapsed(), 100));
+        runs[5].push(per(per_chunk(&mut ov, true, &varied, iters), iters));
     }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2] / 1e3
     };
-    let [timed, pass, floor, nat, whole] = runs.each_mut().map(med);
+    let [timed, pass, floor, nat, whole, full] = runs.each_mut().map(med);
     let m = memory();
     let bound = max_stream_bytes(SseLimits { max_line_bytes: 8 << 10, max_event_bytes: 32 << 10 });
     println!();
@@ -207,6 +219,9 @@ fn main() {
     );
     println!("  per response-body chunk, medians of 21 interleaved runs of {iters}:");
     println!("    timed stream, one {}-byte token event   {timed:>6.2} µs", events[0].len());
+    println!(
+        "    timed, events differing outside the text {full:>6.2} µs   every event scanned in full (no kept shape)"
+    );
     println!(
         "    pass-through route (same filter)        {pass:>6.2} µs   timed / pass-through = {:.1}×",
         timed / pass

@@ -59,11 +59,36 @@ const STOP: [bool; 256] = {
     t
 };
 
+/// The first byte at or after `i` that ends a plain run (`STOP`), eight bytes per step: a
+/// word's bytes equal to `"` or `\\`, or below 0x20, flagged in one pass (the usual SWAR
+/// zero-byte test; the lowest flag is always exact, which is the only one read). In wasm,
+/// where the per-byte loop also pays an interruption check per iteration, this is most of
+/// the scanner's speed on ids, model names and text.
+fn stop_at(b: &[u8], mut i: usize) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    while let Some(w) = b.get(i..i + 8) {
+        let (words, _) = w.as_chunks::<8>();
+        let x = u64::from_le_bytes(words[0]);
+        let q = x ^ (LO * u64::from(b'"'));
+        let s = x ^ (LO * u64::from(b'\\'));
+        let m =
+            ((q.wrapping_sub(LO) & !q) | (s.wrapping_sub(LO) & !s) | (x.wrapping_sub(LO * 0x20) & !x)) & HI;
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    Some(i + b.get(i..)?.iter().position(|&c| STOP[usize::from(c)])?)
+}
+
 /// A JSON string as it stands in the input: its raw bytes and whether it holds escapes.
 #[derive(Clone, Copy)]
 struct Str<'a> {
     raw: &'a str,
     escaped: bool,
+    /// Where `raw` starts in the scanned text.
+    at: usize,
 }
 
 impl<'a> Str<'a> {
@@ -80,9 +105,20 @@ struct P<'a> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
+    /// How many non-empty strings that can make the event a token were read, and the last.
+    texts: u32,
+    text: (usize, usize),
 }
 
 impl<'a> P<'a> {
+    /// `v` is a value whose non-emptiness can make the event a token (content, text, …).
+    fn token_text(&mut self, v: Option<Str<'a>>) {
+        if let Some(v) = v.filter(|v| v.non_empty()) {
+            self.texts += 1;
+            self.text = (v.at, v.at + v.raw.len());
+        }
+    }
+
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
@@ -124,12 +160,12 @@ impl<'a> P<'a> {
         let mut i = self.i;
         loop {
             // The plain run up to the next quote, backslash or control byte.
-            i += b.get(i..)?.iter().position(|&c| STOP[usize::from(c)])?;
+            i = stop_at(b, i)?;
             match b[i] {
                 b'"' => {
                     let raw = self.s.get(start..i)?;
                     self.i = i + 1;
-                    return Some(Str { raw, escaped });
+                    return Some(Str { raw, escaped, at: start });
                 }
                 b'\\' => {
                     escaped = true;
@@ -335,7 +371,13 @@ fn anthropic_delta<'a>(p: &mut P<'a>) -> Option<DeltaObj<'a>> {
             _ => return p.skip(2),
         };
         *slot = match p.peek()? {
-            b'"' => Some(p.string()?),
+            b'"' => {
+                let v = p.string()?;
+                if key != "type" {
+                    p.token_text(Some(v));
+                }
+                Some(v)
+            }
             _ => {
                 p.skip(2)?;
                 None
@@ -389,6 +431,9 @@ fn choices<'a>(p: &mut P<'a>, c: &mut Choices, finish: &mut Option<&'a str>) -> 
                         _ => {
                             let v = p.opt_string()?;
                             let non_empty = v.is_some_and(Str::non_empty);
+                            if k != "role" {
+                                p.token_text(v);
+                            }
                             match k {
                                 "role" => c.role |= v.is_some(),
                                 "content" | "refusal" => c.text |= non_empty,
@@ -401,7 +446,9 @@ fn choices<'a>(p: &mut P<'a>, c: &mut Choices, finish: &mut Option<&'a str>) -> 
             }
             "text" => {
                 once(&mut seen, 2)?;
-                if p.opt_string()?.is_some_and(Str::non_empty) {
+                let v = p.opt_string()?;
+                p.token_text(v);
+                if v.is_some_and(Str::non_empty) {
                     c.text = true;
                     c.completions_text = true;
                 }
@@ -422,11 +469,26 @@ fn choices<'a>(p: &mut P<'a>, c: &mut Choices, finish: &mut Option<&'a str>) -> 
 
 /// The fast reading of one event, or `None` to let `classify` decide.
 pub fn quick<'a>(data: &'a str) -> Option<View<'a>> {
+    quick_text(data).map(|(v, _)| v)
+}
+
+/// [`quick`], and where the event's token text lies in `data` when the answer rests on one
+/// non-empty plain string (a chunk's `content`, an Anthropic `text`, a Responses `delta`):
+/// the event that differs from this one only inside that string, by another non-empty plain
+/// string, reads the same. [`Shape`] keeps that to skip the scan for the next event.
+pub fn quick_text<'a>(data: &'a str) -> Option<(View<'a>, Option<(usize, usize)>)> {
     let s = data.trim();
     if !s.starts_with('{') {
         return None;
     }
-    let mut p = P { s, b: s.as_bytes(), i: 0 };
+    let lead = data.len() - data.trim_start().len();
+    let mut p = P { s, b: s.as_bytes(), i: 0, texts: 0, text: (0, 0) };
+    let view = scan(&mut p)?;
+    let text = (p.texts == 1 && Shape::fits(&view)).then(|| (lead + p.text.0, lead + p.text.1));
+    Some((view, text))
+}
+
+fn scan<'a>(p: &mut P<'a>) -> Option<View<'a>> {
     let mut seen = 0u32;
     let (mut id, mut object, mut ty) = (None, None, None);
     let mut ch: Option<Choices> = None;
@@ -464,7 +526,11 @@ pub fn quick<'a>(data: &'a str) -> Option<View<'a>> {
         "delta" => {
             once(&mut seen, 32)?;
             delta = match p.peek()? {
-                b'"' => Delta::Str(p.string()?),
+                b'"' => {
+                    let v = p.string()?;
+                    p.token_text(Some(v));
+                    Delta::Str(v)
+                }
                 b'{' => Delta::Obj(anthropic_delta(p)?),
                 _ => {
                     p.skip(1)?;
@@ -561,6 +627,93 @@ pub fn quick<'a>(data: &'a str) -> Option<View<'a>> {
     None
 }
 
+/// The longest event text (without its token text) a [`Shape`] keeps: 512 bytes of heap per
+/// stream at most. Token events are 150–300 bytes around their text in every dialect seen.
+pub const SHAPE_MAX: usize = 512;
+
+/// After this many token events in a row that do not fit the kept shape, a stream stops keeping
+/// one (a server that varies other fields per event, such as OpenAI's `obfuscation` padding).
+const SHAPE_MISSES: u8 = 8;
+
+/// The last token event of a stream with its token text cut out, and what it read as.
+///
+/// Servers send every token event of a stream in one shape: the same bytes around a different
+/// text (`{"id":"chatcmpl-…","choices":[{"index":0,"delta":{"content":"` … `"},…}]}`). An
+/// event with exactly those bytes before and after a non-empty plain string (no quote,
+/// backslash or control byte) is the same JSON document but for that string, and [`quick`]
+/// reads it the same — which two comparisons and one scan of the text establish, instead of a
+/// walk of the whole document (its strings, numbers and nesting). Everything else goes to
+/// [`quick`], whose answer, when it rests on one such string, becomes the kept shape.
+#[derive(Debug, Clone, Default)]
+pub struct Shape {
+    around: Box<[u8]>,
+    prefix: usize,
+    read_as: Option<(Option<Dialect>, TokenKind)>,
+    misses: u8,
+}
+
+impl Shape {
+    /// Views a shape may stand for: a plain token event, nothing else read from it.
+    fn fits(v: &View<'_>) -> bool {
+        v.token.is_some()
+            && !v.role_only
+            && v.usage.is_none()
+            && v.finish_reason.is_none()
+            && v.error.is_none()
+            && !v.terminal
+            && !v.ping
+            && !v.not_json
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.around.len()
+    }
+
+    /// [`quick`]'s reading of `data`, from the kept shape when `data` fits it. A view read from
+    /// the shape carries no response id: the event that made the shape gave it already.
+    pub fn read<'a>(&mut self, data: &'a str) -> Option<View<'a>> {
+        if let Some((dialect, token)) = self.read_as {
+            if self.fits_bytes(data.as_bytes()) {
+                self.misses = 0;
+                return Some(View { dialect, token: Some(token), ..View::default() });
+            }
+            self.misses += 1;
+            if self.misses >= SHAPE_MISSES {
+                *self = Shape { misses: SHAPE_MISSES, ..Shape::default() };
+            }
+        }
+        let (view, text) = quick_text(data)?;
+        if let (Some((from, to)), Some(token)) = (text, view.token)
+            && self.misses < SHAPE_MISSES
+            && data.len() - (to - from) <= SHAPE_MAX
+        {
+            let b = data.as_bytes();
+            self.around = [&b[..from], &b[to..]].concat().into_boxed_slice();
+            self.prefix = from;
+            self.read_as = Some((view.dialect, token));
+        }
+        Some(view)
+    }
+
+    fn fits_bytes(&self, d: &[u8]) -> bool {
+        let (before, after) = self.around.split_at(self.prefix);
+        d.len() > self.around.len()
+            && same_bytes(&d[..before.len()], before)
+            && same_bytes(&d[d.len() - after.len()..], after)
+            && stop_at(&d[before.len()..d.len() - after.len()], 0).is_none()
+    }
+}
+
+/// `a == b` for slices of one length, eight bytes per step (the slice comparison is a
+/// byte-by-byte `memcmp` in wasm).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let ((a8, a_rest), (b8, b_rest)) = (a.as_chunks::<8>(), b.as_chunks::<8>());
+    a.len() == b.len()
+        && a8.iter().zip(b8).all(|(x, y)| u64::from_ne_bytes(*x) == u64::from_ne_bytes(*y))
+        && a_rest == b_rest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -578,20 +731,27 @@ mod tests {
         }
     }
 
-    fn recorded() -> Vec<(String, String)> {
+    /// The events of every recorded stream, one list per stream.
+    fn recorded_streams() -> Vec<Vec<(String, String)>> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/sse");
-        let mut out = Vec::new();
         let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
         names.sort();
-        for path in names {
-            let bytes = std::fs::read(&path).unwrap();
-            SseParser::new().feed(&bytes, 0, &mut |item| {
-                if let SseItem::Event(e) = item {
-                    out.push((e.event.to_owned(), e.data.to_owned()));
-                }
-            });
-        }
-        out
+        names
+            .iter()
+            .map(|path| {
+                let mut out = Vec::new();
+                SseParser::new().feed(&std::fs::read(path).unwrap(), 0, &mut |item| {
+                    if let SseItem::Event(e) = item {
+                        out.push((e.event.to_owned(), e.data.to_owned()));
+                    }
+                });
+                out
+            })
+            .collect()
+    }
+
+    fn recorded() -> Vec<(String, String)> {
+        recorded_streams().into_iter().flatten().collect()
     }
 
     #[test]
@@ -674,5 +834,109 @@ mod tests {
         }
         assert!(tried > 10_000);
         assert!(compared > 2_000, "{compared} of {tried} mutations read fast and compared");
+    }
+
+    /// What a shape may leave out: the response id (the event that made the shape gave it).
+    fn without_id(v: View<'_>) -> View<'_> {
+        View { response_id: None, ..v }
+    }
+
+    /// Every recorded event, in stream order, read through one shape per stream: the same as
+    /// `quick` (and so as `classify`).
+    #[test]
+    fn shape_reads_recorded_streams_as_quick_does() {
+        let (mut hits, mut total) = (0, 0);
+        for events in recorded_streams() {
+            let mut shape = Shape::default();
+            for (_, d) in events {
+                hits += usize::from(shape.read_as.is_some() && shape.fits_bytes(d.as_bytes()));
+                let v = shape.read(&d);
+                assert_eq!(v.map(without_id), quick(&d).map(without_id), "{d}");
+                assert!(shape.heap_bytes() <= SHAPE_MAX);
+                total += 1;
+            }
+        }
+        // The documentation streams are short; Responses events carry a sequence number, so
+        // each reads in full.
+        assert!(total > 50 && hits >= 6, "{hits} of {total} events read from the shape");
+    }
+
+    /// A token event learnt, then every mutation of the next one (edits anywhere: around the
+    /// text, inside it, quotes and backslashes into it, a different length) reads as `quick`
+    /// reads it. Ids aside, exactly.
+    #[test]
+    fn shape_agrees_with_quick_on_mutated_next_events() {
+        let events: Vec<String> = recorded()
+            .into_iter()
+            .map(|(_, d)| d)
+            .filter(|d| quick_text(d).is_some_and(|(_, t)| t.is_some()))
+            .collect();
+        assert!(events.len() > 10, "token events with a shape: {}", events.len());
+        let alphabet = "{}[]:,\"\\ nu0e1-.x\u{e9}".as_bytes();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let (mut hits, mut tried) = (0, 0);
+        for d in &events {
+            let (_, text) = quick_text(d).unwrap();
+            let (from, to) = text.unwrap();
+            for _ in 0..400 {
+                let mut shape = Shape::default();
+                assert!(shape.read(d).is_some());
+                let mut b = d.clone().into_bytes();
+                // Half the mutations inside the text, where the shape still applies.
+                for _ in 0..1 + rnd(3) {
+                    let at =
+                        if rnd(2) == 0 { from + rnd(to - from + 1).min(b.len()) } else { rnd(b.len() + 1) };
+                    let at = at.min(b.len());
+                    match rnd(3) {
+                        0 if at < b.len() => b[at] = alphabet[rnd(alphabet.len())],
+                        1 if at < b.len() => {
+                            b.remove(at);
+                        }
+                        _ => b.insert(at, alphabet[rnd(alphabet.len())]),
+                    }
+                }
+                let Ok(next) = String::from_utf8(b) else { continue };
+                hits += usize::from(shape.read_as.is_some() && shape.fits_bytes(next.as_bytes()));
+                let v = shape.read(&next);
+                assert_eq!(v.map(without_id), quick(&next).map(without_id), "{d}\n→ {next}");
+                tried += 1;
+            }
+        }
+        assert!(tried > 4_000 && hits > 500, "{hits} of {tried} read from the shape");
+    }
+
+    #[test]
+    fn shape_gives_up_on_streams_that_never_repeat_and_keeps_no_large_event() {
+        let mut shape = Shape::default();
+        for i in 0..20 {
+            let d =
+                format!(r#"{{"choices":[{{"delta":{{"content":"x"}}}}],"obfuscation":"{}"}}"#, "p".repeat(i));
+            assert_eq!(shape.read(&d).and_then(|v| v.token), Some(TokenKind::Text));
+        }
+        assert_eq!(shape.heap_bytes(), 0, "no shape kept after {SHAPE_MISSES} misses in a row");
+        assert!(shape.read_as.is_none());
+
+        let mut shape = Shape::default();
+        let big =
+            format!(r#"{{"pad":"{}","choices":[{{"delta":{{"content":"x"}}}}]}}"#, "p".repeat(SHAPE_MAX));
+        assert!(shape.read(&big).is_some());
+        assert_eq!(shape.heap_bytes(), 0);
+
+        // An event with two texts (n > 1 choices) gives no shape; one with one text does.
+        let mut shape = Shape::default();
+        shape.read(r#"{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}"#);
+        assert_eq!(shape.heap_bytes(), 0);
+        let one = r#"{"choices":[{"delta":{"content":"a"}}]}"#;
+        shape.read(one);
+        assert_eq!(shape.heap_bytes(), one.len() - 1);
+        // An empty text is not a token: the shape does not answer for it.
+        let empty = r#"{"choices":[{"delta":{"content":""}}]}"#;
+        assert_eq!(shape.read(empty).map(|v| v.token), Some(None));
     }
 }

@@ -14,7 +14,7 @@
 //! line); the finish reason, error text and response id are cut to [`MAX_FINISH_REASON`],
 //! [`MAX_ERROR`] and [`MAX_RESPONSE_ID`] bytes.
 
-use crate::fast::{View, quick};
+use crate::fast::{SHAPE_MAX, Shape, View};
 use triage_core::sse::{SseItem, SseLimits, SseParser};
 use triage_core::stream::{Dialect, TokenKind, Usage, classify};
 use triage_core::timing::TokenSource;
@@ -168,6 +168,7 @@ struct Figures {
 #[derive(Debug, Clone)]
 pub struct Stream {
     parser: SseParser,
+    shape: Shape,
     f: Figures,
 }
 
@@ -245,6 +246,7 @@ impl Stream {
     pub fn new(enqueue_ns: u64, stall_threshold_ns: u64, limits: SseLimits) -> Stream {
         Stream {
             parser: SseParser::with_limits(limits),
+            shape: Shape::default(),
             f: Figures { enqueue_ns, stall_threshold_ns, ..Figures::default() },
         }
     }
@@ -271,13 +273,13 @@ impl Stream {
         if chunk.is_empty() {
             return;
         }
-        let f = &mut self.f;
+        let (f, shape) = (&mut self.f, &mut self.shape);
         f.first_byte_ns.get_or_insert(at_ns);
         f.bytes += chunk.len() as u64;
         self.parser.feed(chunk, at_ns, &mut |item| match item {
             SseItem::Event(e) => {
                 if !e.truncated
-                    && let Some(v) = quick(e.data)
+                    && let Some(v) = shape.read(e.data)
                 {
                     record(f, &v, e.at_ns, observe);
                     return;
@@ -415,10 +417,11 @@ fn record(f: &mut Figures, c: &View<'_>, at_ns: u64, observe: &mut dyn FnMut(Obs
 /// bookkeeping: the struct, and the parser's four buffers — a partial line, one event's data, the
 /// `event:` and `id:` values (each at most a line) — at twice their bounds (a growing `Vec`
 /// doubles its capacity, so a buffer at its bound may hold up to twice that), plus the cut
-/// strings.
+/// strings and the kept event shape.
 pub fn max_stream_bytes(limits: SseLimits) -> usize {
     size_of::<Stream>()
         + 2 * (3 * limits.max_line_bytes + limits.max_event_bytes)
+        + SHAPE_MAX
         + MAX_FINISH_REASON
         + MAX_ERROR
         + MAX_RESPONSE_ID

@@ -24,12 +24,23 @@ pub struct GpuPreset {
     pub cuda_total_mib: u64,
     /// Where `cuda_total_mib` comes from.
     pub source: &'static str,
+    /// The same in Chinese (not serialised: JSON keeps the English field).
+    #[serde(skip)]
+    pub source_zh: &'static str,
     /// vLLM picks larger scheduler defaults on ≥ 70 GiB GPUs other than A100
     /// (`max_num_batched_tokens` 8192 and `max_num_seqs` 1024 for `vllm serve`).
     pub large_defaults: bool,
 }
 
 impl GpuPreset {
+    /// [`GpuPreset::source`] in `lang`.
+    pub fn source_in(&self, lang: crate::lang::Lang) -> &'static str {
+        match lang {
+            crate::lang::Lang::En => self.source,
+            crate::lang::Lang::Zh => self.source_zh,
+        }
+    }
+
     pub fn total_bytes(&self) -> u64 {
         self.cuda_total_mib * MIB
     }
@@ -37,6 +48,7 @@ impl GpuPreset {
 
 const FROM_LOGS: &str = "total as PyTorch/vLLM report it in public OOM messages and memory-profiling logs \
                          (from memory; ±0.3 GiB)";
+const FROM_LOGS_ZH: &str = "PyTorch/vLLM 在公开的 OOM 信息和显存剖析日志中报告的总量（凭记忆；±0.3 GiB）";
 
 pub const GPUS: &[GpuPreset] = &[
     GpuPreset {
@@ -46,6 +58,7 @@ pub const GPUS: &[GpuPreset] = &[
         cuda_total_mib: 143_155,
         source: "measured: shared/data/h200 (nvidia-smi Total 143,771 MiB − Reserved 616 MiB; PyTorch \
                  \"total capacity of 139.80 GiB\")",
+        source_zh: "实测：shared/data/h200（nvidia-smi Total 143,771 MiB − Reserved 616 MiB；PyTorch \"total capacity of 139.80 GiB\"）",
         large_defaults: true,
     },
     GpuPreset {
@@ -54,6 +67,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA H100 80 GB",
         cuda_total_mib: 81_091,
         source: "vLLM memory profiling on H100 80GB: total_gpu_memory (79.19GiB) (from memory; ±0.3 GiB)",
+        source_zh: "H100 80GB 上的 vLLM 显存剖析：total_gpu_memory (79.19GiB)（凭记忆；±0.3 GiB）",
         large_defaults: true,
     },
     GpuPreset {
@@ -62,6 +76,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA A100 80 GB",
         cuda_total_mib: 81_050,
         source: "PyTorch OOM on A100 80GB: \"79.15 GiB total capacity\" (as quoted in BRIEF.md; ±0.3 GiB)",
+        source_zh: "A100 80GB 上的 PyTorch OOM：\"79.15 GiB total capacity\"（引自 BRIEF.md；±0.3 GiB）",
         large_defaults: false,
     },
     GpuPreset {
@@ -70,6 +85,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA A100 40 GB",
         cuda_total_mib: 40_335,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -78,6 +94,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA L40S / L40 48 GB",
         cuda_total_mib: 45_455,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -86,6 +103,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA A10G / A10 24 GB",
         cuda_total_mib: 22_590,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -94,6 +112,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA L4 24 GB",
         cuda_total_mib: 22_579,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -102,6 +121,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA GeForce RTX 4090 24 GB",
         cuda_total_mib: 24_218,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -110,6 +130,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA GeForce RTX 3090 24 GB",
         cuda_total_mib: 24_259,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -118,6 +139,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA RTX A6000 48 GB",
         cuda_total_mib: 48_681,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -126,6 +148,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA V100 32 GB",
         cuda_total_mib: 32_502,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -134,6 +157,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA V100 16 GB",
         cuda_total_mib: 16_148,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
     GpuPreset {
@@ -142,6 +166,7 @@ pub const GPUS: &[GpuPreset] = &[
         name: "NVIDIA T4 16 GB",
         cuda_total_mib: 15_104,
         source: FROM_LOGS,
+        source_zh: FROM_LOGS_ZH,
         large_defaults: false,
     },
 ];
@@ -176,5 +201,9 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), n, "ids and aliases are unique");
+        for g in GPUS {
+            assert!(crate::lang::has_cjk(g.source_in(crate::lang::Lang::Zh)), "{}", g.id);
+            assert!(!crate::lang::has_cjk(g.source_in(crate::lang::Lang::En)), "{}", g.id);
+        }
     }
 }

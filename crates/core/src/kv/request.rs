@@ -205,7 +205,7 @@ pub fn build_report_in(
             }
         };
         if let Some(g) = preset_gpu {
-            let (id, total, src) = (g.id, fmt_gib(g.total_bytes()), g.source);
+            let (id, total, src) = (g.id, fmt_gib(g.total_bytes()), g.source_in(lang));
             extra.push(
                 lang.pick(
                     format!("gpu {id}: {total} total ({src})"),
