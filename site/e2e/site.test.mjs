@@ -278,11 +278,13 @@ test('a drill simulates an incident in the page and the analyzer names it', asyn
   await context.close();
 });
 
-test('a probe against the scripted SSE server: TTFT matches the server record to what the browser itself allows (±2 ms when quiet)', async () => {
-  // Requests 0..n-1: a bare JS fetch (the browser's own floor, measured in the same run);
-  // n..2n-1: the site's probe. Both are compared with the server's record of when it wrote the
+test('a probe against the scripted SSE server: TTFT equals the server record ±2 ms', async () => {
+  // Requests 0..n-1: a bare JS fetch timed from the fetch() call (what the browser's hand-over
+  // to the socket adds, measured in the same run); n..2n-1: the site's probe, which measures
+  // from when the browser began sending (Resource Timing; the scripted server sends
+  // Timing-Allow-Origin). Both are compared with the server's record of when it wrote the
   // first token, counted from the request's first byte. The first request of each group pays
-  // for the CORS preflight and the connection, so medians use the warm ones.
+  // for the CORS preflight and the connection, so the checks use the warm ones.
   const n = 7;
   const proc = spawn(triageBin, ['scripted-serve', '--requests', String(2 * n), '--ttft-ms', '150', '--gap-ms', '15', '--tokens', '12', '--lifetime-s', '90']);
   let out = '';
@@ -329,16 +331,16 @@ test('a probe against the scripted SSE server: TTFT matches the server record to
   figures.browser_floor_ttft_error_ms = rawErr.map(round);
   figures.probe_ttft_error_median_ms = round(median(probeErr.slice(1)));
   figures.browser_floor_error_median_ms = round(median(rawErr.slice(1)));
-  // The best warm request is what the measurement path itself costs; medians also carry the
-  // machine's scheduling noise (a 2-core VM shared with builds), so the bound uses the best
-  // case. The probe is within 2 ms of the server's record, or — when Chrome's own process hops
-  // cost more than that — within 2 ms of what a bare fetch in the same page achieves.
-  const best = Math.min(...probeErr.slice(1));
-  const floor = Math.min(...rawErr.slice(1));
-  figures.probe_ttft_error_best_ms = round(best);
-  figures.browser_floor_error_best_ms = round(floor);
-  assert.ok(best >= -0.5, `the probe saw the token before the server wrote it: ${best} ms`);
-  assert.ok(best <= Math.max(2, floor + 2), `probe best error ${best} ms, browser floor ${floor} ms`);
+  const warm = probeErr.slice(1);
+  figures.probe_ttft_error_best_ms = round(Math.min(...warm));
+  figures.browser_floor_error_best_ms = round(Math.min(...rawErr.slice(1)));
+  // Every request measured from the wire, and none before the server wrote its token.
+  assert.match(await page.textContent('[data-testid=probe-sent-note]'), new RegExp(`\\b${n} of ${n}\\b`));
+  assert.ok(warm.every((e) => e >= -0.5), `the probe saw a token before the server wrote it: ${warm}`);
+  // Within ±2 ms of the server's record: the median warm request, and at least half of them
+  // (a 2-core VM shared with builds can delay any one request's chunk in the renderer).
+  const within = warm.filter((e) => e <= 2).length;
+  assert.ok(median(warm) <= 2 && within * 2 >= warm.length, `probe TTFT errors ${warm} ms`);
   await page.screenshot({ path: path.join(shots, 'probe.png'), fullPage: true });
   onlyOrigins(requests, [origin, base.replace(/\/v1$/, '')]);
   await context.close();

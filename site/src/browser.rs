@@ -156,6 +156,76 @@ pub async fn stream_post(
     result
 }
 
+/// Where the browser's network stack saw one fetch, from its Resource Timing entry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Wire {
+    /// The browser began sending the request: `requestStart`, or `connectStart` when the
+    /// fetch opened a new connection (the CLI's "sent" also comes before its connect).
+    pub sent_ms: f64,
+    /// The response's first byte (`responseStart`).
+    pub head_ms: f64,
+}
+
+/// Start a run's Resource Timing afresh, with room for `requests` entries (the default buffer
+/// holds 250, and a full buffer drops new entries).
+pub fn resource_timing_reset(requests: usize) {
+    if let Some(p) = window().and_then(|w| w.performance()) {
+        p.clear_resource_timings();
+        p.set_resource_timing_buffer_size(
+            u32::try_from(requests.saturating_mul(2).max(250)).unwrap_or(u32::MAX),
+        );
+    }
+}
+
+async fn sleep_ms(ms: i32) {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = JsFuture::from(p).await;
+}
+
+/// The [`Wire`] times of the fetch of `url` called at `called_ms` whose body ended by
+/// `ended_ms`, when the browser exposes them: same origin, or a cross-origin server that sends
+/// `Timing-Allow-Origin` (without it the entry's detailed times read 0). The entry starts at
+/// most 10 ms after the call (headless Chromium on a loaded 2-core VM: 0.4–1 ms) and ends by
+/// the time the page read the end; among several such (concurrent fetches of one URL), the one
+/// that ended closest to `ended_ms`. `None` when there is no such entry, or two are equally
+/// close (within 1 ms).
+pub async fn wire_times(url: &str, called_ms: f64, ended_ms: f64) -> Option<Wire> {
+    let perf = window()?.performance()?;
+    // The entry is queued when the body completes; give the browser a few turns to add it.
+    for _ in 0..6 {
+        let mut found = false;
+        let mut fits: Vec<(f64, Wire)> = Vec::new();
+        for e in perf.get_entries_by_name(url).iter() {
+            let f = |k: &str| Reflect::get(&e, &k.into()).ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
+            let (start, end) = (f("startTime"), f("responseEnd"));
+            if start < called_ms - 0.5 || start > called_ms + 10.0 || end <= 0.0 || end > ended_ms + 1.0 {
+                continue;
+            }
+            found = true;
+            let (request, connect, connected) = (f("requestStart"), f("connectStart"), f("connectEnd"));
+            if request <= 0.0 {
+                continue;
+            }
+            let sent_ms = if connect > 0.0 && connected > connect { connect } else { request };
+            fits.push(((ended_ms - end).abs(), Wire { sent_ms, head_ms: f("responseStart") }));
+        }
+        if found {
+            fits.sort_by(|a, b| a.0.total_cmp(&b.0));
+            return match fits.as_slice() {
+                [(_, w)] => Some(*w),
+                [(a, w), (b, _), ..] if b - a > 1.0 => Some(*w),
+                _ => None,
+            };
+        }
+        sleep_ms(5).await;
+    }
+    None
+}
+
 /// The analysis worker (`worker.js`): the same wasm module on its own thread. Created when the
 /// triage page opens so the module is compiled before the first large paste.
 #[derive(Clone)]

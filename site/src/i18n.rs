@@ -70,6 +70,7 @@ pub enum Msg {
     ProbeRunning,
     ProbeConnLimit,
     ProbeLimits,
+    ProbeSentWire,
     ProbeCorsHelp,
     Failures,
     /// Template: `{ok}`, `{failed}`, `{stalls}`.
@@ -230,6 +231,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ProbeLimits => (
             "Browser timing: chunks are stamped with performance.now() when the stream yields them (resolution 0.1 ms here, coarser in some browsers); one chunk can carry several SSE events, which then share a time and show 0 ms gaps.",
             "浏览器计时：每个数据块在流读出时用 performance.now() 打点（这里精度 0.1 ms，有的浏览器更粗）；一个数据块可能包含多个 SSE 事件，这些事件时间相同，间隔显示为 0 ms。",
+        ),
+        ProbeSentWire => (
+            "“Sent” for {wire} of {total} requests: when the browser began sending the request on its connection (Resource Timing requestStart, or connectStart for a new connection; the server allowed it with Timing-Allow-Origin). For the others it is when fetch() was called, which adds the browser's own 2–8 ms of hand-over before the request reaches the socket.",
+            "{total} 个请求中有 {wire} 个的“发出”时刻取浏览器开始在连接上发送请求的时间（Resource Timing 的 requestStart，新连接取 connectStart；服务端以 Timing-Allow-Origin 允许读取）。其余请求取调用 fetch() 的时刻，其中包含浏览器自身 2–8 ms 的转交时间，之后请求才到达套接字。",
         ),
         ProbeCorsHelp => (
             "A browser can only read a cross-origin response the server allows: vLLM needs --allowed-origins '[\"*\"]' (or this site's origin); Anthropic's API needs the anthropic-dangerous-direct-browser-access: true header, which this probe sends.",

@@ -73,7 +73,7 @@ pub(crate) async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> i
     Ok(Some(Request { first_byte, method, path, headers, body }))
 }
 
-pub(crate) const CORS: &str = "access-control-allow-origin: *\r\naccess-control-allow-headers: *\r\naccess-control-allow-methods: POST, GET, OPTIONS\r\naccess-control-expose-headers: *\r\n";
+pub(crate) const CORS: &str = "access-control-allow-origin: *\r\naccess-control-allow-headers: *\r\naccess-control-allow-methods: POST, GET, OPTIONS\r\naccess-control-expose-headers: *\r\ntiming-allow-origin: *\r\n";
 
 pub(crate) async fn write_chunk<W: AsyncWrite + Unpin>(stream: &mut W, data: &[u8]) -> io::Result<()> {
     let mut out = format!("{:x}\r\n", data.len()).into_bytes();

@@ -34,7 +34,8 @@ struct Opts {
     lang: Lang,
 }
 
-async fn one(o: &Opts, index: usize, run_start_ms: f64) -> RequestRecord {
+/// One request: its record, and whether "sent" came from the browser's Resource Timing.
+async fn one(o: &Opts, index: usize, run_start_ms: f64) -> (RequestRecord, bool) {
     let sent = Cell::new(browser::now_ms());
     let timer = RefCell::new(StreamTimer::new(ns(sent.get()), TimerConfig::default()));
     let head: RefCell<Option<Head>> = RefCell::new(None);
@@ -64,8 +65,25 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64) -> RequestRecord {
     .await;
     let end = browser::now_ms();
     let tokens = timer.borrow().tokens_so_far();
-    let timing = timer.into_inner().finish(ns(end));
+    let mut timing = timer.into_inner().finish(ns(end));
     let head = head.into_inner();
+    // The browser's hand-over from fetch() to the socket (2–8 ms in headless Chromium) is not
+    // the server's time: where Resource Timing shows when the request went out, measure from
+    // there, as the CLI measures from its send.
+    let mut wire = false;
+    if result.is_ok()
+        && head.is_some()
+        && let Some(w) = browser::wire_times(&o.url, sent.get(), end).await
+        && w.sent_ms >= sent.get() - 0.5
+        && timing.first_byte_ns.is_none_or(|b| ns(w.sent_ms) <= b)
+    {
+        timing.sent_ns = ns(w.sent_ms);
+        if timing.headers_ns.is_some() && w.head_ms >= w.sent_ms {
+            timing.headers_ns = Some(ns(w.head_ms));
+        }
+        sent.set(w.sent_ms);
+        wire = true;
+    }
     let status = head.as_ref().map(|h| h.status);
     let (ms, n) = (o.timeout_ms.to_string(), tokens.to_string());
     let say = |m: Msg, args: &[(&str, &str)]| tf(o.lang, m, args);
@@ -96,7 +114,7 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64) -> RequestRecord {
         (Err(FetchError::BodyFailed(msg)), None) => Some(Fault::new(FaultKind::Other, msg)),
     };
     let fault = fault.map(|f| Fault { kind: f.kind, message: endpoint::redact(&f.message, &o.key) });
-    RequestRecord::new(index, ns(run_start_ms), ns(sent.get()), status, Some(&timing), fault)
+    (RequestRecord::new(index, ns(run_start_ms), ns(sent.get()), status, Some(&timing), fault), wire)
 }
 
 fn cell(q: &Option<Quantiles>, f: fn(&Quantiles) -> f64) -> String {
@@ -121,6 +139,7 @@ pub fn ProbePage() -> impl IntoView {
     let running = RwSignal::new(false);
     let resolved = Memo::new(move |_| endpoint::resolve_in(&url.get(), api.get(), lang.get()));
     let wall = RwSignal::new(0.0f64);
+    let wire = RwSignal::new(0usize);
 
     Effect::new(effect(move |_| {
         if remember.get() {
@@ -163,6 +182,8 @@ pub fn ProbePage() -> impl IntoView {
         });
         let total = n.get_untracked().max(1);
         records.set(Vec::new());
+        wire.set(0);
+        browser::resource_timing_reset(total);
         running.set(true);
         let next = Rc::new(Cell::new(0usize));
         let finished = Rc::new(Cell::new(0usize));
@@ -176,7 +197,10 @@ pub fn ProbePage() -> impl IntoView {
                         break;
                     }
                     next.set(i + 1);
-                    let rec = one(&opts, i, run_start).await;
+                    let (rec, on_wire) = one(&opts, i, run_start).await;
+                    if on_wire {
+                        wire.update(|w| *w += 1);
+                    }
                     records.update(|v| {
                         v.push(rec);
                         v.sort_by_key(|r| r.index);
@@ -318,6 +342,13 @@ pub fn ProbePage() -> impl IntoView {
                     <li><strong>{d.name}</strong> ": " {move || d.meaning_in(lang.get())} " (" {move || d.others_in(lang.get())} ")"</li>
                 })).collect_view()}
             </ul>
+            {move || {
+                let total = records.get().len();
+                (total > 0).then(|| {
+                    let (w, n) = (wire.get().to_string(), total.to_string());
+                    fixed(view! { <p class="note" data-testid="probe-sent-note">{tf(lang.get(), Msg::ProbeSentWire, &[("wire", &w), ("total", &n)])}</p> })
+                })
+            }}
             <p class="note">{tx(lang, Msg::ProbeLimits)}</p>
             <p class="note">{tx(lang, Msg::ProbeCorsHelp)}</p>
             <p class="note">{tx(lang, Msg::ProbeConnLimit)}</p>
