@@ -345,3 +345,27 @@ test('a probe against the scripted SSE server: TTFT equals the server record ±2
   onlyOrigins(requests, [origin, base.replace(/\/v1$/, '')]);
   await context.close();
 });
+
+test('a probe failure is explained, and rewritten when the language switches', async () => {
+  // A port nothing listens on: fetch rejects, which a page cannot tell from a CORS refusal.
+  const closed = http.createServer();
+  await new Promise((r) => closed.listen(0, '127.0.0.1', r));
+  const port = closed.address().port;
+  await new Promise((r) => closed.close(r));
+  const { page, context } = await open('#/probe');
+  await page.fill('[data-testid=probe-url]', `http://127.0.0.1:${port}/v1`);
+  await page.fill('[data-testid=probe-n]', '1');
+  await page.click('[data-testid=probe-start]');
+  await page.waitForSelector('[data-testid=probe-failure]', { timeout: 20000 });
+  const en = await page.textContent('[data-testid=probe-failure]');
+  assert.equal(await page.getAttribute('[data-testid=probe-failure]', 'data-kind'), 'cors');
+  assert.match(en, /allowed-origins/);
+  assert.doesNotMatch(en, CJK);
+  await page.click('[data-testid=lang-toggle]');
+  const zh = await page.textContent('[data-testid=probe-failure]');
+  assert.match(zh, CJK, zh);
+  assert.match(zh, /allowed-origins/);
+  await page.click('[data-testid=lang-toggle]');
+  assert.equal(await page.textContent('[data-testid=probe-failure]'), en);
+  await context.close();
+});

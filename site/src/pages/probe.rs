@@ -30,12 +30,20 @@ struct Opts {
     body: String,
     timeout_ms: i32,
     key: String,
-    /// The language the browser's own failure messages are written in.
+    /// The language of the run's record (`triage.probe/v1` keeps one message per failure).
     lang: Lang,
 }
 
-/// One request: its record, and whether "sent" came from the browser's Resource Timing.
-async fn one(o: &Opts, index: usize, run_start_ms: f64) -> (RequestRecord, bool) {
+/// One finished request.
+struct Done {
+    record: RequestRecord,
+    /// "Sent" came from the browser's Resource Timing.
+    wire: bool,
+    /// The failure message in English and in Chinese, so a language switch rewrites it.
+    message: Option<[String; 2]>,
+}
+
+async fn one(o: &Opts, index: usize, run_start_ms: f64) -> Done {
     let sent = Cell::new(browser::now_ms());
     let timer = RefCell::new(StreamTimer::new(ns(sent.get()), TimerConfig::default()));
     let head: RefCell<Option<Head>> = RefCell::new(None);
@@ -86,35 +94,40 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64) -> (RequestRecord, bool)
     }
     let status = head.as_ref().map(|h| h.status);
     let (ms, n) = (o.timeout_ms.to_string(), tokens.to_string());
-    let say = |m: Msg, args: &[(&str, &str)]| tf(o.lang, m, args);
-    let fault = match (result, &head) {
-        (Err(FetchError::Rejected(msg)), None) => {
-            Some(Fault::new(FaultKind::Cors, say(Msg::ProbeRejected, &[("error", &msg), ("url", &o.url)])))
-        }
-        (Err(FetchError::TimedOut), None) => {
-            Some(Fault::new(FaultKind::TimeoutBeforeHeaders, say(Msg::ProbeNoHeaders, &[("ms", &ms)])))
-        }
-        (Err(FetchError::TimedOut), Some(_)) if tokens == 0 => {
-            Some(Fault::new(FaultKind::TimeoutBeforeFirstToken, say(Msg::ProbeNoToken, &[("ms", &ms)])))
-        }
-        (Err(FetchError::TimedOut), Some(_)) => Some(Fault::new(
-            FaultKind::TimeoutMidStream,
-            say(Msg::ProbeStalled, &[("tokens", &n), ("ms", &ms)]),
-        )),
-        (Err(FetchError::BodyFailed(msg) | FetchError::Rejected(msg)), Some(_)) => Some(Fault::new(
-            FaultKind::ResetMidStream,
-            say(Msg::ProbeBroke, &[("tokens", &n), ("error", &msg)]),
-        )),
-        (Ok(()), Some(h)) if !(200..300).contains(&h.status) => {
-            let body = String::from_utf8_lossy(&error_body.borrow()).into_owned();
-            Some(fault::from_status_in(h.status, &o.url, &body, h.retry_after.as_deref(), o.lang))
-        }
-        (Ok(()), Some(h)) => fault::judge_stream_in(&h.content_type, &o.url, &timing, o.lang),
-        (Ok(()), None) => Some(Fault::new(FaultKind::Other, t(o.lang, Msg::ProbeNoResponse))),
-        (Err(FetchError::BodyFailed(msg)), None) => Some(Fault::new(FaultKind::Other, msg)),
+    let judge = |lang: Lang| -> Option<Fault> {
+        let say = |m: Msg, args: &[(&str, &str)]| tf(lang, m, args);
+        let fault = match (&result, &head) {
+            (Err(FetchError::Rejected(msg)), None) => {
+                Some(Fault::new(FaultKind::Cors, say(Msg::ProbeRejected, &[("error", msg), ("url", &o.url)])))
+            }
+            (Err(FetchError::TimedOut), None) => {
+                Some(Fault::new(FaultKind::TimeoutBeforeHeaders, say(Msg::ProbeNoHeaders, &[("ms", &ms)])))
+            }
+            (Err(FetchError::TimedOut), Some(_)) if tokens == 0 => {
+                Some(Fault::new(FaultKind::TimeoutBeforeFirstToken, say(Msg::ProbeNoToken, &[("ms", &ms)])))
+            }
+            (Err(FetchError::TimedOut), Some(_)) => Some(Fault::new(
+                FaultKind::TimeoutMidStream,
+                say(Msg::ProbeStalled, &[("tokens", &n), ("ms", &ms)]),
+            )),
+            (Err(FetchError::BodyFailed(msg) | FetchError::Rejected(msg)), Some(_)) => Some(Fault::new(
+                FaultKind::ResetMidStream,
+                say(Msg::ProbeBroke, &[("tokens", &n), ("error", msg)]),
+            )),
+            (Ok(()), Some(h)) if !(200..300).contains(&h.status) => {
+                let body = String::from_utf8_lossy(&error_body.borrow()).into_owned();
+                Some(fault::from_status_in(h.status, &o.url, &body, h.retry_after.as_deref(), lang))
+            }
+            (Ok(()), Some(h)) => fault::judge_stream_in(&h.content_type, &o.url, &timing, lang),
+            (Ok(()), None) => Some(Fault::new(FaultKind::Other, t(lang, Msg::ProbeNoResponse))),
+            (Err(FetchError::BodyFailed(msg)), None) => Some(Fault::new(FaultKind::Other, msg.clone())),
+        };
+        fault.map(|f| Fault { kind: f.kind, message: endpoint::redact(&f.message, &o.key) })
     };
-    let fault = fault.map(|f| Fault { kind: f.kind, message: endpoint::redact(&f.message, &o.key) });
-    (RequestRecord::new(index, ns(run_start_ms), ns(sent.get()), status, Some(&timing), fault), wire)
+    let message = judge(Lang::En).zip(judge(Lang::Zh)).map(|(en, zh)| [en.message, zh.message]);
+    let fault = judge(o.lang);
+    let record = RequestRecord::new(index, ns(run_start_ms), ns(sent.get()), status, Some(&timing), fault);
+    Done { record, wire, message }
 }
 
 fn cell(q: &Option<Quantiles>, f: fn(&Quantiles) -> f64) -> String {
@@ -140,6 +153,8 @@ pub fn ProbePage() -> impl IntoView {
     let resolved = Memo::new(move |_| endpoint::resolve_in(&url.get(), api.get(), lang.get()));
     let wall = RwSignal::new(0.0f64);
     let wire = RwSignal::new(0usize);
+    // Failure messages by request index, in both languages.
+    let messages = RwSignal::new(Vec::<(usize, [String; 2])>::new());
 
     Effect::new(effect(move |_| {
         if remember.get() {
@@ -183,6 +198,7 @@ pub fn ProbePage() -> impl IntoView {
         let total = n.get_untracked().max(1);
         records.set(Vec::new());
         wire.set(0);
+        messages.set(Vec::new());
         browser::resource_timing_reset(total);
         running.set(true);
         let next = Rc::new(Cell::new(0usize));
@@ -197,9 +213,12 @@ pub fn ProbePage() -> impl IntoView {
                         break;
                     }
                     next.set(i + 1);
-                    let (rec, on_wire) = one(&opts, i, run_start).await;
+                    let Done { record: rec, wire: on_wire, message } = one(&opts, i, run_start).await;
                     if on_wire {
                         wire.update(|w| *w += 1);
+                    }
+                    if let Some(m) = message {
+                        messages.update(|v| v.push((i, m)));
                     }
                     records.update(|v| {
                         v.push(rec);
@@ -333,7 +352,12 @@ pub fn ProbePage() -> impl IntoView {
                 {move || records.get().into_iter().filter_map(|r| r.error.map(|e| (r.index, r.status, e))).map(|(i, s, e)| view! {
                     // Patched in place like the rows above.
                     <li data-testid="probe-failure" data-kind=e.kind.as_str()>
-                        "#" {i} {s.map(|s| format!(" [HTTP {s}]"))} " " <code>{e.kind.as_str()}</code> ": " {e.message}
+                        "#" {i} {s.map(|s| format!(" [HTTP {s}]"))} " " <code>{e.kind.as_str()}</code> ": "
+                        {move || {
+                            let pick = usize::from(lang.get() == Lang::Zh);
+                            messages.with(|m| m.iter().find(|(j, _)| *j == i).map(|(_, both)| both[pick].clone()))
+                                .unwrap_or_else(|| e.message.clone())
+                        }}
                     </li>
                 }).collect_view()}
             </ul>
