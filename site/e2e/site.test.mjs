@@ -369,3 +369,30 @@ test('a probe failure is explained, and rewritten when the language switches', a
   assert.equal(await page.textContent('[data-testid=probe-failure]'), en);
   await context.close();
 });
+
+test('probe charts fill while the stream is still running', async () => {
+  // One slow stream: 14 tokens 150 ms apart (about 2 s).
+  const proc = spawn(triageBin, ['scripted-serve', '--requests', '1', '--ttft-ms', '100', '--gap-ms', '150', '--tokens', '14', '--lifetime-s', '60']);
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  const exited = new Promise((r) => proc.on('exit', r));
+  while (!out.includes('\n')) await new Promise((r) => setTimeout(r, 20));
+  const base = JSON.parse(out.split('\n')[0]).listening;
+  const { page, context } = await open('#/probe');
+  await page.fill('[data-testid=probe-url]', base);
+  await page.fill('[data-testid=probe-n]', '1');
+  await page.click('[data-testid=probe-start]');
+  // Mid-stream: some tokens counted and gaps charted, the run not over.
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=probe-itl-chart]')?.dataset.points) >= 3, null, { timeout: 10000 });
+  assert.ok(await page.isDisabled('[data-testid=probe-start]'), 'the run is still going');
+  assert.match(await page.textContent('[data-testid=probe-live]'), /^1 in flight · ([3-9]|1[0-3]) tokens/);
+  assert.equal(await page.getAttribute('[data-testid=probe-ttft-chart]', 'data-points'), '1');
+  await page.screenshot({ path: path.join(shots, 'probe-live.png') });
+  await page.waitForFunction(() => !document.querySelector('[data-testid=probe-start]').disabled, null, { timeout: 20000 });
+  assert.equal(await page.$('[data-testid=probe-live]'), null);
+  // The finished record replaces the live view: each gap counted once.
+  assert.equal(await page.getAttribute('[data-testid=probe-itl-chart]', 'data-points'), '13');
+  assert.equal(await page.getAttribute('[data-testid=probe-ttft-chart]', 'data-points'), '1');
+  await exited;
+  await context.close();
+});

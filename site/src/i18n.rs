@@ -71,6 +71,7 @@ pub enum Msg {
     ProbeConnLimit,
     ProbeLimits,
     ProbeSentWire,
+    ProbeLive,
     ProbeCorsHelp,
     Failures,
     /// Template: `{ok}`, `{failed}`, `{stalls}`.
@@ -231,6 +232,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ProbeLimits => (
             "Browser timing: chunks are stamped with performance.now() when the stream yields them (resolution 0.1 ms here, coarser in some browsers); one chunk can carry several SSE events, which then share a time and show 0 ms gaps.",
             "浏览器计时：每个数据块在流读出时用 performance.now() 打点（这里精度 0.1 ms，有的浏览器更粗）；一个数据块可能包含多个 SSE 事件，这些事件时间相同，间隔显示为 0 ms。",
+        ),
+        ProbeLive => (
+            "{requests} in flight · {tokens} tokens received so far",
+            "{requests} 个请求进行中 · 已收到 {tokens} 个 token",
         ),
         ProbeSentWire => (
             "“Sent” for {wire} of {total} requests: when the browser began sending the request on its connection (Resource Timing requestStart, or connectStart for a new connection; the server allowed it with Timing-Allow-Origin). For the others it is when fetch() was called, which adds the browser's own 2–8 ms of hand-over before the request reaches the socket.",

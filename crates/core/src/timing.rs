@@ -228,6 +228,11 @@ impl StreamTimer {
         self.t.token_times_ns.len()
     }
 
+    /// Arrival of every token event so far, in order (a live view's gaps).
+    pub fn token_times_ns(&self) -> &[u64] {
+        &self.t.token_times_ns
+    }
+
     /// Arrival of the first token so far, if any.
     pub fn first_token_ns(&self) -> Option<u64> {
         self.t.token_times_ns.first().copied()

@@ -34,6 +34,19 @@ struct Opts {
     lang: Lang,
 }
 
+/// What a request in flight has shown so far, for the live charts (its record replaces it
+/// when it ends).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Live {
+    index: usize,
+    ttft_ms: Option<f64>,
+    gaps_ms: Vec<f64>,
+    tokens: usize,
+}
+
+/// How often a request in flight refreshes the live charts (its first token at once).
+const LIVE_EVERY_MS: f64 = 100.0;
+
 /// One finished request.
 struct Done {
     record: RequestRecord,
@@ -43,11 +56,12 @@ struct Done {
     message: Option<[String; 2]>,
 }
 
-async fn one(o: &Opts, index: usize, run_start_ms: f64) -> Done {
+async fn one(o: &Opts, index: usize, run_start_ms: f64, live: RwSignal<Vec<Live>>) -> Done {
     let sent = Cell::new(browser::now_ms());
     let timer = RefCell::new(StreamTimer::new(ns(sent.get()), TimerConfig::default()));
     let head: RefCell<Option<Head>> = RefCell::new(None);
     let error_body = RefCell::new(Vec::<u8>::new());
+    let (shown, shown_at) = (Cell::new(0usize), Cell::new(f64::NEG_INFINITY));
     let result = browser::stream_post(
         &o.url,
         &o.headers,
@@ -64,7 +78,31 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64) -> Done {
         |bytes, at| {
             let ok = head.borrow().as_ref().is_some_and(|h| (200..300).contains(&h.status));
             if ok {
-                timer.borrow_mut().feed(bytes, ns(at));
+                let mut tm = timer.borrow_mut();
+                tm.feed(bytes, ns(at));
+                let times = tm.token_times_ns();
+                let from = shown.get();
+                if times.len() > from && (from == 0 || at - shown_at.get() >= LIVE_EVERY_MS) {
+                    let ms = |t: u64| t as f64 / 1e6;
+                    let ttft_ms = times.first().map(|&t| ms(t) - sent.get());
+                    let gaps: Vec<f64> = times[from.max(1)..]
+                        .iter()
+                        .zip(&times[from.max(1) - 1..])
+                        .map(|(&b, &a)| ms(b) - ms(a))
+                        .collect();
+                    let tokens = times.len();
+                    live.update(|v| {
+                        let i = v.iter().position(|l| l.index == index).unwrap_or_else(|| {
+                            v.push(Live { index, ..Live::default() });
+                            v.len() - 1
+                        });
+                        v[i].ttft_ms = ttft_ms;
+                        v[i].gaps_ms.extend(gaps);
+                        v[i].tokens = tokens;
+                    });
+                    shown.set(tokens);
+                    shown_at.set(at);
+                }
             } else if error_body.borrow().len() < 4096 {
                 error_body.borrow_mut().extend_from_slice(bytes);
             }
@@ -155,6 +193,7 @@ pub fn ProbePage() -> impl IntoView {
     let wire = RwSignal::new(0usize);
     // Failure messages by request index, in both languages.
     let messages = RwSignal::new(Vec::<(usize, [String; 2])>::new());
+    let live = RwSignal::new(Vec::<Live>::new());
 
     Effect::new(effect(move |_| {
         if remember.get() {
@@ -199,6 +238,7 @@ pub fn ProbePage() -> impl IntoView {
         records.set(Vec::new());
         wire.set(0);
         messages.set(Vec::new());
+        live.set(Vec::new());
         browser::resource_timing_reset(total);
         running.set(true);
         let next = Rc::new(Cell::new(0usize));
@@ -213,7 +253,8 @@ pub fn ProbePage() -> impl IntoView {
                         break;
                     }
                     next.set(i + 1);
-                    let Done { record: rec, wire: on_wire, message } = one(&opts, i, run_start).await;
+                    let Done { record: rec, wire: on_wire, message } = one(&opts, i, run_start, live).await;
+                    live.update(|v| v.retain(|l| l.index != i));
                     if on_wire {
                         wire.update(|w| *w += 1);
                     }
@@ -238,15 +279,24 @@ pub fn ProbePage() -> impl IntoView {
     let summary = Memo::new(move |_| ProbeSummary::of(&records.get(), wall.get()));
     let ttft_canvas = NodeRef::<leptos::html::Canvas>::new();
     let itl_canvas = NodeRef::<leptos::html::Canvas>::new();
+    // Finished requests and, live, the ones still streaming.
     Effect::new(effect(move |_| {
         let recs = records.get();
-        let ttft: Vec<f64> = recs.iter().filter_map(|r| r.ttft_ms).collect();
-        let gaps: Vec<f64> = recs.iter().flat_map(|r| r.gaps_ms.iter().copied()).collect();
-        if let Some(c) = ttft_canvas.get() {
-            super::chart::histogram(&c.unchecked_into(), &ttft, 20, t(lang.get(), Msg::ChartTtft));
-        }
-        if let Some(c) = itl_canvas.get() {
-            super::chart::histogram(&c.unchecked_into(), &gaps, 30, t(lang.get(), Msg::ChartItl));
+        let flying = live.get();
+        let ttft: Vec<f64> =
+            recs.iter().filter_map(|r| r.ttft_ms).chain(flying.iter().filter_map(|l| l.ttft_ms)).collect();
+        let gaps: Vec<f64> = recs
+            .iter()
+            .flat_map(|r| r.gaps_ms.iter().copied())
+            .chain(flying.iter().flat_map(|l| l.gaps_ms.iter().copied()))
+            .collect();
+        for (canvas, values, bins, label) in
+            [(ttft_canvas, &ttft, 20, Msg::ChartTtft), (itl_canvas, &gaps, 30, Msg::ChartItl)]
+        {
+            if let Some(c) = canvas.get() {
+                let _ = c.set_attribute("data-points", &values.len().to_string());
+                super::chart::histogram(&c.unchecked_into(), values, bins, t(lang.get(), label));
+            }
         }
     }));
 
@@ -299,6 +349,13 @@ pub fn ProbePage() -> impl IntoView {
                 let (ok, failed, stalls) = (s.ok.to_string(), s.failed.to_string(), s.stalls.to_string());
                 tf(lang.get(), Msg::ProbeSummaryLine, &[("ok", &ok), ("failed", &failed), ("stalls", &stalls)])
             }}</p>
+            {move || {
+                let flying = live.get();
+                (running.get() && !flying.is_empty()).then(|| {
+                    let (r, n) = (flying.len().to_string(), flying.iter().map(|l| l.tokens).sum::<usize>().to_string());
+                    fixed(view! { <p data-testid="probe-live">{tf(lang.get(), Msg::ProbeLive, &[("requests", &r), ("tokens", &n)])}</p> })
+                })
+            }}
             <table class="quantiles">
                 <thead><tr><th>"ms"</th><th>"p50"</th><th>"p90"</th><th>"p99"</th><th>{tx(lang, Msg::ProbeMax)}</th><th>{tx(lang, Msg::ProbeMean)}</th></tr></thead>
                 <tbody>
