@@ -59,6 +59,32 @@ pub enum SseItem<'a> {
     },
 }
 
+/// [`SseEvent`] with its data as the bytes the stream carried, not yet read as UTF-8
+/// ([`SseParser::feed_raw`]): a caller that can decide from the bytes (the proxy filter's kept
+/// event shape) skips the UTF-8 pass; [`RawEvent::text`] gives what [`SseEvent::data`] would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawEvent<'a> {
+    pub event: &'a str,
+    pub data: &'a [u8],
+    pub last_event_id: &'a str,
+    pub at_ns: u64,
+    pub truncated: bool,
+}
+
+impl<'a> RawEvent<'a> {
+    /// The data as [`SseEvent::data`] has it (invalid UTF-8 replaced by U+FFFD).
+    pub fn text(&self) -> Cow<'a, str> {
+        lossy(self.data)
+    }
+}
+
+/// [`SseItem`] with a [`RawEvent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawItem<'a> {
+    Event(RawEvent<'a>),
+    Comment { text: &'a str, at_ns: u64 },
+}
+
 /// An owned copy of [`SseEvent`], convenient for tests and small streams.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnedEvent {
@@ -153,6 +179,23 @@ impl SseParser {
 
     /// Feed one chunk that arrived at `at_ns`; `sink` sees every event and comment it completes.
     pub fn feed(&mut self, chunk: &[u8], at_ns: u64, sink: &mut dyn FnMut(SseItem<'_>)) {
+        self.feed_raw(chunk, at_ns, &mut |item| match item {
+            RawItem::Event(e) => {
+                let data = e.text();
+                sink(SseItem::Event(SseEvent {
+                    event: e.event,
+                    data: &data,
+                    last_event_id: e.last_event_id,
+                    at_ns: e.at_ns,
+                    truncated: e.truncated,
+                }));
+            }
+            RawItem::Comment { text, at_ns } => sink(SseItem::Comment { text, at_ns }),
+        });
+    }
+
+    /// [`SseParser::feed`], each event's data handed over as bytes ([`RawEvent`]).
+    pub fn feed_raw(&mut self, chunk: &[u8], at_ns: u64, sink: &mut dyn FnMut(RawItem<'_>)) {
         self.bytes_fed += chunk.len() as u64;
         let mut rest = chunk;
         if self.at_start {
@@ -205,10 +248,14 @@ impl SseParser {
         self.line.starts_with(b"data")
     }
 
-    fn process(&mut self, mut rest: &[u8], at_ns: u64, sink: &mut dyn FnMut(SseItem<'_>)) {
-        while let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) {
+    fn process(&mut self, mut rest: &[u8], at_ns: u64, sink: &mut dyn FnMut(RawItem<'_>)) {
+        while let Some(pos) = line_end(rest) {
             let is_cr = rest[pos] == b'\r';
             if self.line.is_empty() && !self.line_truncated {
+                if let Some(next) = self.one_line_event(rest, pos, at_ns, sink) {
+                    rest = &rest[next..];
+                    continue;
+                }
                 self.line_complete(&rest[..pos], false, at_ns, sink);
             } else {
                 self.push_line_bytes(&rest[..pos]);
@@ -231,6 +278,52 @@ impl SseParser {
         self.push_line_bytes(rest);
     }
 
+    /// The common case without copying: `rest[..pos]` is a whole `data:` line, the first data of
+    /// its event, and the blank line that dispatches it follows in the same chunk. Hands the
+    /// event over borrowed from `rest` and returns where the stream continues; `None` (nothing
+    /// done) for anything else, which the line-by-line path takes.
+    fn one_line_event(
+        &mut self,
+        rest: &[u8],
+        pos: usize,
+        at_ns: u64,
+        sink: &mut dyn FnMut(RawItem<'_>),
+    ) -> Option<usize> {
+        let line = &rest[..pos];
+        let value = line.strip_prefix(b"data:")?;
+        let value = value.strip_prefix(b" ").unwrap_or(value);
+        if self.has_data
+            || line.len() > self.limits.max_line_bytes
+            || value.len() + 1 > self.limits.max_event_bytes
+        {
+            return None;
+        }
+        // Past this line's end (CR, LF or CRLF), then the blank line's; a CR that ends the
+        // chunk could be the first half of a CRLF, which the line-by-line path tracks.
+        let ends = |at: usize| -> Option<usize> {
+            match *rest.get(at)? {
+                b'\n' => Some(at + 1),
+                b'\r' => match rest.get(at + 1) {
+                    Some(b'\n') => Some(at + 2),
+                    Some(_) => Some(at + 1),
+                    None => None,
+                },
+                _ => None,
+            }
+        };
+        let next = ends(ends(pos)?)?;
+        let event = if self.event_type.is_empty() { "message" } else { &self.event_type };
+        sink(RawItem::Event(RawEvent {
+            event,
+            data: value,
+            last_event_id: &self.last_event_id,
+            at_ns,
+            truncated: self.event_truncated,
+        }));
+        self.reset_event();
+        Some(next)
+    }
+
     fn push_line_bytes(&mut self, bytes: &[u8]) {
         let room = self.limits.max_line_bytes.saturating_sub(self.line.len());
         if bytes.len() > room {
@@ -241,7 +334,7 @@ impl SseParser {
         }
     }
 
-    fn line_complete(&mut self, line: &[u8], truncated: bool, at_ns: u64, sink: &mut dyn FnMut(SseItem<'_>)) {
+    fn line_complete(&mut self, line: &[u8], truncated: bool, at_ns: u64, sink: &mut dyn FnMut(RawItem<'_>)) {
         let (line, truncated) = if line.len() > self.limits.max_line_bytes {
             (&line[..self.limits.max_line_bytes], true)
         } else {
@@ -256,7 +349,7 @@ impl SseParser {
         }
         if line[0] == b':' {
             let text = lossy(&line[1..]);
-            sink(SseItem::Comment { text: &text, at_ns });
+            sink(RawItem::Comment { text: &text, at_ns });
             return;
         }
         let (field, value) = match memchr::memchr(b':', line) {
@@ -299,7 +392,7 @@ impl SseParser {
         }
     }
 
-    fn dispatch(&mut self, at_ns: u64, sink: &mut dyn FnMut(SseItem<'_>)) {
+    fn dispatch(&mut self, at_ns: u64, sink: &mut dyn FnMut(RawItem<'_>)) {
         if !self.has_data {
             // The standard: an empty data buffer resets the event type and dispatches nothing.
             self.reset_event();
@@ -308,16 +401,14 @@ impl SseParser {
         if self.data.last() == Some(&b'\n') {
             self.data.pop();
         }
-        let data = lossy(&self.data);
         let event = if self.event_type.is_empty() { "message" } else { &self.event_type };
-        sink(SseItem::Event(SseEvent {
+        sink(RawItem::Event(RawEvent {
             event,
-            data: &data,
+            data: &self.data,
             last_event_id: &self.last_event_id,
             at_ns,
             truncated: self.event_truncated,
         }));
-        drop(data);
         self.reset_event();
     }
 
@@ -327,6 +418,28 @@ impl SseParser {
         self.event_type.clear();
         self.event_truncated = false;
     }
+}
+
+/// The first CR or LF. On wasm32, where `memchr` has no SIMD without `simd128` and works four
+/// bytes at a time, eight bytes per step (the zero-byte test on each word XORed with the two
+/// line ends; the lowest flag is always exact); elsewhere `memchr`'s vector search.
+fn line_end(b: &[u8]) -> Option<usize> {
+    if cfg!(target_arch = "wasm32") { line_end_words(b) } else { memchr::memchr2(b'\n', b'\r', b) }
+}
+
+fn line_end_words(b: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let (words, tail) = b.as_chunks::<8>();
+    for (i, w) in words.iter().enumerate() {
+        let x = u64::from_le_bytes(*w);
+        let (n, r) = (x ^ (LO * u64::from(b'\n')), x ^ (LO * u64::from(b'\r')));
+        let m = ((n.wrapping_sub(LO) & !n) | (r.wrapping_sub(LO) & !r)) & HI;
+        if m != 0 {
+            return Some(i * 8 + (m.trailing_zeros() / 8) as usize);
+        }
+    }
+    tail.iter().position(|&c| c == b'\n' || c == b'\r').map(|p| words.len() * 8 + p)
 }
 
 /// Bytes as text, invalid sequences replaced (U+FFFD). Valid UTF-8 — nearly every stream — is
@@ -344,6 +457,50 @@ fn lossy(bytes: &[u8]) -> Cow<'_, str> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn line_end_in_words_finds_what_memchr_finds() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..200 {
+            for _ in 0..20 {
+                let b: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Mostly text, sometimes a line end, bytes around them (0x09, 0x0c, 0x8a, 0x8d).
+                        match x % 64 {
+                            0 => b'\n',
+                            1 => b'\r',
+                            2 => 0x0c,
+                            3 => 0x8a,
+                            4 => 0x8d,
+                            _ => b'a' + (x % 26) as u8,
+                        }
+                    })
+                    .collect();
+                assert_eq!(line_end_words(&b), memchr::memchr2(b'\n', b'\r', &b), "{b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn raw_events_carry_the_bytes_and_read_as_the_text() {
+        let mut p = SseParser::new();
+        let mut seen = Vec::new();
+        p.feed_raw(b"event: e\ndata: caf\xc3\xa9 \xff\n\ndata: a\ndata: b\n\n", 1, &mut |i| {
+            if let RawItem::Event(e) = i {
+                seen.push((e.event.to_owned(), e.data.to_vec(), e.text().into_owned()));
+            }
+        });
+        assert_eq!(
+            seen,
+            [
+                ("e".to_owned(), b"caf\xc3\xa9 \xff".to_vec(), "café \u{fffd}".to_owned()),
+                ("message".to_owned(), b"a\nb".to_vec(), "a\nb".to_owned()),
+            ]
+        );
+    }
 
     fn parse_whole(input: &[u8]) -> Vec<OwnedEvent> {
         let mut p = SseParser::new();

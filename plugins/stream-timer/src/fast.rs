@@ -673,16 +673,31 @@ impl Shape {
     /// [`quick`]'s reading of `data`, from the kept shape when `data` fits it. A view read from
     /// the shape carries no response id: the event that made the shape gave it already.
     pub fn read<'a>(&mut self, data: &'a str) -> Option<View<'a>> {
-        if let Some((dialect, token)) = self.read_as {
-            if self.fits_bytes(data.as_bytes()) {
-                self.misses = 0;
-                return Some(View { dialect, token: Some(token), ..View::default() });
-            }
-            self.misses += 1;
-            if self.misses >= SHAPE_MISSES {
-                *self = Shape { misses: SHAPE_MISSES, ..Shape::default() };
-            }
+        match self.hit(data.as_bytes()) {
+            Some(v) => Some(v),
+            None => self.learn(data),
         }
+    }
+
+    /// The reading of an event that fits the kept shape, from its raw bytes. Bytes that are not
+    /// UTF-8 change nothing: they can only sit inside the text (everything around it is the
+    /// kept, valid bytes), where U+FFFD replaces them and the text stays non-empty and plain.
+    /// `None` when it does not fit; then [`Shape::learn`] from the event's text.
+    pub fn hit(&mut self, data: &[u8]) -> Option<View<'static>> {
+        let (dialect, token) = self.read_as?;
+        if self.fits_bytes(data) {
+            self.misses = 0;
+            return Some(View { dialect, token: Some(token), ..View::default() });
+        }
+        self.misses += 1;
+        if self.misses >= SHAPE_MISSES {
+            *self = Shape { misses: SHAPE_MISSES, ..Shape::default() };
+        }
+        None
+    }
+
+    /// [`quick`]'s reading of an event that missed, kept as the shape when it can be one.
+    pub fn learn<'a>(&mut self, data: &'a str) -> Option<View<'a>> {
         let (view, text) = quick_text(data)?;
         if let (Some((from, to)), Some(token)) = (text, view.token)
             && self.misses < SHAPE_MISSES
@@ -935,6 +950,15 @@ mod tests {
         let one = r#"{"choices":[{"delta":{"content":"a"}}]}"#;
         shape.read(one);
         assert_eq!(shape.heap_bytes(), one.len() - 1);
+        // Bytes that are not UTF-8 inside the text read as their U+FFFD replacement would.
+        for text in [&b"\xff"[..], b"a\xc3", b"\xe4\xb8", b"\xed\xa0\x80"] {
+            let mut shape = Shape::default();
+            shape.read(one);
+            let next = [&br#"{"choices":[{"delta":{"content":""#[..], text, br#""}}]}"#].concat();
+            let lossy = String::from_utf8_lossy(&next);
+            assert_eq!(shape.hit(&next).map(without_id), quick(&lossy).map(without_id), "{lossy}");
+            assert!(shape.hit(&next).is_some());
+        }
         // An empty text is not a token: the shape does not answer for it.
         let empty = r#"{"choices":[{"delta":{"content":""}}]}"#;
         assert_eq!(shape.read(empty).map(|v| v.token), Some(None));

@@ -15,7 +15,7 @@
 //! [`MAX_ERROR`] and [`MAX_RESPONSE_ID`] bytes.
 
 use crate::fast::{SHAPE_MAX, Shape, View};
-use triage_core::sse::{SseItem, SseLimits, SseParser};
+use triage_core::sse::{RawItem, SseLimits, SseParser};
 use triage_core::stream::{Dialect, TokenKind, Usage, classify};
 use triage_core::timing::TokenSource;
 
@@ -276,15 +276,22 @@ impl Stream {
         let (f, shape) = (&mut self.f, &mut self.shape);
         f.first_byte_ns.get_or_insert(at_ns);
         f.bytes += chunk.len() as u64;
-        self.parser.feed(chunk, at_ns, &mut |item| match item {
-            SseItem::Event(e) => {
+        self.parser.feed_raw(chunk, at_ns, &mut |item| match item {
+            RawItem::Event(e) => {
                 if !e.truncated
-                    && let Some(v) = shape.read(e.data)
+                    && let Some(v) = shape.hit(e.data)
                 {
                     record(f, &v, e.at_ns, observe);
                     return;
                 }
-                let mut c = classify(e.event, e.data);
+                let data = e.text();
+                if !e.truncated
+                    && let Some(v) = shape.learn(&data)
+                {
+                    record(f, &v, e.at_ns, observe);
+                    return;
+                }
+                let mut c = classify(e.event, &data);
                 if e.truncated {
                     f.truncated_events = f.truncated_events.saturating_add(1);
                     if c.not_json && e.event != "message" {
@@ -295,7 +302,7 @@ impl Stream {
                 }
                 record(f, &View::of(&c), e.at_ns, observe);
             }
-            SseItem::Comment { .. } => f.pings += 1,
+            RawItem::Comment { .. } => f.pings += 1,
         });
     }
 
