@@ -84,7 +84,8 @@ fn js_message(v: &JsValue) -> String {
         .unwrap_or_else(|| format!("{v:?}"))
 }
 
-/// POST `body` to `url` and stream the response: `on_send(at_ms)` as it is handed to `fetch`,
+/// POST `body` to `url` and stream the response: `on_send(at_ms, url)` as it is handed to `fetch`
+/// (with the URL as the browser normalised it, the name of its Resource Timing entry),
 /// `on_head` once, then `on_chunk(bytes, at_ms)`
 /// for every piece the stream yields, stamped with `performance.now()` as it arrives. The whole
 /// exchange is aborted after `timeout_ms`.
@@ -93,7 +94,7 @@ pub async fn stream_post(
     headers: &[(String, String)],
     body: &str,
     timeout_ms: i32,
-    on_send: impl FnOnce(f64),
+    on_send: impl FnOnce(f64, String),
     mut on_head: impl FnMut(&Head),
     mut on_chunk: impl FnMut(&[u8], f64),
 ) -> Result<(), FetchError> {
@@ -121,7 +122,7 @@ pub async fn stream_post(
         let req = web_sys::Request::new_with_str_and_init(url, &init)
             .map_err(|e| FetchError::Rejected(js_message(&e)))?;
         // "Sent" is the moment the request is handed to the browser, after all set-up.
-        on_send(now_ms());
+        on_send(now_ms(), req.url());
         let resp = JsFuture::from(w.fetch_with_request(&req)).await.map_err(|e| {
             if signal.aborted() { FetchError::TimedOut } else { FetchError::Rejected(js_message(&e)) }
         })?;
@@ -179,52 +180,59 @@ pub fn resource_timing_reset(requests: usize) {
 
 async fn sleep_ms(ms: i32) {
     let p = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(w) = window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        let timer = window().map(|w| w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms));
+        if !matches!(timer, Some(Ok(_))) {
+            let _ = resolve.call0(&JsValue::NULL);
         }
     });
     let _ = JsFuture::from(p).await;
 }
 
-/// The [`Wire`] times of the fetch of `url` called at `called_ms` whose body ended by
-/// `ended_ms`, when the browser exposes them: same origin, or a cross-origin server that sends
-/// `Timing-Allow-Origin` (without it the entry's detailed times read 0). The entry starts at
-/// most 10 ms after the call (headless Chromium on a loaded 2-core VM: 0.4–1 ms) and ends by
-/// the time the page read the end; among several such (concurrent fetches of one URL), the one
-/// that ended closest to `ended_ms`. `None` when there is no such entry, or two are equally
-/// close (within 1 ms).
-pub async fn wire_times(url: &str, called_ms: f64, ended_ms: f64) -> Option<Wire> {
+/// The [`Wire`] times of the fetch of `url` (as the browser normalised it) called at
+/// `called_ms` and whose body the page finished reading at `ended_ms`, when the browser exposes
+/// them: same origin, or a cross-origin server that sends `Timing-Allow-Origin` (without it the
+/// entry's detailed times read 0). `calls` holds the call time of every fetch of the run.
+///
+/// Entries are named by URL only, and every request of a run fetches the same URL, so an entry
+/// is taken for this fetch only when nothing else could have made it: its `startTime` lies
+/// within [`ISOLATION_MS`] after this call (0.4–1 ms in headless Chromium on a loaded 2-core
+/// VM), and no other fetch of the run was called within that distance of this one. Fetches
+/// called together (the first wave of a concurrent run, say) keep the `fetch()` call as their
+/// "sent". The browser adds an entry when the body is complete, possibly a turn after the page
+/// read its end, so this polls a few times.
+pub async fn wire_times(url: &str, called_ms: f64, ended_ms: f64, calls: &[f64]) -> Option<Wire> {
+    let crowded = calls.iter().filter(|&&c| (c - called_ms).abs() < ISOLATION_MS).count() > 1;
+    if crowded || ended_ms - called_ms < ISOLATION_MS {
+        return None;
+    }
     let perf = window()?.performance()?;
-    // The entry is queued when the body completes; give the browser a few turns to add it.
     for _ in 0..6 {
-        let mut found = false;
-        let mut fits: Vec<(f64, Wire)> = Vec::new();
+        let mut mine = Vec::new();
         for e in perf.get_entries_by_name(url).iter() {
             let f = |k: &str| Reflect::get(&e, &k.into()).ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
             let (start, end) = (f("startTime"), f("responseEnd"));
-            if start < called_ms - 0.5 || start > called_ms + 10.0 || end <= 0.0 || end > ended_ms + 1.0 {
-                continue;
+            if start >= called_ms - 0.05
+                && start < called_ms + ISOLATION_MS
+                && end > 0.0
+                && end <= ended_ms + 1.0
+            {
+                let (request, connect, connected) = (f("requestStart"), f("connectStart"), f("connectEnd"));
+                let sent_ms = if connect > 0.0 && connected > connect { connect } else { request };
+                mine.push((request > 0.0).then_some(Wire { sent_ms, head_ms: f("responseStart") }));
             }
-            found = true;
-            let (request, connect, connected) = (f("requestStart"), f("connectStart"), f("connectEnd"));
-            if request <= 0.0 {
-                continue;
-            }
-            let sent_ms = if connect > 0.0 && connected > connect { connect } else { request };
-            fits.push(((ended_ms - end).abs(), Wire { sent_ms, head_ms: f("responseStart") }));
         }
-        if found {
-            fits.sort_by(|a, b| a.0.total_cmp(&b.0));
-            return match fits.as_slice() {
-                [(_, w)] => Some(*w),
-                [(a, w), (b, _), ..] if b - a > 1.0 => Some(*w),
-                _ => None,
-            };
+        match mine.as_slice() {
+            [] => sleep_ms(5).await,
+            [one] => return *one,
+            _ => return None,
         }
-        sleep_ms(5).await;
     }
     None
 }
+
+/// How far apart (ms) two fetches of one URL must be called for their Resource Timing entries
+/// to be told apart by start time.
+pub const ISOLATION_MS: f64 = 10.0;
 
 /// The analysis worker (`worker.js`): the same wasm module on its own thread. Created when the
 /// triage page opens so the module is compiled before the first large paste.

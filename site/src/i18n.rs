@@ -234,8 +234,8 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
             "浏览器计时：每个数据块在流读出时用 performance.now() 打点（这里精度 0.1 ms，有的浏览器更粗）；一个数据块可能包含多个 SSE 事件，这些事件时间相同，间隔显示为 0 ms。",
         ),
         ProbeLive => (
-            "{requests} in flight · {tokens} tokens received so far",
-            "{requests} 个请求进行中 · 已收到 {tokens} 个 token",
+            "{requests} in flight · {tokens} tokens received so far (while a request streams, its TTFT counts from the fetch() call; its final figure replaces it)",
+            "{requests} 个请求进行中 · 已收到 {tokens} 个 token（请求进行中时其 TTFT 从调用 fetch() 起算，结束后换成最终值）",
         ),
         ProbeSentWire => (
             "“Sent” for {wire} of {total} requests: when the browser began sending the request on its connection (Resource Timing requestStart, or connectStart for a new connection; the server allowed it with Timing-Allow-Origin). For the others it is when fetch() was called, which adds the browser's own 2–8 ms of hand-over before the request reaches the socket.",

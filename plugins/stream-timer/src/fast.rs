@@ -631,8 +631,10 @@ fn scan<'a>(p: &mut P<'a>) -> Option<View<'a>> {
 /// stream at most. Token events are 150–300 bytes around their text in every dialect seen.
 pub const SHAPE_MAX: usize = 512;
 
-/// After this many token events in a row that do not fit the kept shape, a stream stops keeping
-/// one (a server that varies other fields per event, such as OpenAI's `obfuscation` padding).
+/// After this many events in a row that do not fit the kept shape (any events: lifecycle ones
+/// between content blocks count too, and a fitting token event starts the count again), a
+/// stream stops keeping one (a server that varies other fields per event, such as OpenAI's
+/// `obfuscation` padding).
 const SHAPE_MISSES: u8 = 8;
 
 /// The last token event of a stream with its token text cut out, and what it read as.
@@ -819,28 +821,11 @@ mod tests {
         // Short documented examples: many lifecycle events; the token events are the fast ones.
         assert!(fast * 3 > events.len(), "the token events take the fast path ({fast}/{})", events.len());
         // Mutations: byte edits, deletions and insertions of JSON-significant bytes.
-        let alphabet = br#"{}[]:,"\ nu0e1-.x"#;
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as usize
-        };
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let (mut tried, mut compared) = (0, 0);
         for (e, d) in &events {
             for _ in 0..300 {
-                let mut b = d.clone().into_bytes();
-                for _ in 0..1 + rnd(3) {
-                    let at = rnd(b.len() + 1);
-                    match rnd(3) {
-                        0 if at < b.len() => b[at] = alphabet[rnd(alphabet.len())],
-                        1 if at < b.len() => {
-                            b.remove(at);
-                        }
-                        _ => b.insert(at, alphabet[rnd(alphabet.len())]),
-                    }
-                }
+                let b = rng.mutate(d, br#"{}[]:,"\ nu0e1-.x"#, None);
                 if let Ok(s) = String::from_utf8(b) {
                     compared += usize::from(same(e, &s));
                     tried += 1;
@@ -849,6 +834,40 @@ mod tests {
         }
         assert!(tried > 10_000);
         assert!(compared > 2_000, "{compared} of {tried} mutations read fast and compared");
+    }
+
+    /// xorshift64: the tests' mutations, the same on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            let x = &mut self.0;
+            *x ^= *x << 13;
+            *x ^= *x >> 7;
+            *x ^= *x << 17;
+            (*x % n as u64) as usize
+        }
+
+        /// `d` with one to three bytes replaced, removed or inserted (from `alphabet`); with
+        /// `around`, half the edits fall inside that range.
+        fn mutate(&mut self, d: &str, alphabet: &[u8], around: Option<(usize, usize)>) -> Vec<u8> {
+            let mut b = d.as_bytes().to_vec();
+            for _ in 0..1 + self.below(3) {
+                let at = match around {
+                    Some((from, to)) if self.below(2) == 0 => from + self.below(to - from + 1),
+                    _ => self.below(b.len() + 1),
+                }
+                .min(b.len());
+                match self.below(3) {
+                    0 if at < b.len() => b[at] = alphabet[self.below(alphabet.len())],
+                    1 if at < b.len() => {
+                        b.remove(at);
+                    }
+                    _ => b.insert(at, alphabet[self.below(alphabet.len())]),
+                }
+            }
+            b
+        }
     }
 
     /// What a shape may leave out: the response id (the event that made the shape gave it).
@@ -887,14 +906,7 @@ mod tests {
             .filter(|d| quick_text(d).is_some_and(|(_, t)| t.is_some()))
             .collect();
         assert!(events.len() > 10, "token events with a shape: {}", events.len());
-        let alphabet = "{}[]:,\"\\ nu0e1-.x\u{e9}".as_bytes();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as usize
-        };
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let (mut hits, mut tried) = (0, 0);
         for d in &events {
             let (_, text) = quick_text(d).unwrap();
@@ -902,20 +914,8 @@ mod tests {
             for _ in 0..400 {
                 let mut shape = Shape::default();
                 assert!(shape.read(d).is_some());
-                let mut b = d.clone().into_bytes();
                 // Half the mutations inside the text, where the shape still applies.
-                for _ in 0..1 + rnd(3) {
-                    let at =
-                        if rnd(2) == 0 { from + rnd(to - from + 1).min(b.len()) } else { rnd(b.len() + 1) };
-                    let at = at.min(b.len());
-                    match rnd(3) {
-                        0 if at < b.len() => b[at] = alphabet[rnd(alphabet.len())],
-                        1 if at < b.len() => {
-                            b.remove(at);
-                        }
-                        _ => b.insert(at, alphabet[rnd(alphabet.len())]),
-                    }
-                }
+                let b = rng.mutate(d, "{}[]:,\"\\ nu0e1-.x\u{e9}".as_bytes(), Some((from, to)));
                 let Ok(next) = String::from_utf8(b) else { continue };
                 hits += usize::from(shape.read_as.is_some() && shape.fits_bytes(next.as_bytes()));
                 let v = shape.read(&next);

@@ -32,6 +32,8 @@ struct Opts {
     key: String,
     /// The language of the run's record (`triage.probe/v1` keeps one message per failure).
     lang: Lang,
+    /// When each fetch of the run was called, in order (to tell Resource Timing entries apart).
+    calls: RefCell<Vec<f64>>,
 }
 
 /// What a request in flight has shown so far, for the live charts (its record replaces it
@@ -44,8 +46,69 @@ struct Live {
     tokens: usize,
 }
 
-/// How often a request in flight refreshes the live charts (its first token at once).
-const LIVE_EVERY_MS: f64 = 100.0;
+/// How often the live charts redraw at most: every chunk of every request in flight updates the
+/// board, and each redraw takes the page's one thread from stamping the other requests'
+/// chunks (a redraw at every first token delayed the next request's first token by several ms).
+const LIVE_EVERY_MS: f64 = 250.0;
+
+/// The requests in flight, shared by the run's tasks. Updated untracked; the page redraws when
+/// `version` moves.
+#[derive(Clone, Copy)]
+struct LiveBoard {
+    store: RwSignal<Vec<Live>>,
+    version: RwSignal<u64>,
+    drawn_at: RwSignal<f64>,
+}
+
+impl LiveBoard {
+    fn new() -> LiveBoard {
+        LiveBoard {
+            store: RwSignal::new(Vec::new()),
+            version: RwSignal::new(0),
+            drawn_at: RwSignal::new(f64::NEG_INFINITY),
+        }
+    }
+
+    /// Redraw now (`None`), or at `at_ms` if the last redraw is old enough.
+    fn touch(&self, at_ms: Option<f64>) {
+        let now = at_ms.unwrap_or_else(browser::now_ms);
+        if at_ms.is_none() || now - self.drawn_at.get_untracked() >= LIVE_EVERY_MS {
+            self.drawn_at.update_untracked(|t| *t = now);
+            self.version.update(|v| *v += 1);
+        }
+    }
+
+    fn reset(&self) {
+        self.store.update_untracked(Vec::clear);
+        self.touch(None);
+    }
+
+    /// Request `index` so far: its TTFT, its new gaps, its token count.
+    fn update(&self, index: usize, ttft_ms: Option<f64>, gaps: Vec<f64>, tokens: usize, at_ms: f64) {
+        self.store.update_untracked(|v| {
+            let i = v.iter().position(|l| l.index == index).unwrap_or_else(|| {
+                v.push(Live { index, ..Live::default() });
+                v.len() - 1
+            });
+            v[i].ttft_ms = ttft_ms;
+            v[i].gaps_ms.extend(gaps);
+            v[i].tokens = tokens;
+        });
+        self.touch(Some(at_ms));
+    }
+
+    /// The request ended: its record takes over.
+    fn remove(&self, index: usize) {
+        self.store.update_untracked(|v| v.retain(|l| l.index != index));
+        self.touch(None);
+    }
+
+    /// The board, tracked.
+    fn get(&self) -> Vec<Live> {
+        self.version.track();
+        self.store.get_untracked()
+    }
+}
 
 /// One finished request.
 struct Done {
@@ -56,19 +119,22 @@ struct Done {
     message: Option<[String; 2]>,
 }
 
-async fn one(o: &Opts, index: usize, run_start_ms: f64, live: RwSignal<Vec<Live>>) -> Done {
+async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done {
     let sent = Cell::new(browser::now_ms());
     let timer = RefCell::new(StreamTimer::new(ns(sent.get()), TimerConfig::default()));
     let head: RefCell<Option<Head>> = RefCell::new(None);
     let error_body = RefCell::new(Vec::<u8>::new());
-    let (shown, shown_at) = (Cell::new(0usize), Cell::new(f64::NEG_INFINITY));
+    let shown = Cell::new(0usize);
+    let entry_name = RefCell::new(o.url.clone());
     let result = browser::stream_post(
         &o.url,
         &o.headers,
         &o.body,
         o.timeout_ms,
-        |at| {
+        |at, url| {
             sent.set(at);
+            o.calls.borrow_mut().push(at);
+            *entry_name.borrow_mut() = url;
             *timer.borrow_mut() = StreamTimer::new(ns(at), TimerConfig::default());
         },
         |h| {
@@ -82,7 +148,7 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: RwSignal<Vec<Live>
                 tm.feed(bytes, ns(at));
                 let times = tm.token_times_ns();
                 let from = shown.get();
-                if times.len() > from && (from == 0 || at - shown_at.get() >= LIVE_EVERY_MS) {
+                if times.len() > from {
                     let ms = |t: u64| t as f64 / 1e6;
                     let ttft_ms = times.first().map(|&t| ms(t) - sent.get());
                     let gaps: Vec<f64> = times[from.max(1)..]
@@ -90,18 +156,8 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: RwSignal<Vec<Live>
                         .zip(&times[from.max(1) - 1..])
                         .map(|(&b, &a)| ms(b) - ms(a))
                         .collect();
-                    let tokens = times.len();
-                    live.update(|v| {
-                        let i = v.iter().position(|l| l.index == index).unwrap_or_else(|| {
-                            v.push(Live { index, ..Live::default() });
-                            v.len() - 1
-                        });
-                        v[i].ttft_ms = ttft_ms;
-                        v[i].gaps_ms.extend(gaps);
-                        v[i].tokens = tokens;
-                    });
-                    shown.set(tokens);
-                    shown_at.set(at);
+                    live.update(index, ttft_ms, gaps, times.len(), at);
+                    shown.set(times.len());
                 }
             } else if error_body.borrow().len() < 4096 {
                 error_body.borrow_mut().extend_from_slice(bytes);
@@ -119,7 +175,11 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: RwSignal<Vec<Live>
     let mut wire = false;
     if result.is_ok()
         && head.is_some()
-        && let Some(w) = browser::wire_times(&o.url, sent.get(), end).await
+        && let Some(w) = {
+            // Owned copies: other requests' tasks push to `calls` while this one waits.
+            let (name, calls) = (entry_name.borrow().clone(), o.calls.borrow().clone());
+            browser::wire_times(&name, sent.get(), end, &calls).await
+        }
         && w.sent_ms >= sent.get() - 0.5
         && timing.first_byte_ns.is_none_or(|b| ns(w.sent_ms) <= b)
     {
@@ -193,7 +253,7 @@ pub fn ProbePage() -> impl IntoView {
     let wire = RwSignal::new(0usize);
     // Failure messages by request index, in both languages.
     let messages = RwSignal::new(Vec::<(usize, [String; 2])>::new());
-    let live = RwSignal::new(Vec::<Live>::new());
+    let live = LiveBoard::new();
 
     Effect::new(effect(move |_| {
         if remember.get() {
@@ -233,12 +293,13 @@ pub fn ProbePage() -> impl IntoView {
             timeout_ms: 60_000,
             key: k,
             lang: lang.get_untracked(),
+            calls: RefCell::new(Vec::new()),
         });
         let total = n.get_untracked().max(1);
         records.set(Vec::new());
         wire.set(0);
         messages.set(Vec::new());
-        live.set(Vec::new());
+        live.reset();
         browser::resource_timing_reset(total);
         running.set(true);
         let next = Rc::new(Cell::new(0usize));
@@ -254,7 +315,7 @@ pub fn ProbePage() -> impl IntoView {
                     }
                     next.set(i + 1);
                     let Done { record: rec, wire: on_wire, message } = one(&opts, i, run_start, live).await;
-                    live.update(|v| v.retain(|l| l.index != i));
+                    live.remove(i);
                     if on_wire {
                         wire.update(|w| *w += 1);
                     }
