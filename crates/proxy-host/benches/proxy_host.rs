@@ -238,6 +238,12 @@ fn main() {
         timed / nat
     );
     println!("  whole openai_chat stream (8 chunks, create … delete)  {whole:>6.2} µs");
+    // The target, stated against this run's own speed: the pass-through callback is
+    // ~0.24 µs when this VM runs at its usual speed and ~0.45 µs in its slow phases.
+    println!(
+        "  target ≤ 2 µs per timed token chunk: {} ({timed:.2} µs; pass-through {pass:.2} µs is this run's machine speed)",
+        if timed <= 2.0 { "met" } else { "not met" }
+    );
     println!("  memory, 10 000 streams open at once:");
     println!(
         "    guest heap per open stream    {:>8} bytes (context {} + stream state {} + parser buffers, guard entry, maps)",
