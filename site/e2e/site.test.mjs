@@ -63,6 +63,22 @@ async function open(hash = '') {
   return { page, context, requests, errors };
 }
 
+/** Start the scripted SSE server (CORS, Timing-Allow-Origin); `done()` waits for it to exit
+ *  and returns its record of each request. */
+async function scriptedServer(requests, { ttftMs, gapMs, tokens, lifetimeS = 60 }) {
+  const proc = spawn(triageBin, ['scripted-serve', '--requests', String(requests), '--ttft-ms', String(ttftMs), '--gap-ms', String(gapMs), '--tokens', String(tokens), '--lifetime-s', String(lifetimeS)]);
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  const exited = new Promise((r) => proc.on('exit', r));
+  while (!out.includes('\n')) await new Promise((r) => setTimeout(r, 20));
+  const base = JSON.parse(out.split('\n')[0]).listening;
+  const done = async () => {
+    await exited;
+    return out.trim().split('\n').slice(1).map((l) => JSON.parse(l));
+  };
+  return { base, done };
+}
+
 function onlyOrigins(requests, allowed) {
   const outside = requests.filter((u) => !allowed.some((a) => u.startsWith(a)) && !u.startsWith('data:') && !u.startsWith('blob:'));
   assert.deepEqual(outside, [], 'requests left the page');
@@ -286,12 +302,7 @@ test('a probe against the scripted SSE server: TTFT equals the server record ±2
   // first token, counted from the request's first byte. The first request of each group pays
   // for the CORS preflight and the connection, so the checks use the warm ones.
   const n = 7;
-  const proc = spawn(triageBin, ['scripted-serve', '--requests', String(2 * n), '--ttft-ms', '150', '--gap-ms', '15', '--tokens', '12', '--lifetime-s', '90']);
-  let out = '';
-  proc.stdout.on('data', (d) => { out += d; });
-  const exited = new Promise((r) => proc.on('exit', r));
-  while (!out.includes('\n')) await new Promise((r) => setTimeout(r, 20));
-  const base = JSON.parse(out.split('\n')[0]).listening;
+  const { base, done } = await scriptedServer(2 * n, { ttftMs: 150, gapMs: 15, tokens: 12, lifetimeS: 90 });
   const { page, context, requests } = await open('#/probe');
   const raw = await page.evaluate(async ({ base, n }) => {
     const res = [];
@@ -319,8 +330,7 @@ test('a probe against the scripted SSE server: TTFT equals the server record ±2
   assert.equal((await page.$$('[data-testid=probe-failure]')).length, 0, await page.textContent('.failures'));
   assert.ok(Number(await page.textContent('[data-testid=probe-ttft-p50]')) > 150);
   const probed = await page.$$eval('[data-testid=probe-request]', (rows) => rows.map((r) => [r.dataset.responseId, Number(r.dataset.ttft)]));
-  await exited;
-  const records = out.trim().split('\n').slice(1).map((l) => JSON.parse(l));
+  const records = await done();
   assert.equal(records.length, 2 * n);
   const errors = (pairs) => pairs.map(([id, t]) => t - records.find((r) => r.response_id === id).ttft_ms);
   const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]; };
@@ -372,12 +382,7 @@ test('a probe failure is explained, and rewritten when the language switches', a
 
 test('probe charts fill while the stream is still running', async () => {
   // One slow stream: 14 tokens 150 ms apart (about 2 s).
-  const proc = spawn(triageBin, ['scripted-serve', '--requests', '1', '--ttft-ms', '100', '--gap-ms', '150', '--tokens', '14', '--lifetime-s', '60']);
-  let out = '';
-  proc.stdout.on('data', (d) => { out += d; });
-  const exited = new Promise((r) => proc.on('exit', r));
-  while (!out.includes('\n')) await new Promise((r) => setTimeout(r, 20));
-  const base = JSON.parse(out.split('\n')[0]).listening;
+  const { base, done } = await scriptedServer(1, { ttftMs: 100, gapMs: 150, tokens: 14 });
   const { page, context } = await open('#/probe');
   await page.fill('[data-testid=probe-url]', base);
   await page.fill('[data-testid=probe-n]', '1');
@@ -393,7 +398,7 @@ test('probe charts fill while the stream is still running', async () => {
   // The finished record replaces the live view: each gap counted once.
   assert.equal(await page.getAttribute('[data-testid=probe-itl-chart]', 'data-points'), '13');
   assert.equal(await page.getAttribute('[data-testid=probe-ttft-chart]', 'data-points'), '1');
-  await exited;
+  await done();
   await context.close();
 });
 
@@ -403,12 +408,7 @@ test('a concurrent probe: requests called together keep their fetch() call as "s
   // the same URL). A wrong match moves "sent" to another request's start, which can put the
   // TTFT below the server's own; the page takes no entry for such requests.
   const n = 8;
-  const proc = spawn(triageBin, ['scripted-serve', '--requests', String(n), '--ttft-ms', '80', '--gap-ms', '10', '--tokens', '5', '--lifetime-s', '60']);
-  let out = '';
-  proc.stdout.on('data', (d) => { out += d; });
-  const exited = new Promise((r) => proc.on('exit', r));
-  while (!out.includes('\n')) await new Promise((r) => setTimeout(r, 20));
-  const base = JSON.parse(out.split('\n')[0]).listening;
+  const { base, done } = await scriptedServer(n, { ttftMs: 80, gapMs: 10, tokens: 5 });
   const { page, context } = await open('#/probe');
   await page.fill('[data-testid=probe-url]', base);
   await page.fill('[data-testid=probe-n]', String(n));
@@ -417,8 +417,7 @@ test('a concurrent probe: requests called together keep their fetch() call as "s
   await page.waitForFunction(() => !document.querySelector('[data-testid=probe-start]').disabled, null, { timeout: 30000 });
   assert.equal((await page.$$('[data-testid=probe-failure]')).length, 0);
   const probed = await page.$$eval('[data-testid=probe-request]', (rows) => rows.map((r) => [r.dataset.responseId, Number(r.dataset.ttft)]));
-  await exited;
-  const records = out.trim().split('\n').slice(1).map((l) => JSON.parse(l));
+  const records = await done();
   const errs = probed.map(([id, t]) => t - records.find((r) => r.response_id === id).ttft_ms);
   figures.concurrent_probe_ttft_error_ms = errs.map((x) => Math.round(x * 1000) / 1000);
   // Never before the server wrote the token. (Above it by whatever the browser and the server
