@@ -18,3 +18,4 @@ pub mod sse;
 pub mod stats;
 pub mod stream;
 pub mod timing;
+pub mod words;

@@ -421,25 +421,14 @@ impl SseParser {
 }
 
 /// The first CR or LF. On wasm32, where `memchr` has no SIMD without `simd128` and works four
-/// bytes at a time, eight bytes per step (the zero-byte test on each word XORed with the two
-/// line ends; the lowest flag is always exact); elsewhere `memchr`'s vector search.
+/// bytes at a time, eight bytes per step ([`crate::words`]); elsewhere `memchr`'s vector search.
 fn line_end(b: &[u8]) -> Option<usize> {
     if cfg!(target_arch = "wasm32") { line_end_words(b) } else { memchr::memchr2(b'\n', b'\r', b) }
 }
 
 fn line_end_words(b: &[u8]) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let (words, tail) = b.as_chunks::<8>();
-    for (i, w) in words.iter().enumerate() {
-        let x = u64::from_le_bytes(*w);
-        let (n, r) = (x ^ (LO * u64::from(b'\n')), x ^ (LO * u64::from(b'\r')));
-        let m = ((n.wrapping_sub(LO) & !n) | (r.wrapping_sub(LO) & !r)) & HI;
-        if m != 0 {
-            return Some(i * 8 + (m.trailing_zeros() / 8) as usize);
-        }
-    }
-    tail.iter().position(|&c| c == b'\n' || c == b'\r').map(|p| words.len() * 8 + p)
+    use crate::words::{equal, first};
+    first(b, |x| equal(x, b'\n') | equal(x, b'\r'), |c| c == b'\n' || c == b'\r')
 }
 
 /// Bytes as text, invalid sequences replaced (U+FFFD). Valid UTF-8 — nearly every stream — is

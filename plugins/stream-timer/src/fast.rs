@@ -59,27 +59,14 @@ const STOP: [bool; 256] = {
     t
 };
 
-/// The first byte at or after `i` that ends a plain run (`STOP`), eight bytes per step: a
-/// word's bytes equal to `"` or `\\`, or below 0x20, flagged in one pass (the usual SWAR
-/// zero-byte test; the lowest flag is always exact, which is the only one read). In wasm,
-/// where the per-byte loop also pays an interruption check per iteration, this is most of
-/// the scanner's speed on ids, model names and text.
-fn stop_at(b: &[u8], mut i: usize) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    while let Some(w) = b.get(i..i + 8) {
-        let (words, _) = w.as_chunks::<8>();
-        let x = u64::from_le_bytes(words[0]);
-        let q = x ^ (LO * u64::from(b'"'));
-        let s = x ^ (LO * u64::from(b'\\'));
-        let m =
-            ((q.wrapping_sub(LO) & !q) | (s.wrapping_sub(LO) & !s) | (x.wrapping_sub(LO * 0x20) & !x)) & HI;
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    Some(i + b.get(i..)?.iter().position(|&c| STOP[usize::from(c)])?)
+/// The first byte at or after `i` that ends a plain run (`STOP`): `"`, `\\` or below 0x20,
+/// eight bytes per step ([`triage_core::words`]). In wasm, where the per-byte loop also pays an
+/// interruption check per iteration, this is most of the scanner's speed on ids, model names
+/// and text.
+fn stop_at(b: &[u8], i: usize) -> Option<usize> {
+    use triage_core::words::{below, equal, first};
+    let flags = |x| equal(x, b'"') | equal(x, b'\\') | below(x, 0x20);
+    Some(i + first(b.get(i..)?, flags, |c| STOP[usize::from(c)])?)
 }
 
 /// A JSON string as it stands in the input: its raw bytes and whether it holds escapes.
@@ -672,8 +659,11 @@ impl Shape {
         self.around.len()
     }
 
-    /// [`quick`]'s reading of `data`, from the kept shape when `data` fits it. A view read from
-    /// the shape carries no response id: the event that made the shape gave it already.
+    /// [`quick`]'s reading of `data`, from the kept shape when `data` fits it, as the timer
+    /// reads an event ([`Shape::hit`] on its bytes, else [`Shape::learn`] from its text). A view
+    /// read from the shape carries no response id: the event that made the shape gave it
+    /// already.
+    #[cfg(test)]
     pub fn read<'a>(&mut self, data: &'a str) -> Option<View<'a>> {
         match self.hit(data.as_bytes()) {
             Some(v) => Some(v),
