@@ -151,11 +151,9 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
                 if times.len() > from {
                     let ms = |t: u64| t as f64 / 1e6;
                     let ttft_ms = times.first().map(|&t| ms(t) - sent.get());
-                    let gaps: Vec<f64> = times[from.max(1)..]
-                        .iter()
-                        .zip(&times[from.max(1) - 1..])
-                        .map(|(&b, &a)| ms(b) - ms(a))
-                        .collect();
+                    // The gaps that end at the new tokens (as `RequestTiming::gaps_ns` pairs them).
+                    let gaps: Vec<f64> =
+                        times[from.saturating_sub(1)..].windows(2).map(|w| ms(w[1]) - ms(w[0])).collect();
                     live.update(index, ttft_ms, gaps, times.len(), at);
                     shown.set(times.len());
                 }
@@ -222,8 +220,10 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
         };
         fault.map(|f| Fault { kind: f.kind, message: endpoint::redact(&f.message, &o.key) })
     };
-    let message = judge(Lang::En).zip(judge(Lang::Zh)).map(|(en, zh)| [en.message, zh.message]);
-    let fault = judge(o.lang);
+    // Judged once per language; the record keeps the run's.
+    let (en, zh) = (judge(Lang::En), judge(Lang::Zh));
+    let message = en.as_ref().zip(zh.as_ref()).map(|(en, zh)| [en.message.clone(), zh.message.clone()]);
+    let fault = if o.lang == Lang::Zh { zh } else { en };
     let record = RequestRecord::new(index, ns(run_start_ms), ns(sent.get()), status, Some(&timing), fault);
     Done { record, wire, message }
 }
