@@ -144,7 +144,7 @@ fn deepseek_v3_mla_is_replicated_across_tp() {
 #[test]
 fn gemma_3_sliding_window_groups() {
     let cfg = data("gemma-3-27b-it.config.json");
-    let v = json(&[
+    let args = [
         "--config",
         &cfg,
         "--available-kv-gib",
@@ -153,7 +153,8 @@ fn gemma_3_sliding_window_groups() {
         "32768",
         "--max-num-batched-tokens",
         "8192",
-    ]);
+    ];
+    let v = json(&args);
     assert_eq!(v["bytes_per_token_per_rank"], 62 * 8192);
     assert_eq!(v["bytes_per_token_past_windows_per_rank"], 10 * 8192);
     assert_eq!(v["kv_cache_groups"], 7);
@@ -169,17 +170,7 @@ fn gemma_3_sliding_window_groups() {
     assert_eq!(sliding["count"], 52);
     assert_eq!(sliding["window"], 1024);
     // --no-async-scheduling: one batch in flight, 2.97x and 97,435 tokens.
-    let v = json(&[
-        "--config",
-        &cfg,
-        "--available-kv-gib",
-        "20",
-        "--max-model-len",
-        "32768",
-        "--max-num-batched-tokens",
-        "8192",
-        "--no-async-scheduling",
-    ]);
+    let v = json(&[&args[..], &["--no-async-scheduling"]].concat());
     assert_eq!((v["tokens"].as_u64(), v["max_concurrency"].as_f64()), (Some(97_435), Some(2.97)));
     // The older constructed log (older releases' formulas) still matches, and says which formula.
     let v = json(&["--config", &cfg, "--log", &data("vllm-v1-gemma-3-27b.log")]);

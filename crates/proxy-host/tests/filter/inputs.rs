@@ -5,6 +5,12 @@
 use crate::{MS, Rng, assert_all_continue, load, metric, split, sse, times};
 use triage_proxy_host::types::LogLevel;
 
+/// A chat stream whose whole `body` arrives in one chunk, 1 ms after the response headers.
+fn one_chunk_chat(f: &mut triage_proxy_host::Filter, body: Vec<u8>) -> triage_proxy_host::Finished {
+    let t = f.clock().now() + MS;
+    f.exchange("/v1/chat/completions", t, 200, "text/event-stream", t + MS, &[(t + 2 * MS, body)]).unwrap()
+}
+
 fn all_metric_values_zero(f: &triage_proxy_host::Filter) -> bool {
     f.metrics().snapshot().iter().all(|m| m.value == 0 && m.samples.is_empty())
 }
@@ -65,17 +71,7 @@ fn the_cut_event_is_flagged_and_the_terminal_still_counts() {
         "data: {{\"choices\":[{{\"delta\":{{\"content\":\"a\"}}}}]}}\n\ndata: {{\"choices\":[{{\"delta\":{{\"content\":\"{}\"}}}}]}}\n\ndata: [DONE]\n\n",
         "z".repeat(100_000)
     );
-    let t = f.clock().now() + MS;
-    let fin = f
-        .exchange(
-            "/v1/chat/completions",
-            t,
-            200,
-            "text/event-stream",
-            t + MS,
-            &[(t + 2 * MS, body.into_bytes())],
-        )
-        .unwrap();
+    let fin = one_chunk_chat(&mut f, body.into_bytes());
     assert_eq!(fin.prop("llm.truncated_events"), Some("1"));
     assert_eq!(fin.prop("llm.token_events"), Some("1"));
     assert_eq!(fin.prop("llm.outcome"), Some("complete"));
@@ -173,17 +169,7 @@ fn bad_configurations_pass_traffic_and_say_why() {
         assert!(err[0].1.contains("invalid plugin configuration"), "{err:?}");
         assert!(err[0].1.contains(why), "{config}: {err:?}");
         assert!(err[0].1.ends_with("passing all traffic through untouched"), "{err:?}");
-        let t = f.clock().now() + MS;
-        let fin = f
-            .exchange(
-                "/v1/chat/completions",
-                t,
-                200,
-                "text/event-stream",
-                t + MS,
-                &[(t + 2 * MS, sse("openai_chat.sse"))],
-            )
-            .unwrap();
+        let fin = one_chunk_chat(&mut f, sse("openai_chat.sse"));
         assert_all_continue(&fin);
         assert!(fin.properties.is_empty());
         assert!(f.metrics().names().is_empty());
