@@ -1,6 +1,5 @@
 //! End-to-end tests across crates, one binary (link once). Each module covers one surface.
 
-mod analyze;
 mod probe;
 mod sim;
 mod transcripts;

@@ -9,6 +9,7 @@ use super::parsers::{
     request_log::RequestFacts, sglang::SglangFacts, sse::StreamFacts, tgi::TgiFacts, vllm::VllmFacts,
 };
 use super::report::EvidenceLine;
+use super::signals::Signals;
 use std::collections::BTreeSet;
 
 #[derive(Debug, Default)]
@@ -25,12 +26,34 @@ pub struct Facts {
     pub streams: Vec<StreamFacts>,
     /// Kinds of every recognised section (not `unknown`).
     pub kinds: BTreeSet<InputKind>,
+    /// Alarm lines and known messages of every input, whatever section they were in.
+    pub signals: Signals,
 }
 
 impl Facts {
     /// Something was recognised.
     pub fn understood_anything(&self) -> bool {
         !self.kinds.is_empty()
+    }
+
+    /// Positive evidence that the service works: stats or metrics of an engine doing work,
+    /// requests or streams that completed, benchmark figures, GPU readings, a client config that
+    /// was read. HEALTHY needs this; an input without it is INCONCLUSIVE, however clean.
+    pub fn health_evidence(&self) -> bool {
+        let worked = |v: Option<f64>| v.is_some_and(|x| x > 0.0);
+        let ok_access = |a: &std::collections::BTreeMap<u16, u64>| a.range(200..400).any(|(_, n)| *n > 0);
+        let vllm = self.vllm.stats.iter().any(|s| worked(s.gen_tps) || worked(s.prompt_tps) || worked(s.running))
+            || ok_access(&self.vllm.access);
+        let sglang = self.sglang.batches.iter().any(|b| worked(b.gen_tps) || worked(b.new_token) || worked(b.running))
+            || ok_access(&self.sglang.access);
+        let tgi = self.tgi.requests > self.tgi.failures;
+        let metrics = self.metrics.scrapes.iter().any(|s| !s.series.is_empty());
+        let requests = self.requests.rows > self.requests.failed + self.requests.never_started;
+        let streams = self.streams.iter().any(|s| s.fault.is_none() && !s.timing.token_times_ns.is_empty());
+        let bench = self.bench.iter().any(|b| !b.figures.is_empty());
+        let gpus = !self.gpus.readings.is_empty();
+        let clients = !self.clients.is_empty();
+        vllm || sglang || tgi || metrics || requests || streams || bench || gpus || clients
     }
 }
 

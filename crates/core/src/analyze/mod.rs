@@ -12,6 +12,7 @@ pub mod kind;
 pub mod parsers;
 pub mod report;
 pub mod rules;
+pub mod signals;
 pub mod text;
 pub mod time;
 
@@ -51,6 +52,8 @@ struct InputState {
     open: Option<Open>,
     /// Every line goes to this kind's parser (no recognition).
     forced: Option<InputKind>,
+    /// Alarm lines and known messages, whatever section they are in.
+    watch: signals::Watch,
 }
 
 /// The streaming analyzer. See the module docs.
@@ -105,6 +108,7 @@ impl Analyzer {
             partial: Vec::new(),
             open: None,
             forced: None,
+            watch: signals::Watch::default(),
         });
     }
 
@@ -149,9 +153,9 @@ impl Analyzer {
             let last = std::mem::take(&mut state.partial);
             self.line(&last);
         }
-        if let Some(mut state) = self.input.take()
-            && let Some(open) = state.open.take()
-        {
+        let Some(mut state) = self.input.take() else { return };
+        state.watch.end(&mut self.facts.signals);
+        if let Some(open) = state.open.take() {
             let lang = self.lang;
             close(&mut self.facts, &mut self.sections, &mut self.sections_dropped, &state.name, open, lang);
         }
@@ -179,6 +183,7 @@ impl Analyzer {
         };
         let line = text::strip_ansi(&lossy);
         let line: &str = &line;
+        state.watch.line(&mut self.facts.signals, &state.name, no, line);
 
         if let Some(kind) = state.forced {
             let open = state.open.get_or_insert_with(|| {
@@ -269,15 +274,21 @@ impl Analyzer {
         let (facts, lang) = (self.facts, self.lang);
         let mut findings: Vec<report::Finding> =
             rules::RULES.iter().filter_map(|r| (r.check)(&facts, lang)).collect();
+        // Errors no finding explains: never HEALTHY, and say what to paste next.
+        if let Some(f) = rules::unclaimed_error::finding(&facts, &findings, lang) {
+            findings.push(f);
+        }
         findings.sort_by(|a, b| {
             b.confidence
                 .total_cmp(&a.confidence)
                 .then(b.class.severity().cmp(&a.class.severity()))
                 .then(a.rule.cmp(&b.rule))
         });
-        let verdict = match findings.first() {
+        // The verdict is the first finding that names a class; an unexplained error alone
+        // leaves it INCONCLUSIVE, and so does an input that shows no health.
+        let verdict = match findings.iter().find(|f| f.class != report::Class::Inconclusive) {
             Some(f) => Verdict::from(f.class),
-            None if facts.understood_anything() => Verdict::Healthy,
+            None if findings.is_empty() && facts.health_evidence() => Verdict::Healthy,
             None => Verdict::Inconclusive,
         };
         Report {

@@ -21,6 +21,9 @@ pub enum Class {
     ThroughputZero,
     #[serde(rename = "CONFIG")]
     Config,
+    /// An error no rule explains (rule `unclaimed-error`): the evidence names no class yet.
+    #[serde(rename = "INCONCLUSIVE")]
+    Inconclusive,
 }
 
 impl Class {
@@ -31,6 +34,7 @@ impl Class {
             Class::Oom => "OOM",
             Class::ThroughputZero => "THROUGHPUT_ZERO",
             Class::Config => "CONFIG",
+            Class::Inconclusive => "INCONCLUSIVE",
         }
     }
 
@@ -42,6 +46,7 @@ impl Class {
             Class::TtftHigh => 3,
             Class::TbtTail => 2,
             Class::Config => 1,
+            Class::Inconclusive => 0,
         }
     }
 }
@@ -59,10 +64,12 @@ pub enum Verdict {
     ThroughputZero,
     #[serde(rename = "CONFIG")]
     Config,
-    /// The inputs were understood and nothing is wrong.
+    /// The inputs hold positive evidence of health (stats or metrics in range, completed
+    /// requests, a GPU with only benign clock reasons) and no error that no rule explains.
     #[serde(rename = "HEALTHY")]
     Healthy,
-    /// Nothing was recognised.
+    /// Nothing was recognised, nothing shows health, or an error no rule explains was found
+    /// (then the `unclaimed-error` finding quotes it and says what to paste next).
     #[serde(rename = "INCONCLUSIVE")]
     Inconclusive,
 }
@@ -89,6 +96,7 @@ impl From<Class> for Verdict {
             Class::Oom => Verdict::Oom,
             Class::ThroughputZero => Verdict::ThroughputZero,
             Class::Config => Verdict::Config,
+            Class::Inconclusive => Verdict::Inconclusive,
         }
     }
 }

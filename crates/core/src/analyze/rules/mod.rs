@@ -12,9 +12,11 @@ mod activation_peak;
 mod allocator_fragmentation;
 mod base_url_wrong;
 mod chunked_prefill_off;
+mod client_retries_failing;
 mod cold_start;
 mod colocated_process;
 mod engine_dead;
+mod engine_start_failed;
 mod input_too_long;
 mod kv_leak;
 mod kv_pressure_preemption;
@@ -22,6 +24,7 @@ mod kv_reservation_too_large;
 mod long_prompt_blocks_prefill;
 mod long_sequence_in_batch;
 mod mean_not_p99;
+mod model_not_found;
 mod missing_timestamps;
 mod nccl_hang;
 mod no_abort_on_timeout;
@@ -30,7 +33,10 @@ mod retries_mask_failures;
 mod scheduler_stall;
 mod slow_gpu;
 mod timeout_too_short;
+pub(crate) mod unclaimed_error;
 mod upstream_cut;
+mod warmup_oom;
+mod worker_died;
 
 /// A rule's documentation, shown wherever the rule's findings are. The top-level text fields
 /// are English; [`RuleDoc::zh`] holds the same sections in Chinese, and [`RuleDoc::text`] picks.
@@ -128,12 +134,15 @@ pub static RULES: &[Rule] = &[
     activation_peak::RULE,
     allocator_fragmentation::RULE,
     colocated_process::RULE,
+    warmup_oom::RULE,
     // Throughput zero
     scheduler_stall::RULE,
     kv_leak::RULE,
     upstream_cut::RULE,
     nccl_hang::RULE,
     engine_dead::RULE,
+    engine_start_failed::RULE,
+    worker_died::RULE,
     // Config pitfalls
     base_url_wrong::RULE,
     timeout_too_short::RULE,
@@ -141,11 +150,42 @@ pub static RULES: &[Rule] = &[
     no_abort_on_timeout::RULE,
     missing_timestamps::RULE,
     mean_not_p99::RULE,
+    model_not_found::RULE,
+    client_retries_failing::RULE,
+    // No class yet
+    unclaimed_error::RULE,
 ];
 
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
     RULES.iter().map(|r| &r.doc)
+}
+
+/// A finding of `doc`'s rule made from the known messages it explains ([`Signals::for_rule`]):
+/// `None` when none was seen. `summary` gets the number of lines that matched.
+///
+/// [`Signals::for_rule`]: crate::analyze::signals::Signals::for_rule
+pub(crate) fn from_signals(
+    doc: &RuleDoc,
+    f: &Facts,
+    lang: Lang,
+    confidence: f64,
+    summary: impl FnOnce(u64) -> String,
+    remediation: &[Both],
+    next_checks: &[Both],
+) -> Option<Finding> {
+    let n = f.signals.count_for(doc.id);
+    if n == 0 {
+        return None;
+    }
+    Some(doc.finding(
+        lang,
+        confidence,
+        summary(n),
+        f.signals.lines_for(doc.id, 4),
+        texts(lang, remediation),
+        texts(lang, next_checks),
+    ))
 }
 
 /// Quantile of a sketch, when it has data.
@@ -202,7 +242,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 23);
+        assert_eq!(super::RULES.len(), 29);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);

@@ -1,0 +1,148 @@
+//! Rule `unclaimed-error`: an error line that no other rule explains.
+//!
+//! Not a check over the facts like the others: it runs after them ([`finding`]), because a
+//! block of alarm lines is explained exactly when a rule that fired cites it, or a known message
+//! in it belongs to a rule that fired (`signals.rs`).
+
+use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use crate::analyze::facts::Facts;
+use crate::analyze::report::{Class, Finding};
+use crate::analyze::signals::{Alarm, BENIGN, Block, SIGNALS};
+
+pub(crate) const RULE: Rule = Rule {
+    doc: RuleDoc {
+        id: "unclaimed-error",
+        class: Class::Inconclusive,
+        title: "An error no rule explains",
+        detects: "A line the engine or runtime marks as a failure — an `ERROR`/`CRITICAL`/`FATAL` level, a `Traceback`, an `…Error:` line, a Rust panic, an `Error:` exit, a JSON error body, an HTTP 5xx, a capacity figure at or below zero — that no other finding explains.",
+        why: "Calling a system healthy while its log holds an error is the one mistake an on-call engineer cannot forgive. When the error names no cause the analyzer knows, the honest answer is that the evidence is not enough yet — and which evidence would settle it.",
+        example: "`RuntimeError: CUDA error: an illegal memory access was encountered` with no other fault in the paste.",
+        fix: "Paste more: the lines before the first error (the root cause is usually printed first), the whole traceback down to its last line, the engine's version and start-up arguments, and `nvidia-smi` from the same moment.",
+        zh: RuleText {
+            title: "有一条错误，没有规则能解释",
+            detects: "引擎或运行时标记为失败的行——`ERROR`/`CRITICAL`/`FATAL` 级别、`Traceback`、`…Error:` 行、Rust panic、`Error:` 退出、JSON 错误体、HTTP 5xx、小于等于零的容量数字——而其他发现都解释不了它。",
+            why: "日志里明明有错误，却说系统健康，这是值班工程师最不能原谅的错误。当错误本身没有指向已知的原因时，诚实的回答是：证据还不够——并说明什么证据能下结论。",
+            example: "粘贴内容里只有 `RuntimeError: CUDA error: an illegal memory access was encountered`，没有其他故障。",
+            fix: "多贴一些：第一条错误之前的日志（根因通常最先打印）、完整的 traceback 直到最后一行、引擎版本和启动参数，以及同一时刻的 `nvidia-smi`。",
+        },
+    },
+    check: |_, _| None,
+};
+
+/// Blocks quoted at most.
+const MAX_QUOTED: usize = 5;
+
+/// The `unclaimed-error` finding, given the findings of every other rule.
+pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Finding> {
+    let fired = |rule: &str| found.iter().any(|x| x.rule == rule);
+    let claimed_signal = |i: usize| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || fired(r));
+    let cited = |b: &Block| {
+        found.iter().any(|x| x.evidence.iter().any(|e| e.input == b.input && (b.first..=b.last).contains(&e.line)))
+    };
+    let open: Vec<&Block> =
+        f.signals.blocks.iter().filter(|b| !cited(b) && !b.signals.iter().any(|&i| claimed_signal(i))).collect();
+    let dropped = f.signals.dropped_unknown
+        + u64::from(f.signals.dropped_signals.iter().any(|&i| !claimed_signal(i)));
+    if open.is_empty() && dropped == 0 {
+        return None;
+    }
+    let n = open.len() as u64 + dropped;
+    let first = open.first().map(|b| (b.quote.line, b.quote.text.as_str()));
+    let summary = match first {
+        Some((line, text)) => lang.pick(
+            format!("{n} error block(s) that no rule explains; the first, line {line}: {text}"),
+            format!("有 {n} 处错误没有规则能解释；第一处在第 {line} 行：{text}"),
+        ),
+        None => lang.pick(
+            format!("{n} error block(s) beyond the first {} that no rule explains", crate::analyze::signals::MAX_BLOCKS),
+            format!("前 {} 处之后还有 {n} 处错误没有规则能解释", crate::analyze::signals::MAX_BLOCKS),
+        ),
+    };
+    let mut next: Vec<String> = Vec::new();
+    for b in &open {
+        for &i in &b.signals {
+            if let Some((en, zh)) = SIGNALS[i].next {
+                let t = lang.pick(en, zh).to_owned();
+                if !next.contains(&t) {
+                    next.push(t);
+                }
+            }
+        }
+    }
+    if open.iter().any(|b| b.cut) {
+        next.push(
+            lang.pick(
+                "the traceback was cut before its last line: paste it whole, down to the exception it ends with",
+                "traceback 在最后一行之前被截断了：请完整粘贴，一直到它结尾的那个异常",
+            )
+            .to_owned(),
+        );
+    }
+    if open.iter().any(|b| b.kinds.contains(&Alarm::ServerError) || b.kinds.contains(&Alarm::JsonError)) {
+        next.push(
+            lang.pick(
+                "an error answer came back: paste the engine's log from the same seconds, which says why it answered so",
+                "服务返回了错误响应：请粘贴同一时间段的引擎日志，那里会写明原因",
+            )
+            .to_owned(),
+        );
+    }
+    next.extend(texts(lang, &[
+        (
+            "paste the 50 lines before the first error: the root cause is usually printed first, the errors after it are consequences",
+            "粘贴第一条错误之前的 50 行：根因通常最先打印，之后的错误多是连锁反应",
+        ),
+        (
+            "add the engine's version and start-up arguments (the `non-default args` / `ServerArgs` line) and `nvidia-smi` from the same moment",
+            "补充引擎版本和启动参数（`non-default args` / `ServerArgs` 那一行），以及同一时刻的 `nvidia-smi`",
+        ),
+    ]));
+    Some(RULE.doc.finding(
+        lang,
+        0.5,
+        summary,
+        open.iter().take(MAX_QUOTED).map(|b| b.quote.clone()).collect(),
+        texts(lang, &[(
+            "change nothing on this evidence alone: if the service is down, restart it and keep the whole log of the failed run for the diagnosis",
+            "仅凭这些证据不要改配置：如果服务已经挂了，先重启，并保留失败那次运行的完整日志用于诊断",
+        )]),
+        next,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::analyze::analyze;
+    use crate::analyze::report::Verdict;
+
+    #[test]
+    fn an_unexplained_error_is_never_healthy() {
+        let log = "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: 0.0%\nRuntimeError: CUDA error: an illegal memory access was encountered\n";
+        let r = analyze(&[("vllm.log", log)]);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        let f = &r.findings[0];
+        assert_eq!(f.rule, "unclaimed-error");
+        assert_eq!(f.evidence[0].line, 2);
+        assert!(f.next_checks[0].contains("CUDA_LAUNCH_BLOCKING=1"), "{:?}", f.next_checks);
+    }
+
+    #[test]
+    fn an_explained_error_is_claimed() {
+        let log = "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n";
+        let r = analyze(&[("vllm.log", log)]);
+        assert!(r.findings.iter().all(|f| f.rule != "unclaimed-error"), "{:?}", r.findings);
+    }
+
+    #[test]
+    fn benign_alarms_are_claimed() {
+        let log = "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: 0.0%\nasyncio.exceptions.CancelledError\n";
+        let r = analyze(&[("vllm.log", log)]);
+        assert_eq!(r.verdict, Verdict::Healthy, "{:?}", r.findings);
+    }
+
+    #[test]
+    fn nothing_that_shows_health_is_not_healthy() {
+        let log = "INFO 05-12 10:00:01 [api_server.py:1] vLLM API server version 0.8.5\n";
+        assert_eq!(analyze(&[("vllm.log", log)]).verdict, Verdict::Inconclusive);
+    }
+}

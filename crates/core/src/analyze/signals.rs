@@ -1,0 +1,673 @@
+//! Failure lines, and the known messages that explain them.
+//!
+//! Two questions are asked of every line of every input, whatever section it is in:
+//!
+//! - **Is it an alarm?** A line that an engine or runtime marks as a failure: an `ERROR` /
+//!   `CRITICAL` / `FATAL` log level, a `Traceback`, an `XyzError:` line, a Rust panic, an
+//!   `Error:` exit, a JSON error body, an HTTP 5xx access line, a capacity figure at or below
+//!   zero. Consecutive alarm lines and the traceback lines between them form one [`Block`].
+//! - **Is it a known message?** [`SIGNALS`] lists the message templates the engines print (mined
+//!   from their own source: `tests/data/catalogue/`), each with the rules that explain it. Rules
+//!   read the hits ([`Signals::hits`]) instead of matching text themselves, so one table decides
+//!   what a message means.
+//!
+//! After the rules ran, a block is *claimed* when a rule that fired cites one of its lines, or a
+//! signal in it belongs to a rule that fired, or to [`BENIGN`]. Every other block is an error no
+//! rule explains: the `unclaimed-error` finding quotes it, and the verdict cannot be HEALTHY.
+
+use super::report::EvidenceLine;
+use super::rules::Both;
+use super::text::{number_after, quote};
+use std::collections::BTreeMap;
+
+/// The pseudo-rule of messages that look like failures but are not faults.
+pub const BENIGN: &str = "benign";
+/// The rule of errors no other rule explains.
+pub const UNCLAIMED: &str = "unclaimed-error";
+
+/// A known message: every needle occurs in the line (the first one is searched for, the others
+/// checked after). Needles are literal pieces of the template as the engine's source writes it.
+#[derive(Clone, Copy, Debug)]
+pub struct Signal {
+    /// Stable name, e.g. `vllm-no-cache-blocks`.
+    pub id: &'static str,
+    pub needles: &'static [&'static str],
+    /// Rules that explain it (any one firing claims the line), or [`BENIGN`], or [`UNCLAIMED`]
+    /// for errors that are known but name no cause by themselves.
+    pub rules: &'static [&'static str],
+    /// For [`UNCLAIMED`] signals: what to paste or run next, in both languages.
+    pub next: Option<Both>,
+}
+
+const fn s(id: &'static str, needles: &'static [&'static str], rules: &'static [&'static str]) -> Signal {
+    Signal { id, needles, rules, next: None }
+}
+
+const OOM_RULES: &[&str] = &["input-too-long", "activation-peak", "allocator-fragmentation", "colocated-process"];
+const KV_START: &[&str] = &["kv-reservation-too-large"];
+
+/// The known messages. Grouped by what they mean; the catalogue test checks each against the
+/// templates mined from the engines' source.
+pub static SIGNALS: &[Signal] = &[
+    // Start-up memory: the KV cache does not fit.
+    s("vllm-no-cache-blocks", &["No available memory for the cache blocks"], KV_START),
+    s("vllm-kv-larger-than-available", &["KV cache is needed, which is larger than the available KV cache memory"], KV_START),
+    s("vllm-max-seq-len-over-kv", &["larger than the maximum number of tokens that can be stored in KV cache"], KV_START),
+    s("vllm-insufficient-kv-blocks", &["Insufficient memory for KV cache"], KV_START),
+    s("vllm-free-less-than-desired", &["is less than desired GPU memory utilization"], &["colocated-process", "kv-reservation-too-large"]),
+    s("capacity-not-positive", &[CAPACITY_SIGNAL], &["kv-reservation-too-large", "warmup-oom"]),
+    // SGLang and TGI start-up memory.
+    s("sglang-not-enough-memory", &["Not enough memory. Please try to increase --mem-fraction-static"], &["warmup-oom"]),
+    s("sglang-mem-fraction-low", &["increase --mem-fraction-static"], &["warmup-oom"]),
+    s("tgi-not-enough-memory-prefill", &["Not enough memory to handle"], &["warmup-oom"]),
+    s("tgi-warmup-error", &["WarmupError"], &["warmup-oom", "engine-start-failed"]),
+    s("tgi-warmup-failed", &["Method Warmup encountered an error"], &["warmup-oom", "engine-start-failed"]),
+    // Run-time OOM: the OOM rules read the numbers; any of them claims the message.
+    s("torch-cuda-oom", &["CUDA out of memory"], OOM_RULES),
+    s("torch-oom-error", &["OutOfMemoryError"], OOM_RULES),
+    s("cuda-error-oom", &["CUDA error: out of memory"], OOM_RULES),
+    // The engine never came up / died.
+    s("vllm-engine-init-failed", &["Engine core initialization failed"], &["engine-start-failed"]),
+    s("vllm-engine-failed-to-start", &["EngineCore failed to start"], &["engine-start-failed"]),
+    s("vllm-engine-core-dead", &["EngineDeadError"], &["engine-dead", "engine-start-failed"]),
+    s("vllm-engine-loop-died", &["Engine loop has died"], &["engine-dead"]),
+    s("vllm-engine-core-issue", &["EngineCore encountered"], &["engine-dead", "engine-start-failed"]),
+    s("tgi-shard-cannot-start", &["Shard", "failed to start"], &["engine-start-failed", "warmup-oom"]),
+    s("tgi-webserver-crashed", &["Webserver Crashed"], &["engine-start-failed", "warmup-oom"]),
+    // Distributed hangs.
+    s("nccl-watchdog-timeout", &["Watchdog caught collective operation timeout"], &["nccl-hang"]),
+    s("nccl-ops-failed", &["Some NCCL operations have failed or timed out"], &["nccl-hang"]),
+    s("nccl-watchdog-stuck", &["watchdog got stuck"], &["nccl-hang"]),
+    s("nccl-error", &["NCCL error"], &["nccl-hang"]),
+    s("nccl-internal", &["ncclInternalError"], &["nccl-hang"]),
+    s("nccl-system", &["ncclSystemError"], &["nccl-hang"]),
+    s("nccl-unhandled-cuda", &["ncclUnhandledCudaError"], &["nccl-hang"]),
+    s("nccl-remote", &["ncclRemoteError"], &["nccl-hang"]),
+    s("nccl-timeout-at-work", &["Timeout at NCCL work"], &["nccl-hang"]),
+    // Worker deaths.
+    s("ray-actor-died", &["The actor died unexpectedly"], &["worker-died"]),
+    s("ray-actor-died-error", &["ActorDiedError"], &["worker-died"]),
+    s("ray-actor-error", &["RayActorError"], &["worker-died"]),
+    s("ray-worker-died", &["A worker died or was killed"], &["worker-died"]),
+    s("ray-node-low-memory", &["node running low on memory"], &["worker-died"]),
+    s("process-sigkill", &["exitcode  : -9"], &["worker-died"]),
+    s("process-killed-signal-9", &["died with <Signals.SIGKILL: 9>"], &["worker-died"]),
+    // The client at fault.
+    s("model-does-not-exist", &["The model", "does not exist"], &["model-not-found"]),
+    s("model-not-found-code", &["model_not_found"], &["model-not-found"]),
+    s("sdk-retrying", &["Retrying request to"], &["client-retries-failing", "retries-mask-failures", "timeout-too-short"]),
+    s("sdk-connection-error", &["APIConnectionError"], &["client-retries-failing"]),
+    s("httpx-connect-error", &["httpx.ConnectError"], &["client-retries-failing"]),
+    s("sdk-timeout", &["APITimeoutError"], &["timeout-too-short"]),
+    // Known errors that name no cause by themselves: say what to paste next.
+    Signal {
+        id: "cuda-illegal-memory-access",
+        needles: &["an illegal memory access was encountered"],
+        rules: &[UNCLAIMED],
+        next: Some((
+            "a kernel read or wrote outside its memory (an engine or kernel bug, a bad quantised checkpoint, rarely failing HBM): rerun with CUDA_LAUNCH_BLOCKING=1 and paste the whole traceback, the engine and torch versions, the model and its quantisation, and `nvidia-smi -q -d ECC` / `dmesg | grep -i xid`",
+            "某个 kernel 越界读写了显存（引擎或 kernel 的 bug、量化权重有问题，极少数是 HBM 故障）：用 CUDA_LAUNCH_BLOCKING=1 重跑，贴出完整 traceback、引擎和 torch 版本、模型及其量化方式，以及 `nvidia-smi -q -d ECC` / `dmesg | grep -i xid` 的输出",
+        )),
+    },
+    Signal {
+        id: "cuda-device-side-assert",
+        needles: &["device-side assert triggered"],
+        rules: &[UNCLAIMED],
+        next: Some((
+            "a kernel assertion failed (often a token id outside the vocabulary, or an index out of range): rerun with CUDA_LAUNCH_BLOCKING=1 and paste the lines above the assert, the request that triggered it and the tokenizer / model versions",
+            "某个 kernel 的断言失败（常见原因是 token id 超出词表，或索引越界）：用 CUDA_LAUNCH_BLOCKING=1 重跑，贴出断言上方的日志、触发它的请求以及 tokenizer / 模型版本",
+        )),
+    },
+    // Alarms that are not faults.
+    s("asyncio-cancelled", &["CancelledError"], &[BENIGN]),
+];
+
+/// The needle that [`scan`] reports for a capacity figure at or below zero.
+pub const CAPACITY_SIGNAL: &str = "\u{0}capacity";
+
+/// Capacity figures that must be positive: (key, the number follows it).
+const CAPACITY_KEYS: &[&str] = &[
+    "Available KV cache memory:",
+    "GPU KV cache size:",
+    "# GPU blocks:",
+    "num_gpu_blocks=",
+    "the rest of the memory reserved for KV Cache is",
+    "max_total_num_tokens=",
+    "KV Cache is allocated. #tokens:",
+];
+
+static FIRST: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Vec<usize>>)> = std::sync::LazyLock::new(|| {
+    let mut firsts: Vec<&str> = Vec::new();
+    let mut owners: Vec<Vec<usize>> = Vec::new();
+    for (i, sig) in SIGNALS.iter().enumerate() {
+        let first = sig.needles[0];
+        if first == CAPACITY_SIGNAL {
+            continue;
+        }
+        match firsts.iter().position(|f| *f == first) {
+            Some(p) => owners[p].push(i),
+            None => {
+                firsts.push(first);
+                owners.push(vec![i]);
+            }
+        }
+    }
+    let ac = aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::Standard)
+        .build(&firsts)
+        .expect("static patterns build");
+    (ac, owners)
+});
+
+static CAPACITY: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+    std::sync::LazyLock::new(|| aho_corasick::AhoCorasick::new(CAPACITY_KEYS).expect("static patterns build"));
+
+/// The signals in `line` (indexes into [`SIGNALS`]), in table order.
+pub fn matches(line: &str) -> Vec<usize> {
+    let (ac, owners) = &*FIRST;
+    let mut out: Vec<usize> = Vec::new();
+    for m in ac.find_overlapping_iter(line) {
+        for &i in &owners[m.pattern().as_usize()] {
+            if !out.contains(&i) && SIGNALS[i].needles[1..].iter().all(|n| line.contains(n)) {
+                out.push(i);
+            }
+        }
+    }
+    if capacity_not_positive(line)
+        && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
+    {
+        out.push(i);
+    }
+    out.sort_unstable();
+    out
+}
+
+/// A capacity figure at or below zero (`Available KV cache memory: -1.2 GiB`, `# GPU blocks: 0`).
+fn capacity_not_positive(line: &str) -> bool {
+    CAPACITY.find_iter(line).any(|m| {
+        let key = CAPACITY_KEYS[m.pattern().as_usize()];
+        number_after(&line[m.start()..], key).is_some_and(|v| v <= 0.0)
+    })
+}
+
+/// Remove what log collectors and multi-process engines put before a message: container
+/// timestamps (`2025-03-04T10:00:01.123Z `), `[rank0]:`, `(EngineCore_0 pid=12)`,
+/// `(VllmWorker rank=1 pid=9)`, SGLang's `[2025-03-04 10:00:01 TP0] `. Leading spaces of the
+/// message itself are kept (a traceback's frame lines are indented).
+pub fn strip_prefixes(line: &str) -> &str {
+    let mut s = line;
+    loop {
+        let t = s.trim_start();
+        if let Some(rest) = iso_stamp(t) {
+            s = rest.strip_prefix(' ').unwrap_or(rest);
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("[rank")
+            && let Some(end) = rest.find("]:")
+            && rest[..end].bytes().all(|b| b.is_ascii_digit())
+        {
+            s = &rest[end + 2..];
+            continue;
+        }
+        if t.starts_with('(')
+            && let Some(end) = t.find(')')
+            && t[..end].contains("pid=")
+        {
+            s = t[end + 1..].strip_prefix(' ').unwrap_or(&t[end + 1..]);
+            continue;
+        }
+        if t.starts_with('[')
+            && t.as_bytes().get(1..5).is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+            && t.as_bytes().get(5) == Some(&b'-')
+            && let Some(end) = t.find(']')
+        {
+            s = t[end + 1..].strip_prefix(' ').unwrap_or(&t[end + 1..]);
+            continue;
+        }
+        return if s.len() - t.len() > 0 && s.starts_with("  ") { s } else { t };
+    }
+}
+
+/// `2025-03-04T10:00:01.123456789Z` / `2025-03-04 10:00:01,123` at the start: the rest.
+fn iso_stamp(t: &str) -> Option<&str> {
+    let b = t.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    if !(digits(0..4) && b.get(4) == Some(&b'-') && digits(5..7) && b.get(7) == Some(&b'-') && digits(8..10)) {
+        return None;
+    }
+    if !(matches!(b.get(10), Some(b'T' | b' ')) && digits(11..13) && b.get(13) == Some(&b':')) {
+        return None;
+    }
+    let end = t[11..].find(|c: char| c.is_whitespace()).map_or(t.len(), |i| 11 + i);
+    // Python logging's `,123` milliseconds are part of the first field already; a trailing
+    // timezone word is not.
+    Some(&t[end..])
+}
+
+/// Why a line is an alarm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Alarm {
+    /// `ERROR` / `CRITICAL` / `FATAL` level, glog `E1203`, `[E …]`.
+    Level,
+    /// `Traceback (most recent call last):`.
+    TracebackHead,
+    /// `SomeError: message` (also a bare `SomeError` at the end of a traceback).
+    Exception,
+    /// Rust `panicked at`, `Error: …` exits.
+    Exit,
+    /// `{"object":"error"…}`, `{"error":{…}}`.
+    JsonError,
+    /// An access line answering 5xx.
+    ServerError,
+    /// A capacity figure at or below zero.
+    Capacity,
+}
+
+/// Is this line (prefixes already stripped) an alarm? Cheap: most lines are rejected by their
+/// first bytes.
+pub fn alarm(t: &str, line: &str) -> Option<Alarm> {
+    let t = t.trim_start();
+    let level = level_word(t);
+    if level && exception_line(message(t)) {
+        return Some(Alarm::Exception);
+    }
+    if level {
+        return Some(Alarm::Level);
+    }
+    if t.starts_with("Traceback (most recent call last)") {
+        return Some(Alarm::TracebackHead);
+    }
+    if exception_line(t) {
+        return Some(Alarm::Exception);
+    }
+    if t.starts_with("Error: ") || t.starts_with("error: ") || t.contains("' panicked at ") {
+        return Some(Alarm::Exit);
+    }
+    if line.contains("{\"object\":\"error\"")
+        || line.contains("{\"object\": \"error\"")
+        || line.contains("{\"error\":{")
+        || line.contains("{\"error\": {")
+        || line.contains("{\"type\":\"error\"")
+        || line.contains("{\"type\": \"error\"")
+    {
+        return Some(Alarm::JsonError);
+    }
+    if server_error(line) {
+        return Some(Alarm::ServerError);
+    }
+    if capacity_not_positive(line) {
+        return Some(Alarm::Capacity);
+    }
+    None
+}
+
+/// A level word among the first fields: `ERROR 05-12 …` (vLLM), `ERROR:root:` (Python's
+/// default), `2025-… - vllm - ERROR - …`, `| ERROR |` (loguru), `level=error`, `[E …]` / `E1203`
+/// (glog, PyTorch's C++ logs), `"level":"ERROR"`.
+fn level_word(t: &str) -> bool {
+    let b = t.as_bytes();
+    if b.len() > 5 && b[0] == b'E' && b[1..5].iter().all(u8::is_ascii_digit) && b[5] == b' ' {
+        return true;
+    }
+    if t.starts_with("[E ") || t.starts_with("[E] ") {
+        return true;
+    }
+    if let Some(g) = t.strip_prefix('[')
+        && g.len() > 5
+        && g.as_bytes()[0] == b'E'
+        && g.as_bytes()[1..5].iter().all(u8::is_ascii_digit)
+    {
+        return true;
+    }
+    for word in t.split_ascii_whitespace().take(5) {
+        let w = word.trim_matches(|c: char| matches!(c, '[' | ']' | '|' | '-' | ':' | ',' | '(' | ')'));
+        let w = w.split(':').next().unwrap_or(w);
+        if matches!(w, "ERROR" | "CRITICAL" | "FATAL" | "level=error" | "level=fatal" | "level=critical") {
+            return true;
+        }
+    }
+    t.contains("\"level\":\"ERROR\"") || t.contains("\"level\":\"error\"") || t.contains("\"level\": \"error\"")
+}
+
+/// The message of a logged line: what follows the logger's `[file.py:123] ` location, if any.
+fn message(t: &str) -> &str {
+    match t.find("] ") {
+        Some(i) if i < 100 => &t[i + 2..],
+        _ => t,
+    }
+}
+
+/// `RuntimeError: …`, `torch.OutOfMemoryError: …`, `ray.exceptions.RayActorError: …`, a bare
+/// `asyncio.exceptions.CancelledError`. Not warnings.
+fn exception_line(t: &str) -> bool {
+    let end = t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')).unwrap_or(t.len());
+    if end == 0 {
+        return false;
+    }
+    let name = &t[..end];
+    let rest = &t[end..];
+    let named = ["Error", "Exception", "Exit", "Interrupt", "Failure", "Timeout", "Fault"]
+        .iter()
+        .any(|w| name.ends_with(w))
+        && name.as_bytes()[0].is_ascii_alphabetic();
+    named && (rest.is_empty() || rest.starts_with(':') || rest.starts_with("(\""))
+}
+
+/// `"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error`.
+fn server_error(line: &str) -> bool {
+    let Some(i) = line.find(" HTTP/1.") else { return false };
+    let Some(close) = line[i..].find('"') else { return false };
+    line[i + close + 1..]
+        .split_whitespace()
+        .next()
+        .and_then(|c| c.parse::<u16>().ok())
+        .is_some_and(|c| (500..600).contains(&c))
+}
+
+/// A line that continues an open block: a traceback frame or code line, a caret line, a chained
+/// exception's connecting sentence.
+fn continues(t: &str) -> bool {
+    let u = t.trim_start();
+    t.starts_with("  ")
+        || t.starts_with('\t')
+        || u.starts_with("File \"")
+        || u.starts_with('^')
+        || u.starts_with('~')
+        || u.starts_with("During handling of the above exception")
+        || u.starts_with("The above exception was the direct cause")
+}
+
+/// One run of alarm lines (and the traceback lines between them) in one input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub input: String,
+    pub first: usize,
+    pub last: usize,
+    /// The line that says the most: the last exception line, else the first alarm line.
+    pub quote: EvidenceLine,
+    pub kinds: Vec<Alarm>,
+    /// Signals seen in the block (indexes into [`SIGNALS`]).
+    pub signals: Vec<usize>,
+    /// Only a traceback's head was seen (the paste was cut before the exception line).
+    pub cut: bool,
+    quote_rank: u8,
+}
+
+/// Most blocks kept; beyond, blocks are counted (and whether any had no known message).
+pub const MAX_BLOCKS: usize = 256;
+const MAX_HITS: usize = 8;
+
+/// Hits of one signal.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hits {
+    pub count: u64,
+    /// The first few lines.
+    pub lines: Vec<EvidenceLine>,
+}
+
+/// What [`Watch`] learned, for the rules and the claim check.
+#[derive(Clone, Debug, Default)]
+pub struct Signals {
+    /// Signal index → hits.
+    pub hits: BTreeMap<usize, Hits>,
+    pub blocks: Vec<Block>,
+    /// Blocks beyond [`MAX_BLOCKS`], and how many of them had no known message.
+    pub blocks_dropped: u64,
+    pub dropped_unknown: u64,
+    /// Signals seen in dropped blocks.
+    pub dropped_signals: Vec<usize>,
+}
+
+impl Signals {
+    /// Every hit of the signals whose rules include `rule`, in table order.
+    pub fn for_rule(&self, rule: &str) -> impl Iterator<Item = (&'static Signal, &Hits)> {
+        self.hits.iter().filter(move |(i, _)| SIGNALS[**i].rules.contains(&rule)).map(|(i, h)| (&SIGNALS[*i], h))
+    }
+
+    /// Lines of the signals that `rule` explains: up to `max`, in input order.
+    pub fn lines_for(&self, rule: &str, max: usize) -> Vec<EvidenceLine> {
+        let mut lines: Vec<EvidenceLine> = self.for_rule(rule).flat_map(|(_, h)| h.lines.iter().cloned()).collect();
+        lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
+        lines.dedup();
+        lines.truncate(max);
+        lines
+    }
+
+    /// How many lines the signals of `rule` matched.
+    pub fn count_for(&self, rule: &str) -> u64 {
+        self.for_rule(rule).map(|(_, h)| h.count).sum()
+    }
+
+    /// Was signal `id` seen?
+    pub fn seen(&self, id: &str) -> Option<&Hits> {
+        self.hits.iter().find(|(i, _)| SIGNALS[**i].id == id).map(|(_, h)| h)
+    }
+}
+
+/// The per-input state of the alarm watch.
+#[derive(Debug, Default)]
+pub struct Watch {
+    open: Option<Block>,
+    /// A traceback head block closed before its exception line: joins the next block.
+    pending_head: Option<Block>,
+}
+
+impl Watch {
+    /// Look at one line (ANSI already stripped).
+    pub fn line(&mut self, out: &mut Signals, input: &str, no: usize, line: &str) {
+        let t = strip_prefixes(line);
+        let found = matches(line);
+        for &i in &found {
+            let hits = out.hits.entry(i).or_default();
+            hits.count += 1;
+            if hits.lines.len() < MAX_HITS {
+                hits.lines.push(EvidenceLine { input: input.to_owned(), line: no, text: quote(&redact(line)) });
+            }
+        }
+        if t.trim().is_empty() {
+            return;
+        }
+        let alarm = alarm(t, line);
+        match (alarm, self.open.as_mut()) {
+            (Some(kind), Some(block)) => {
+                block.extend(no, kind, line, &found);
+            }
+            (None, Some(block)) if continues(t) || !found.is_empty() && block.signals.is_empty() => {
+                block.last = no;
+                block.add_signals(&found);
+            }
+            (Some(kind), None) => {
+                let mut block = self.pending_head.take().unwrap_or_else(|| Block::new(input, no));
+                block.extend(no, kind, line, &found);
+                self.open = Some(block);
+            }
+            (None, Some(_)) => self.close(out),
+            (None, None) => {}
+        }
+    }
+
+    /// The input ended.
+    pub fn end(&mut self, out: &mut Signals) {
+        self.close(out);
+        if let Some(head) = self.pending_head.take() {
+            keep(out, head);
+        }
+    }
+
+    fn close(&mut self, out: &mut Signals) {
+        let Some(mut block) = self.open.take() else { return };
+        block.cut = block.kinds.iter().all(|k| *k == Alarm::TracebackHead);
+        if block.cut {
+            if let Some(earlier) = self.pending_head.replace(block) {
+                keep(out, earlier);
+            }
+            return;
+        }
+        keep(out, block);
+    }
+}
+
+impl Block {
+    fn new(input: &str, no: usize) -> Block {
+        Block {
+            input: input.to_owned(),
+            first: no,
+            last: no,
+            quote: EvidenceLine { input: input.to_owned(), line: no, text: String::new() },
+            quote_rank: 0,
+            kinds: Vec::new(),
+            signals: Vec::new(),
+            cut: false,
+        }
+    }
+
+    fn extend(&mut self, no: usize, kind: Alarm, line: &str, found: &[usize]) {
+        self.last = no;
+        if !self.kinds.contains(&kind) {
+            self.kinds.push(kind);
+        }
+        // The quote: the last exception or exit line, else the first line with a known
+        // message, else the first alarm line.
+        let rank = match kind {
+            Alarm::Exception | Alarm::Exit => 3,
+            _ if !found.is_empty() => 2,
+            _ => 1,
+        };
+        if rank > self.quote_rank || rank == 3 {
+            self.quote = EvidenceLine { input: self.input.clone(), line: no, text: quote(&redact(line)) };
+            self.quote_rank = rank;
+        }
+        self.add_signals(found);
+    }
+
+    fn add_signals(&mut self, found: &[usize]) {
+        for &i in found {
+            if !self.signals.contains(&i) {
+                self.signals.push(i);
+            }
+        }
+    }
+}
+
+fn keep(out: &mut Signals, block: Block) {
+    if out.blocks.len() < MAX_BLOCKS {
+        out.blocks.push(block);
+    } else {
+        out.blocks_dropped += 1;
+        if block.signals.is_empty() {
+            out.dropped_unknown += 1;
+        }
+        for i in block.signals {
+            if !out.dropped_signals.contains(&i) {
+                out.dropped_signals.push(i);
+            }
+        }
+    }
+}
+
+/// Unrecognised text may hold a key: never quote one.
+fn redact(line: &str) -> String {
+    super::parsers::client_config::redact_secrets(line).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(strip_prefixes("[rank1]:[E ProcessGroupNCCL.cpp:616] x"), "[E ProcessGroupNCCL.cpp:616] x");
+        assert_eq!(
+            strip_prefixes("2025-03-04T10:00:01.123456789Z (EngineCore_0 pid=123) ERROR 03-04 10:00:01 [core.py:1] x"),
+            "ERROR 03-04 10:00:01 [core.py:1] x"
+        );
+        assert_eq!(strip_prefixes("[2025-03-04 10:00:01 TP0] Scheduler hit an exception"), "Scheduler hit an exception");
+        assert_eq!(strip_prefixes("(VllmWorker rank=1 pid=9)   File \"x.py\", line 3"), "  File \"x.py\", line 3");
+        assert_eq!(strip_prefixes("INFO 1"), "INFO 1");
+    }
+
+    #[test]
+    fn alarms() {
+        let a = |l: &str| alarm(strip_prefixes(l), l);
+        assert_eq!(a("ERROR 05-12 10:00:01 [core.py:390] EngineCore failed to start."), Some(Alarm::Level));
+        assert_eq!(a("2024-05-01T10:00:00.000000Z ERROR text_generation_launcher: Shard 0 failed"), Some(Alarm::Level));
+        assert_eq!(a("2025-01-01 10:00:00,123 - vllm - ERROR - boom"), Some(Alarm::Level));
+        assert_eq!(a("[rank0]:[E1203 10:00:00.123 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog"), Some(Alarm::Level));
+        assert_eq!(a("E1203 10:00:00.123456 123 ProcessGroupNCCL.cpp:616] x"), Some(Alarm::Level));
+        assert_eq!(a("Traceback (most recent call last):"), Some(Alarm::TracebackHead));
+        assert_eq!(a("torch.OutOfMemoryError: CUDA out of memory."), Some(Alarm::Exception));
+        assert_eq!(a("asyncio.exceptions.CancelledError"), Some(Alarm::Exception));
+        assert_eq!(a("thread 'main' panicked at src/main.rs:3:5:"), Some(Alarm::Exit));
+        assert_eq!(a("Error: ShardCannotStart"), Some(Alarm::Exception));
+        assert_eq!(a(r#"{"object":"error","message":"The model `x` does not exist.","code":404}"#), Some(Alarm::JsonError));
+        assert_eq!(a(r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error"#), Some(Alarm::ServerError));
+        assert_eq!(a("INFO 05-12 10:00:01 [gpu_worker.py:1] Available KV cache memory: -2.31 GiB"), Some(Alarm::Capacity));
+        for quiet in [
+            "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s",
+            "WARNING 05-12 10:00:01 [x.py:1] UserWarning: deprecated",
+            r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 200 OK"#,
+            "INFO 05-12 10:00:01 [gpu_worker.py:1] Available KV cache memory: 54.62 GiB",
+            "Errors: 0",
+            "the error rate was 0",
+        ] {
+            assert_eq!(a(quiet), None, "{quiet}");
+        }
+    }
+
+    #[test]
+    fn signals_match_all_needles() {
+        let ids = |l: &str| matches(l).into_iter().map(|i| SIGNALS[i].id).collect::<Vec<_>>();
+        assert_eq!(ids("ValueError: No available memory for the cache blocks. Try increasing"), ["vllm-no-cache-blocks"]);
+        assert_eq!(ids("Shard 0 failed to start"), ["tgi-shard-cannot-start"]);
+        assert!(ids("failed to start").is_empty());
+        assert_eq!(ids("INFO x # GPU blocks: 0, # CPU blocks: 2048"), ["capacity-not-positive"]);
+    }
+
+    fn blocks(text: &str) -> Signals {
+        let mut out = Signals::default();
+        let mut w = Watch::default();
+        for (i, l) in text.lines().enumerate() {
+            w.line(&mut out, "in", i + 1, l);
+        }
+        w.end(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_traceback_is_one_block_quoted_by_its_exception() {
+        let s = blocks(
+            "INFO start\nTraceback (most recent call last):\n  File \"a.py\", line 1, in f\n    g()\nRuntimeError: CUDA error: an illegal memory access was encountered\nINFO next\n",
+        );
+        assert_eq!(s.blocks.len(), 1);
+        let b = &s.blocks[0];
+        assert_eq!((b.first, b.last, b.quote.line, b.cut), (2, 5, 5, false));
+        assert_eq!(SIGNALS[b.signals[0]].id, "cuda-illegal-memory-access");
+    }
+
+    #[test]
+    fn a_cut_traceback_stays_a_block() {
+        let s = blocks("Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n");
+        assert_eq!(s.blocks.len(), 1);
+        assert!(s.blocks[0].cut);
+    }
+
+    #[test]
+    fn a_head_interrupted_by_other_lines_joins_its_exception() {
+        let s = blocks(
+            "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nINFO other process\nValueError: No available memory for the cache blocks.\n",
+        );
+        assert_eq!(s.blocks.len(), 1);
+        assert_eq!((s.blocks[0].first, s.blocks[0].last, s.blocks[0].cut), (1, 4, false));
+    }
+
+    #[test]
+    fn every_vllm_error_line_of_one_traceback_is_one_block() {
+        let p = "(EngineCore_0 pid=7) ERROR 05-12 10:00:01 [core.py:390]";
+        let text = format!(
+            "{p} EngineCore failed to start.\n{p} Traceback (most recent call last):\n{p}   File \"x.py\", line 3, in f\n{p} ValueError: No available memory for the cache blocks.\nINFO 05-12 done\n"
+        );
+        let s = blocks(&text);
+        assert_eq!(s.blocks.len(), 1);
+        assert_eq!(s.blocks[0].quote.line, 4);
+    }
+}

@@ -1,0 +1,83 @@
+//! The message catalogue (`tests/data/catalogue/*.tsv`): templates mined from the engines' own
+//! source, each with the rule that explains it. See `tests/data/catalogue/README.md`.
+
+use crate::{data, tsv};
+use libtest_mimic::{Failed, Trial};
+use triage_core::analyze::signals::{BENIGN, CAPACITY_SIGNAL, SIGNALS, UNCLAIMED};
+use triage_core::analyze::{analyze, report::Report};
+
+/// One catalogue row.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub at: String,
+    pub level: String,
+    pub template: String,
+    pub example: String,
+    pub maps_to: String,
+}
+
+pub fn rows() -> Vec<Row> {
+    let mut files: Vec<_> = std::fs::read_dir(data("catalogue"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "tsv"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        for (no, cols) in tsv(&std::fs::read_to_string(&f).unwrap()) {
+            let col = |i: usize| cols.get(i).map(|s| s.trim().to_owned()).unwrap_or_default();
+            out.push(Row {
+                at: format!("{name}:{no}"),
+                level: col(3),
+                template: col(4),
+                example: col(5),
+                maps_to: col(6),
+            });
+        }
+    }
+    out
+}
+
+fn cites_line_1(r: &Report, rule: &str) -> bool {
+    r.findings.iter().any(|f| f.rule == rule && f.evidence.iter().any(|e| e.line == 1))
+}
+
+fn check(row: &Row) -> Result<(), Failed> {
+    if row.example.is_empty() || row.maps_to.is_empty() {
+        return Err(format!("{}: a row needs an example and what it maps to", row.at).into());
+    }
+    let r = analyze(&[("example", &row.example)]);
+    let rules: Vec<&str> = r.findings.iter().map(|f| f.rule.as_str()).collect();
+    let ok = match row.maps_to.as_str() {
+        BENIGN => !r.findings.iter().any(|f| f.evidence.iter().any(|e| e.line == 1)),
+        rule => cites_line_1(&r, rule) || rule != UNCLAIMED && rules.contains(&rule),
+    };
+    if ok { Ok(()) } else { Err(format!("{} ({}): maps to {}, the analyzer says {:?}\n  {}", row.at, row.level, row.maps_to, rules, row.example).into()) }
+}
+
+/// Every known message of the analyzer stands in some catalogued template, word for word.
+fn signals_are_templates(rows: &[Row]) -> Result<(), Failed> {
+    let missing: Vec<String> = SIGNALS
+        .iter()
+        .filter(|s| s.needles[0] != CAPACITY_SIGNAL)
+        .filter(|s| !rows.iter().any(|r| s.needles.iter().all(|n| r.template.contains(n) || r.example.contains(n) && !r.template.is_empty())))
+        .map(|s| format!("{} {:?}", s.id, s.needles))
+        .collect();
+    if missing.is_empty() { Ok(()) } else { Err(format!("signals in no catalogued template: {missing:#?}").into()) }
+}
+
+pub fn trials() -> Vec<Trial> {
+    let rows = rows();
+    let mut trials: Vec<Trial> = rows
+        .iter()
+        .map(|row| {
+            let row = row.clone();
+            Trial::test(format!("catalogue::{}", row.at), move || check(&row))
+        })
+        .collect();
+    trials.push(Trial::test("catalogue::signals_are_templates", move || signals_are_templates(&rows)));
+    trials
+}
