@@ -28,6 +28,23 @@ pub struct Facts {
     pub kinds: BTreeSet<InputKind>,
     /// Alarm lines and known messages of every input, whatever section they were in.
     pub signals: Signals,
+    /// The targets figures are judged against.
+    pub slo: Slo,
+}
+
+/// Service-level targets the rules judge figures against (`triage analyze --slo-ttft-ms`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slo {
+    /// A TTFT tail above this is a finding whatever its median. Default 2,000 ms.
+    pub ttft_ms: f64,
+    /// An inter-token gap tail above this is a finding. Default 200 ms.
+    pub itl_ms: f64,
+}
+
+impl Default for Slo {
+    fn default() -> Slo {
+        Slo { ttft_ms: 2_000.0, itl_ms: 200.0 }
+    }
 }
 
 impl Facts {

@@ -12,6 +12,7 @@ pub mod kind;
 pub mod parsers;
 pub mod report;
 pub mod rules;
+mod signal_table;
 pub mod signals;
 pub mod text;
 pub mod time;
@@ -91,6 +92,12 @@ impl Analyzer {
     /// feeding: issues are written as the lines are read.
     pub fn with_lang(mut self, lang: Lang) -> Analyzer {
         self.lang = lang;
+        self
+    }
+
+    /// Judge tails against these targets instead of the defaults ([`facts::Slo`]).
+    pub fn with_slo(mut self, slo: facts::Slo) -> Analyzer {
+        self.facts.slo = slo;
         self
     }
 

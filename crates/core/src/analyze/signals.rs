@@ -39,88 +39,7 @@ pub struct Signal {
     pub next: Option<Both>,
 }
 
-const fn s(id: &'static str, needles: &'static [&'static str], rules: &'static [&'static str]) -> Signal {
-    Signal { id, needles, rules, next: None }
-}
-
-const OOM_RULES: &[&str] = &["input-too-long", "activation-peak", "allocator-fragmentation", "colocated-process"];
-const KV_START: &[&str] = &["kv-reservation-too-large"];
-
-/// The known messages. Grouped by what they mean; the catalogue test checks each against the
-/// templates mined from the engines' source.
-pub static SIGNALS: &[Signal] = &[
-    // Start-up memory: the KV cache does not fit.
-    s("vllm-no-cache-blocks", &["No available memory for the cache blocks"], KV_START),
-    s("vllm-kv-larger-than-available", &["KV cache is needed, which is larger than the available KV cache memory"], KV_START),
-    s("vllm-max-seq-len-over-kv", &["larger than the maximum number of tokens that can be stored in KV cache"], KV_START),
-    s("vllm-insufficient-kv-blocks", &["Insufficient memory for KV cache"], KV_START),
-    s("vllm-free-less-than-desired", &["is less than desired GPU memory utilization"], &["colocated-process", "kv-reservation-too-large"]),
-    s("capacity-not-positive", &[CAPACITY_SIGNAL], &["kv-reservation-too-large", "warmup-oom"]),
-    // SGLang and TGI start-up memory.
-    s("sglang-not-enough-memory", &["Not enough memory. Please try to increase --mem-fraction-static"], &["warmup-oom"]),
-    s("sglang-mem-fraction-low", &["increase --mem-fraction-static"], &["warmup-oom"]),
-    s("tgi-not-enough-memory-prefill", &["Not enough memory to handle"], &["warmup-oom"]),
-    s("tgi-warmup-error", &["WarmupError"], &["warmup-oom", "engine-start-failed"]),
-    s("tgi-warmup-failed", &["Method Warmup encountered an error"], &["warmup-oom", "engine-start-failed"]),
-    // Run-time OOM: the OOM rules read the numbers; any of them claims the message.
-    s("torch-cuda-oom", &["CUDA out of memory"], OOM_RULES),
-    s("torch-oom-error", &["OutOfMemoryError"], OOM_RULES),
-    s("cuda-error-oom", &["CUDA error: out of memory"], OOM_RULES),
-    // The engine never came up / died.
-    s("vllm-engine-init-failed", &["Engine core initialization failed"], &["engine-start-failed"]),
-    s("vllm-engine-failed-to-start", &["EngineCore failed to start"], &["engine-start-failed"]),
-    s("vllm-engine-core-dead", &["EngineDeadError"], &["engine-dead", "engine-start-failed"]),
-    s("vllm-engine-loop-died", &["Engine loop has died"], &["engine-dead"]),
-    s("vllm-engine-core-issue", &["EngineCore encountered"], &["engine-dead", "engine-start-failed"]),
-    s("tgi-shard-cannot-start", &["Shard", "failed to start"], &["engine-start-failed", "warmup-oom"]),
-    s("tgi-webserver-crashed", &["Webserver Crashed"], &["engine-start-failed", "warmup-oom"]),
-    // Distributed hangs.
-    s("nccl-watchdog-timeout", &["Watchdog caught collective operation timeout"], &["nccl-hang"]),
-    s("nccl-ops-failed", &["Some NCCL operations have failed or timed out"], &["nccl-hang"]),
-    s("nccl-watchdog-stuck", &["watchdog got stuck"], &["nccl-hang"]),
-    s("nccl-error", &["NCCL error"], &["nccl-hang"]),
-    s("nccl-internal", &["ncclInternalError"], &["nccl-hang"]),
-    s("nccl-system", &["ncclSystemError"], &["nccl-hang"]),
-    s("nccl-unhandled-cuda", &["ncclUnhandledCudaError"], &["nccl-hang"]),
-    s("nccl-remote", &["ncclRemoteError"], &["nccl-hang"]),
-    s("nccl-timeout-at-work", &["Timeout at NCCL work"], &["nccl-hang"]),
-    // Worker deaths.
-    s("ray-actor-died", &["The actor died unexpectedly"], &["worker-died"]),
-    s("ray-actor-died-error", &["ActorDiedError"], &["worker-died"]),
-    s("ray-actor-error", &["RayActorError"], &["worker-died"]),
-    s("ray-worker-died", &["A worker died or was killed"], &["worker-died"]),
-    s("ray-node-low-memory", &["node running low on memory"], &["worker-died"]),
-    s("process-sigkill", &["exitcode  : -9"], &["worker-died"]),
-    s("process-killed-signal-9", &["died with <Signals.SIGKILL: 9>"], &["worker-died"]),
-    // The client at fault.
-    s("model-does-not-exist", &["The model", "does not exist"], &["model-not-found"]),
-    s("model-not-found-code", &["model_not_found"], &["model-not-found"]),
-    s("sdk-retrying", &["Retrying request to"], &["client-retries-failing", "retries-mask-failures", "timeout-too-short"]),
-    s("sdk-connection-error", &["APIConnectionError"], &["client-retries-failing"]),
-    s("httpx-connect-error", &["httpx.ConnectError"], &["client-retries-failing"]),
-    s("sdk-timeout", &["APITimeoutError"], &["timeout-too-short"]),
-    // Known errors that name no cause by themselves: say what to paste next.
-    Signal {
-        id: "cuda-illegal-memory-access",
-        needles: &["an illegal memory access was encountered"],
-        rules: &[UNCLAIMED],
-        next: Some((
-            "a kernel read or wrote outside its memory (an engine or kernel bug, a bad quantised checkpoint, rarely failing HBM): rerun with CUDA_LAUNCH_BLOCKING=1 and paste the whole traceback, the engine and torch versions, the model and its quantisation, and `nvidia-smi -q -d ECC` / `dmesg | grep -i xid`",
-            "某个 kernel 越界读写了显存（引擎或 kernel 的 bug、量化权重有问题，极少数是 HBM 故障）：用 CUDA_LAUNCH_BLOCKING=1 重跑，贴出完整 traceback、引擎和 torch 版本、模型及其量化方式，以及 `nvidia-smi -q -d ECC` / `dmesg | grep -i xid` 的输出",
-        )),
-    },
-    Signal {
-        id: "cuda-device-side-assert",
-        needles: &["device-side assert triggered"],
-        rules: &[UNCLAIMED],
-        next: Some((
-            "a kernel assertion failed (often a token id outside the vocabulary, or an index out of range): rerun with CUDA_LAUNCH_BLOCKING=1 and paste the lines above the assert, the request that triggered it and the tokenizer / model versions",
-            "某个 kernel 的断言失败（常见原因是 token id 超出词表，或索引越界）：用 CUDA_LAUNCH_BLOCKING=1 重跑，贴出断言上方的日志、触发它的请求以及 tokenizer / 模型版本",
-        )),
-    },
-    // Alarms that are not faults.
-    s("asyncio-cancelled", &["CancelledError"], &[BENIGN]),
-];
+pub use super::signal_table::SIGNALS;
 
 /// The needle that [`scan`] reports for a capacity figure at or below zero.
 pub const CAPACITY_SIGNAL: &str = "\u{0}capacity";
@@ -416,6 +335,9 @@ pub struct Signals {
     pub dropped_unknown: u64,
     /// Signals seen in dropped blocks.
     pub dropped_signals: Vec<usize>,
+    /// A benchmark's requested rate (`--request-rate N`, `--rate N`, `Traffic request rate: N`),
+    /// wherever it was pasted.
+    pub requested_rate: Option<(f64, EvidenceLine)>,
 }
 
 impl Signals {
@@ -467,12 +389,18 @@ impl Watch {
         if t.trim().is_empty() {
             return;
         }
+        if out.requested_rate.is_none()
+            && let Some(rate) = ["--request-rate ", "--request-rate=", "--rate ", "Traffic request rate: "].iter().find_map(|k| number_after(line, k))
+        {
+            out.requested_rate =
+                Some((rate, EvidenceLine { input: input.to_owned(), line: no, text: quote(&redact(line)) }));
+        }
         let alarm = alarm(t, line);
         match (alarm, self.open.as_mut()) {
             (Some(kind), Some(block)) => {
                 block.extend(no, kind, line, &found);
             }
-            (None, Some(block)) if continues(t) || !found.is_empty() && block.signals.is_empty() => {
+            (None, Some(block)) if continues(t) => {
                 block.last = no;
                 block.add_signals(&found);
             }

@@ -80,6 +80,34 @@ struct Run {
     header: Option<EvidenceLine>,
 }
 
+impl BenchFacts {
+    /// The highest tail percentile read for `metric` (`ttft_ms`, `itl_ms` …): p99, else p95,
+    /// else p90, with its name.
+    pub fn tail(&self, metric: &str) -> Option<(f64, &'static str)> {
+        ["p99", "p95", "p90"].into_iter().find_map(|p| self.figures.get(&format!("{metric}.{p}")).map(|v| (*v, p)))
+    }
+
+    /// The median of `metric`, else its mean, with its name.
+    pub fn middle(&self, metric: &str) -> Option<(f64, &'static str)> {
+        ["median", "p50", "mean"].into_iter().find_map(|p| self.figures.get(&format!("{metric}.{p}")).map(|v| (*v, p)))
+    }
+
+    /// The line a figure was read from, else the run's first evidence line.
+    pub fn line(&self, figure: &str) -> Option<EvidenceLine> {
+        self.lines.get(figure).or(self.evidence.first()).cloned()
+    }
+
+    /// The request rate the run asked for: its own figure, or guidellm's `constant@20.00` /
+    /// `poisson@20.00` strategy label.
+    pub fn requested_rate(&self) -> Option<f64> {
+        self.figures.get("request_rate").copied().or_else(|| {
+            let label = self.label.as_deref()?;
+            let (_, rate) = label.split_once('@')?;
+            rate.trim().parse().ok()
+        })
+    }
+}
+
 impl Run {
     /// The first value read for a name wins (`P50 TTFT` and `Median TTFT` are the same figure).
     fn put(&mut self, name: String, value: f64, evidence: &EvidenceLine) {
@@ -208,6 +236,7 @@ fn console_figure(label: &str) -> Option<(String, f64)> {
         "peak concurrent requests" => "peak_concurrency",
         "maximum request concurrency" | "max request concurrency" => "max_concurrency",
         "concurrency" => "concurrency.mean",
+        "request rate configured (rps)" | "traffic request rate" | "request rate" => "request_rate",
         _ => "",
     };
     if !plain.is_empty() {

@@ -25,7 +25,15 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    let lines = &f.vllm.engine_dead;
+    // The vLLM parser's lines, and the known messages of any other section (a bare paste of
+    // PyTorch's or another engine's lines).
+    let mut lines = f.vllm.engine_dead.clone();
+    for l in f.signals.lines_for(RULE.doc.id, 8) {
+        if !lines.iter().any(|e| e.input == l.input && e.line == l.line) {
+            lines.push(l);
+        }
+    }
+    lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
     if lines.is_empty() {
         return None;
     }

@@ -131,6 +131,25 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         evidence.extend(o.evidence.first().cloned());
         evidence.extend(v.startup_lines.iter().chain(&v.startup_events).take(1).cloned());
     }
+    // Known messages the parser does not read (other releases' wording, a KV budget at or
+    // below zero after profiling) — vLLM lines only: SGLang's capacity is warmup-oom's.
+    let others: Vec<EvidenceLine> = f
+        .signals
+        .lines_for(RULE.doc.id, 4)
+        .into_iter()
+        .filter(|l| !l.text.contains("max_total_num_tokens") && !l.text.contains("#tokens:"))
+        .filter(|l| !evidence.iter().any(|e| e.input == l.input && e.line == l.line))
+        .collect();
+    if !others.is_empty() {
+        confidence = confidence.max(0.85);
+        if reasons.is_empty() {
+            reasons.push(lang.pick(
+                "after loading the weights and profiling a forward pass, nothing (or less than nothing) was left for the KV cache".to_owned(),
+                "加载权重并完成一次前向的显存分析之后，留给 KV 缓存的显存为零甚至为负".to_owned(),
+            ));
+        }
+        evidence.extend(others);
+    }
     if reasons.is_empty() {
         return None;
     }

@@ -11,14 +11,21 @@ pub use crate::lang::Lang;
 mod activation_peak;
 mod allocator_fragmentation;
 mod base_url_wrong;
+mod bench_itl_tail;
+mod bench_overloaded;
+mod bench_ttft_tail;
 mod chunked_prefill_off;
 mod client_retries_failing;
 mod cold_start;
 mod colocated_process;
+mod context_length_exceeded;
 mod engine_dead;
 mod engine_start_failed;
+mod gpu_hw_error;
 mod input_too_long;
 mod kv_leak;
+mod kv_offload_degraded;
+mod kv_pool_exhausted;
 mod kv_pressure_preemption;
 mod kv_reservation_too_large;
 mod long_prompt_blocks_prefill;
@@ -124,10 +131,14 @@ pub static RULES: &[Rule] = &[
     long_prompt_blocks_prefill::RULE,
     chunked_prefill_off::RULE,
     cold_start::RULE,
+    bench_overloaded::RULE,
+    bench_ttft_tail::RULE,
+    kv_offload_degraded::RULE,
     // TBT tail
     long_sequence_in_batch::RULE,
     kv_pressure_preemption::RULE,
     slow_gpu::RULE,
+    bench_itl_tail::RULE,
     // OOM
     kv_reservation_too_large::RULE,
     input_too_long::RULE,
@@ -135,6 +146,7 @@ pub static RULES: &[Rule] = &[
     allocator_fragmentation::RULE,
     colocated_process::RULE,
     warmup_oom::RULE,
+    kv_pool_exhausted::RULE,
     // Throughput zero
     scheduler_stall::RULE,
     kv_leak::RULE,
@@ -143,6 +155,7 @@ pub static RULES: &[Rule] = &[
     engine_dead::RULE,
     engine_start_failed::RULE,
     worker_died::RULE,
+    gpu_hw_error::RULE,
     // Config pitfalls
     base_url_wrong::RULE,
     timeout_too_short::RULE,
@@ -151,6 +164,7 @@ pub static RULES: &[Rule] = &[
     missing_timestamps::RULE,
     mean_not_p99::RULE,
     model_not_found::RULE,
+    context_length_exceeded::RULE,
     client_retries_failing::RULE,
     // No class yet
     unclaimed_error::RULE,
@@ -242,7 +256,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 29);
+        assert_eq!(super::RULES.len(), 36);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);

@@ -75,6 +75,43 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             }
         }
     }
+    // Requests pile up in the queue while nothing is admitted or generated (V0 multi-step
+    // scheduling stuck; `Pending` / `Waiting` growing, every throughput at zero).
+    let mut piling: Vec<&crate::analyze::parsers::vllm::VllmStat> = Vec::new();
+    let mut longest: Vec<&crate::analyze::parsers::vllm::VllmStat> = Vec::new();
+    for s in &f.vllm.stats {
+        let idle = s.gen_tps.unwrap_or(0.0) == 0.0 && s.prompt_tps.unwrap_or(0.0) == 0.0;
+        let grows = piling.last().is_none_or(|p| s.waiting.unwrap_or(0.0) >= p.waiting.unwrap_or(0.0));
+        if idle && s.waiting.unwrap_or(0.0) > 0.0 && grows {
+            piling.push(s);
+            if piling.len() > longest.len() {
+                longest.clone_from(&piling);
+            }
+        } else {
+            piling.clear();
+        }
+    }
+    if best.len() < 3 && longest.len() >= 3 {
+        confidence = confidence.max(0.75);
+        let (a, b) = (longest[0].waiting.unwrap_or(0.0), longest[longest.len() - 1].waiting.unwrap_or(0.0));
+        reasons.push(lang.pick(
+            format!("{} consecutive stats lines show the queue at {a:.0} → {b:.0} requests while nothing is prefilled or generated", longest.len()),
+            format!("连续 {} 条统计行显示排队请求 {a:.0} → {b:.0}，却没有任何 prefill 或生成", longest.len()),
+        ));
+        evidence.push(longest[0].evidence.clone());
+        evidence.push(longest[longest.len() - 1].evidence.clone());
+    }
+    // The engine's own watchdog says the scheduler stopped (SGLang's watchdog timeout, a
+    // detokenizer that stopped answering the health check).
+    let watchdog = f.signals.lines_for(RULE.doc.id, 3);
+    if !watchdog.is_empty() {
+        confidence = confidence.max(0.8);
+        reasons.push(lang.pick(
+            "the engine's watchdog reports that the scheduler stopped making progress".to_owned(),
+            "引擎自己的 watchdog 报告调度器不再推进".to_owned(),
+        ));
+        evidence.extend(watchdog);
+    }
     if reasons.is_empty() {
         return None;
     }
