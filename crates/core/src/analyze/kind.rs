@@ -136,6 +136,8 @@ const VLLM: &[&str] = &[
     "is less than desired GPU memory utilization",
     "the maximum number of tokens that can be stored in KV cache",
     "Chunked prefill is enabled",
+    "] Added request ",
+    "] Aborted request",
 ];
 
 const SGLANG: &[&str] = &[

@@ -285,19 +285,36 @@ impl Analyzer {
         if let Some(f) = rules::unclaimed_error::finding(&facts, &findings, lang) {
             findings.push(f);
         }
+        // An outage (out of memory, nothing served) outranks the slowness that came before it:
+        // the queue that grew before an OOM is context, the OOM is the incident.
+        let outage = |f: &report::Finding| {
+            matches!(f.class, report::Class::Oom | report::Class::ThroughputZero) && f.confidence >= 0.5
+        };
         findings.sort_by(|a, b| {
-            b.confidence
-                .total_cmp(&a.confidence)
+            outage(b)
+                .cmp(&outage(a))
+                .then(b.confidence.total_cmp(&a.confidence))
                 .then(b.class.severity().cmp(&a.class.severity()))
                 .then(a.rule.cmp(&b.rule))
         });
-        // The verdict is the first finding that names a class; an unexplained error alone
-        // leaves it INCONCLUSIVE, and so does an input that shows no health.
-        let verdict = match findings.iter().find(|f| f.class != report::Class::Inconclusive) {
+        // The verdict is the first finding that names a cause; an unexplained error alone (or
+        // next to a consequence such as a dead engine) leaves it INCONCLUSIVE, with the
+        // unexplained error first; so does an input that shows no health.
+        let unexplained = findings.iter().any(|f| f.rule == rules::unclaimed_error::RULE.doc.id);
+        let names_cause = |f: &report::Finding| {
+            f.class != report::Class::Inconclusive && !(unexplained && rules::CONSEQUENCES.contains(&f.rule.as_str()))
+        };
+        let verdict = match findings.iter().find(|f| names_cause(f)) {
             Some(f) => Verdict::from(f.class),
             None if findings.is_empty() && facts.health_evidence() => Verdict::Healthy,
             None => Verdict::Inconclusive,
         };
+        if verdict == Verdict::Inconclusive
+            && let Some(i) = findings.iter().position(|f| f.rule == rules::unclaimed_error::RULE.doc.id)
+        {
+            let f = findings.remove(i);
+            findings.insert(0, f);
+        }
         Report {
             schema: report::SCHEMA.to_owned(),
             verdict,

@@ -34,11 +34,11 @@ pub static SIGNALS: &[Signal] = &[
     // The engine never came up / died.
     s("vllm-engine-init-failed", &["Engine core initialization failed"], &["engine-start-failed"]),
     s("vllm-engine-failed-to-start", &["EngineCore failed to start"], &["engine-start-failed"]),
-    s("vllm-engine-core-dead", &["EngineDeadError"], &["engine-dead", "engine-start-failed"]),
+    s("vllm-engine-core-dead", &["EngineDeadError"], &["engine-dead"]),
     s("vllm-engine-loop-died", &["Engine loop has died"], &["engine-dead"]),
-    s("vllm-engine-core-issue", &["EngineCore encountered"], &["engine-dead", "engine-start-failed"]),
-    s("tgi-shard-cannot-start", &["Shard", "failed to start"], &["engine-start-failed", "warmup-oom"]),
-    s("tgi-webserver-crashed", &["Webserver Crashed"], &["engine-start-failed", "warmup-oom"]),
+    s("vllm-engine-core-issue", &["EngineCore encountered"], &["engine-dead"]),
+    s("tgi-shard-cannot-start", &["Shard", "failed to start"], &["engine-start-failed"]),
+    s("tgi-webserver-crashed", &["Webserver Crashed"], &["engine-start-failed"]),
     // Distributed hangs.
     s("nccl-watchdog-timeout", &["Watchdog caught collective operation timeout"], &["nccl-hang"]),
     s("nccl-ops-failed", &["Some NCCL operations have failed or timed out"], &["nccl-hang"]),

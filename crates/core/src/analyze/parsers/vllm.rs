@@ -65,6 +65,12 @@ pub struct VllmFacts {
     pub engine_dead: Vec<EvidenceLine>,
     pub nccl: Vec<EvidenceLine>,
     pub timeouts: Vec<EvidenceLine>,
+    /// When each request still open was added (`Added request ID`, log time in seconds), to
+    /// time its abort. Bounded ([`MAX_OPEN`]).
+    pub added_at: std::collections::HashMap<String, f64>,
+    /// Seconds from `Added request` to `Aborted request` for the same request id: a client
+    /// that gives up after a fixed time aborts its requests at the same age.
+    pub abort_after_s: Vec<(f64, EvidenceLine)>,
     /// `Aborted request …` lines: the engine freed a request's KV on a client's behalf.
     pub aborts: u64,
     pub abort_lines: Vec<EvidenceLine>,
@@ -100,6 +106,10 @@ impl VllmFacts {
 }
 
 const MAX_STATS: usize = 50_000;
+/// Requests whose add time is kept to time their abort.
+const MAX_OPEN: usize = 4_096;
+/// Abort ages kept.
+const MAX_ABORT_AGES: usize = 512;
 const MAX_LINES: usize = 8;
 
 /// Engine arguments worth reading, with the names different versions use.
@@ -222,9 +232,10 @@ mod needle {
     pub const TIMEOUT: u64 = 1 << 41;
     pub const ERROR_UPPER: u64 = 1 << 42;
     pub const ERROR_WORD: u64 = 1 << 43;
+    pub const ADDED: u64 = 1 << 44;
 }
 
-const NEEDLE_TEXT: [&str; 44] = [
+const NEEDLE_TEXT: [&str; 45] = [
     "Avg prompt throughput",
     "Avg generation throughput",
     "GPU KV cache usage:",
@@ -269,6 +280,7 @@ const NEEDLE_TEXT: [&str; 44] = [
     "Timeout",
     "ERROR",
     "Error",
+    "Added request",
 ];
 
 /// Leftmost-first search uses the SIMD prefilter, so lines without any needle (most lines of a
@@ -284,6 +296,13 @@ static NEEDLES: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::Lazy
 /// Bit `i` set when needle `i` occurs in the line.
 fn needles_in(line: &str) -> u64 {
     NEEDLES.find_iter(line).fold(0, |acc, m| acc | 1 << m.pattern().as_usize())
+}
+
+/// The request ids after `key` (`Added request ID.`, `Aborted request(s) ID1, ID2.`).
+fn request_ids<'a>(line: &'a str, key: &str) -> impl Iterator<Item = &'a str> {
+    let rest = line.find(key).map_or("", |i| &line[i + key.len()..]);
+    let rest = rest.strip_prefix("(s)").unwrap_or(rest);
+    rest.split(',').map(|id| id.trim().trim_end_matches('.')).filter(|id| !id.is_empty() && !id.contains(' '))
 }
 
 /// One pass over a stats line: `key: number unit` segments separated by commas.
@@ -477,7 +496,27 @@ impl SectionParser for VllmParser {
         if has(ABORTED) {
             cx.facts.vllm.aborts += 1;
             let e = cx.evidence(no, line);
+            if let Some(t) = stamp(line) {
+                for id in request_ids(line, "Aborted request") {
+                    if let Some(added) = cx.facts.vllm.added_at.remove(id)
+                        && cx.facts.vllm.abort_after_s.len() < MAX_ABORT_AGES
+                    {
+                        cx.facts.vllm.abort_after_s.push((t - added, e.clone()));
+                    }
+                }
+            }
             push_bounded(&mut cx.facts.vllm.abort_lines, e, MAX_LINES);
+            return;
+        }
+        if has(ADDED) {
+            if let Some(t) = stamp(line) {
+                let v = &mut cx.facts.vllm;
+                for id in request_ids(line, "Added request") {
+                    if v.added_at.len() < MAX_OPEN {
+                        v.added_at.insert(id.to_owned(), t);
+                    }
+                }
+            }
             return;
         }
         if has(CHUNKED) {

@@ -37,23 +37,30 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     if lines.is_empty() {
         return None;
     }
-    let cause = if !f.ooms.is_empty() || f.vllm.fatal_memory.iter().any(|_| true) {
+    // The death is a consequence: with its cause in the paste, the cause's finding leads.
+    let cause_rule = super::CAUSES_OF_DEATH.iter().find(|r| f.signals.count_for(r) > 0).copied();
+    let memory = !f.ooms.is_empty() || !f.vllm.fatal_memory.is_empty();
+    let nccl = !f.vllm.nccl.is_empty() || cause_rule == Some("nccl-hang");
+    let cause = if memory {
         lang.pick(
             " An out-of-memory error is in the same input: it is the likely root cause.",
             "同一份输入里有显存溢出错误：它很可能就是根因。",
         )
-    } else if !f.vllm.nccl.is_empty() {
+    } else if nccl {
         lang.pick(
             " An NCCL failure is in the same input: it is the likely root cause.",
             "同一份输入里有 NCCL 故障：它很可能就是根因。",
         )
+    } else if cause_rule.is_some() {
+        lang.pick(" Its cause is in the same input (see the other findings).", "同一份输入里有它的原因（见其他发现）。")
     } else {
         ""
     };
+    let confidence = if memory || nccl || cause_rule.is_some() { 0.5 } else { 0.85 };
     let n = lines.len();
     Some(RULE.doc.finding(
         lang,
-        0.9,
+        confidence,
         lang.pick(
             format!("The engine process died ({n} line(s)).{cause}"),
             format!("引擎进程已经挂了（{n} 行）。{cause}"),

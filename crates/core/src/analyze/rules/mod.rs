@@ -170,6 +170,26 @@ pub static RULES: &[Rule] = &[
     unclaimed_error::RULE,
 ];
 
+/// Rules that name why an engine died or could not start: when one of them fires, the death
+/// (`engine-dead`, `engine-start-failed`) is its consequence and ranks below it.
+pub(crate) const CAUSES_OF_DEATH: &[&str] = &[
+    "kv-reservation-too-large",
+    "warmup-oom",
+    "kv-pool-exhausted",
+    "input-too-long",
+    "activation-peak",
+    "allocator-fragmentation",
+    "colocated-process",
+    "nccl-hang",
+    "worker-died",
+    "gpu-hw-error",
+    "scheduler-stall",
+];
+
+/// Rules that report a consequence, not a cause: an engine that died. An error no rule explains
+/// next to one of them leaves the verdict INCONCLUSIVE — the death is certain, its cause is not.
+pub const CONSEQUENCES: &[&str] = &["engine-dead"];
+
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
     RULES.iter().map(|r| &r.doc)

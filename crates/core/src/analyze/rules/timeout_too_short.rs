@@ -143,6 +143,21 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             }
         }
     }
+    // Without a client config: the engine aborted requests at the same age, the mark of a
+    // client timeout (a person gives up at random times; a timer does not).
+    if best.is_none()
+        && let Some((age, evidence)) = fixed_abort_age(f)
+    {
+        let n = f.vllm.abort_after_s.len();
+        best = Some((
+            0.75,
+            lang.pick(
+                format!("the engine aborted {n} request(s) each about {age:.0} s after it arrived: a client timeout of ~{age:.0} s"),
+                format!("引擎 abort 了 {n} 个请求，每个都在到达约 {age:.0} s 后：客户端超时约为 {age:.0} s"),
+            ),
+            evidence,
+        ));
+    }
     let (confidence, summary, evidence) = best?;
     Some(RULE.doc.finding(
         lang,
@@ -179,6 +194,22 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             ),
         ]),
     ))
+}
+
+/// At least three aborts whose ages agree within 10 % (or 2 s): their median age and two lines.
+fn fixed_abort_age(f: &Facts) -> Option<(f64, Vec<EvidenceLine>)> {
+    let ages = &f.vllm.abort_after_s;
+    if ages.len() < 3 {
+        return None;
+    }
+    let mut sorted: Vec<f64> = ages.iter().map(|(a, _)| *a).filter(|a| *a > 0.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    let (lo, hi) = (*sorted.first()?, *sorted.last()?);
+    let median = sorted[sorted.len() / 2];
+    if sorted.len() < 3 || hi - lo > (0.1 * median).max(2.0) {
+        return None;
+    }
+    Some((median, ages.iter().take(2).map(|(_, e)| e.clone()).collect()))
 }
 
 #[cfg(test)]

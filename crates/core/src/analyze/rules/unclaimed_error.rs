@@ -34,10 +34,13 @@ const MAX_QUOTED: usize = 5;
 
 /// The `unclaimed-error` finding, given the findings of every other rule.
 pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Finding> {
-    let fired = |rule: &str| found.iter().any(|x| x.rule == rule);
+    // A consequence (a dead engine) explains no error: the error that killed it needs a cause.
+    let fired = |rule: &str| found.iter().any(|x| x.rule == rule && !super::CONSEQUENCES.contains(&rule));
     let claimed_signal = |i: usize| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || fired(r));
     let cited = |b: &Block| {
-        found.iter().any(|x| x.evidence.iter().any(|e| e.input == b.input && (b.first..=b.last).contains(&e.line)))
+        found.iter().filter(|x| !super::CONSEQUENCES.contains(&x.rule.as_str())).any(|x| {
+            x.evidence.iter().any(|e| e.input == b.input && (b.first..=b.last).contains(&e.line))
+        })
     };
     let open: Vec<&Block> =
         f.signals.blocks.iter().filter(|b| !cited(b) && !b.signals.iter().any(|&i| claimed_signal(i))).collect();

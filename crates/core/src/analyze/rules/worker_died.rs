@@ -25,11 +25,14 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    // A worker killed by an error the paste shows (an OOM, NCCL, a GPU fault): that error leads.
+    let cause = !f.ooms.is_empty()
+        || super::CAUSES_OF_DEATH.iter().any(|r| *r != RULE.doc.id && f.signals.count_for(r) > 0);
     from_signals(
         &RULE.doc,
         f,
         lang,
-        0.85,
+        if cause { 0.5 } else { 0.85 },
         |n| {
             lang.pick(
                 format!("A worker of the engine died ({n} line(s)): the rest of its group waits for it and nothing is served."),
