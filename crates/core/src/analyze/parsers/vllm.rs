@@ -126,7 +126,7 @@ const ARGS: &[(&str, &[&str])] = &[
 ];
 
 /// `MM-DD HH:MM:SS` after the level word → seconds since the start of the year.
-fn stamp(line: &str) -> Option<f64> {
+pub(crate) fn stamp(line: &str) -> Option<f64> {
     let b = line.as_bytes();
     for i in 0..b.len().saturating_sub(14) {
         let w = &b[i..i + 14];

@@ -60,6 +60,26 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         );
         evidence.push(f.vllm.startup_events[0].clone());
     }
+    // Stats only: the first stats lines after the start-up show a queue that then drains —
+    // the requests that arrived while the engine was loading, compiling and capturing.
+    if confidence == 0.0
+        && let Some(started) = f.vllm.startup_events.iter().filter_map(|e| crate::analyze::parsers::vllm::stamp(&e.text)).reduce(f64::max)
+        && let Some(first) = f.vllm.stats.iter().find(|s| s.t.is_some_and(|t| t >= started))
+        && first.t.is_some_and(|t| t - started <= 120.0)
+        && let Some(backlog) = first.waiting.filter(|w| *w > 0.0)
+        && let Some(last) = f.vllm.stats.iter().rev().find(|s| s.t.is_some_and(|t| t > first.t.unwrap_or(0.0)))
+        && last.waiting.is_some_and(|w| w <= backlog / 2.0)
+    {
+        confidence = 0.8;
+        let (then, now) = (backlog, last.waiting.unwrap_or(0.0));
+        reasons.push(lang.pick(
+            format!("the first stats line after the start-up shows {then:.0} requests waiting, which drain to {now:.0}: they arrived while the engine was loading, compiling and capturing graphs"),
+            format!("启动后的第一条统计行有 {then:.0} 个请求在排队，随后降到 {now:.0}：它们是在引擎加载权重、编译和捕获 CUDA graph 时到达的"),
+        ));
+        evidence.push(f.vllm.startup_events[f.vllm.startup_events.len() - 1].clone());
+        evidence.push(first.evidence.clone());
+        evidence.push(last.evidence.clone());
+    }
     if reasons.is_empty() {
         return None;
     }

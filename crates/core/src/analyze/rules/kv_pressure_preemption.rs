@@ -96,6 +96,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             evidence.push(scrape.evidence(s));
         }
     }
+    if f.sglang.retractions > 0 {
+        confidence = confidence.max(0.8);
+        let n = f.sglang.retractions;
+        reasons.push(lang.pick(
+            format!("SGLang retracted {n} running request(s) for lack of KV space"),
+            format!("SGLang 因 KV 空间不足撤回了 {n} 个运行中的请求"),
+        ));
+        evidence.extend(f.sglang.retraction_lines.iter().take(2).cloned());
+    }
     let sgl_full: Vec<_> = f.sglang.batches.iter().filter(|b| b.token_usage.unwrap_or(0.0) >= 0.95).collect();
     if sgl_full.len() >= 2 {
         confidence = confidence.max(0.55);

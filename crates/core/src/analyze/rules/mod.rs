@@ -19,6 +19,7 @@ mod client_retries_failing;
 mod cold_start;
 mod colocated_process;
 mod context_length_exceeded;
+mod decode_slows_with_context;
 mod engine_dead;
 mod engine_start_failed;
 mod gpu_hw_error;
@@ -139,6 +140,7 @@ pub static RULES: &[Rule] = &[
     kv_pressure_preemption::RULE,
     slow_gpu::RULE,
     bench_itl_tail::RULE,
+    decode_slows_with_context::RULE,
     // OOM
     kv_reservation_too_large::RULE,
     input_too_long::RULE,
@@ -276,7 +278,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 36);
+        assert_eq!(super::RULES.len(), 37);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);

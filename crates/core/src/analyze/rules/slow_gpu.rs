@@ -327,7 +327,9 @@ fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
 /// No peers to compare with: a busy GPU held down by a hardware reason is still a lead.
 fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
     let zh = lang == Lang::Zh;
-    let r = f.gpus.readings.iter().find(|r| busy(r) && hw_throttled(r))?;
+    // A hardware slowdown is only ever active on a GPU that is working (an idle one says
+    // `Idle`); `-q -d PERFORMANCE` shows no utilisation, so "not idle" stands in for busy.
+    let r = f.gpus.readings.iter().find(|r| (busy(r) || !r.has_reason("Idle")) && hw_throttled(r))?;
     let reasons: Vec<&str> =
         r.reasons.iter().map(String::as_str).filter(|x| HW_REASONS.contains(x)).collect();
     let mut what = if reasons.is_empty() {
