@@ -178,6 +178,8 @@ const CLIENT: &[&str] = &[
 /// before the engine lists, whose words (`vllm.`, `sglang`) turn up inside base URLs and model
 /// names (`base_url = "http://vllm.internal:8000/v1"`).
 fn is_client_setting(t: &str) -> bool {
+    // A shell prompt before the command (`$ export OPENAI_BASE_URL=…`).
+    let t = t.strip_prefix("$ ").unwrap_or(t);
     if t.starts_with("[model_providers") {
         return true;
     }

@@ -301,12 +301,15 @@ impl Analyzer {
         // next to a consequence such as a dead engine) leaves it INCONCLUSIVE, with the
         // unexplained error first; so does an input that shows no health.
         let unexplained = findings.iter().any(|f| f.rule == rules::unclaimed_error::RULE.doc.id);
+        let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
         let names_cause = |f: &report::Finding| {
-            f.class != report::Class::Inconclusive && !(unexplained && rules::CONSEQUENCES.contains(&f.rule.as_str()))
+            f.class != report::Class::Inconclusive
+                && !advisory(f)
+                && !(unexplained && rules::CONSEQUENCES.contains(&f.rule.as_str()))
         };
         let verdict = match findings.iter().find(|f| names_cause(f)) {
             Some(f) => Verdict::from(f.class),
-            None if findings.is_empty() && facts.health_evidence() => Verdict::Healthy,
+            None if findings.iter().all(advisory) && facts.health_evidence() => Verdict::Healthy,
             None => Verdict::Inconclusive,
         };
         if verdict == Verdict::Inconclusive

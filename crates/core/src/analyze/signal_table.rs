@@ -60,10 +60,16 @@ pub static SIGNALS: &[Signal] = &[
     // The client at fault.
     s("model-does-not-exist", &["The model", "does not exist"], &["model-not-found"]),
     s("model-not-found-code", &["model_not_found"], &["model-not-found"]),
+    // `vllm bench serve` lists failed requests as `Error N: <reason>`: all 404 means the model
+    // name (or the path) does not exist on the server.
+    s("bench-error-not-found", &["Error ", ": Not Found"], &["model-not-found", "base-url-wrong"]),
     s("sdk-retrying", &["Retrying request to"], &["client-retries-failing", "retries-mask-failures", "timeout-too-short"]),
     s("sdk-connection-error", &["APIConnectionError"], &["client-retries-failing"]),
     s("httpx-connect-error", &["httpx.ConnectError"], &["client-retries-failing"]),
+    s("sdk-connection-error-message", &["Connection error."], &["client-retries-failing"]),
+    s("sdk-not-found-html", &["NotFoundError", "<!DOCTYPE html"], &["base-url-wrong"]),
     s("sdk-timeout", &["APITimeoutError"], &["timeout-too-short"]),
+    s("litellm-timeout", &["litellm.Timeout"], &["timeout-too-short"]),
     // Known errors that name no cause by themselves: say what to paste next.
     Signal {
         id: "cuda-illegal-memory-access",
@@ -85,6 +91,7 @@ pub static SIGNALS: &[Signal] = &[
     },
     // Alarms that are not faults.
     s("asyncio-cancelled", &["CancelledError"], &[BENIGN]),
+    s("keyboard-interrupt", &["KeyboardInterrupt"], &[BENIGN]),
     // Mined from tests/data/catalogue by scripts/mine-signals.py, then reviewed (generic needles
     // dropped or narrowed). The trailing comment names the catalogue row.
     s("vllm-request-rate-configured-rps", &["Request rate configured (RPS"], &["bench-overloaded"]), // bench.tsv:11

@@ -946,6 +946,8 @@ impl SectionParser for ClientParser {
 
     fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
         let t = line.trim();
+        // A shell prompt before the command (`$ export OPENAI_BASE_URL=…`).
+        let t = t.strip_prefix("$ ").unwrap_or(t);
         if t.is_empty() || t.starts_with("//") || (self.depth == 0 && t.starts_with('#')) {
             return;
         }

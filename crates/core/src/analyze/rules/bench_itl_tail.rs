@@ -9,13 +9,13 @@ pub(crate) const RULE: Rule = Rule {
         id: "bench-itl-tail",
         class: Class::TbtTail,
         title: "The benchmark's gaps between tokens have a long tail",
-        detects: "A benchmark result whose ITL p99 (else TPOT p99; p95 when that is all it prints) is at least 3× its median and over 150 ms, or above the inter-token target (200 ms by default; `--slo-itl-ms`), while the median itself is small.",
+        detects: "A benchmark result whose ITL p99 (else TPOT p99; p95 when that is all it prints) is at least 3× its median and over 100 ms, or above the inter-token target (200 ms by default; `--slo-itl-ms`), while the median itself is small.",
         why: "A small median gap with a long tail means decoding is fast most of the time and stalls now and then: a long prefill sharing the step (no chunked prefill), preemption when the KV cache fills, or one slow GPU of a tensor-parallel group. Users see the stream freeze mid-answer.",
         example: "`Median ITL (ms): 21.30` but `P99 ITL (ms): 412.77`.",
         fix: "Enable chunked prefill with a modest `--max-num-batched-tokens`; check the engine log for preemptions (KV cache full) and `nvidia-smi` for a throttled GPU.",
         zh: RuleText {
             title: "压测结果里 token 间隔有长尾",
-            detects: "压测结果中 ITL 的 p99（没有时用 TPOT 的 p99；只打印 p95 时用 p95）至少是中位数的 3 倍且超过 150 ms，或者高于 token 间隔目标（默认 200 ms；可用 `--slo-itl-ms` 修改），而中位数本身很小。",
+            detects: "压测结果中 ITL 的 p99（没有时用 TPOT 的 p99；只打印 p95 时用 p95）至少是中位数的 3 倍且超过 100 ms，或者高于 token 间隔目标（默认 200 ms；可用 `--slo-itl-ms` 修改），而中位数本身很小。",
             why: "间隔中位数小、长尾长，说明解码大部分时间很快，偶尔停顿：一个长 prefill 和解码挤在同一步里（没开 chunked prefill）、KV cache 满了导致抢占，或者张量并行组里有一张 GPU 变慢。用户看到的是回答到一半卡住。",
             example: "`Median ITL (ms): 21.30`，而 `P99 ITL (ms): 412.77`。",
             fix: "开启 chunked prefill 并设置适中的 `--max-num-batched-tokens`；在引擎日志里查抢占（KV cache 满），用 `nvidia-smi` 查是否有 GPU 降频。",
@@ -25,7 +25,7 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 const RATIO: f64 = 3.0;
-const FLOOR_MS: f64 = 150.0;
+const FLOOR_MS: f64 = 100.0;
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let slo = f.slo.itl_ms;

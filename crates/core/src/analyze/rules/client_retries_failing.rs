@@ -37,18 +37,29 @@ const CONNECTION: &[&str] = &[
 ];
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    let retries = f.signals.seen("sdk-retrying")?;
+    // Retries: the SDKs' `Retrying request to …` (openai 1.x, anthropic) / `Retrying request in
+    // …` (openai 3.x) lines. Connection failures: the lines of this rule's messages that name one.
+    let mut retry_lines = Vec::new();
+    let mut n = 0;
+    for (sig, hits) in f.signals.for_rule(RULE.doc.id) {
+        if sig.needles.iter().any(|x| x.starts_with("Retrying request")) {
+            n += hits.count;
+            retry_lines.extend(hits.lines.iter().cloned());
+        }
+    }
     let connection: Vec<_> = f
         .signals
-        .lines_for(RULE.doc.id, 8)
+        .lines_for(RULE.doc.id, 16)
         .into_iter()
         .filter(|l| CONNECTION.iter().any(|w| l.text.contains(w)))
         .collect();
-    if connection.is_empty() && f.signals.seen("sdk-connection-error").is_none() {
+    // Without retry lines, repeated connection failures say the same (a proxy retrying quietly).
+    if connection.is_empty() || n == 0 && connection.len() < 2 {
         return None;
     }
-    let n = retries.count;
-    let mut evidence: Vec<_> = retries.lines.iter().take(2).cloned().collect();
+    let attempts = if n > 0 { n } else { connection.len() as u64 };
+    let n = attempts;
+    let mut evidence: Vec<_> = retry_lines.into_iter().take(2).collect();
     evidence.extend(connection.into_iter().take(2));
     evidence.sort_by_key(|e| e.line);
     evidence.dedup();

@@ -192,6 +192,11 @@ pub(crate) const CAUSES_OF_DEATH: &[&str] = &[
 /// next to one of them leaves the verdict INCONCLUSIVE — the death is certain, its cause is not.
 pub const CONSEQUENCES: &[&str] = &["engine-dead"];
 
+/// Rules that point out a blind spot in how the service is observed (a dashboard of means,
+/// logs without timestamps), not a fault: they never decide the verdict, and a service whose
+/// only findings are these is HEALTHY when the input shows health.
+pub const ADVISORIES: &[&str] = &["missing-timestamps", "mean-not-p99"];
+
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
     RULES.iter().map(|r| &r.doc)

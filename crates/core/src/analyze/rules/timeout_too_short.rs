@@ -158,6 +158,26 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             evidence,
         ));
     }
+    // Without a config or abort ages: the client's own timeout errors while the server kept
+    // working (it was generating, or it aborted what the client dropped).
+    if best.is_none()
+        && let Some((n, evidence, secs)) = client_timeouts(f)
+        && (f.health_evidence() || f.vllm.aborts > 0 || f.signals.count_for(RULE.doc.id) > n)
+    {
+        let setting = match (secs, lang) {
+            (Some(s), Lang::En) => format!(" (timeout={s:.0} s)"),
+            (Some(s), Lang::Zh) => format!("（timeout={s:.0} s）"),
+            (None, _) => String::new(),
+        };
+        best = Some((
+            0.7,
+            lang.pick(
+                format!("the client reports {n} timeout error(s){setting} while the server kept serving and dropped what the client abandoned"),
+                format!("客户端报告了 {n} 个超时错误{setting}，而服务端仍在正常服务，并丢弃了客户端放弃的请求"),
+            ),
+            evidence,
+        ));
+    }
     let (confidence, summary, evidence) = best?;
     Some(RULE.doc.finding(
         lang,
@@ -194,6 +214,30 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             ),
         ]),
     ))
+}
+
+/// The client's timeout errors (SDK and proxy messages this rule explains that say so): how
+/// many, two lines, and the timeout they name (`timeout=30.0`, `timeout: 15`).
+fn client_timeouts(f: &Facts) -> Option<(u64, Vec<EvidenceLine>, Option<f64>)> {
+    let is_timeout = |s: &crate::analyze::signals::Signal| {
+        s.needles.iter().any(|n| n.contains("Timeout") || n.contains("timeout") || n.contains("timed out"))
+    };
+    let (mut n, mut lines) = (0, Vec::new());
+    for (sig, hits) in f.signals.for_rule(RULE.doc.id) {
+        if is_timeout(sig) {
+            n += hits.count;
+            lines.extend(hits.lines.iter().cloned());
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    lines.sort_by_key(|e| e.line);
+    let secs = lines.iter().find_map(|l| {
+        ["timeout=", "timeout: ", "timeout "].iter().find_map(|k| crate::analyze::text::number_after(&l.text, k))
+    });
+    lines.truncate(2);
+    Some((n, lines, secs))
 }
 
 /// At least three aborts whose ages agree within 10 % (or 2 s): their median age and two lines.
