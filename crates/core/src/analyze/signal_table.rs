@@ -27,6 +27,8 @@ pub static SIGNALS: &[Signal] = &[
     s("tgi-not-enough-memory-prefill", &["Not enough memory to handle"], &["warmup-oom"]),
     s("tgi-warmup-error", &["WarmupError"], &["warmup-oom", "engine-start-failed"]),
     s("tgi-warmup-failed", &["Method Warmup encountered an error"], &["warmup-oom", "engine-start-failed"]),
+    s("tgi-backend-not-enough-memory", &["NotEnoughMemory("], &["warmup-oom"]),
+    s("sglang-cuda-graph-capture-failed", &["Capture cuda graph failed"], &["warmup-oom"]),
     // Run-time OOM: the OOM rules read the numbers; any of them claims the message.
     s("torch-cuda-oom", &["CUDA out of memory"], OOM_RULES),
     s("torch-oom-error", &["OutOfMemoryError"], OOM_RULES),
@@ -56,6 +58,12 @@ pub static SIGNALS: &[Signal] = &[
     s("ray-worker-died", &["A worker died or was killed"], &["worker-died"]),
     s("ray-node-low-memory", &["node running low on memory"], &["worker-died"]),
     s("process-sigkill", &["exitcode  : -9"], &["worker-died"]),
+    // Kubernetes: the container was killed for its memory limit, or keeps crashing at start-up.
+    s("k8s-oom-killed", &["OOMKilled"], &["worker-died"]),
+    s("k8s-exit-137", &["Exit Code:", "137"], &["worker-died"]),
+    s("k8s-crash-loop", &["CrashLoopBackOff"], &["engine-start-failed"]),
+    s("k8s-back-off-restarting", &["Back-off restarting failed container"], &["engine-start-failed"]),
+    s("k8s-readiness-probe-failed", &["Readiness probe failed"], &["cold-start"]),
     s("process-killed-signal-9", &["died with <Signals.SIGKILL: 9>"], &["worker-died"]),
     // The client at fault.
     s("model-does-not-exist", &["The model", "does not exist"], &["model-not-found"]),

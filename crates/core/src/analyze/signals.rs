@@ -214,6 +214,10 @@ pub fn alarm(t: &str, line: &str) -> Option<Alarm> {
     if server_error(line) {
         return Some(Alarm::ServerError);
     }
+    // Kubernetes' words for a container that died (`Reason: OOMKilled`, `CrashLoopBackOff`).
+    if line.contains("OOMKilled") || line.contains("CrashLoopBackOff") {
+        return Some(Alarm::Exit);
+    }
     if capacity_not_positive(line) {
         return Some(Alarm::Capacity);
     }
@@ -349,6 +353,21 @@ impl Signals {
     /// Lines of the signals that `rule` explains: up to `max`, in input order.
     pub fn lines_for(&self, rule: &str, max: usize) -> Vec<EvidenceLine> {
         let mut lines: Vec<EvidenceLine> = self.for_rule(rule).flat_map(|(_, h)| h.lines.iter().cloned()).collect();
+        lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
+        lines.dedup();
+        lines.truncate(max);
+        lines
+    }
+
+    /// Lines of the signals whose first rule is `rule` (not those it only shares, such as the
+    /// OOM message every OOM rule explains): up to `max`, in input order.
+    pub fn own_lines(&self, rule: &str, max: usize) -> Vec<EvidenceLine> {
+        let mut lines: Vec<EvidenceLine> = self
+            .hits
+            .iter()
+            .filter(|(i, _)| SIGNALS[**i].rules.first() == Some(&rule))
+            .flat_map(|(_, h)| h.lines.iter().cloned())
+            .collect();
         lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
         lines.dedup();
         lines.truncate(max);

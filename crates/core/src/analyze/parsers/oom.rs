@@ -166,6 +166,9 @@ fn size_at(s: &str) -> Option<f64> {
         "MiB" | "MB" => 1.0 / 1024.0,
         "GiB" | "GB" => 1.0,
         "TiB" | "TB" => 1024.0,
+        "PiB" | "PB" => 1024.0 * 1024.0,
+        // `Tried to allocate more than 1EB memory`: a size computed from garbage (an overflow).
+        "EiB" | "EB" => 1024.0 * 1024.0 * 1024.0,
         _ => return None,
     };
     Some(x * scale)
@@ -212,7 +215,7 @@ fn processes_of(text: &str) -> Vec<(u32, f64)> {
 fn figures(text: &str) -> OomFacts {
     let mut f = OomFacts {
         gpu: gpu_of(text),
-        tried_gib: size_after(text, "Tried to allocate "),
+        tried_gib: size_after(text, "Tried to allocate ").or_else(|| size_after(text, "Tried to allocate more than ")),
         total_gib: size_after(text, "total capacity of "),
         free_gib: size_after(text, "of which "),
         allocated_by_pytorch_gib: size_after(text, "Of the allocated memory "),

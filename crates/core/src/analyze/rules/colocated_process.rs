@@ -140,6 +140,17 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         }
     }
 
+    // The engine's own check says another process holds memory on some GPU (SGLang's
+    // `The memory capacity is unbalanced`).
+    let said = f.signals.own_lines(RULE.doc.id, 2);
+    if !said.is_empty() {
+        confidence = confidence.max(0.8);
+        reasons.push(lang.pick(
+            "the engine found less free memory on some GPUs than on others: another process holds memory there".to_owned(),
+            "引擎发现部分 GPU 的可用显存比其他 GPU 少：那里有别的进程占着显存".to_owned(),
+        ));
+        evidence.extend(said);
+    }
     if reasons.is_empty() {
         return None;
     }

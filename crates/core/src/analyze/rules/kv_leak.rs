@@ -44,6 +44,32 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         ));
         evidence.push(leaked[0].evidence.clone());
     }
+    // SGLang: decode batches with nothing running and the pool still mostly used, or the
+    // scheduler's own leak check (`token_to_kv_pool_allocator memory leak detected!`).
+    let sgl: Vec<_> = f
+        .sglang
+        .batches
+        .iter()
+        .filter(|b| b.running == Some(0.0) && b.token_usage.unwrap_or(0.0) >= 0.5)
+        .collect();
+    if let Some(b) = sgl.first() {
+        confidence = confidence.max(0.7);
+        let pct = b.token_usage.unwrap_or(0.0) * 100.0;
+        reasons.push(lang.pick(
+            format!("SGLang reports 0 running requests with token usage at {pct:.0} %"),
+            format!("SGLang 显示运行中请求为 0，token usage 却为 {pct:.0}%"),
+        ));
+        evidence.push(b.evidence.clone());
+    }
+    let checks = f.signals.lines_for(RULE.doc.id, 2);
+    if !checks.is_empty() {
+        confidence = confidence.max(0.85);
+        reasons.push(lang.pick(
+            "the engine's own leak check reports KV-cache slots that no request holds".to_owned(),
+            "引擎自己的泄漏检查报告有 KV 缓存槽位不属于任何请求".to_owned(),
+        ));
+        evidence.extend(checks);
+    }
     if let Some(scrape) = f.metrics.latest()
         && let (Some((usage, s)), Some((running, _))) =
             (scrape.max("vllm:kv_cache_usage_perc"), scrape.sum("vllm:num_requests_running"))
