@@ -302,10 +302,11 @@ impl Analyzer {
         // unexplained error first; so does an input that shows no health.
         let unexplained = findings.iter().any(|f| f.rule == rules::unclaimed_error::RULE.doc.id);
         let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
+        let consequences = rules::consequences(&facts);
         let names_cause = |f: &report::Finding| {
             f.class != report::Class::Inconclusive
                 && !advisory(f)
-                && !(unexplained && rules::CONSEQUENCES.contains(&f.rule.as_str()))
+                && !(unexplained && consequences.contains(&f.rule.as_str()))
         };
         let verdict = match findings.iter().find(|f| names_cause(f)) {
             Some(f) => Verdict::from(f.class),

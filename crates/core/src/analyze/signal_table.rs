@@ -51,6 +51,8 @@ pub static SIGNALS: &[Signal] = &[
     s("nccl-unhandled-cuda", &["ncclUnhandledCudaError"], &["nccl-hang"]),
     s("nccl-remote", &["ncclRemoteError"], &["nccl-hang"]),
     s("nccl-timeout-at-work", &["Timeout at NCCL work"], &["nccl-hang"]),
+    // A worker stopped taking the engine's broadcasts: it hangs (0.6-0.10 log it at DEBUG).
+    s("vllm-shm-broadcast-stuck", &["No available shared memory broadcast block found in"], &["nccl-hang"]),
     // Worker deaths.
     s("ray-actor-died", &["The actor died unexpectedly"], &["worker-died"]),
     s("ray-actor-died-error", &["ActorDiedError"], &["worker-died"]),
@@ -78,6 +80,8 @@ pub static SIGNALS: &[Signal] = &[
     s("sdk-not-found-html", &["NotFoundError", "<!DOCTYPE html"], &["base-url-wrong"]),
     s("sdk-timeout", &["APITimeoutError"], &["timeout-too-short"]),
     s("litellm-timeout", &["litellm.Timeout"], &["timeout-too-short"]),
+    s("curl-timeout", &["curl: (28) Operation timed out"], &["timeout-too-short"]),
+    s("curl-could-not-connect", &["curl: (7) Failed to connect"], &["client-retries-failing"]),
     // Known errors that name no cause by themselves: say what to paste next.
     Signal {
         id: "cuda-illegal-memory-access",
@@ -268,7 +272,8 @@ pub static SIGNALS: &[Signal] = &[
     s("nccl-socketstartconnect-connect-to", &["socketStartConnect: Connect to"], &["nccl-hang"]), // torch.tsv:53
     s("nccl-socketprogress-connection-closed-by-remo", &["socketProgress: Connection closed by remote peer"], &["nccl-hang"]), // torch.tsv:54
     s("nccl-net-ib-got-completion-from-peer", &["NET/IB : Got completion from peer"], &["nccl-hang"]), // torch.tsv:55
-    s("torch-failed-exitcode", &["failed (exitcode"], &["worker-died"]), // torch.tsv:58
+    s("torch-failed-exitcode", &["failed (exitcode"], &[UNCLAIMED]), // torch.tsv:58 (exit code 1: the error is in the worker's log)
+    s("torch-failed-exitcode-signal", &["failed (exitcode: -"], &["worker-died"]), // torch.tsv:58 (negative: killed by a signal)
     s("torch-received-by-pid", &["received by PID"], &["worker-died"]), // torch.tsv:59
     s("torch-root-cause-first-observed-failure", &["Root Cause (first observed failure"], &[UNCLAIMED]), // torch.tsv:62
     s("torch-to-enable-traceback-see-https-pytorch-or", &["To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"], &[UNCLAIMED]), // torch.tsv:63

@@ -199,7 +199,7 @@ pub fn alarm(t: &str, line: &str) -> Option<Alarm> {
     if exception_line(t) {
         return Some(Alarm::Exception);
     }
-    if t.starts_with("Error: ") || t.starts_with("error: ") || t.contains("' panicked at ") {
+    if t.starts_with("Error: ") || t.starts_with("error: ") || t.starts_with("curl: (") || t.contains("' panicked at ") {
         return Some(Alarm::Exit);
     }
     if line.contains("{\"object\":\"error\"")
@@ -313,6 +313,9 @@ pub struct Block {
     pub signals: Vec<usize>,
     /// Only a traceback's head was seen (the paste was cut before the exception line).
     pub cut: bool,
+    /// Alarm lines that carry no known message (a traceback's head, an unknown exception, the
+    /// frames of a logged traceback).
+    pub unknown_lines: u32,
     quote_rank: u8,
 }
 
@@ -462,6 +465,7 @@ impl Block {
             last: no,
             quote: EvidenceLine { input: input.to_owned(), line: no, text: String::new() },
             quote_rank: 0,
+            unknown_lines: 0,
             kinds: Vec::new(),
             signals: Vec::new(),
             cut: false,
@@ -470,6 +474,9 @@ impl Block {
 
     fn extend(&mut self, no: usize, kind: Alarm, line: &str, found: &[usize]) {
         self.last = no;
+        if found.is_empty() {
+            self.unknown_lines += 1;
+        }
         if !self.kinds.contains(&kind) {
             self.kinds.push(kind);
         }

@@ -34,6 +34,7 @@ const CONNECTION: &[&str] = &[
     "nodename nor servname",
     "Temporary failure in name resolution",
     "getaddrinfo failed",
+    "Failed to connect",
 ];
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {

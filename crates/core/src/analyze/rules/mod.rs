@@ -192,6 +192,29 @@ pub(crate) const CAUSES_OF_DEATH: &[&str] = &[
 /// next to one of them leaves the verdict INCONCLUSIVE — the death is certain, its cause is not.
 pub const CONSEQUENCES: &[&str] = &["engine-dead"];
 
+/// With a CUDA fault in the paste (an illegal memory access, an unspecified launch failure, a
+/// device-side assert), what the fault brought down — the NCCL watchdog that caught it, the
+/// worker or engine that died of it — is a consequence too: the fault is the cause, and only a
+/// hardware error explains it.
+const CONSEQUENCES_OF_A_CUDA_FAULT: &[&str] = &["engine-dead", "nccl-hang", "worker-died", "engine-start-failed"];
+
+/// Signals of a CUDA fault whose cause the message does not name.
+const CUDA_FAULTS: &[&str] = &[
+    "cuda-illegal-memory-access",
+    "cuda-device-side-assert",
+    "torch-cuda-error-unspecified-launch-failure",
+    "torch-cuda-error-misaligned-address",
+];
+
+/// The consequence rules for these facts ([`CONSEQUENCES`], more with a CUDA fault).
+pub fn consequences(f: &Facts) -> &'static [&'static str] {
+    if CUDA_FAULTS.iter().any(|id| f.signals.seen(id).is_some()) {
+        CONSEQUENCES_OF_A_CUDA_FAULT
+    } else {
+        CONSEQUENCES
+    }
+}
+
 /// Rules that point out a blind spot in how the service is observed (a dashboard of means,
 /// logs without timestamps), not a fault: they never decide the verdict, and a service whose
 /// only findings are these is HEALTHY when the input shows health.

@@ -162,7 +162,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // working (it was generating, or it aborted what the client dropped).
     if best.is_none()
         && let Some((n, evidence, secs)) = client_timeouts(f)
-        && (f.health_evidence() || f.vllm.aborts > 0 || f.signals.count_for(RULE.doc.id) > n)
+        && (f.health_evidence()
+            || f.vllm.aborts > 0
+            || f.signals.count_for(RULE.doc.id) > n
+            || f.streams.iter().any(|s| !s.timing.token_times_ns.is_empty()))
     {
         let setting = match (secs, lang) {
             (Some(s), Lang::En) => format!(" (timeout={s:.0} s)"),
@@ -235,6 +238,7 @@ fn client_timeouts(f: &Facts) -> Option<(u64, Vec<EvidenceLine>, Option<f64>)> {
     lines.sort_by_key(|e| e.line);
     let secs = lines.iter().find_map(|l| {
         ["timeout=", "timeout: ", "timeout "].iter().find_map(|k| crate::analyze::text::number_after(&l.text, k))
+            .or_else(|| crate::analyze::text::number_after(&l.text, "timed out after ").map(|ms| ms / 1e3))
     });
     lines.truncate(2);
     Some((n, lines, secs))

@@ -35,22 +35,43 @@ const MAX_QUOTED: usize = 5;
 /// The `unclaimed-error` finding, given the findings of every other rule.
 pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Finding> {
     // A consequence (a dead engine) explains no error: the error that killed it needs a cause.
-    let fired = |rule: &str| found.iter().any(|x| x.rule == rule && !super::CONSEQUENCES.contains(&rule));
+    let consequences = super::consequences(f);
+    let fired = |rule: &str| found.iter().any(|x| x.rule == rule && !consequences.contains(&rule));
     let claimed_signal = |i: usize| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || fired(r));
     let cited = |b: &Block| {
-        found.iter().filter(|x| !super::CONSEQUENCES.contains(&x.rule.as_str())).any(|x| {
+        found.iter().filter(|x| !consequences.contains(&x.rule.as_str())).any(|x| {
             x.evidence.iter().any(|e| e.input == b.input && (b.first..=b.last).contains(&e.line))
         })
     };
-    let open: Vec<&Block> =
-        f.signals.blocks.iter().filter(|b| !cited(b) && !b.signals.iter().any(|&i| claimed_signal(i))).collect();
+    // A block whose every alarm line is a known message of a rule that fired is explained too,
+    // even by a consequence: a lone `EngineDeadError` says all there is to say.
+    let all_known = |b: &Block| {
+        b.unknown_lines == 0
+            && b.signals.iter().all(|&i| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || found.iter().any(|x| x.rule == *r)))
+    };
+    let open: Vec<&Block> = f
+        .signals
+        .blocks
+        .iter()
+        .filter(|b| !cited(b) && !b.signals.iter().any(|&i| claimed_signal(i)) && !all_known(b))
+        .collect();
+    // A stream that broke off (no terminal event, an error event) is an error too.
+    let broken: Vec<&crate::analyze::parsers::sse::StreamFacts> = f
+        .streams
+        .iter()
+        .filter(|s| s.fault.is_some())
+        .filter(|s| !found.iter().any(|x| x.evidence.iter().any(|e| e.input == s.evidence.input && e.line >= s.evidence.line)))
+        .collect();
     let dropped = f.signals.dropped_unknown
         + u64::from(f.signals.dropped_signals.iter().any(|&i| !claimed_signal(i)));
-    if open.is_empty() && dropped == 0 {
+    if open.is_empty() && dropped == 0 && broken.is_empty() {
         return None;
     }
-    let n = open.len() as u64 + dropped;
-    let first = open.first().map(|b| (b.quote.line, b.quote.text.as_str()));
+    let n = open.len() as u64 + dropped + broken.len() as u64;
+    let first = open
+        .first()
+        .map(|b| (b.quote.line, b.quote.text.as_str()))
+        .or_else(|| broken.first().map(|s| (s.evidence.line, s.evidence.text.as_str())));
     let summary = match first {
         Some((line, text)) => lang.pick(
             format!("{n} error block(s) that no rule explains; the first, line {line}: {text}"),
@@ -69,6 +90,17 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
                 if !next.contains(&t) {
                     next.push(t);
                 }
+            }
+        }
+    }
+    for s in &broken {
+        if let Some((kind, what)) = &s.fault {
+            let t = lang.pick(
+                format!("the stream broke off ({}: {what}): paste the server's log from the same seconds, and the client's error if it printed one", kind.as_str()),
+                format!("流中途断开（{}：{what}）：请粘贴同一时间段的服务端日志，以及客户端打印的错误（如果有）", kind.as_str()),
+            );
+            if !next.contains(&t) {
+                next.push(t);
             }
         }
     }
@@ -104,7 +136,7 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
         lang,
         0.5,
         summary,
-        open.iter().take(MAX_QUOTED).map(|b| b.quote.clone()).collect(),
+        open.iter().map(|b| b.quote.clone()).chain(broken.iter().map(|s| s.evidence.clone())).take(MAX_QUOTED).collect(),
         texts(lang, &[(
             "change nothing on this evidence alone: if the service is down, restart it and keep the whole log of the failed run for the diagnosis",
             "仅凭这些证据不要改配置：如果服务已经挂了，先重启，并保留失败那次运行的完整日志用于诊断",
