@@ -70,7 +70,8 @@ impl Facts {
         let bench = self.bench.iter().any(|b| !b.figures.is_empty());
         let gpus = !self.gpus.readings.is_empty();
         let clients = !self.clients.is_empty();
-        vllm || sglang || tgi || metrics || requests || streams || bench || gpus || clients
+        let answered = self.signals.ok_responses > 0;
+        answered || vllm || sglang || tgi || metrics || requests || streams || bench || gpus || clients
     }
 }
 

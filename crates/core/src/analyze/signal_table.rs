@@ -61,6 +61,11 @@ pub static SIGNALS: &[Signal] = &[
     s("ray-node-low-memory", &["node running low on memory"], &["worker-died"]),
     s("process-sigkill", &["exitcode  : -9"], &["worker-died"]),
     // Kubernetes: the container was killed for its memory limit, or keeps crashing at start-up.
+    // The driver lost the GPU or found an uncorrectable memory error.
+    s("gpu-fallen-off-the-bus", &["GPU has fallen off the bus"], &["gpu-hw-error"]),
+    s("gpu-double-bit-error", &["uncorrectable double bit error"], &["gpu-hw-error"]),
+    s("nvidia-smi-no-device-handle", &["Unable to determine the device handle"], &["gpu-hw-error"]),
+    s("tgi-model-overloaded", &["Model is overloaded"], &["queueing-exceeds-capacity"]),
     s("k8s-oom-killed", &["OOMKilled"], &["worker-died"]),
     s("k8s-exit-137", &["Exit Code:", "137"], &["worker-died"]),
     s("k8s-crash-loop", &["CrashLoopBackOff"], &["engine-start-failed"]),
@@ -80,6 +85,7 @@ pub static SIGNALS: &[Signal] = &[
     s("sdk-not-found-html", &["NotFoundError", "<!DOCTYPE html"], &["base-url-wrong"]),
     s("sdk-timeout", &["APITimeoutError"], &["timeout-too-short"]),
     s("litellm-timeout", &["litellm.Timeout"], &["timeout-too-short"]),
+    s("httpx-read-timeout", &["httpx.ReadTimeout"], &["timeout-too-short"]),
     s("curl-timeout", &["curl: (28) Operation timed out"], &["timeout-too-short"]),
     s("curl-could-not-connect", &["curl: (7) Failed to connect"], &["client-retries-failing"]),
     // Known errors that name no cause by themselves: say what to paste next.

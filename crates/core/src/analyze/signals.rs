@@ -214,6 +214,9 @@ pub fn alarm(t: &str, line: &str) -> Option<Alarm> {
     if server_error(line) {
         return Some(Alarm::ServerError);
     }
+    if line.contains("NVRM: Xid") || t.starts_with("Unable to determine the device handle") {
+        return Some(Alarm::Exit);
+    }
     // Kubernetes' words for a container that died (`Reason: OOMKilled`, `CrashLoopBackOff`).
     if line.contains("OOMKilled") || line.contains("CrashLoopBackOff") {
         return Some(Alarm::Exit);
@@ -287,6 +290,21 @@ fn server_error(line: &str) -> bool {
         .is_some_and(|c| (500..600).contains(&c))
 }
 
+/// An access line of an API call that answered 2xx: uvicorn's `"POST /v1/chat/completions
+/// HTTP/1.1" 200 OK`, Ray Serve's `POST /v1/chat/completions 200 1840.2ms`.
+fn ok_response(line: &str) -> bool {
+    let Some(i) = line.find("POST /v1/").or_else(|| line.find("POST /generate")) else { return false };
+    // Past the method and the path (and `HTTP/1.1"` when there is one), the first word is the
+    // status.
+    let after_path = line[i + 5..].split_once(' ').map_or("", |(_, r)| r);
+    let rest = if after_path.starts_with("HTTP/") {
+        after_path.split_once(' ').map_or("", |(_, r)| r)
+    } else {
+        after_path
+    };
+    rest.split_whitespace().next().and_then(|c| c.parse::<u16>().ok()).is_some_and(|c| (200..300).contains(&c))
+}
+
 /// A line that continues an open block: a traceback frame or code line, a caret line, a chained
 /// exception's connecting sentence.
 fn continues(t: &str) -> bool {
@@ -342,6 +360,9 @@ pub struct Signals {
     pub dropped_unknown: u64,
     /// Signals seen in dropped blocks.
     pub dropped_signals: Vec<usize>,
+    /// HTTP access lines (any server or proxy) that answered 2xx to an API call: requests that
+    /// completed, which is evidence of health.
+    pub ok_responses: u64,
     /// A benchmark's requested rate (`--request-rate N`, `--rate N`, `Traffic request rate: N`),
     /// wherever it was pasted.
     pub requested_rate: Option<(f64, EvidenceLine)>,
@@ -416,6 +437,9 @@ impl Watch {
         {
             out.requested_rate =
                 Some((rate, EvidenceLine { input: input.to_owned(), line: no, text: quote(&redact(line)) }));
+        }
+        if ok_response(line) {
+            out.ok_responses += 1;
         }
         let alarm = alarm(t, line);
         match (alarm, self.open.as_mut()) {
@@ -556,6 +580,9 @@ mod tests {
         assert_eq!(a(r#"{"object":"error","message":"The model `x` does not exist.","code":404}"#), Some(Alarm::JsonError));
         assert_eq!(a(r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error"#), Some(Alarm::ServerError));
         assert_eq!(a("INFO 05-12 10:00:01 [gpu_worker.py:1] Available KV cache memory: -2.31 GiB"), Some(Alarm::Capacity));
+        assert!(ok_response(r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 200 OK"#));
+        assert!(ok_response("(ProxyActor pid=1601) INFO 2025-12-05 16:25:02,331 proxy 10.0.3.17 7e2a -- POST /v1/chat/completions 200 1840.2ms"));
+        assert!(!ok_response(r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 404 Not Found"#));
         for quiet in [
             "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s",
             "WARNING 05-12 10:00:01 [x.py:1] UserWarning: deprecated",

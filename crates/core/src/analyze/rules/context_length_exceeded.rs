@@ -25,11 +25,13 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    // One or two refusals are one client's mistake; many are how the service is used.
+    let many = f.signals.count_for(RULE.doc.id) >= 3;
     from_signals(
         &RULE.doc,
         f,
         lang,
-        0.85,
+        if many { 0.85 } else { 0.5 },
         |n| lang.pick(format!("{n} request(s) were refused because prompt plus output is longer than the model's context."), format!("有 {n} 个请求因为 prompt 加输出超过模型上下文长度而被拒绝。")),
         &[
             ("cap the client's prompt (drop old turns, summarise) and its max_tokens so prompt + max_tokens stays under the server's max_model_len", "限制客户端的 prompt（丢弃旧的对话轮次或做摘要）和 max_tokens，使 prompt + max_tokens 始终小于服务端的 max_model_len"),

@@ -29,7 +29,11 @@ const MEMORY: &[&str] = &["kv-reservation-too-large", "warmup-oom", "input-too-l
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let memory = MEMORY.iter().any(|r| f.signals.count_for(r) > 0) || !f.ooms.is_empty() || !f.vllm.fatal_memory.is_empty();
-    let other = super::CAUSES_OF_DEATH.iter().any(|r| !MEMORY.contains(r) && f.signals.count_for(r) > 0);
+    // NCCL failing while the engine starts is why it could not start, not a hang of a serving
+    // group: this finding leads and names it.
+    let other = super::CAUSES_OF_DEATH
+        .iter()
+        .any(|r| !MEMORY.contains(r) && *r != "nccl-hang" && f.signals.count_for(r) > 0);
     // With its cause in the paste that finding leads; this one says what it did.
     let confidence = if memory || other { 0.55 } else { 0.85 };
     from_signals(

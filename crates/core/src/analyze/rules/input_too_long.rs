@@ -28,7 +28,37 @@ pub(crate) const RULE: Rule = Rule {
 /// A failed allocation of at least this share of the GPU is one request's, not the batch's.
 const LARGE_SHARE: f64 = 0.25;
 
+/// An allocation this large (GiB) is more than any GPU has.
+const ABSURD_GIB: f64 = 1024.0;
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    // A request for more than any GPU holds (`Tried to allocate more than 1EB memory`: a size
+    // computed from an overflowed length) needs no capacity to judge.
+    if let Some(o) = f.ooms.iter().find(|o| o.tried_gib.is_some_and(|t| t >= ABSURD_GIB) && o.total_or_smi(&f.gpus).is_none()) {
+        return Some(RULE.doc.finding(
+            lang,
+            0.85,
+            lang.pick(
+                "The failed allocation asks for more memory than any GPU holds (1 TiB or more): a size computed from an over-long or malformed request, not a shortage to tune away.".to_owned(),
+                "失败的分配请求的显存比任何 GPU 都多（1 TiB 以上）：这是由超长或畸形请求算出来的大小，不是靠调参能解决的显存不足。".to_owned(),
+            ),
+            o.evidence.iter().take(1).cloned().collect(),
+            texts(lang, &[
+                (
+                    "find the request in flight and reject such inputs at the gateway (a token limit) and the server (--max-model-len)",
+                    "找出当时在处理的请求，在网关（token 上限）和服务端（--max-model-len）拒绝这类输入",
+                ),
+                (
+                    "restart the worker if it died; a client retrying the same request will crash it again",
+                    "如果 worker 挂了就重启；客户端重试同一个请求会再次把它打挂",
+                ),
+            ]),
+            texts(lang, &[(
+                "the prompt length and max_tokens of the request that was running (request log or client log)",
+                "当时在运行的那个请求的 prompt 长度和 max_tokens（请求日志或客户端日志）",
+            )]),
+        ));
+    }
     let (o, tried, total) = f
         .ooms
         .iter()

@@ -38,9 +38,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         return None;
     }
     let n = lines.len();
+    // During a start-up that failed, NCCL could not set the group up: engine-start-failed leads.
+    let starting = f.signals.count_for("engine-start-failed") > 0 && f.vllm.stats.is_empty() && f.sglang.batches.is_empty();
+    let confidence = if starting { 0.6 } else { 0.85 };
     Some(RULE.doc.finding(
         lang,
-        0.85,
+        confidence,
         lang.pick(
             format!("The engine log reports {n} NCCL failure line(s): a rank of the parallel group stopped answering."),
             format!("引擎日志中有 {n} 行 NCCL 故障：并行组里有一个 rank 不再响应。"),

@@ -111,6 +111,22 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         evidence.extend(f.tgi.slowest.clone());
     }
 
+    // The server turned requests away because its queue was full (TGI's `Model is overloaded`
+    // 429, SGLang's `The request queue is full`, Ray Serve dropping for backpressure).
+    const REJECTIONS: &[&str] =
+        &["tgi-model-overloaded", "sglang-the-request-queue-is-full", "ray-request-dropped-due-to-backpressure-num"];
+    let hits: Vec<_> = REJECTIONS.iter().filter_map(|id| f.signals.seen(id)).collect();
+    let mut rejected: Vec<EvidenceLine> = hits.iter().flat_map(|h| h.lines.iter().cloned()).take(2).collect();
+    rejected.sort_by_key(|e| e.line);
+    let n_rejected = f.tgi.overloaded.max(hits.iter().map(|h| h.count).sum());
+    if !rejected.is_empty() || f.tgi.overloaded > 0 {
+        confidence = confidence.max(0.7);
+        reasons.push(lang.pick(
+            format!("the server rejected {n_rejected} request(s) because its queue was full"),
+            format!("服务端因为队列已满拒绝了 {n_rejected} 个请求"),
+        ));
+        evidence.extend(rejected);
+    }
     if reasons.is_empty() {
         return None;
     }
