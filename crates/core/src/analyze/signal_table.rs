@@ -59,7 +59,7 @@ pub static SIGNALS: &[Signal] = &[
     s("ray-actor-error", &["RayActorError"], &["worker-died"]),
     s("ray-worker-died", &["A worker died or was killed"], &["worker-died"]),
     s("ray-node-low-memory", &["node running low on memory"], &["worker-died"]),
-    s("process-sigkill", &["exitcode  : -9"], &["worker-died"]),
+    s("process-sigkill", &["exitcode  : -", "exitcode  : -9"], &["worker-died"]),
     // Kubernetes: the container was killed for its memory limit, or keeps crashing at start-up.
     // The driver lost the GPU or found an uncorrectable memory error.
     s("gpu-fallen-off-the-bus", &["GPU has fallen off the bus"], &["gpu-hw-error"]),
@@ -71,7 +71,7 @@ pub static SIGNALS: &[Signal] = &[
     s("k8s-crash-loop", &["CrashLoopBackOff"], &["engine-start-failed"]),
     s("k8s-back-off-restarting", &["Back-off restarting failed container"], &["engine-start-failed"]),
     s("k8s-readiness-probe-failed", &["Readiness probe failed"], &["cold-start"]),
-    s("process-killed-signal-9", &["died with <Signals.SIGKILL: 9>"], &["worker-died"]),
+    s("process-killed-signal-9", &["died with <Signals.SIGKILL: ", "died with <Signals.SIGKILL: 9>"], &["worker-died"]),
     // The client at fault.
     s("model-does-not-exist", &["The model", "does not exist"], &["model-not-found"]),
     s("model-not-found-code", &["model_not_found"], &["model-not-found"]),
@@ -86,8 +86,8 @@ pub static SIGNALS: &[Signal] = &[
     s("sdk-timeout", &["APITimeoutError"], &["timeout-too-short"]),
     s("litellm-timeout", &["litellm.Timeout"], &["timeout-too-short"]),
     s("httpx-read-timeout", &["httpx.ReadTimeout"], &["timeout-too-short"]),
-    s("curl-timeout", &["curl: (28) Operation timed out"], &["timeout-too-short"]),
-    s("curl-could-not-connect", &["curl: (7) Failed to connect"], &["client-retries-failing"]),
+    s("curl-timeout", &[") Operation timed out", "curl: (28) Operation timed out"], &["timeout-too-short"]),
+    s("curl-could-not-connect", &[") Failed to connect", "curl: (7) Failed to connect"], &["client-retries-failing"]),
     // Known errors that name no cause by themselves: say what to paste next.
     Signal {
         id: "cuda-illegal-memory-access",
@@ -115,14 +115,14 @@ pub static SIGNALS: &[Signal] = &[
     s("vllm-request-rate-configured-rps", &["Request rate configured (RPS"], &["bench-overloaded"]), // bench.tsv:11
     s("vllm-request-throughput-req-s", &["Request throughput (req/s"], &["bench-overloaded"]), // bench.tsv:15
     s("vllm-all-requests-failed-this-is-likely-due-t", &["All requests failed. This is likely due to a misconfiguration on the benchmark arguments."], &[UNCLAIMED]), // bench.tsv:30
-    s("vllm-failed-requests-during-benchmark-run-det", &["Failed requests during benchmark run detected (capping to 10"], &[UNCLAIMED]), // bench.tsv:31
+    s("vllm-failed-requests-during-benchmark-run-det", &["Failed requests during benchmark run detected (capping to ", "Failed requests during benchmark run detected (capping to 10"], &[UNCLAIMED]), // bench.tsv:31
     s("vllm-traffic-request-rate", &["Traffic request rate"], &["bench-overloaded"]), // bench.tsv:34
-    s("sglang-p99-ttft-ms", &["P99 TTFT (ms"], &["bench-ttft-tail"]), // bench.tsv:43
-    s("sglang-p99-itl-ms", &["P99 ITL (ms"], &["bench-itl-tail"]), // bench.tsv:45
+    s("sglang-p99-ttft-ms", &[" TTFT (ms", "P99 TTFT (ms"], &["bench-ttft-tail"]), // bench.tsv:43
+    s("sglang-p99-itl-ms", &[" ITL (ms", "P99 ITL (ms"], &["bench-itl-tail"]), // bench.tsv:45
     s("sglang-max-itl-ms", &["Max ITL (ms"], &["bench-itl-tail"]), // bench.tsv:46
     s("openai-python-retrying-request-in", &["Retrying request in"], &["client-retries-failing"]), // clients.tsv:9
     s("openai-python-retries-left", &["retries left"], &["client-retries-failing"]), // clients.tsv:10
-    s("openai-python-1-retry-left", &["1 retry left"], &["client-retries-failing"]), // clients.tsv:11
+    s("openai-python-1-retry-left", &[" retry left", "1 retry left"], &["client-retries-failing"]), // clients.tsv:11
     s("openai-python-encountered-exception", &["Encountered Exception"], &["client-retries-failing"]), // clients.tsv:12
     s("openai-python-encountered-exception-2", &["Encountered exception"], &["client-retries-failing"]), // clients.tsv:13
     s("openai-python-raising-connection-error", &["Raising connection error"], &["client-retries-failing"]), // clients.tsv:14
@@ -132,8 +132,8 @@ pub static SIGNALS: &[Signal] = &[
     s("openai-python-retrying-due-to-status-code", &["Retrying due to status code"], &["retries-mask-failures"]), // clients.tsv:18
     s("openai-python-an-error-occurred-during-streaming", &["An error occurred during streaming"], &[UNCLAIMED]), // clients.tsv:28
     s("openai-python-data-returned-by-api-invalid-for-expecte", &["Data returned by API invalid for expected schema."], &["base-url-wrong"]), // clients.tsv:29
-    s("anthropic-python-encountered-httpx2-timeoutexception", &["Encountered httpx2.TimeoutException"], &["timeout-too-short"]), // clients.tsv:31
-    s("anthropic-python-streaming-is-required-for-operations-tha", &["Streaming is required for operations that may take longer than 10 minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details"], &[UNCLAIMED]), // clients.tsv:36
+    s("anthropic-python-encountered-httpx2-timeoutexception", &["Encountered httpx", "Encountered httpx2.TimeoutException"], &["timeout-too-short"]), // clients.tsv:31
+    s("anthropic-python-streaming-is-required-for-operations-tha", &[" minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details", "Streaming is required for operations that may take longer than 10 minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details"], &[UNCLAIMED]), // clients.tsv:36
     s("h11-peer-closed-connection-without-sending-c", &["peer closed connection without sending complete message body (incomplete chunked read"], &[UNCLAIMED]), // clients.tsv:39
     s("httpcore-server-disconnected-without-sending-a-re", &["Server disconnected without sending a response."], &[UNCLAIMED]), // clients.tsv:40
     s("litellm-falling-back-to-model-group", &["Falling back to model_group ="], &["retries-mask-failures"]), // clients.tsv:50
@@ -150,7 +150,7 @@ pub static SIGNALS: &[Signal] = &[
     s("lmcache-failed-to-allocate-memory-block-of-size", &["Failed to allocate memory block of size"], &["kv-offload-degraded"]), // lmcache.tsv:17
     s("lmcache-failed-to-allocate-huge-pages-pool-has", &["Failed to allocate huge pages. Pool has"], &["engine-start-failed"]), // lmcache.tsv:18
     s("lmcache-failed-to-create-backend", &["Failed to create backend"], &["kv-offload-degraded"]), // lmcache.tsv:19
-    s("lmcache-cache-query-timed-out-after-5s-for-recei", &["Cache query timed out after 5s for receiver"], &["kv-offload-degraded"]), // lmcache.tsv:20
+    s("lmcache-cache-query-timed-out-after-5s-for-recei", &["Cache query timed out after ", "Cache query timed out after 5s for receiver"], &["kv-offload-degraded"]), // lmcache.tsv:20
     s("lmcache-nixl-write-failed-in-worker-thread", &["NIXL write failed in worker thread"], &["kv-offload-degraded"]), // lmcache.tsv:21
     s("lmcache-s-marking-server-as-unhealthy", &["s. Marking server as unhealthy."], &["kv-offload-degraded"]), // lmcache.tsv:22
     s("lmcache-lmcache-server-is-unhealthy-entering-deg", &["LMCache server is unhealthy — entering degraded mode"], &["kv-offload-degraded"]), // lmcache.tsv:23
@@ -162,7 +162,7 @@ pub static SIGNALS: &[Signal] = &[
     s("ray-the-task-may-or-maynot-have-been-execute", &[". The task may or maynot have been executed on the actor."], &["worker-died"]), // ray.tsv:5
     s("ray-the-worker-died-unexpectedly-while-execu", &["The worker died unexpectedly while executing this task. Check python-core-worker-*.log files for more information."], &["worker-died"]), // ray.tsv:6
     s("ray-the-task-s-local-raylet-died-check-rayle", &["The task's local raylet died. Check raylet.out for more information."], &["worker-died"]), // ray.tsv:7
-    s("ray-there-are-some-potential-root-causes-1-t", &[". There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors."], &["worker-died"]), // ray.tsv:9
+    s("ray-there-are-some-potential-root-causes-1-t", &[") The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.", ". There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors."], &["worker-died"]), // ray.tsv:9
     s("ray-the-actor-is-dead-because-its-worker-pro", &["The actor is dead because its worker process has died. Worker exit type"], &["worker-died"]), // ray.tsv:10
     s("ray-the-actor-died-because-its-node-has-died", &["The actor died because its node has died. Node Id"], &["worker-died"]), // ray.tsv:11
     s("ray-the-actor-is-dead-because-it-was-killed", &["The actor is dead because it was killed by `ray.kill`."], &[BENIGN]), // ray.tsv:12
@@ -222,7 +222,7 @@ pub static SIGNALS: &[Signal] = &[
     s("sglang-tokens-is-longer-than-the-model-s-contex", &["tokens) is longer than the model's context length"], &["context-length-exceeded"]), // sglang.tsv:56
     s("sglang-tokens-for-the-completion-please-reduce", &["tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit."], &["context-length-exceeded"]), // sglang.tsv:57
     s("sglang-the-request-queue-is-full", &["The request queue is full."], &["queueing-exceeds-capacity"]), // sglang.tsv:59
-    s("sglang-request-is-disconnected-from-the-client", &["Request is disconnected from the client side (type 1). Abort request"], &["timeout-too-short"]), // sglang.tsv:60
+    s("sglang-request-is-disconnected-from-the-client", &["Request is disconnected from the client side (type ", "Request is disconnected from the client side (type 1). Abort request"], &["timeout-too-short"]), // sglang.tsv:60
     s("sglang-abort-request", &["Abort request"], &["timeout-too-short"]), // sglang.tsv:61
     s("sglang-token-to-kv-pool-allocator-memory-leak-d", &["token_to_kv_pool_allocator memory leak detected!"], &["kv-leak"]), // sglang.tsv:62
     s("sglang-kv-cache-pool-leak-detected", &["KV cache pool leak detected!"], &["kv-leak"]), // sglang.tsv:63
@@ -270,7 +270,7 @@ pub static SIGNALS: &[Signal] = &[
     s("torch-heartbeat-monitor-timed-out-process-will", &["Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()="], &["nccl-hang"]), // torch.tsv:33
     s("torch-processgroupnccl-s-watchdog-detected-a-c", &["ProcessGroupNCCL's watchdog detected a collective timeout on some other rank and notified current rank."], &["nccl-hang"]), // torch.tsv:34
     s("torch-this-is-most-likely-caused-by-incorrect", &["This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used across ranks, the order of collectives is not same for all ranks or the scheduled collective, for some reason, didn't run. Additionally, this can be caused by GIL deadlock or other reasons such as network errors or bugs in the communications library (e.g. NCCL), etc."], &["nccl-hang"]), // torch.tsv:35
-    s("torch-timed-out-in-blocking-wait-torch-nccl-bl", &["timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1)."], &["nccl-hang"]), // torch.tsv:36
+    s("torch-timed-out-in-blocking-wait-torch-nccl-bl", &["timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=", "timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1)."], &["nccl-hang"]), // torch.tsv:36
     s("torch-nccl-timeout-in-communicator-initializat", &["NCCL timeout in communicator initialization."], &["nccl-hang"]), // torch.tsv:38
     s("torch-ncclinvalidusage-this-usually-reflects-i", &["ncclInvalidUsage: This usually reflects invalid usage of NCCL library."], &["engine-start-failed"]), // torch.tsv:44
     s("torch-seconds-waiting-for-clients", &["seconds waiting for clients."], &["engine-start-failed"]), // torch.tsv:46
@@ -317,7 +317,7 @@ pub static SIGNALS: &[Signal] = &[
     s("vllm-workerproc-failed-to-start", &["WorkerProc failed to start."], &["engine-start-failed"]), // vllm.tsv:94
     s("vllm-workerproc-hit-an-exception", &["WorkerProc hit an exception."], &[UNCLAIMED]), // vllm.tsv:95
     s("vllm-rpc-call-to", &["RPC call to", "timed out."], &["nccl-hang"]), // vllm.tsv:97
-    s("vllm-dumping-input-data-for-v1-llm-engine-v", &["Dumping input data for V1 LLM engine (v"], &["engine-dead"]), // vllm.tsv:98
+    s("vllm-dumping-input-data-for-v1-llm-engine-v", &["Dumping input data for V", "Dumping input data for V1 LLM engine (v"], &["engine-dead"]), // vllm.tsv:98
     s("vllm-dumping-scheduler-output-for-model-execu", &["Dumping scheduler output for model execution"], &["engine-dead"]), // vllm.tsv:99
     s("vllm-did-not-receive-response-from-front-end", &["Did not receive response from front-end process within"], &["engine-start-failed"]), // vllm.tsv:100
     s("vllm-input-socket-thread-died-during-startup", &["Input socket thread died during startup"], &["engine-start-failed"]), // vllm.tsv:101
@@ -328,7 +328,7 @@ pub static SIGNALS: &[Signal] = &[
     s("vllm-check-ray-status-to-see-if-you-have-enou", &[". Check `ray status` to see if you have enough resources."], &["engine-start-failed"]), // vllm.tsv:111
     s("vllm-check-ray-status-and-ray-list-nodes-to-s", &[". Check `ray status` and `ray list nodes` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node."], &["engine-start-failed"]), // vllm.tsv:112
     s("vllm-seconds-see-ray-status-and-ray-list-node", &["seconds. See `ray status` and `ray list nodes` to make sure the cluster has enough resources."], &["engine-start-failed"]), // vllm.tsv:113
-    s("vllm-you-can-use-float16-instead-by-explicitl", &[". You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half."], &["engine-start-failed"]), // vllm.tsv:115
+    s("vllm-you-can-use-float16-instead-by-explicitl", &[" instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.", ". You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half."], &["engine-start-failed"]), // vllm.tsv:115
     s("vllm-in-the-completion-please-reduce-the-leng", &["in the completion). Please reduce the length of the messages or completion."], &["context-length-exceeded"]), // vllm.tsv:126
     s("vllm-input-tokens-please-reduce-the-length-of", &["input tokens. Please reduce the length of the input messages."], &["context-length-exceeded"]), // vllm.tsv:127
     s("vllm-input-tokens-which-exceeds-this-limit-ev", &["input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt."], &["context-length-exceeded"]), // vllm.tsv:128

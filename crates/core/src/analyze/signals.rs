@@ -55,57 +55,218 @@ const CAPACITY_KEYS: &[&str] = &[
     "KV Cache is allocated. #tokens:",
 ];
 
-static FIRST: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Vec<usize>>)> = std::sync::LazyLock::new(|| {
-    let mut firsts: Vec<&str> = Vec::new();
-    let mut owners: Vec<Vec<usize>> = Vec::new();
+/// Substrings besides the signals' that one line's scan looks for, each a bit of [`Scan::aux`].
+mod aux {
+    pub const CAPACITY: u32 = 1 << 0;
+    pub const JSON_ERROR: u32 = 1 << 1;
+    pub const HTTP: u32 = 1 << 2;
+    pub const DEATH: u32 = 1 << 3;
+    pub const PANIC: u32 = 1 << 4;
+    pub const POST: u32 = 1 << 5;
+    pub const RATE: u32 = 1 << 6;
+}
+
+const AUX: &[(&str, u32)] = &[
+    ("{\"object\":\"error\"", aux::JSON_ERROR),
+    ("{\"object\": \"error\"", aux::JSON_ERROR),
+    ("{\"error\":{", aux::JSON_ERROR),
+    ("{\"error\": {", aux::JSON_ERROR),
+    ("{\"type\":\"error\"", aux::JSON_ERROR),
+    ("{\"type\": \"error\"", aux::JSON_ERROR),
+    (" HTTP/", aux::HTTP),
+    ("NVRM: Xid", aux::DEATH),
+    ("OOMKilled", aux::DEATH),
+    ("CrashLoopBackOff", aux::DEATH),
+    ("' panicked at ", aux::PANIC),
+    ("POST /v", aux::POST),
+    ("POST /generate", aux::POST),
+    ("--request-rate", aux::RATE),
+    ("--rate ", aux::RATE),
+    ("Traffic request rate: ", aux::RATE),
+];
+
+/// What one pattern of the line scan means.
+enum Target {
+    /// The first needle of these signals.
+    Signals(Vec<usize>),
+    Aux(u32),
+}
+
+/// One automaton for every substring a line is asked about: the signals' first needles, the
+/// capacity keys and [`AUX`]. A line is read once, whatever the table's size.
+static SCANNER: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Target>)> = std::sync::LazyLock::new(|| {
+    let mut patterns: Vec<&str> = Vec::new();
+    let mut targets: Vec<Target> = Vec::new();
     for (i, sig) in SIGNALS.iter().enumerate() {
         let first = sig.needles[0];
         if first == CAPACITY_SIGNAL {
             continue;
         }
-        match firsts.iter().position(|f| *f == first) {
-            Some(p) => owners[p].push(i),
+        match patterns.iter().position(|f| *f == first) {
+            Some(p) => match &mut targets[p] {
+                Target::Signals(owners) => owners.push(i),
+                Target::Aux(_) => unreachable!("signals come first"),
+            },
             None => {
-                firsts.push(first);
-                owners.push(vec![i]);
+                patterns.push(first);
+                targets.push(Target::Signals(vec![i]));
             }
         }
+    }
+    for key in CAPACITY_KEYS {
+        patterns.push(key);
+        targets.push(Target::Aux(aux::CAPACITY));
+    }
+    for (text, bit) in AUX {
+        patterns.push(text);
+        targets.push(Target::Aux(*bit));
     }
     let ac = aho_corasick::AhoCorasick::builder()
         .match_kind(aho_corasick::MatchKind::Standard)
-        .build(&firsts)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+        .build(&patterns)
         .expect("static patterns build");
-    (ac, owners)
+    (ac, targets)
 });
 
-static CAPACITY: std::sync::LazyLock<aho_corasick::AhoCorasick> =
-    std::sync::LazyLock::new(|| aho_corasick::AhoCorasick::new(CAPACITY_KEYS).expect("static patterns build"));
+/// What one pass over a line found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Signals whose every needle is in the line (indexes into [`SIGNALS`]), in table order.
+    pub signals: Vec<usize>,
+    /// Bits of [`AUX`] (and the capacity keys) that occur.
+    aux: u32,
+    /// Some signal's first needle occurs (whether or not its other needles do).
+    any_first: bool,
+}
 
-/// The signals in `line` (indexes into [`SIGNALS`]), in table order.
-pub fn matches(line: &str) -> Vec<usize> {
-    let (ac, owners) = &*FIRST;
-    let mut out: Vec<usize> = Vec::new();
+/// Lines of the same shape (equal but for their digits) are read alike when neither holds any
+/// signal's first needle: first needles and [`AUX`] have no digits (a test holds this), so the
+/// answer depends only on the shape and on the digit-bearing parts recomputed from the aux bits
+/// (status codes, capacity figures, rates). A big log is a few shapes repeated: its periodic
+/// stats and access lines are scanned once per shape.
+#[derive(Debug, Default)]
+pub struct ScanCache {
+    quiet: std::collections::HashMap<u64, Quiet, std::hash::BuildHasherDefault<ShapeHasher>>,
+}
+
+/// What a quiet shape's lines share: the aux bits and the alarm their shape makes.
+#[derive(Clone, Copy, Debug)]
+struct Quiet {
+    aux: u32,
+    alarm: Option<Alarm>,
+}
+
+/// Shapes remembered at most.
+const MAX_SHAPES: usize = 4_096;
+
+impl ScanCache {
+    /// The line's scan, and whether its shape alone makes it an alarm (digit-bearing alarms —
+    /// a 5xx status, a capacity at or below zero — are [`alarm_of`]'s to add).
+    fn scan(&mut self, t: &str, line: &str) -> (Scan, Option<Alarm>) {
+        let shape = shape_of(line);
+        if let Some(q) = self.quiet.get(&shape) {
+            let mut out = Scan { signals: Vec::new(), aux: q.aux, any_first: false };
+            if q.aux & aux::CAPACITY != 0
+                && capacity_not_positive(line)
+                && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
+            {
+                out.signals.push(i);
+            }
+            return (out, q.alarm);
+        }
+        let out = scan(line);
+        let alarm = shape_alarm(t, &out);
+        if !out.any_first && self.quiet.len() < MAX_SHAPES {
+            self.quiet.insert(shape, Quiet { aux: out.aux, alarm });
+        }
+        (out, alarm)
+    }
+}
+
+/// The key is a hash already.
+#[derive(Default)]
+struct ShapeHasher(u64);
+
+impl std::hash::Hasher for ShapeHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A hash of the line with every ASCII digit read as `0`, eight bytes at a time.
+fn shape_of(line: &str) -> u64 {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    let mix = |h: u64, w: u64| (h.rotate_left(26) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let normal = |x: u64| {
+        // Exact per byte: ASCII bytes from '0' to '9' (no carry crosses a byte: x & 0x7f + 0x50
+        // stays below 0x100).
+        let x7 = x & LO7;
+        let ge_0 = x7.wrapping_add(0x5050_5050_5050_5050) & HI;
+        let ge_colon = x7.wrapping_add(0x4646_4646_4646_4646) & HI;
+        let digit = ge_0 & !ge_colon & !x & HI;
+        let m = (digit >> 7) * 0xff;
+        (x & !m) | (m & ZEROS)
+    };
+    let (words, tail) = line.as_bytes().as_chunks::<8>();
+    let mut h = line.len() as u64;
+    for w in words {
+        h = mix(h, normal(u64::from_le_bytes(*w)));
+    }
+    if !tail.is_empty() {
+        let mut last = [0u8; 8];
+        last[..tail.len()].copy_from_slice(tail);
+        h = mix(h, normal(u64::from_le_bytes(last)));
+    }
+    h
+}
+
+/// Read `line` once for everything [`Watch`] asks of it.
+pub fn scan(line: &str) -> Scan {
+    let (ac, targets) = &*SCANNER;
+    let mut out = Scan::default();
     for m in ac.find_overlapping_iter(line) {
-        for &i in &owners[m.pattern().as_usize()] {
-            if !out.contains(&i) && SIGNALS[i].needles[1..].iter().all(|n| line.contains(n)) {
-                out.push(i);
+        match &targets[m.pattern().as_usize()] {
+            Target::Aux(bit) => out.aux |= bit,
+            Target::Signals(owners) => {
+                out.any_first = true;
+                for &i in owners {
+                    if !out.signals.contains(&i) && SIGNALS[i].needles[1..].iter().all(|n| line.contains(n)) {
+                        out.signals.push(i);
+                    }
+                }
             }
         }
     }
-    if capacity_not_positive(line)
+    if out.aux & aux::CAPACITY != 0
+        && capacity_not_positive(line)
         && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
     {
-        out.push(i);
+        out.signals.push(i);
     }
-    out.sort_unstable();
+    out.signals.sort_unstable();
     out
+}
+
+/// The signals in `line` (indexes into [`SIGNALS`]), in table order.
+pub fn matches(line: &str) -> Vec<usize> {
+    scan(line).signals
 }
 
 /// A capacity figure at or below zero (`Available KV cache memory: -1.2 GiB`, `# GPU blocks: 0`).
 fn capacity_not_positive(line: &str) -> bool {
-    CAPACITY.find_iter(line).any(|m| {
-        let key = CAPACITY_KEYS[m.pattern().as_usize()];
-        number_after(&line[m.start()..], key).is_some_and(|v| v <= 0.0)
+    CAPACITY_KEYS.iter().any(|key| {
+        line.match_indices(key).any(|(i, _)| number_after(&line[i..], key).is_some_and(|v| v <= 0.0))
     })
 }
 
@@ -185,6 +346,13 @@ pub enum Alarm {
 /// Is this line (prefixes already stripped) an alarm? Cheap: most lines are rejected by their
 /// first bytes.
 pub fn alarm(t: &str, line: &str) -> Option<Alarm> {
+    let scan = scan(line);
+    alarm_of(shape_alarm(t, &scan), line, &scan)
+}
+
+/// The alarm a line's shape makes, digits aside: levels, tracebacks, exceptions, exits, JSON
+/// error bodies, the driver's and Kubernetes' death notices.
+fn shape_alarm(t: &str, scan: &Scan) -> Option<Alarm> {
     let t = t.trim_start();
     let level = level_word(t);
     if level && exception_line(message(t)) {
@@ -199,29 +367,30 @@ pub fn alarm(t: &str, line: &str) -> Option<Alarm> {
     if exception_line(t) {
         return Some(Alarm::Exception);
     }
-    if t.starts_with("Error: ") || t.starts_with("error: ") || t.starts_with("curl: (") || t.contains("' panicked at ") {
+    if t.starts_with("Error: ") || t.starts_with("error: ") || t.starts_with("curl: (") || scan.aux & aux::PANIC != 0 {
         return Some(Alarm::Exit);
     }
-    if line.contains("{\"object\":\"error\"")
-        || line.contains("{\"object\": \"error\"")
-        || line.contains("{\"error\":{")
-        || line.contains("{\"error\": {")
-        || line.contains("{\"type\":\"error\"")
-        || line.contains("{\"type\": \"error\"")
-    {
+    if scan.aux & aux::JSON_ERROR != 0 {
         return Some(Alarm::JsonError);
     }
-    if server_error(line) {
+    // The driver's Xid events, a GPU nvidia-smi cannot reach, Kubernetes' words for a container
+    // that died (`Reason: OOMKilled`, `CrashLoopBackOff`).
+    if scan.aux & aux::DEATH != 0 || t.starts_with("Unable to determine the device handle") {
+        return Some(Alarm::Exit);
+    }
+    None
+}
+
+/// The shape's alarm, else the ones its digits make: an access line answering 5xx, a capacity
+/// figure at or below zero.
+fn alarm_of(shape: Option<Alarm>, line: &str, scan: &Scan) -> Option<Alarm> {
+    if shape.is_some() {
+        return shape;
+    }
+    if scan.aux & aux::HTTP != 0 && server_error(line) {
         return Some(Alarm::ServerError);
     }
-    if line.contains("NVRM: Xid") || t.starts_with("Unable to determine the device handle") {
-        return Some(Alarm::Exit);
-    }
-    // Kubernetes' words for a container that died (`Reason: OOMKilled`, `CrashLoopBackOff`).
-    if line.contains("OOMKilled") || line.contains("CrashLoopBackOff") {
-        return Some(Alarm::Exit);
-    }
-    if capacity_not_positive(line) {
+    if scan.signals.iter().any(|&i| SIGNALS[i].needles[0] == CAPACITY_SIGNAL) {
         return Some(Alarm::Capacity);
     }
     None
@@ -412,6 +581,7 @@ impl Signals {
 /// The per-input state of the alarm watch.
 #[derive(Debug, Default)]
 pub struct Watch {
+    cache: ScanCache,
     open: Option<Block>,
     /// A traceback head block closed before its exception line: joins the next block.
     pending_head: Option<Block>,
@@ -421,8 +591,9 @@ impl Watch {
     /// Look at one line (ANSI already stripped).
     pub fn line(&mut self, out: &mut Signals, input: &str, no: usize, line: &str) {
         let t = strip_prefixes(line);
-        let found = matches(line);
-        for &i in &found {
+        let (scan, shape_alarm) = self.cache.scan(t, line);
+        let found = &scan.signals;
+        for &i in found {
             let hits = out.hits.entry(i).or_default();
             hits.count += 1;
             if hits.lines.len() < MAX_HITS {
@@ -432,27 +603,30 @@ impl Watch {
         if t.trim().is_empty() {
             return;
         }
-        if out.requested_rate.is_none()
-            && let Some(rate) = ["--request-rate ", "--request-rate=", "--rate ", "Traffic request rate: "].iter().find_map(|k| number_after(line, k))
+        if scan.aux & aux::RATE != 0
+            && out.requested_rate.is_none()
+            && let Some(rate) = ["--request-rate ", "--request-rate=", "--rate ", "Traffic request rate: "]
+                .iter()
+                .find_map(|k| number_after(line, k))
         {
             out.requested_rate =
                 Some((rate, EvidenceLine { input: input.to_owned(), line: no, text: quote(&redact(line)) }));
         }
-        if ok_response(line) {
+        if scan.aux & aux::POST != 0 && ok_response(line) {
             out.ok_responses += 1;
         }
-        let alarm = alarm(t, line);
+        let alarm = alarm_of(shape_alarm, line, &scan);
         match (alarm, self.open.as_mut()) {
             (Some(kind), Some(block)) => {
-                block.extend(no, kind, line, &found);
+                block.extend(no, kind, line, found);
             }
             (None, Some(block)) if continues(t) => {
                 block.last = no;
-                block.add_signals(&found);
+                block.add_signals(found);
             }
             (Some(kind), None) => {
                 let mut block = self.pending_head.take().unwrap_or_else(|| Block::new(input, no));
-                block.extend(no, kind, line, &found);
+                block.extend(no, kind, line, found);
                 self.open = Some(block);
             }
             (None, Some(_)) => self.close(out),
@@ -551,6 +725,43 @@ fn redact(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_needles_and_aux_have_no_digits() {
+        // What makes ScanCache sound: lines equal but for their digits hold the same first needles.
+        for s in SIGNALS {
+            assert!(!s.needles[0].bytes().any(|b| b.is_ascii_digit()), "{}: {:?}", s.id, s.needles[0]);
+        }
+        for (text, _) in AUX {
+            assert!(!text.bytes().any(|b| b.is_ascii_digit()), "{text}");
+        }
+        for key in CAPACITY_KEYS {
+            assert!(!key.bytes().any(|b| b.is_ascii_digit()), "{key}");
+        }
+    }
+
+    #[test]
+    fn the_cache_answers_as_the_scan_does() {
+        let mut cache = ScanCache::default();
+        let lines = [
+            r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 200 OK"#,
+            r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error"#,
+            "INFO 05-12 10:00:01 [gpu_worker.py:1] Available KV cache memory: 54.62 GiB",
+            "INFO 05-12 10:00:02 [gpu_worker.py:1] Available KV cache memory: -2.31 GiB",
+            "      Exit Code:    0",
+            "      Exit Code:    137",
+            "  exitcode  : 1 (pid: 2224)",
+            "  exitcode  : -9 (pid: 2224)",
+        ];
+        for _ in 0..2 {
+            for l in lines {
+                let t = strip_prefixes(l);
+                let ((a, shape), b) = (cache.scan(t, l), scan(l));
+                assert_eq!((&a.signals, a.aux), (&b.signals, b.aux), "{l}");
+                assert_eq!(alarm_of(shape, l, &a), alarm(t, l), "{l}");
+            }
+        }
+    }
 
     #[test]
     fn prefixes() {

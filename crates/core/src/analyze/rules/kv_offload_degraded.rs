@@ -17,7 +17,7 @@ pub(crate) const RULE: Rule = Rule {
             title: "KV cache 卸载或传输层出故障了",
             detects: "LMCache 存取失败或不健康（`LMCache is unhealthy, skipping store operation`、`entering degraded mode`、远端连接失败、CPU 或磁盘层空间不足），以及 prefill 与 decode 实例之间的 KV 传输超时。",
             why: "卸载层（CPU、磁盘、远端缓存）和 PD 分离都是为了避免重复计算前缀。卸载层挂了，引擎还能继续服务，但原本可以直接加载的前缀都要重新计算；传输卡住则会拖住请求：TTFT 上涨，而表面上什么都没坏。",
-            example: "`LMCache WARNING: LMCache is unhealthy, skipping retrieve operation`",
+            example: "vLLM 日志中的 LMCache 告警：`LMCache WARNING: LMCache is unhealthy, skipping retrieve operation`",
             fix: "恢复卸载层（远端缓存服务、它的网络、它使用的磁盘或 CPU 内存），并按工作集大小给足容量；检查 prefill 和 decode 节点之间传输后端（NIXL、KV connector）的连通性。",
         },
     },

@@ -91,7 +91,8 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             piling.clear();
         }
     }
-    if best.len() < 3 && longest.len() >= 3 {
+    let grew = longest.len() >= 3 && longest[longest.len() - 1].waiting > longest[0].waiting;
+    if best.len() < 3 && grew {
         confidence = confidence.max(0.75);
         let (a, b) = (longest[0].waiting.unwrap_or(0.0), longest[longest.len() - 1].waiting.unwrap_or(0.0));
         reasons.push(lang.pick(
