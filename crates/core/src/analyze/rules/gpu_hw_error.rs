@@ -17,7 +17,7 @@ pub(crate) const RULE: Rule = Rule {
             title: "GPU 硬件故障",
             detects: "指向硬件的 CUDA 错误：`uncorrectable ECC error encountered`、`uncorrectable NVLink error`、GPU `has fallen off the bus`、XID 事件。",
             why: "出现不可纠正的显存或链路错误的 GPU 无法继续工作：用它的进程会挂掉，张量并行的其他 rank 会卡住，这块 GPU 往往要重置或把节点下线之后才能恢复。引擎的任何参数都修不好它。",
-            example: "`RuntimeError: CUDA error: uncorrectable ECC error encountered`",
+            example: "PyTorch 报错：`RuntimeError: CUDA error: uncorrectable ECC error encountered`",
             fix: "把节点下线，重置 GPU（或重启机器），检查 `nvidia-smi -q -d ECC` / `dmesg | grep -i xid`；如果错误反复出现（页退役、行重映射失败），更换这块 GPU。",
         },
     },

@@ -17,7 +17,7 @@ pub(crate) const RULE: Rule = Rule {
             title: "引擎的 KV 池在服务过程中耗尽",
             detects: "SGLang 运行时的池错误：`Decode out of memory. Try to lower your batch size`、`Prefill out of memory`、`alloc_req_slots runs out of memory`、`Out of memory. Please set a smaller number for --max-running-requests`。",
             why: "SGLang 按启动时确定的 KV 池大小接纳请求，解码超出时会撤回一部分请求。如果撤回也腾不出足够空间（输出很长、同时运行的请求太多），调度器就会抛错，服务停止。",
-            example: "`RuntimeError: Decode out of memory. Try to lower your batch size.`",
+            example: "SGLang 调度器报错：`RuntimeError: Decode out of memory. Try to lower your batch size.`",
             fix: "调低 `--max-running-requests`，给 KV 池更多显存（`--mem-fraction-static`），限制输出长度，保持撤回机制开启；然后重启服务。",
         },
     },
