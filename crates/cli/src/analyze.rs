@@ -7,6 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::Context;
+use triage_core::analyze::facts::Slo;
 use triage_core::analyze::Analyzer;
 use triage_core::analyze::report::Report;
 use triage_core::lang::Lang;
@@ -37,7 +38,12 @@ pub fn analyze_paths(paths: &[String]) -> anyhow::Result<Report> {
 
 /// [`analyze_paths`], writing the report's text in `lang`.
 pub fn analyze_paths_in(paths: &[String], lang: Lang) -> anyhow::Result<Report> {
-    let mut a = Analyzer::new().with_lang(lang);
+    analyze_paths_with(paths, lang, Slo::default())
+}
+
+/// [`analyze_paths_in`], judging tails against `slo`.
+pub fn analyze_paths_with(paths: &[String], lang: Lang, slo: Slo) -> anyhow::Result<Report> {
+    let mut a = Analyzer::new().with_lang(lang).with_slo(slo);
     if paths.is_empty() {
         feed_reader(&mut a, "stdin", std::io::stdin().lock()).context("reading stdin")?;
     }

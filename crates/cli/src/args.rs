@@ -122,6 +122,21 @@ pub struct AnalyzeArgs {
     /// names, verdict, classes and rule ids are the same in both.
     #[arg(long, value_enum, default_value = "en")]
     pub lang: LangArg,
+    /// TTFT target in milliseconds: a benchmark's TTFT tail above it is a finding whatever its
+    /// median.
+    #[arg(long, default_value_t = 2000.0, value_parser = parse_positive_ms)]
+    pub slo_ttft_ms: f64,
+    /// Inter-token gap target in milliseconds: a benchmark's ITL (or TPOT) tail above it, with a
+    /// median under half of it, is a finding.
+    #[arg(long, default_value_t = 200.0, value_parser = parse_positive_ms)]
+    pub slo_itl_ms: f64,
+}
+
+fn parse_positive_ms(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number of milliseconds, got {s:?}")),
+    }
 }
 
 /// `--lang`: the language a report is written in.

@@ -139,7 +139,8 @@ fn cmd_analyze(args: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let lang = args.lang.into();
-    let report = analyze::analyze_paths_in(&args.files, lang)?;
+    let slo = triage_core::analyze::facts::Slo { ttft_ms: args.slo_ttft_ms, itl_ms: args.slo_itl_ms };
+    let report = analyze::analyze_paths_with(&args.files, lang, slo)?;
     match args.format {
         ReportFormat::Json => print(&(serde_json::to_string_pretty(&report)? + "\n"))?,
         ReportFormat::Text => print(&render::analyze_text_in(&report, lang))?,

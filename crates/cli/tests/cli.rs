@@ -222,6 +222,28 @@ fn analyze_usage_errors_exit_2_and_inputs_are_only_read() {
     assert_eq!(std::fs::metadata(&log).unwrap().modified().unwrap(), before);
 }
 
+/// `--slo-ttft-ms` moves the line a benchmark's TTFT tail is judged against; a bad value is a
+/// usage error.
+#[test]
+fn analyze_slo_ttft_ms_sets_the_target() {
+    let dir = temp_dir("analyze-slo");
+    let bench = dir.join("bench.txt");
+    std::fs::write(
+        &bench,
+        "============ Serving Benchmark Result ============\nSuccessful requests:                     1000\nRequest throughput (req/s):              8.30\n---------------Time to First Token----------------\nMean TTFT (ms):                          700.00\nMedian TTFT (ms):                        650.00\nP99 TTFT (ms):                           1410.00\n==================================================\n",
+    )
+    .unwrap();
+    let verdict = |extra: &[&str]| -> serde_json::Value {
+        let out = triage().args(["analyze", "--format", "json"]).args(extra).arg(&bench).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["verdict"].clone()
+    };
+    assert_eq!(verdict(&[]), "HEALTHY");
+    assert_eq!(verdict(&["--slo-ttft-ms", "1000"]), "TTFT_HIGH");
+    let out = triage().args(["analyze", "--slo-ttft-ms", "-5"]).arg(&bench).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
 #[test]
 fn demo_runs_end_to_end() {
     let out = triage().arg("demo").output().unwrap();
