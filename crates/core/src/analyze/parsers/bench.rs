@@ -357,6 +357,37 @@ struct Pipes {
     /// (group, name, stat) per column once the header is complete.
     columns: Vec<(String, String, String)>,
     row: usize,
+    /// The table row being read, which a terminal may have wrapped over several lines: its
+    /// first line and text so far.
+    wrapped: Option<(usize, String)>,
+    /// How many `|` every row of the current table has (its first rule's; guidellm keeps the
+    /// count in merged cells with `|||`); 0 before the first rule is complete.
+    bars: usize,
+}
+
+fn bars(t: &str) -> usize {
+    t.bytes().filter(|b| *b == b'|').count()
+}
+
+/// A table rule (`|====|===|`, `|----|`), or a piece of one.
+fn rule_chars(t: &str) -> bool {
+    !t.is_empty() && t.bytes().all(|b| matches!(b, b'|' | b'=' | b'-'))
+}
+
+/// Longest wrapped table row kept; past it the row is dropped.
+const MAX_WRAPPED: usize = 16 * 1024;
+
+impl Pipes {
+    /// Does `t` continue the pending `row` (a wrapped line) rather than start a new one? Before
+    /// the table's first rule is complete, only more rule characters do; after, whatever comes
+    /// until the row has all its `|`.
+    fn continues(&self, row: &str, t: &str) -> bool {
+        if self.bars == 0 {
+            rule_chars(row) && rule_chars(t)
+        } else {
+            bars(row) < self.bars
+        }
+    }
 }
 
 /// guidellm column → canonical figure, factor and note.
@@ -746,6 +777,7 @@ impl BenchParser {
                 Phase::Title => Phase::Header,
                 _ => Phase::None,
             };
+            p.bars = if p.phase == Phase::Header { bars(t) } else { 0 };
             p.headers.clear();
             return;
         }
@@ -824,6 +856,12 @@ impl SectionParser for BenchParser {
             let shaped = t.starts_with(['"', '}', ']']) || t == "{" || t == "[";
             return shaped && !matches!(recognize(t), Some(InputKind::ClientConfig | InputKind::SseStream));
         }
+        // The rest of a table row a terminal wrapped.
+        if let Some((_, row)) = &self.pipes.wrapped
+            && self.pipes.continues(row, t)
+        {
+            return true;
+        }
         // guidellm's `|====|` rules look like nvidia-smi's table.
         if self.pipes.phase != Phase::None && t.starts_with('|') {
             return true;
@@ -836,6 +874,18 @@ impl SectionParser for BenchParser {
         let t = line.trim();
         if t.is_empty() {
             return;
+        }
+        if let Some((first, mut row)) = self.pipes.wrapped.take() {
+            if self.pipes.continues(&row, t) {
+                row.push_str(t);
+                if self.pipes.bars > 0 && bars(&row) >= self.pipes.bars {
+                    self.pipe_line(cx, first, &row);
+                } else if row.len() <= MAX_WRAPPED {
+                    self.pipes.wrapped = Some((first, row));
+                }
+                return;
+            }
+            self.pipe_line(cx, first, &row);
         }
         let json_shaped = t.starts_with(['{', '"']) || (self.json_mode && t.starts_with(['}', ']', '[']));
         if json_shaped || !self.json.frames.is_empty() && !t.starts_with('|') && console_pair(t).is_none() {
@@ -861,7 +911,12 @@ impl SectionParser for BenchParser {
             return;
         }
         if t.starts_with('|') && (self.pipes.phase != Phase::None) {
-            self.pipe_line(cx, no, t);
+            // A row is read once all its `|` have come: a terminal may have wrapped it.
+            if self.pipes.bars > 0 && bars(t) >= self.pipes.bars {
+                self.pipe_line(cx, no, t);
+            } else {
+                self.pipes.wrapped = Some((no, t.to_owned()));
+            }
             return;
         }
         if t.starts_with(['┃', '│', '┏', '┡', '└', '┗', '├', '╇', '━', '─', '║', '╒', '╞', '╘'])
@@ -922,6 +977,9 @@ impl SectionParser for BenchParser {
     }
 
     fn finish(mut self: Box<Self>, cx: &mut Cx<'_>) {
+        if let Some((first, row)) = self.pipes.wrapped.take() {
+            self.pipe_line(cx, first, &row);
+        }
         let mut closed = Vec::new();
         self.json.finish(&mut closed);
         for c in closed {
@@ -1088,6 +1146,26 @@ mod tests {
         assert_eq!(fig(&b[1], "request_throughput"), 11.6);
         assert_eq!(fig(&b[1], "concurrency.median"), 180.0);
         assert!(!b[1].figures.contains_key("ttft_ms.p99"));
+    }
+
+    /// A terminal 60 columns wide wraps every table row; the figures are the same.
+    #[test]
+    fn guidellm_rows_wrapped_by_a_terminal_read_the_same() {
+        let wrapped: String = GUIDELLM_TXT
+            .lines()
+            .flat_map(|l| {
+                let chars: Vec<char> = l.chars().collect();
+                let pieces: Vec<String> = chars.chunks(60).map(|c| c.iter().collect()).collect();
+                if pieces.is_empty() { vec![String::new()] } else { pieces }
+            })
+            .map(|l| l + "\n")
+            .collect();
+        let ((whole, _), (cut, _)) = (read(GUIDELLM_TXT), read(&wrapped));
+        assert_eq!(cut.len(), whole.len());
+        for (c, w) in cut.iter().zip(&whole) {
+            assert_eq!(c.figures, w.figures);
+            assert_eq!(c.label, w.label);
+        }
     }
 
     #[test]
