@@ -38,7 +38,11 @@ fn read_cases(listing: &str, folder: &str, problems: &mut Vec<String>) -> Vec<Ca
             } else {
                 format!("incidents/{}{}", folder, cols[0])
             };
-            Some(Case { file, verdict: cols[1].trim().to_owned(), top_rule: (cols[2].trim() != "-").then(|| cols[2].trim().to_owned()) })
+            Some(Case {
+                file,
+                verdict: cols[1].trim().to_owned(),
+                top_rule: (cols[2].trim() != "-").then(|| cols[2].trim().to_owned()),
+            })
         })
         .collect()
 }
@@ -182,7 +186,7 @@ fn score(cases: &[Case]) -> Result<(), Failed> {
     let n = cases.len();
     let accuracy = right as f64 / n.max(1) as f64;
     let mut worst: Vec<_> = confusions.into_iter().collect();
-    worst.sort_by(|a, b| b.1.cmp(&a.1));
+    worst.sort_by_key(|w| std::cmp::Reverse(w.1));
     println!(
         "corpus: {n} cases, verdict right {right} ({:.1} %), false HEALTHY {}, confusions (expected → got): {:?}",
         accuracy * 100.0,

@@ -6,7 +6,6 @@ use libtest_mimic::{Failed, Trial};
 use triage_core::analyze::signals::{self, BENIGN, CAPACITY_SIGNAL, SIGNALS, UNCLAIMED};
 use triage_core::analyze::{analyze, kind::InputKind, report::Report};
 
-
 /// One catalogue row.
 #[derive(Clone, Debug)]
 pub struct Row {
@@ -87,10 +86,20 @@ fn signals_are_templates(rows: &[Row]) -> Result<(), Failed> {
     let missing: Vec<String> = SIGNALS
         .iter()
         .filter(|s| s.needles[0] != CAPACITY_SIGNAL)
-        .filter(|s| !rows.iter().any(|r| s.needles.iter().all(|n| r.template.contains(n) || r.example.contains(n) && !r.template.is_empty())))
+        .filter(|s| {
+            !rows.iter().any(|r| {
+                s.needles
+                    .iter()
+                    .all(|n| r.template.contains(n) || r.example.contains(n) && !r.template.is_empty())
+            })
+        })
         .map(|s| format!("{} {:?}", s.id, s.needles))
         .collect();
-    if missing.is_empty() { Ok(()) } else { Err(format!("signals in no catalogued template: {missing:#?}").into()) }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("signals in no catalogued template: {missing:#?}").into())
+    }
 }
 
 pub fn trials() -> Vec<Trial> {

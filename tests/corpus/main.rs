@@ -13,8 +13,8 @@
 //!
 //! Run one: `cargo test -p triage-tests --test corpus -- vllm/oom-v1`.
 
-mod catalogue;
 mod cases;
+mod catalogue;
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();

@@ -7,8 +7,8 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::Context;
-use triage_core::analyze::facts::Slo;
 use triage_core::analyze::Analyzer;
+use triage_core::analyze::facts::Slo;
 use triage_core::analyze::report::Report;
 use triage_core::lang::Lang;
 

@@ -59,10 +59,12 @@ impl Facts {
     pub fn health_evidence(&self) -> bool {
         let worked = |v: Option<f64>| v.is_some_and(|x| x > 0.0);
         let ok_access = |a: &std::collections::BTreeMap<u16, u64>| a.range(200..400).any(|(_, n)| *n > 0);
-        let vllm = self.vllm.stats.iter().any(|s| worked(s.gen_tps) || worked(s.prompt_tps) || worked(s.running))
-            || ok_access(&self.vllm.access);
-        let sglang = self.sglang.batches.iter().any(|b| worked(b.gen_tps) || worked(b.new_token) || worked(b.running))
-            || ok_access(&self.sglang.access);
+        let vllm =
+            self.vllm.stats.iter().any(|s| worked(s.gen_tps) || worked(s.prompt_tps) || worked(s.running))
+                || ok_access(&self.vllm.access);
+        let sglang =
+            self.sglang.batches.iter().any(|b| worked(b.gen_tps) || worked(b.new_token) || worked(b.running))
+                || ok_access(&self.sglang.access);
         let tgi = self.tgi.requests > self.tgi.failures;
         let metrics = self.metrics.scrapes.iter().any(|s| !s.series.is_empty());
         let requests = self.requests.rows > self.requests.failed + self.requests.never_started;

@@ -94,40 +94,41 @@ enum Target {
 
 /// One automaton for every substring a line is asked about: the signals' first needles, the
 /// capacity keys and [`AUX`]. A line is read once, whatever the table's size.
-static SCANNER: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Target>)> = std::sync::LazyLock::new(|| {
-    let mut patterns: Vec<&str> = Vec::new();
-    let mut targets: Vec<Target> = Vec::new();
-    for (i, sig) in SIGNALS.iter().enumerate() {
-        let first = sig.needles[0];
-        if first == CAPACITY_SIGNAL {
-            continue;
-        }
-        match patterns.iter().position(|f| *f == first) {
-            Some(p) => match &mut targets[p] {
-                Target::Signals(owners) => owners.push(i),
-                Target::Aux(_) => unreachable!("signals come first"),
-            },
-            None => {
-                patterns.push(first);
-                targets.push(Target::Signals(vec![i]));
+static SCANNER: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Target>)> =
+    std::sync::LazyLock::new(|| {
+        let mut patterns: Vec<&str> = Vec::new();
+        let mut targets: Vec<Target> = Vec::new();
+        for (i, sig) in SIGNALS.iter().enumerate() {
+            let first = sig.needles[0];
+            if first == CAPACITY_SIGNAL {
+                continue;
+            }
+            match patterns.iter().position(|f| *f == first) {
+                Some(p) => match &mut targets[p] {
+                    Target::Signals(owners) => owners.push(i),
+                    Target::Aux(_) => unreachable!("signals come first"),
+                },
+                None => {
+                    patterns.push(first);
+                    targets.push(Target::Signals(vec![i]));
+                }
             }
         }
-    }
-    for key in CAPACITY_KEYS {
-        patterns.push(key);
-        targets.push(Target::Aux(aux::CAPACITY));
-    }
-    for (text, bit) in AUX {
-        patterns.push(text);
-        targets.push(Target::Aux(*bit));
-    }
-    let ac = aho_corasick::AhoCorasick::builder()
-        .match_kind(aho_corasick::MatchKind::Standard)
-        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-        .build(&patterns)
-        .expect("static patterns build");
-    (ac, targets)
-});
+        for key in CAPACITY_KEYS {
+            patterns.push(key);
+            targets.push(Target::Aux(aux::CAPACITY));
+        }
+        for (text, bit) in AUX {
+            patterns.push(text);
+            targets.push(Target::Aux(*bit));
+        }
+        let ac = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(&patterns)
+            .expect("static patterns build");
+        (ac, targets)
+    });
 
 /// What one pass over a line found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -312,7 +313,8 @@ pub fn strip_prefixes(line: &str) -> &str {
 fn iso_stamp(t: &str) -> Option<&str> {
     let b = t.as_bytes();
     let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    if !(digits(0..4) && b.get(4) == Some(&b'-') && digits(5..7) && b.get(7) == Some(&b'-') && digits(8..10)) {
+    if !(digits(0..4) && b.get(4) == Some(&b'-') && digits(5..7) && b.get(7) == Some(&b'-') && digits(8..10))
+    {
         return None;
     }
     if !(matches!(b.get(10), Some(b'T' | b' ')) && digits(11..13) && b.get(13) == Some(&b':')) {
@@ -367,7 +369,11 @@ fn shape_alarm(t: &str, scan: &Scan) -> Option<Alarm> {
     if exception_line(t) {
         return Some(Alarm::Exception);
     }
-    if t.starts_with("Error: ") || t.starts_with("error: ") || t.starts_with("curl: (") || scan.aux & aux::PANIC != 0 {
+    if t.starts_with("Error: ")
+        || t.starts_with("error: ")
+        || t.starts_with("curl: (")
+        || scan.aux & aux::PANIC != 0
+    {
         return Some(Alarm::Exit);
     }
     if scan.aux & aux::JSON_ERROR != 0 {
@@ -421,7 +427,9 @@ fn level_word(t: &str) -> bool {
             return true;
         }
     }
-    t.contains("\"level\":\"ERROR\"") || t.contains("\"level\":\"error\"") || t.contains("\"level\": \"error\"")
+    t.contains("\"level\":\"ERROR\"")
+        || t.contains("\"level\":\"error\"")
+        || t.contains("\"level\": \"error\"")
 }
 
 /// The message of a logged line: what follows the logger's `[file.py:123] ` location, if any.
@@ -471,7 +479,10 @@ fn ok_response(line: &str) -> bool {
     } else {
         after_path
     };
-    rest.split_whitespace().next().and_then(|c| c.parse::<u16>().ok()).is_some_and(|c| (200..300).contains(&c))
+    rest.split_whitespace()
+        .next()
+        .and_then(|c| c.parse::<u16>().ok())
+        .is_some_and(|c| (200..300).contains(&c))
 }
 
 /// A line that continues an open block: a traceback frame or code line, a caret line, a chained
@@ -540,12 +551,16 @@ pub struct Signals {
 impl Signals {
     /// Every hit of the signals whose rules include `rule`, in table order.
     pub fn for_rule(&self, rule: &str) -> impl Iterator<Item = (&'static Signal, &Hits)> {
-        self.hits.iter().filter(move |(i, _)| SIGNALS[**i].rules.contains(&rule)).map(|(i, h)| (&SIGNALS[*i], h))
+        self.hits
+            .iter()
+            .filter(move |(i, _)| SIGNALS[**i].rules.contains(&rule))
+            .map(|(i, h)| (&SIGNALS[*i], h))
     }
 
     /// Lines of the signals that `rule` explains: up to `max`, in input order.
     pub fn lines_for(&self, rule: &str, max: usize) -> Vec<EvidenceLine> {
-        let mut lines: Vec<EvidenceLine> = self.for_rule(rule).flat_map(|(_, h)| h.lines.iter().cloned()).collect();
+        let mut lines: Vec<EvidenceLine> =
+            self.for_rule(rule).flat_map(|(_, h)| h.lines.iter().cloned()).collect();
         lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
         lines.dedup();
         lines.truncate(max);
@@ -597,7 +612,11 @@ impl Watch {
             let hits = out.hits.entry(i).or_default();
             hits.count += 1;
             if hits.lines.len() < MAX_HITS {
-                hits.lines.push(EvidenceLine { input: input.to_owned(), line: no, text: quote(&redact(line)) });
+                hits.lines.push(EvidenceLine {
+                    input: input.to_owned(),
+                    line: no,
+                    text: quote(&redact(line)),
+                });
             }
         }
         if t.trim().is_empty() {
@@ -765,13 +784,24 @@ mod tests {
 
     #[test]
     fn prefixes() {
-        assert_eq!(strip_prefixes("[rank1]:[E ProcessGroupNCCL.cpp:616] x"), "[E ProcessGroupNCCL.cpp:616] x");
         assert_eq!(
-            strip_prefixes("2025-03-04T10:00:01.123456789Z (EngineCore_0 pid=123) ERROR 03-04 10:00:01 [core.py:1] x"),
+            strip_prefixes("[rank1]:[E ProcessGroupNCCL.cpp:616] x"),
+            "[E ProcessGroupNCCL.cpp:616] x"
+        );
+        assert_eq!(
+            strip_prefixes(
+                "2025-03-04T10:00:01.123456789Z (EngineCore_0 pid=123) ERROR 03-04 10:00:01 [core.py:1] x"
+            ),
             "ERROR 03-04 10:00:01 [core.py:1] x"
         );
-        assert_eq!(strip_prefixes("[2025-03-04 10:00:01 TP0] Scheduler hit an exception"), "Scheduler hit an exception");
-        assert_eq!(strip_prefixes("(VllmWorker rank=1 pid=9)   File \"x.py\", line 3"), "  File \"x.py\", line 3");
+        assert_eq!(
+            strip_prefixes("[2025-03-04 10:00:01 TP0] Scheduler hit an exception"),
+            "Scheduler hit an exception"
+        );
+        assert_eq!(
+            strip_prefixes("(VllmWorker rank=1 pid=9)   File \"x.py\", line 3"),
+            "  File \"x.py\", line 3"
+        );
         assert_eq!(strip_prefixes("INFO 1"), "INFO 1");
     }
 
@@ -779,20 +809,37 @@ mod tests {
     fn alarms() {
         let a = |l: &str| alarm(strip_prefixes(l), l);
         assert_eq!(a("ERROR 05-12 10:00:01 [core.py:390] EngineCore failed to start."), Some(Alarm::Level));
-        assert_eq!(a("2024-05-01T10:00:00.000000Z ERROR text_generation_launcher: Shard 0 failed"), Some(Alarm::Level));
+        assert_eq!(
+            a("2024-05-01T10:00:00.000000Z ERROR text_generation_launcher: Shard 0 failed"),
+            Some(Alarm::Level)
+        );
         assert_eq!(a("2025-01-01 10:00:00,123 - vllm - ERROR - boom"), Some(Alarm::Level));
-        assert_eq!(a("[rank0]:[E1203 10:00:00.123 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog"), Some(Alarm::Level));
+        assert_eq!(
+            a("[rank0]:[E1203 10:00:00.123 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog"),
+            Some(Alarm::Level)
+        );
         assert_eq!(a("E1203 10:00:00.123456 123 ProcessGroupNCCL.cpp:616] x"), Some(Alarm::Level));
         assert_eq!(a("Traceback (most recent call last):"), Some(Alarm::TracebackHead));
         assert_eq!(a("torch.OutOfMemoryError: CUDA out of memory."), Some(Alarm::Exception));
         assert_eq!(a("asyncio.exceptions.CancelledError"), Some(Alarm::Exception));
         assert_eq!(a("thread 'main' panicked at src/main.rs:3:5:"), Some(Alarm::Exit));
         assert_eq!(a("Error: ShardCannotStart"), Some(Alarm::Exception));
-        assert_eq!(a(r#"{"object":"error","message":"The model `x` does not exist.","code":404}"#), Some(Alarm::JsonError));
-        assert_eq!(a(r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error"#), Some(Alarm::ServerError));
-        assert_eq!(a("INFO 05-12 10:00:01 [gpu_worker.py:1] Available KV cache memory: -2.31 GiB"), Some(Alarm::Capacity));
+        assert_eq!(
+            a(r#"{"object":"error","message":"The model `x` does not exist.","code":404}"#),
+            Some(Alarm::JsonError)
+        );
+        assert_eq!(
+            a(r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error"#),
+            Some(Alarm::ServerError)
+        );
+        assert_eq!(
+            a("INFO 05-12 10:00:01 [gpu_worker.py:1] Available KV cache memory: -2.31 GiB"),
+            Some(Alarm::Capacity)
+        );
         assert!(ok_response(r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 200 OK"#));
-        assert!(ok_response("(ProxyActor pid=1601) INFO 2025-12-05 16:25:02,331 proxy 10.0.3.17 7e2a -- POST /v1/chat/completions 200 1840.2ms"));
+        assert!(ok_response(
+            "(ProxyActor pid=1601) INFO 2025-12-05 16:25:02,331 proxy 10.0.3.17 7e2a -- POST /v1/chat/completions 200 1840.2ms"
+        ));
         assert!(!ok_response(r#"INFO:     1.2.3.4:5 - "POST /v1/chat/completions HTTP/1.1" 404 Not Found"#));
         for quiet in [
             "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s",
@@ -809,7 +856,10 @@ mod tests {
     #[test]
     fn signals_match_all_needles() {
         let ids = |l: &str| matches(l).into_iter().map(|i| SIGNALS[i].id).collect::<Vec<_>>();
-        assert_eq!(ids("ValueError: No available memory for the cache blocks. Try increasing"), ["vllm-no-cache-blocks"]);
+        assert_eq!(
+            ids("ValueError: No available memory for the cache blocks. Try increasing"),
+            ["vllm-no-cache-blocks"]
+        );
         assert_eq!(ids("Shard 0 failed to start"), ["tgi-shard-cannot-start"]);
         assert!(ids("failed to start").is_empty());
         assert_eq!(ids("INFO x # GPU blocks: 0, # CPU blocks: 2048"), ["capacity-not-positive"]);

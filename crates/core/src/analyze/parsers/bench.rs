@@ -84,12 +84,16 @@ impl BenchFacts {
     /// The highest tail percentile read for `metric` (`ttft_ms`, `itl_ms` …): p99, else p95,
     /// else p90, with its name.
     pub fn tail(&self, metric: &str) -> Option<(f64, &'static str)> {
-        ["p99", "p95", "p90"].into_iter().find_map(|p| self.figures.get(&format!("{metric}.{p}")).map(|v| (*v, p)))
+        ["p99", "p95", "p90"]
+            .into_iter()
+            .find_map(|p| self.figures.get(&format!("{metric}.{p}")).map(|v| (*v, p)))
     }
 
     /// The median of `metric`, else its mean, with its name.
     pub fn middle(&self, metric: &str) -> Option<(f64, &'static str)> {
-        ["median", "p50", "mean"].into_iter().find_map(|p| self.figures.get(&format!("{metric}.{p}")).map(|v| (*v, p)))
+        ["median", "p50", "mean"]
+            .into_iter()
+            .find_map(|p| self.figures.get(&format!("{metric}.{p}")).map(|v| (*v, p)))
     }
 
     /// The line a figure was read from, else the run's first evidence line.
@@ -382,11 +386,7 @@ impl Pipes {
     /// the table's first rule is complete, only more rule characters do; after, whatever comes
     /// until the row has all its `|`.
     fn continues(&self, row: &str, t: &str) -> bool {
-        if self.bars == 0 {
-            rule_chars(row) && rule_chars(t)
-        } else {
-            bars(row) < self.bars
-        }
+        if self.bars == 0 { rule_chars(row) && rule_chars(t) } else { bars(row) < self.bars }
     }
 }
 

@@ -215,7 +215,8 @@ fn processes_of(text: &str) -> Vec<(u32, f64)> {
 fn figures(text: &str) -> OomFacts {
     let mut f = OomFacts {
         gpu: gpu_of(text),
-        tried_gib: size_after(text, "Tried to allocate ").or_else(|| size_after(text, "Tried to allocate more than ")),
+        tried_gib: size_after(text, "Tried to allocate ")
+            .or_else(|| size_after(text, "Tried to allocate more than ")),
         total_gib: size_after(text, "total capacity of "),
         free_gib: size_after(text, "of which "),
         allocated_by_pytorch_gib: size_after(text, "Of the allocated memory "),

@@ -31,7 +31,9 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     for b in &f.bench {
         let Some(done) = b.figures.get("request_throughput").copied().filter(|v| *v > 0.0) else { continue };
         let (asked, asked_line) = match (b.requested_rate(), cli) {
-            (Some(r), _) => (r, b.lines.get("request_rate").cloned().or_else(|| b.line("request_throughput"))),
+            (Some(r), _) => {
+                (r, b.lines.get("request_rate").cloned().or_else(|| b.line("request_throughput")))
+            }
             (None, Some((r, e))) => (*r, Some(e.clone())),
             (None, None) => continue,
         };
@@ -40,7 +42,9 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         }
         let ttft = b.middle("ttft_ms");
         let wait = match (ttft, lang) {
-            (Some((t, name)), Lang::En) => format!(" The TTFT {name} is {:.1} s: time spent in the queue.", t / 1e3),
+            (Some((t, name)), Lang::En) => {
+                format!(" The TTFT {name} is {:.1} s: time spent in the queue.", t / 1e3)
+            }
             (Some((t, name)), Lang::Zh) => format!("TTFT {name} 为 {:.1} s：都花在排队上了。", t / 1e3),
             (None, _) => String::new(),
         };

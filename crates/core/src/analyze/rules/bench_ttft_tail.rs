@@ -43,7 +43,9 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         }
         let confidence = if wide && over { 0.8 } else { 0.7 };
         let mid = match (middle, lang) {
-            (Some((m, name)), Lang::En) => format!(" against a {name} of {m:.0} ms ({:.1}×)", tail / m.max(1e-9)),
+            (Some((m, name)), Lang::En) => {
+                format!(" against a {name} of {m:.0} ms ({:.1}×)", tail / m.max(1e-9))
+            }
             (Some((m, name)), Lang::Zh) => format!("，{name} 为 {m:.0} ms（{:.1}×）", tail / m.max(1e-9)),
             (None, _) => String::new(),
         };

@@ -63,11 +63,17 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // Stats only: the first stats lines after the start-up show a queue that then drains —
     // the requests that arrived while the engine was loading, compiling and capturing.
     if confidence == 0.0
-        && let Some(started) = f.vllm.startup_events.iter().filter_map(|e| crate::analyze::parsers::vllm::stamp(&e.text)).reduce(f64::max)
+        && let Some(started) = f
+            .vllm
+            .startup_events
+            .iter()
+            .filter_map(|e| crate::analyze::parsers::vllm::stamp(&e.text))
+            .reduce(f64::max)
         && let Some(first) = f.vllm.stats.iter().find(|s| s.t.is_some_and(|t| t >= started))
         && first.t.is_some_and(|t| t - started <= 120.0)
         && let Some(backlog) = first.waiting.filter(|w| *w > 0.0)
-        && let Some(last) = f.vllm.stats.iter().rev().find(|s| s.t.is_some_and(|t| t > first.t.unwrap_or(0.0)))
+        && let Some(last) =
+            f.vllm.stats.iter().rev().find(|s| s.t.is_some_and(|t| t > first.t.unwrap_or(0.0)))
         && last.waiting.is_some_and(|w| w <= backlog / 2.0)
     {
         confidence = 0.8;

@@ -38,16 +38,26 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         .batches
         .iter()
         .filter(|b| !b.prefill)
-        .filter_map(|b| Some(Point { running: b.running?, context: b.tokens?, speed: b.gen_tps?, evidence: &b.evidence }))
+        .filter_map(|b| {
+            Some(Point { running: b.running?, context: b.tokens?, speed: b.gen_tps?, evidence: &b.evidence })
+        })
         .collect();
     let vllm: Vec<Point> = f
         .vllm
         .stats
         .iter()
         .filter(|s| s.prompt_tps.unwrap_or(0.0) == 0.0)
-        .filter_map(|s| Some(Point { running: s.running?, context: s.kv_usage_pct?, speed: s.gen_tps?, evidence: &s.evidence }))
+        .filter_map(|s| {
+            Some(Point {
+                running: s.running?,
+                context: s.kv_usage_pct?,
+                speed: s.gen_tps?,
+                evidence: &s.evidence,
+            })
+        })
         .collect();
-    let (points, what) = [(sglang, "#token"), (vllm, "KV usage")].into_iter().find(|(p, _)| slowing(p).is_some())?;
+    let (points, what) =
+        [(sglang, "#token"), (vllm, "KV usage")].into_iter().find(|(p, _)| slowing(p).is_some())?;
     let (first, last) = slowing(&points)?;
     let ctx = last.context / first.context;
     let per = |p: &Point| p.speed / p.running;

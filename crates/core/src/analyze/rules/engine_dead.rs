@@ -52,7 +52,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             "同一份输入里有 NCCL 故障：它很可能就是根因。",
         )
     } else if cause_rule.is_some() {
-        lang.pick(" Its cause is in the same input (see the other findings).", "同一份输入里有它的原因（见其他发现）。")
+        lang.pick(
+            " Its cause is in the same input (see the other findings).",
+            "同一份输入里有它的原因（见其他发现）。",
+        )
     } else {
         ""
     };

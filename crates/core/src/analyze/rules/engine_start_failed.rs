@@ -25,10 +25,13 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 /// Rules whose finding names a memory cause of a failed start.
-const MEMORY: &[&str] = &["kv-reservation-too-large", "warmup-oom", "input-too-long", "activation-peak", "colocated-process"];
+const MEMORY: &[&str] =
+    &["kv-reservation-too-large", "warmup-oom", "input-too-long", "activation-peak", "colocated-process"];
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    let memory = MEMORY.iter().any(|r| f.signals.count_for(r) > 0) || !f.ooms.is_empty() || !f.vllm.fatal_memory.is_empty();
+    let memory = MEMORY.iter().any(|r| f.signals.count_for(r) > 0)
+        || !f.ooms.is_empty()
+        || !f.vllm.fatal_memory.is_empty();
     // NCCL failing while the engine starts is why it could not start, not a hang of a serving
     // group: this finding leads and names it.
     let other = super::CAUSES_OF_DEATH

@@ -34,7 +34,11 @@ const ABSURD_GIB: f64 = 1024.0;
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // A request for more than any GPU holds (`Tried to allocate more than 1EB memory`: a size
     // computed from an overflowed length) needs no capacity to judge.
-    if let Some(o) = f.ooms.iter().find(|o| o.tried_gib.is_some_and(|t| t >= ABSURD_GIB) && o.total_or_smi(&f.gpus).is_none()) {
+    if let Some(o) = f
+        .ooms
+        .iter()
+        .find(|o| o.tried_gib.is_some_and(|t| t >= ABSURD_GIB) && o.total_or_smi(&f.gpus).is_none())
+    {
         return Some(RULE.doc.finding(
             lang,
             0.85,

@@ -32,8 +32,8 @@ mod kv_reservation_too_large;
 mod long_prompt_blocks_prefill;
 mod long_sequence_in_batch;
 mod mean_not_p99;
-mod model_not_found;
 mod missing_timestamps;
+mod model_not_found;
 mod nccl_hang;
 mod no_abort_on_timeout;
 mod queueing_exceeds_capacity;
@@ -196,7 +196,8 @@ pub const CONSEQUENCES: &[&str] = &["engine-dead"];
 /// device-side assert), what the fault brought down — the NCCL watchdog that caught it, the
 /// worker or engine that died of it — is a consequence too: the fault is the cause, and only a
 /// hardware error explains it.
-const CONSEQUENCES_OF_A_CUDA_FAULT: &[&str] = &["engine-dead", "nccl-hang", "worker-died", "engine-start-failed"];
+const CONSEQUENCES_OF_A_CUDA_FAULT: &[&str] =
+    &["engine-dead", "nccl-hang", "worker-died", "engine-start-failed"];
 
 /// Signals of a CUDA fault whose cause the message does not name.
 const CUDA_FAULTS: &[&str] = &[

@@ -17,7 +17,7 @@ pub(crate) const RULE: Rule = Rule {
             title: "客户端请求的模型在服务端不存在",
             detects: "404 响应里写着 `The model … does not exist`（vLLM、OpenAI）、`model_not_found` 错误码，以及 SDK 围绕它抛出的 `NotFoundError`。",
             why: "OpenAI 兼容服务只用启动时的名字提供模型（`--served-model-name`，没有设置时就是 `--model` 给的路径）。客户端发送别的名字，每个请求都会收到 404：吞吐为零，而引擎空闲、运行正常。",
-                example: "vLLM 返回的 404 响应体：`{\"object\":\"error\",\"message\":\"The model 'llama-3-8b' does not exist.\",\"type\":\"NotFoundError\",\"code\":404}`",
+            example: "vLLM 返回的 404 响应体：`{\"object\":\"error\",\"message\":\"The model 'llama-3-8b' does not exist.\",\"type\":\"NotFoundError\",\"code\":404}`",
             fix: "发送 `GET /v1/models` 列出的名字，或者用 `--served-model-name` 启动服务，设成客户端使用的名字（可以设置多个）。",
         },
     },

@@ -39,7 +39,9 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     let n = lines.len();
     // During a start-up that failed, NCCL could not set the group up: engine-start-failed leads.
-    let starting = f.signals.count_for("engine-start-failed") > 0 && f.vllm.stats.is_empty() && f.sglang.batches.is_empty();
+    let starting = f.signals.count_for("engine-start-failed") > 0
+        && f.vllm.stats.is_empty()
+        && f.sglang.batches.is_empty();
     let confidence = if starting { 0.6 } else { 0.85 };
     Some(RULE.doc.finding(
         lang,

@@ -113,8 +113,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
     // The server turned requests away because its queue was full (TGI's `Model is overloaded`
     // 429, SGLang's `The request queue is full`, Ray Serve dropping for backpressure).
-    const REJECTIONS: &[&str] =
-        &["tgi-model-overloaded", "sglang-the-request-queue-is-full", "ray-request-dropped-due-to-backpressure-num"];
+    const REJECTIONS: &[&str] = &[
+        "tgi-model-overloaded",
+        "sglang-the-request-queue-is-full",
+        "ray-request-dropped-due-to-backpressure-num",
+    ];
     let hits: Vec<_> = REJECTIONS.iter().filter_map(|id| f.signals.seen(id)).collect();
     let mut rejected: Vec<EvidenceLine> = hits.iter().flat_map(|h| h.lines.iter().cloned()).take(2).collect();
     rejected.sort_by_key(|e| e.line);

@@ -237,7 +237,9 @@ fn client_timeouts(f: &Facts) -> Option<(u64, Vec<EvidenceLine>, Option<f64>)> {
     }
     lines.sort_by_key(|e| e.line);
     let secs = lines.iter().find_map(|l| {
-        ["timeout=", "timeout: ", "timeout "].iter().find_map(|k| crate::analyze::text::number_after(&l.text, k))
+        ["timeout=", "timeout: ", "timeout "]
+            .iter()
+            .find_map(|k| crate::analyze::text::number_after(&l.text, k))
             .or_else(|| crate::analyze::text::number_after(&l.text, "timed out after ").map(|ms| ms / 1e3))
     });
     lines.truncate(2);

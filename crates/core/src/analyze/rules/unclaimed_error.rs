@@ -39,15 +39,18 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
     let fired = |rule: &str| found.iter().any(|x| x.rule == rule && !consequences.contains(&rule));
     let claimed_signal = |i: usize| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || fired(r));
     let cited = |b: &Block| {
-        found.iter().filter(|x| !consequences.contains(&x.rule.as_str())).any(|x| {
-            x.evidence.iter().any(|e| e.input == b.input && (b.first..=b.last).contains(&e.line))
-        })
+        found
+            .iter()
+            .filter(|x| !consequences.contains(&x.rule.as_str()))
+            .any(|x| x.evidence.iter().any(|e| e.input == b.input && (b.first..=b.last).contains(&e.line)))
     };
     // A block whose every alarm line is a known message of a rule that fired is explained too,
     // even by a consequence: a lone `EngineDeadError` says all there is to say.
     let all_known = |b: &Block| {
         b.unknown_lines == 0
-            && b.signals.iter().all(|&i| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || found.iter().any(|x| x.rule == *r)))
+            && b.signals
+                .iter()
+                .all(|&i| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || found.iter().any(|x| x.rule == *r)))
     };
     let open: Vec<&Block> = f
         .signals
@@ -60,10 +63,14 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
         .streams
         .iter()
         .filter(|s| s.fault.is_some())
-        .filter(|s| !found.iter().any(|x| x.evidence.iter().any(|e| e.input == s.evidence.input && e.line >= s.evidence.line)))
+        .filter(|s| {
+            !found
+                .iter()
+                .any(|x| x.evidence.iter().any(|e| e.input == s.evidence.input && e.line >= s.evidence.line))
+        })
         .collect();
-    let dropped = f.signals.dropped_unknown
-        + u64::from(f.signals.dropped_signals.iter().any(|&i| !claimed_signal(i)));
+    let dropped =
+        f.signals.dropped_unknown + u64::from(f.signals.dropped_signals.iter().any(|&i| !claimed_signal(i)));
     if open.is_empty() && dropped == 0 && broken.is_empty() {
         return None;
     }
@@ -78,7 +85,10 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
             format!("有 {n} 处错误没有规则能解释；第一处在第 {line} 行：{text}"),
         ),
         None => lang.pick(
-            format!("{n} error block(s) beyond the first {} that no rule explains", crate::analyze::signals::MAX_BLOCKS),
+            format!(
+                "{n} error block(s) beyond the first {} that no rule explains",
+                crate::analyze::signals::MAX_BLOCKS
+            ),
             format!("前 {} 处之后还有 {n} 处错误没有规则能解释", crate::analyze::signals::MAX_BLOCKS),
         ),
     };

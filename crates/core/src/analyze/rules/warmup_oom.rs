@@ -58,12 +58,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "或者减小每张 GPU 上的权重：加大张量并行度，或使用量化权重",
             ),
         ],
-        &[
-            (
-                "paste the memory lines of the start-up (weights loaded, memory available before the KV cache) and `nvidia-smi` to see whether another process holds the GPU",
-                "贴出启动日志中的显存相关行（权重加载后、分配 KV cache 之前的可用显存），以及 `nvidia-smi`，确认是否有其他进程占着 GPU",
-            ),
-        ],
+        &[(
+            "paste the memory lines of the start-up (weights loaded, memory available before the KV cache) and `nvidia-smi` to see whether another process holds the GPU",
+            "贴出启动日志中的显存相关行（权重加载后、分配 KV cache 之前的可用显存），以及 `nvidia-smi`，确认是否有其他进程占着 GPU",
+        )],
     )
 }
 

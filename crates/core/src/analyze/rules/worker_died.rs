@@ -40,7 +40,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             )
         },
         &[
-            ("restart the whole engine (a dead worker cannot rejoin its group)", "重启整个引擎（挂掉的 worker 无法重新加入它的组）"),
+            (
+                "restart the whole engine (a dead worker cannot rejoin its group)",
+                "重启整个引擎（挂掉的 worker 无法重新加入它的组）",
+            ),
             (
                 "if the host killed it for memory: lower CPU-side memory (vLLM --swap-space, fewer workers per node) or give the pod more memory",
                 "如果是主机因内存不足杀掉了它：降低 CPU 侧内存占用（vLLM --swap-space、每个节点更少的 worker），或给 pod 更多内存",
