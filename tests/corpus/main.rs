@@ -7,6 +7,8 @@
 //!   their evidence line numbers (`tests/corpus/snapshots/`).
 //! - `corpus::score`: accuracy over the whole corpus, false-HEALTHY count (must be 0) and the
 //!   largest confusions, printed.
+//! - `fixture::<path>`: every fixture in `tests/data` — a HEALTHY report holds no error line
+//!   but those the catalogue marks benign.
 //! - `catalogue::<file>:<line>`: every row of `tests/data/catalogue/*.tsv` (templates mined from
 //!   the engines' own source): the analyzer, given the row's example line, reports the rule the
 //!   row maps to — or, for a `benign` row, no finding about that line.
@@ -15,11 +17,13 @@
 
 mod cases;
 mod catalogue;
+mod fixtures;
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = cases::trials();
     trials.extend(catalogue::trials());
+    trials.extend(fixtures::trials());
     libtest_mimic::run(&args, trials).exit();
 }
 

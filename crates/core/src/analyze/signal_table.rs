@@ -8,7 +8,8 @@ const fn s(id: &'static str, needles: &'static [&'static str], rules: &'static [
     Signal { id, needles, rules, next: None }
 }
 
-const OOM_RULES: &[&str] = &["input-too-long", "activation-peak", "allocator-fragmentation", "colocated-process"];
+const OOM_RULES: &[&str] =
+    &["input-too-long", "activation-peak", "allocator-fragmentation", "colocated-process"];
 const KV_START: &[&str] = &["kv-reservation-too-large"];
 
 /// The known messages. Grouped by what they mean; the catalogue test checks each against the
@@ -16,16 +17,38 @@ const KV_START: &[&str] = &["kv-reservation-too-large"];
 pub static SIGNALS: &[Signal] = &[
     // Start-up memory: the KV cache does not fit.
     s("vllm-no-cache-blocks", &["No available memory for the cache blocks"], KV_START),
-    s("vllm-kv-larger-than-available", &["KV cache is needed, which is larger than the available KV cache memory"], KV_START),
-    s("vllm-max-seq-len-over-kv", &["larger than the maximum number of tokens that can be stored in KV cache"], KV_START),
-    s("vllm-insufficient-kv-blocks", &["Insufficient memory for KV cache"], KV_START),
-    s("vllm-free-less-than-desired", &["is less than desired GPU memory utilization"], &["colocated-process", "kv-reservation-too-large"]),
+    s(
+        "vllm-kv-larger-than-available",
+        &["KV cache is needed, which is larger than the available KV cache memory"],
+        KV_START,
+    ),
+    s(
+        "vllm-max-seq-len-over-kv",
+        &["larger than the maximum number of tokens that can be stored in KV cache"],
+        KV_START,
+    ),
+    s(
+        "vllm-free-less-than-desired",
+        &["is less than desired GPU memory utilization"],
+        &["colocated-process", "kv-reservation-too-large"],
+    ),
     s("capacity-not-positive", &[CAPACITY_SIGNAL], &["kv-reservation-too-large", "warmup-oom"]),
+    // V0 executors (0.8.5, 0.10.1.1): `# cuda blocks: 0, # CPU blocks: N` (`%s` the device name,
+    // the figure the template's `%d`; `# GPU blocks: 0` is a capacity figure already).
+    s("vllm-no-cuda-blocks", &[", # CPU blocks: ", "# cuda blocks: 0, "], KV_START), // vllm.tsv:29
+    s(
+        "vllm-failed-to-load-model-not-enough-gpu-memory",
+        &["Failed to load model - not enough GPU memory."],
+        &["warmup-oom"],
+    ), // vllm.tsv:37
     // SGLang and TGI start-up memory.
-    s("sglang-not-enough-memory", &["Not enough memory. Please try to increase --mem-fraction-static"], &["warmup-oom"]),
+    s(
+        "sglang-not-enough-memory",
+        &["Not enough memory. Please try to increase --mem-fraction-static"],
+        &["warmup-oom"],
+    ),
     s("sglang-mem-fraction-low", &["increase --mem-fraction-static"], &["warmup-oom"]),
     s("tgi-not-enough-memory-prefill", &["Not enough memory to handle"], &["warmup-oom"]),
-    s("tgi-warmup-error", &["WarmupError"], &["warmup-oom", "engine-start-failed"]),
     s("tgi-warmup-failed", &["Method Warmup encountered an error"], &["warmup-oom", "engine-start-failed"]),
     s("tgi-backend-not-enough-memory", &["NotEnoughMemory("], &["warmup-oom"]),
     s("sglang-cuda-graph-capture-failed", &["Capture cuda graph failed"], &["warmup-oom"]),
@@ -37,10 +60,41 @@ pub static SIGNALS: &[Signal] = &[
     s("vllm-engine-init-failed", &["Engine core initialization failed"], &["engine-start-failed"]),
     s("vllm-engine-failed-to-start", &["EngineCore failed to start"], &["engine-start-failed"]),
     s("vllm-engine-core-dead", &["EngineDeadError"], &["engine-dead"]),
-    s("vllm-engine-loop-died", &["Engine loop has died"], &["engine-dead"]),
     s("vllm-engine-core-issue", &["EngineCore encountered"], &["engine-dead"]),
     s("tgi-shard-cannot-start", &["Shard", "failed to start"], &["engine-start-failed"]),
     s("tgi-webserver-crashed", &["Webserver Crashed"], &["engine-start-failed"]),
+    // TGI's router exits with `Error: Backend(Connection(Connection("…")))` (Debug of its error).
+    s("tgi-backend-connection", &["Connection(Connection("], &["engine-start-failed"]), // tgi.tsv:10
+    s(
+        "tgi-max-batch-prefill-below-max-input",
+        &["`max_batch_prefill_tokens` must be >= `max_input_tokens`"],
+        &["engine-start-failed"],
+    ), // tgi.tsv:46
+    s(
+        "vllm-p2p-batch-test-failed",
+        &["Error happened when batch testing peer-to-peer access from "],
+        &["engine-start-failed"],
+    ), // vllm.tsv:106
+    s(
+        "ray-actor-creation-task-error",
+        &["The actor died because of an error raised in its creation task"],
+        &["engine-start-failed"],
+    ), // ray.tsv:3
+    s(
+        "nccl-invalid-usage",
+        &["invalid usage (run with NCCL_DEBUG=WARN for details)"],
+        &["engine-start-failed"],
+    ), // torch.tsv:52
+    // What an engine that died answers (vLLM's EngineDeadError.CLIENT_MESSAGE; TGI's /health).
+    s(
+        "vllm-engine-dead-client-message",
+        &[
+            "The server had an error while processing your request.",
+            "request.\",\"type\":\"InternalServerError\"",
+        ],
+        &["engine-dead"],
+    ), // vllm.tsv:86
+    s("tgi-healthcheck-unhealthy", &["\"error_type\":\"healthcheck\""], &["engine-dead"]), // tgi.tsv:57
     // Distributed hangs.
     s("nccl-watchdog-timeout", &["Watchdog caught collective operation timeout"], &["nccl-hang"]),
     s("nccl-ops-failed", &["Some NCCL operations have failed or timed out"], &["nccl-hang"]),
@@ -59,6 +113,7 @@ pub static SIGNALS: &[Signal] = &[
     s("ray-actor-error", &["RayActorError"], &["worker-died"]),
     s("ray-worker-died", &["A worker died or was killed"], &["worker-died"]),
     s("ray-node-low-memory", &["node running low on memory"], &["worker-died"]),
+    s("tgi-shard-crashed", &[" crashed", "Shard "], &["worker-died"]), // tgi.tsv:26
     s("process-sigkill", &["exitcode  : -", "exitcode  : -9"], &["worker-died"]),
     // Kubernetes: the container was killed for its memory limit, or keeps crashing at start-up.
     // The driver lost the GPU or found an uncorrectable memory error.
@@ -66,19 +121,29 @@ pub static SIGNALS: &[Signal] = &[
     s("gpu-double-bit-error", &["uncorrectable double bit error"], &["gpu-hw-error"]),
     s("nvidia-smi-no-device-handle", &["Unable to determine the device handle"], &["gpu-hw-error"]),
     s("tgi-model-overloaded", &["Model is overloaded"], &["queueing-exceeds-capacity"]),
+    s("tgi-no-permits-available", &["no permits available"], &["queueing-exceeds-capacity"]), // tgi.tsv:16
     s("k8s-oom-killed", &["OOMKilled"], &["worker-died"]),
     s("k8s-exit-137", &["Exit Code:", "137"], &["worker-died"]),
     s("k8s-crash-loop", &["CrashLoopBackOff"], &["engine-start-failed"]),
     s("k8s-back-off-restarting", &["Back-off restarting failed container"], &["engine-start-failed"]),
     s("k8s-readiness-probe-failed", &["Readiness probe failed"], &["cold-start"]),
-    s("process-killed-signal-9", &["died with <Signals.SIGKILL: ", "died with <Signals.SIGKILL: 9>"], &["worker-died"]),
+    s(
+        "process-killed-signal-9",
+        &["died with <Signals.SIGKILL: ", "died with <Signals.SIGKILL: 9>"],
+        &["worker-died"],
+    ),
     // The client at fault.
     s("model-does-not-exist", &["The model", "does not exist"], &["model-not-found"]),
     s("model-not-found-code", &["model_not_found"], &["model-not-found"]),
+    s("anthropic-model-not-found", &["not_found_error", "Error code: 404", "model: "], &["model-not-found"]), // clients.tsv:35
     // `vllm bench serve` lists failed requests as `Error N: <reason>`: all 404 means the model
     // name (or the path) does not exist on the server.
     s("bench-error-not-found", &["Error ", ": Not Found"], &["model-not-found", "base-url-wrong"]),
-    s("sdk-retrying", &["Retrying request to"], &["client-retries-failing", "retries-mask-failures", "timeout-too-short"]),
+    s(
+        "sdk-retrying",
+        &["Retrying request to"],
+        &["client-retries-failing", "retries-mask-failures", "timeout-too-short"],
+    ),
     s("sdk-connection-error", &["APIConnectionError"], &["client-retries-failing"]),
     s("httpx-connect-error", &["httpx.ConnectError"], &["client-retries-failing"]),
     s("sdk-connection-error-message", &["Connection error."], &["client-retries-failing"]),
@@ -87,7 +152,32 @@ pub static SIGNALS: &[Signal] = &[
     s("litellm-timeout", &["litellm.Timeout"], &["timeout-too-short"]),
     s("httpx-read-timeout", &["httpx.ReadTimeout"], &["timeout-too-short"]),
     s("curl-timeout", &[") Operation timed out", "curl: (28) Operation timed out"], &["timeout-too-short"]),
-    s("curl-could-not-connect", &[") Failed to connect", "curl: (7) Failed to connect"], &["client-retries-failing"]),
+    s(
+        "curl-could-not-connect",
+        &[") Failed to connect", "curl: (7) Failed to connect"],
+        &["client-retries-failing"],
+    ),
+    // LiteLLM's router: retries spent, deployments cooling down after failed calls.
+    s("litellm-retried-times", &["LiteLLM Retried: ", ", LiteLLM Max Retries: "], &["retries-mask-failures"]), // clients.tsv:44
+    s(
+        "litellm-deployments-in-cooldown",
+        &["All deployments for selected model are in cooldown"],
+        &["client-retries-failing"],
+    ), // clients.tsv:46
+    s(
+        "litellm-no-deployment-available",
+        &["get_available_deployment for model: ", ", No deployment available"],
+        &["client-retries-failing"],
+    ), // clients.tsv:47
+    s("vllm-request-aborted", &[" aborted.", "Request "], &["timeout-too-short"]), // clients.tsv:62
+    s("lmcache-health-check-failed", &["Health check failed: ", "LMCache "], &["kv-offload-degraded"]), // lmcache.tsv:10
+    // SGLang: the KV pool's figures in its out-of-memory errors; the watchdog's batch dump.
+    s("sglang-available-tokens", &["(available_size=", " + evictable_size="], &["kv-pool-exhausted"]), // sglang.tsv:15
+    s(
+        "sglang-watchdog-batch-dump",
+        &["self.cur_batch.batch_size()=", "self.tree_cache.evictable_size()="],
+        &["scheduler-stall"],
+    ), // sglang.tsv:43
     // Known errors that name no cause by themselves: say what to paste next.
     Signal {
         id: "cuda-illegal-memory-access",
@@ -107,6 +197,9 @@ pub static SIGNALS: &[Signal] = &[
             "某个 kernel 的断言失败（常见原因是 token id 超出词表，或索引越界）：用 CUDA_LAUNCH_BLOCKING=1 重跑，贴出断言上方的日志、触发它的请求以及 tokenizer / 模型版本",
         )),
     },
+    s("aiperf-error-summary", &["NVIDIA AIPerf | Error Summary"], &[UNCLAIMED]), // bench.tsv:69
+    s("tgi-incomplete-generation", &["\"error_type\":\"incomplete_generation\""], &[UNCLAIMED]), // tgi.tsv:21
+    s("c10-exception-raised-from", &["Exception raised from ", " (most recent call first):"], &[UNCLAIMED]), // torch.tsv:67
     // Alarms that are not faults.
     s("asyncio-cancelled", &["CancelledError"], &[BENIGN]),
     s("keyboard-interrupt", &["KeyboardInterrupt"], &[BENIGN]),
@@ -114,225 +207,828 @@ pub static SIGNALS: &[Signal] = &[
     // dropped or narrowed). The trailing comment names the catalogue row.
     s("vllm-request-rate-configured-rps", &["Request rate configured (RPS"], &["bench-overloaded"]), // bench.tsv:11
     s("vllm-request-throughput-req-s", &["Request throughput (req/s"], &["bench-overloaded"]), // bench.tsv:15
-    s("vllm-all-requests-failed-this-is-likely-due-t", &["All requests failed. This is likely due to a misconfiguration on the benchmark arguments."], &[UNCLAIMED]), // bench.tsv:30
-    s("vllm-failed-requests-during-benchmark-run-det", &["Failed requests during benchmark run detected (capping to ", "Failed requests during benchmark run detected (capping to 10"], &[UNCLAIMED]), // bench.tsv:31
-    s("vllm-traffic-request-rate", &["Traffic request rate"], &["bench-overloaded"]), // bench.tsv:34
-    s("sglang-p99-ttft-ms", &[" TTFT (ms", "P99 TTFT (ms"], &["bench-ttft-tail"]), // bench.tsv:43
-    s("sglang-p99-itl-ms", &[" ITL (ms", "P99 ITL (ms"], &["bench-itl-tail"]), // bench.tsv:45
-    s("sglang-max-itl-ms", &["Max ITL (ms"], &["bench-itl-tail"]), // bench.tsv:46
+    s(
+        "vllm-all-requests-failed-this-is-likely-due-t",
+        &["All requests failed. This is likely due to a misconfiguration on the benchmark arguments."],
+        &[UNCLAIMED],
+    ), // bench.tsv:30
+    s(
+        "vllm-failed-requests-during-benchmark-run-det",
+        &[
+            "Failed requests during benchmark run detected (capping to ",
+            "Failed requests during benchmark run detected (capping to 10",
+        ],
+        &[UNCLAIMED],
+    ), // bench.tsv:31
+    s("vllm-traffic-request-rate", &["Traffic request rate"], &["bench-overloaded"]),          // bench.tsv:34
+    s("sglang-p99-ttft-ms", &[" TTFT (ms", "P99 TTFT (ms"], &["bench-ttft-tail"]),             // bench.tsv:43
+    s("sglang-p99-itl-ms", &[" ITL (ms", "P99 ITL (ms"], &["bench-itl-tail"]),                 // bench.tsv:45
+    s("sglang-max-itl-ms", &["Max ITL (ms"], &["bench-itl-tail"]),                             // bench.tsv:46
     s("openai-python-retrying-request-in", &["Retrying request in"], &["client-retries-failing"]), // clients.tsv:9
     s("openai-python-retries-left", &["retries left"], &["client-retries-failing"]), // clients.tsv:10
     s("openai-python-1-retry-left", &[" retry left", "1 retry left"], &["client-retries-failing"]), // clients.tsv:11
     s("openai-python-encountered-exception", &["Encountered Exception"], &["client-retries-failing"]), // clients.tsv:12
     s("openai-python-encountered-exception-2", &["Encountered exception"], &["client-retries-failing"]), // clients.tsv:13
     s("openai-python-raising-connection-error", &["Raising connection error"], &["client-retries-failing"]), // clients.tsv:14
-    s("openai-python-encountered-httpx-timeoutexception", &["Encountered httpx.TimeoutException"], &["timeout-too-short"]), // clients.tsv:15
-    s("openai-python-encountered-a-timeout-exception", &["Encountered a timeout exception"], &["timeout-too-short"]), // clients.tsv:16
+    s(
+        "openai-python-encountered-httpx-timeoutexception",
+        &["Encountered httpx.TimeoutException"],
+        &["timeout-too-short"],
+    ), // clients.tsv:15
+    s(
+        "openai-python-encountered-a-timeout-exception",
+        &["Encountered a timeout exception"],
+        &["timeout-too-short"],
+    ), // clients.tsv:16
     s("openai-python-raising-timeout-error", &["Raising timeout error"], &["timeout-too-short"]), // clients.tsv:17
-    s("openai-python-retrying-due-to-status-code", &["Retrying due to status code"], &["retries-mask-failures"]), // clients.tsv:18
-    s("openai-python-an-error-occurred-during-streaming", &["An error occurred during streaming"], &[UNCLAIMED]), // clients.tsv:28
-    s("openai-python-data-returned-by-api-invalid-for-expecte", &["Data returned by API invalid for expected schema."], &["base-url-wrong"]), // clients.tsv:29
-    s("anthropic-python-encountered-httpx2-timeoutexception", &["Encountered httpx", "Encountered httpx2.TimeoutException"], &["timeout-too-short"]), // clients.tsv:31
-    s("anthropic-python-streaming-is-required-for-operations-tha", &[" minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details", "Streaming is required for operations that may take longer than 10 minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details"], &[UNCLAIMED]), // clients.tsv:36
-    s("h11-peer-closed-connection-without-sending-c", &["peer closed connection without sending complete message body (incomplete chunked read"], &[UNCLAIMED]), // clients.tsv:39
-    s("httpcore-server-disconnected-without-sending-a-re", &["Server disconnected without sending a response."], &[UNCLAIMED]), // clients.tsv:40
+    s(
+        "openai-python-retrying-due-to-status-code",
+        &["Retrying due to status code"],
+        &["retries-mask-failures"],
+    ), // clients.tsv:18
+    s(
+        "openai-python-an-error-occurred-during-streaming",
+        &["An error occurred during streaming"],
+        &[UNCLAIMED],
+    ), // clients.tsv:28
+    s(
+        "openai-python-data-returned-by-api-invalid-for-expecte",
+        &["Data returned by API invalid for expected schema."],
+        &["base-url-wrong"],
+    ), // clients.tsv:29
+    s(
+        "anthropic-python-encountered-httpx2-timeoutexception",
+        &["Encountered httpx", "Encountered httpx2.TimeoutException"],
+        &["timeout-too-short"],
+    ), // clients.tsv:31
+    s(
+        "anthropic-python-streaming-is-required-for-operations-tha",
+        &[
+            " minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details",
+            "Streaming is required for operations that may take longer than 10 minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details",
+        ],
+        &[UNCLAIMED],
+    ), // clients.tsv:36
+    s(
+        "h11-peer-closed-connection-without-sending-c",
+        &["peer closed connection without sending complete message body (incomplete chunked read"],
+        &[UNCLAIMED],
+    ), // clients.tsv:39
+    s(
+        "httpcore-server-disconnected-without-sending-a-re",
+        &["Server disconnected without sending a response."],
+        &[UNCLAIMED],
+    ), // clients.tsv:40
     s("litellm-falling-back-to-model-group", &["Falling back to model_group ="], &["retries-mask-failures"]), // clients.tsv:50
-    s("litellm-successful-fallback-b-w-models", &["Successful fallback b/w models."], &["retries-mask-failures"]), // clients.tsv:51
+    s(
+        "litellm-successful-fallback-b-w-models",
+        &["Successful fallback b/w models."],
+        &["retries-mask-failures"],
+    ), // clients.tsv:51
     s("vllm-aborted-request", &["Aborted request"], &["timeout-too-short"]), // clients.tsv:60
-    s("lmcache-lmcache-is-unhealthy-skipping-store-oper", &["LMCache is unhealthy, skipping store operation"], &["kv-offload-degraded"]), // lmcache.tsv:6
-    s("lmcache-lmcache-is-unhealthy-skipping-retrieve-o", &["LMCache is unhealthy, skipping retrieve operation"], &["kv-offload-degraded"]), // lmcache.tsv:7
-    s("lmcache-healthmonitor-system-unhealthy-entering", &["HealthMonitor: System unhealthy, entering degraded mode"], &["kv-offload-degraded"]), // lmcache.tsv:8
-    s("lmcache-failed-to-initialize-re-establish-remote", &["Failed to initialize/re-establish remote connection"], &["kv-offload-degraded"]), // lmcache.tsv:11
-    s("lmcache-connection-will-not-be-re-established-ye", &["Connection will not be re-established yet since it has not been long enough since the last failure"], &["kv-offload-degraded"]), // lmcache.tsv:12
-    s("lmcache-remote-connection-failed-in-contains", &["Remote connection failed in contains"], &["kv-offload-degraded"]), // lmcache.tsv:13
-    s("lmcache-no-eviction-candidates-found-in-local-cp", &["No eviction candidates found in local cpu backend. Local cpu memory is under pressure. Waiting for"], &["kv-offload-degraded"]), // lmcache.tsv:15
-    s("lmcache-no-eviction-candidates-found-disk-space", &["No eviction candidates found. Disk space under pressure."], &["kv-offload-degraded"]), // lmcache.tsv:16
-    s("lmcache-failed-to-allocate-memory-block-of-size", &["Failed to allocate memory block of size"], &["kv-offload-degraded"]), // lmcache.tsv:17
-    s("lmcache-failed-to-allocate-huge-pages-pool-has", &["Failed to allocate huge pages. Pool has"], &["engine-start-failed"]), // lmcache.tsv:18
+    s(
+        "lmcache-lmcache-is-unhealthy-skipping-store-oper",
+        &["LMCache is unhealthy, skipping store operation"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:6
+    s(
+        "lmcache-lmcache-is-unhealthy-skipping-retrieve-o",
+        &["LMCache is unhealthy, skipping retrieve operation"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:7
+    s(
+        "lmcache-healthmonitor-system-unhealthy-entering",
+        &["HealthMonitor: System unhealthy, entering degraded mode"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:8
+    s(
+        "lmcache-failed-to-initialize-re-establish-remote",
+        &["Failed to initialize/re-establish remote connection"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:11
+    s(
+        "lmcache-connection-will-not-be-re-established-ye",
+        &[
+            "Connection will not be re-established yet since it has not been long enough since the last failure",
+        ],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:12
+    s(
+        "lmcache-remote-connection-failed-in-contains",
+        &["Remote connection failed in contains"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:13
+    s(
+        "lmcache-no-eviction-candidates-found-in-local-cp",
+        &[
+            "No eviction candidates found in local cpu backend. Local cpu memory is under pressure. Waiting for",
+        ],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:15
+    s(
+        "lmcache-no-eviction-candidates-found-disk-space",
+        &["No eviction candidates found. Disk space under pressure."],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:16
+    s(
+        "lmcache-failed-to-allocate-memory-block-of-size",
+        &["Failed to allocate memory block of size"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:17
+    s(
+        "lmcache-failed-to-allocate-huge-pages-pool-has",
+        &["Failed to allocate huge pages. Pool has"],
+        &["engine-start-failed"],
+    ), // lmcache.tsv:18
     s("lmcache-failed-to-create-backend", &["Failed to create backend"], &["kv-offload-degraded"]), // lmcache.tsv:19
-    s("lmcache-cache-query-timed-out-after-5s-for-recei", &["Cache query timed out after ", "Cache query timed out after 5s for receiver"], &["kv-offload-degraded"]), // lmcache.tsv:20
-    s("lmcache-nixl-write-failed-in-worker-thread", &["NIXL write failed in worker thread"], &["kv-offload-degraded"]), // lmcache.tsv:21
-    s("lmcache-s-marking-server-as-unhealthy", &["s. Marking server as unhealthy."], &["kv-offload-degraded"]), // lmcache.tsv:22
-    s("lmcache-lmcache-server-is-unhealthy-entering-deg", &["LMCache server is unhealthy — entering degraded mode"], &["kv-offload-degraded"]), // lmcache.tsv:23
+    s(
+        "lmcache-cache-query-timed-out-after-5s-for-recei",
+        &["Cache query timed out after ", "Cache query timed out after 5s for receiver"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:20
+    s(
+        "lmcache-nixl-write-failed-in-worker-thread",
+        &["NIXL write failed in worker thread"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:21
+    s(
+        "lmcache-s-marking-server-as-unhealthy",
+        &["s. Marking server as unhealthy."],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:22
+    s(
+        "lmcache-lmcache-server-is-unhealthy-entering-deg",
+        &["LMCache server is unhealthy — entering degraded mode"],
+        &["kv-offload-degraded"],
+    ), // lmcache.tsv:23
     s("nvidia-smi-hw-slowdown", &["HW Slowdown"], &["slow-gpu"]), // nvidia-smi.tsv:13
     s("nvidia-smi-hw-thermal-slowdown", &["HW Thermal Slowdown"], &["slow-gpu"]), // nvidia-smi.tsv:14
     s("nvidia-smi-hw-power-brake-slowdown", &["HW Power Brake Slowdown"], &["slow-gpu"]), // nvidia-smi.tsv:15
     s("nvidia-smi-sw-thermal-slowdown", &["SW Thermal Slowdown"], &["slow-gpu"]), // nvidia-smi.tsv:17
     s("nvidia-smi-hw-power-braking", &["HW Power Braking"], &["slow-gpu"]), // nvidia-smi.tsv:22
-    s("ray-the-task-may-or-maynot-have-been-execute", &[". The task may or maynot have been executed on the actor."], &["worker-died"]), // ray.tsv:5
-    s("ray-the-worker-died-unexpectedly-while-execu", &["The worker died unexpectedly while executing this task. Check python-core-worker-*.log files for more information."], &["worker-died"]), // ray.tsv:6
-    s("ray-the-task-s-local-raylet-died-check-rayle", &["The task's local raylet died. Check raylet.out for more information."], &["worker-died"]), // ray.tsv:7
-    s("ray-there-are-some-potential-root-causes-1-t", &[") The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.", ". There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors."], &["worker-died"]), // ray.tsv:9
-    s("ray-the-actor-is-dead-because-its-worker-pro", &["The actor is dead because its worker process has died. Worker exit type"], &["worker-died"]), // ray.tsv:10
-    s("ray-the-actor-died-because-its-node-has-died", &["The actor died because its node has died. Node Id"], &["worker-died"]), // ray.tsv:11
-    s("ray-the-actor-is-dead-because-it-was-killed", &["The actor is dead because it was killed by `ray.kill`."], &[BENIGN]), // ray.tsv:12
-    s("ray-which-exceeds-the-memory-usage-threshold", &["which exceeds the memory usage threshold of"], &["worker-died"]), // ray.tsv:14
-    s("ray-over-the-last-time-period-to-see-more-in", &["over the last time period. To see more information about the Workers killed on this node, use `ray logs raylet.out -ip"], &["worker-died"]), // ray.tsv:15
-    s("ray-refer-to-the-documentation-on-how-to-add", &["Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs per task. To adjust the kill threshold, set the environment variable `RAY_memory_usage_threshold` when starting Ray. To disable worker killing, set the environment variable `RAY_memory_monitor_refresh_ms` to zero."], &["worker-died"]), // ray.tsv:16
-    s("ray-memory-usage-above-threshold-but-no-work", &["Memory usage above threshold but no workers are available for killing.This could be due to worker memory leak andidle worker are occupying most of the memory."], &["worker-died"]), // ray.tsv:17
+    s(
+        "ray-the-task-may-or-maynot-have-been-execute",
+        &[". The task may or maynot have been executed on the actor."],
+        &["worker-died"],
+    ), // ray.tsv:5
+    s(
+        "ray-the-worker-died-unexpectedly-while-execu",
+        &[
+            "The worker died unexpectedly while executing this task. Check python-core-worker-*.log files for more information.",
+        ],
+        &["worker-died"],
+    ), // ray.tsv:6
+    s(
+        "ray-the-task-s-local-raylet-died-check-rayle",
+        &["The task's local raylet died. Check raylet.out for more information."],
+        &["worker-died"],
+    ), // ray.tsv:7
+    s(
+        "ray-there-are-some-potential-root-causes-1-t",
+        &[
+            ") The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.",
+            ". There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.",
+        ],
+        &["worker-died"],
+    ), // ray.tsv:9
+    s(
+        "ray-the-actor-is-dead-because-its-worker-pro",
+        &["The actor is dead because its worker process has died. Worker exit type"],
+        &["worker-died"],
+    ), // ray.tsv:10
+    s(
+        "ray-the-actor-died-because-its-node-has-died",
+        &["The actor died because its node has died. Node Id"],
+        &["worker-died"],
+    ), // ray.tsv:11
+    s(
+        "ray-the-actor-is-dead-because-it-was-killed",
+        &["The actor is dead because it was killed by `ray.kill`."],
+        &[BENIGN],
+    ), // ray.tsv:12
+    s(
+        "ray-which-exceeds-the-memory-usage-threshold",
+        &["which exceeds the memory usage threshold of"],
+        &["worker-died"],
+    ), // ray.tsv:14
+    s(
+        "ray-over-the-last-time-period-to-see-more-in",
+        &[
+            "over the last time period. To see more information about the Workers killed on this node, use `ray logs raylet.out -ip",
+        ],
+        &["worker-died"],
+    ), // ray.tsv:15
+    s(
+        "ray-refer-to-the-documentation-on-how-to-add",
+        &[
+            "Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs per task. To adjust the kill threshold, set the environment variable `RAY_memory_usage_threshold` when starting Ray. To disable worker killing, set the environment variable `RAY_memory_monitor_refresh_ms` to zero.",
+        ],
+        &["worker-died"],
+    ), // ray.tsv:16
+    s(
+        "ray-memory-usage-above-threshold-but-no-work",
+        &[
+            "Memory usage above threshold but no workers are available for killing.This could be due to worker memory leak andidle worker are occupying most of the memory.",
+        ],
+        &["worker-died"],
+    ), // ray.tsv:17
     s("ray-the-node-with-node-id", &["The node with node id", "has been marked dead"], &["worker-died"]), // ray.tsv:18
-    s("ray-unintentional-worker-failures-have-been", &[". Unintentional worker failures have been reported. If there are lots of this logs, that might indicate there are unexpected failures in the cluster."], &["worker-died"]), // ray.tsv:19
+    s(
+        "ray-unintentional-worker-failures-have-been",
+        &[
+            ". Unintentional worker failures have been reported. If there are lots of this logs, that might indicate there are unexpected failures in the cluster.",
+        ],
+        &["worker-died"],
+    ), // ray.tsv:19
     s("ray-health-check-for", &["Health check for", "failed"], &["engine-dead"]), // ray.tsv:21
-    s("ray-didn-t-receive-health-check-response-for", &["Didn't receive health check response for replica"], &["engine-dead"]), // ray.tsv:22
-    s("ray-times-in-a-row-marking-it-unhealthy", &["times in a row, marking it unhealthy."], &["engine-dead"]), // ray.tsv:23
-    s("ray-crashed-marking-it-unhealthy-immediately", &["crashed, marking it unhealthy immediately."], &["worker-died"]), // ray.tsv:24
+    s(
+        "ray-didn-t-receive-health-check-response-for",
+        &["Didn't receive health check response for replica"],
+        &["engine-dead"],
+    ), // ray.tsv:22
+    s(
+        "ray-times-in-a-row-marking-it-unhealthy",
+        &["times in a row, marking it unhealthy."],
+        &["engine-dead"],
+    ), // ray.tsv:23
+    s(
+        "ray-crashed-marking-it-unhealthy-immediately",
+        &["crashed, marking it unhealthy immediately."],
+        &["worker-died"],
+    ), // ray.tsv:24
     s("ray-failed-health-check-stopping-it", &["failed health check, stopping it."], &["engine-dead"]), // ray.tsv:25
-    s("ray-a-replica-s-health-check-failed-this-dep", &["A replica's health check failed. This deployment will be UNHEALTHY until the replica recovers or a new deploy happens."], &["engine-dead"]), // ray.tsv:26
+    s(
+        "ray-a-replica-s-health-check-failed-this-dep",
+        &[
+            "A replica's health check failed. This deployment will be UNHEALTHY until the replica recovers or a new deploy happens.",
+        ],
+        &["engine-dead"],
+    ), // ray.tsv:26
     s("ray-the-deployments", &["The deployments", "are UNHEALTHY."], &["engine-dead"]), // ray.tsv:27
-    s("ray-times-in-a-row-this-may-be-due-to-a-prob", &["times in a row. This may be due to a problem with its constructor or initial health check failing. See controller logs for details. Retrying after"], &["engine-start-failed"]), // ray.tsv:29
-    s("ray-a-replica-failed-to-start-with-exception", &["A replica failed to start with exception."], &["engine-start-failed"]), // ray.tsv:30
-    s("ray-replicas-that-have-taken-more-than", &["replicas that have taken more than", "s to be scheduled."], &["engine-start-failed"]), // ray.tsv:31
-    s("ray-replicas-that-have-taken-more-than-2", &["replicas that have taken more than", "s to initialize."], &["cold-start"]), // ray.tsv:32
-    s("ray-request-dropped-due-to-backpressure-num", &["Request dropped due to backpressure (num_queued_requests="], &["queueing-exceeds-capacity"]), // ray.tsv:34
-    s("ray-this-is-likely-due-to-all-cluster-resour", &[". This is likely due to all cluster resources being claimed by actors. Consider creating fewer actors or adding more nodes to this Ray cluster."], &["engine-start-failed"]), // ray.tsv:35
-    s("ray-add-suitable-node-types-to-this-cluster", &[". Add suitable node types to this cluster to resolve this issue."], &["engine-start-failed"]), // ray.tsv:36
+    s(
+        "ray-times-in-a-row-this-may-be-due-to-a-prob",
+        &[
+            "times in a row. This may be due to a problem with its constructor or initial health check failing. See controller logs for details. Retrying after",
+        ],
+        &["engine-start-failed"],
+    ), // ray.tsv:29
+    s(
+        "ray-a-replica-failed-to-start-with-exception",
+        &["A replica failed to start with exception."],
+        &["engine-start-failed"],
+    ), // ray.tsv:30
+    s(
+        "ray-replicas-that-have-taken-more-than",
+        &["replicas that have taken more than", "s to be scheduled."],
+        &["engine-start-failed"],
+    ), // ray.tsv:31
+    s(
+        "ray-replicas-that-have-taken-more-than-2",
+        &["replicas that have taken more than", "s to initialize."],
+        &["cold-start"],
+    ), // ray.tsv:32
+    s(
+        "ray-request-dropped-due-to-backpressure-num",
+        &["Request dropped due to backpressure (num_queued_requests="],
+        &["queueing-exceeds-capacity"],
+    ), // ray.tsv:34
+    s(
+        "ray-this-is-likely-due-to-all-cluster-resour",
+        &[
+            ". This is likely due to all cluster resources being claimed by actors. Consider creating fewer actors or adding more nodes to this Ray cluster.",
+        ],
+        &["engine-start-failed"],
+    ), // ray.tsv:35
+    s(
+        "ray-add-suitable-node-types-to-this-cluster",
+        &[". Add suitable node types to this cluster to resolve this issue."],
+        &["engine-start-failed"],
+    ), // ray.tsv:36
     s("sglang-prefill-batch-new-seq", &["Prefill batch. #new-seq"], &["queueing-exceeds-capacity"]), // sglang.tsv:2
     s("sglang-input-throughput-token-s", &["input throughput (token/s"], &["queueing-exceeds-capacity"]), // sglang.tsv:5
     s("sglang-decode-batch-running-req", &["Decode batch. #running-req"], &["decode-slows-with-context"]), // sglang.tsv:6
     s("sglang-gen-throughput-token-s", &["gen throughput (token/s"], &["decode-slows-with-context"]), // sglang.tsv:8
-    s("sglang-decode-out-of-memory-happened-retracted", &["Decode out of memory happened. #retracted_reqs"], &["kv-pressure-preemption"]), // sglang.tsv:10
-    s("sglang-kv-cache-pool-is-full-retract-requests-r", &["KV cache pool is full. Retract requests. #retracted_reqs"], &["kv-pressure-preemption"]), // sglang.tsv:11
-    s("sglang-decode-out-of-memory-try-to-lower-your-b", &["Decode out of memory. Try to lower your batch size."], &["kv-pool-exhausted"]), // sglang.tsv:13
-    s("sglang-prefill-out-of-memory-try-to-lower-your", &["Prefill out of memory. Try to lower your batch size."], &["kv-pool-exhausted"]), // sglang.tsv:14
-    s("sglang-alloc-req-slots-runs-out-of-memory-pleas", &["alloc_req_slots runs out of memory. Please set a smaller number for `--max-running-requests`."], &["kv-pool-exhausted"]), // sglang.tsv:16
-    s("sglang-out-of-memory-please-set-a-smaller-numbe", &["Out of memory. Please set a smaller number for `--max-running-requests`."], &["kv-pool-exhausted"]), // sglang.tsv:17
-    s("sglang-out-of-memory-even-after-retracting-all", &["Out of memory even after retracting all other requests in the decode batch. Aborting the last request."], &["input-too-long"]), // sglang.tsv:18
+    s(
+        "sglang-decode-out-of-memory-happened-retracted",
+        &["Decode out of memory happened. #retracted_reqs"],
+        &["kv-pressure-preemption"],
+    ), // sglang.tsv:10
+    s(
+        "sglang-kv-cache-pool-is-full-retract-requests-r",
+        &["KV cache pool is full. Retract requests. #retracted_reqs"],
+        &["kv-pressure-preemption"],
+    ), // sglang.tsv:11
+    s(
+        "sglang-decode-out-of-memory-try-to-lower-your-b",
+        &["Decode out of memory. Try to lower your batch size."],
+        &["kv-pool-exhausted"],
+    ), // sglang.tsv:13
+    s(
+        "sglang-prefill-out-of-memory-try-to-lower-your",
+        &["Prefill out of memory. Try to lower your batch size."],
+        &["kv-pool-exhausted"],
+    ), // sglang.tsv:14
+    s(
+        "sglang-alloc-req-slots-runs-out-of-memory-pleas",
+        &["alloc_req_slots runs out of memory. Please set a smaller number for `--max-running-requests`."],
+        &["kv-pool-exhausted"],
+    ), // sglang.tsv:16
+    s(
+        "sglang-out-of-memory-please-set-a-smaller-numbe",
+        &["Out of memory. Please set a smaller number for `--max-running-requests`."],
+        &["kv-pool-exhausted"],
+    ), // sglang.tsv:17
+    s(
+        "sglang-out-of-memory-even-after-retracting-all",
+        &[
+            "Out of memory even after retracting all other requests in the decode batch. Aborting the last request.",
+        ],
+        &["input-too-long"],
+    ), // sglang.tsv:18
     s("sglang-is-larger-than-the-profiled-value", &["is larger than the profiled value"], &["warmup-oom"]), // sglang.tsv:21
-    s("sglang-request-length-is-longer-than-the-kv-cac", &["Request length is longer than the KV cache pool size or the max context length. Truncated!!!"], &["warmup-oom"]), // sglang.tsv:22
+    s(
+        "sglang-request-length-is-longer-than-the-kv-cac",
+        &["Request length is longer than the KV cache pool size or the max context length. Truncated!!!"],
+        &["warmup-oom"],
+    ), // sglang.tsv:22
     s("sglang-load-weight-begin-avail-mem", &["Load weight begin. avail mem="], &["cold-start"]), // sglang.tsv:23
     s("sglang-load-weight-end-type", &["Load weight end. type="], &["cold-start"]), // sglang.tsv:24
     s("sglang-load-weight-end-elapsed", &["Load weight end. elapsed="], &["cold-start"]), // sglang.tsv:26
-    s("sglang-capture-cuda-graph-begin-this-can-take-u", &["Capture cuda graph begin. This can take up to several minutes."], &["cold-start"]), // sglang.tsv:31
-    s("sglang-capture-cuda-graph-end-time-elapsed", &["Capture cuda graph end. Time elapsed"], &["cold-start"]), // sglang.tsv:33
-    s("sglang-num-tokens-per-req", &["num_tokens_per_req="], &["cold-start"]), // sglang.tsv:34
+    s(
+        "sglang-capture-cuda-graph-begin-this-can-take-u",
+        &["Capture cuda graph begin. This can take up to several minutes."],
+        &["cold-start"],
+    ), // sglang.tsv:31
+    s(
+        "sglang-capture-cuda-graph-end-time-elapsed",
+        &["Capture cuda graph end. Time elapsed"],
+        &["cold-start"],
+    ), // sglang.tsv:33
+    s("sglang-num-tokens-per-req", &["num_tokens_per_req="], &["cold-start"]),      // sglang.tsv:34
     s("sglang-gb-avail-mem", &["GB, avail mem=", "s, mem usage="], &["cold-start"]), // sglang.tsv:35
-    s("sglang-watchdog-timeout", &["Watchdog timeout"], &["scheduler-stall"]), // sglang.tsv:41
-    s("sglang-watchdog-timeout-2", &["watchdog timeout"], &["scheduler-stall"]), // sglang.tsv:42
+    s("sglang-watchdog-timeout", &["Watchdog timeout"], &["scheduler-stall"]),      // sglang.tsv:41
+    s("sglang-watchdog-timeout-2", &["watchdog timeout"], &["scheduler-stall"]),    // sglang.tsv:42
     s("sglang-scheduler-hit-an-exception", &["Scheduler hit an exception"], &["engine-dead"]), // sglang.tsv:44
-    s("sglang-received-sigquit-from-a-child-process-it", &["Received sigquit from a child process. It usually means the child failed."], &["engine-dead"]), // sglang.tsv:45
-    s("sglang-it-usually-means-one-child-failed", &[". It usually means one child failed."], &["engine-dead"]), // sglang.tsv:46
-    s("sglang-scheduler-is-dead-please-check-if-there", &["scheduler is dead. Please check if there are relevant logs."], &["engine-start-failed"]), // sglang.tsv:47
-    s("sglang-initialization-failed-please-see-the-err", &["Initialization failed. Please see the error messages above."], &["engine-start-failed"]), // sglang.tsv:48
-    s("sglang-initialization-failed-warmup-error", &["Initialization failed. warmup error"], &["engine-start-failed"]), // sglang.tsv:49
-    s("sglang-health-check-failed-server-couldn-t-get", &["Health check failed. Server couldn't get a response from detokenizer for last"], &["scheduler-stall"]), // sglang.tsv:50
+    s(
+        "sglang-received-sigquit-from-a-child-process-it",
+        &["Received sigquit from a child process. It usually means the child failed."],
+        &["engine-dead"],
+    ), // sglang.tsv:45
+    s(
+        "sglang-it-usually-means-one-child-failed",
+        &[". It usually means one child failed."],
+        &["engine-dead"],
+    ), // sglang.tsv:46
+    s(
+        "sglang-scheduler-is-dead-please-check-if-there",
+        &["scheduler is dead. Please check if there are relevant logs."],
+        &["engine-start-failed"],
+    ), // sglang.tsv:47
+    s(
+        "sglang-initialization-failed-please-see-the-err",
+        &["Initialization failed. Please see the error messages above."],
+        &["engine-start-failed"],
+    ), // sglang.tsv:48
+    s(
+        "sglang-initialization-failed-warmup-error",
+        &["Initialization failed. warmup error"],
+        &["engine-start-failed"],
+    ), // sglang.tsv:49
+    s(
+        "sglang-health-check-failed-server-couldn-t-get",
+        &["Health check failed. Server couldn't get a response from detokenizer for last"],
+        &["scheduler-stall"],
+    ), // sglang.tsv:50
     s("sglang-triggering-sigquit-for-cleanup", &[". Triggering SIGQUIT for cleanup"], &["worker-died"]), // sglang.tsv:51
-    s("sglang-scheduler-or-dataparallelcontroller", &["Scheduler or DataParallelController"], &["worker-died"]), // sglang.tsv:52
-    s("sglang-the-memory-capacity-is-unbalanced-some-g", &["The memory capacity is unbalanced. Some GPUs may be occupied by other processes."], &["colocated-process"]), // sglang.tsv:54
-    s("sglang-could-finish-the-model-loading-but-there", &["could finish the model loading, but there are other ranks that didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow node."], &["engine-start-failed"]), // sglang.tsv:55
-    s("sglang-tokens-is-longer-than-the-model-s-contex", &["tokens) is longer than the model's context length"], &["context-length-exceeded"]), // sglang.tsv:56
-    s("sglang-tokens-for-the-completion-please-reduce", &["tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit."], &["context-length-exceeded"]), // sglang.tsv:57
+    s(
+        "sglang-scheduler-or-dataparallelcontroller",
+        &["Scheduler or DataParallelController"],
+        &["worker-died"],
+    ), // sglang.tsv:52
+    s(
+        "sglang-the-memory-capacity-is-unbalanced-some-g",
+        &["The memory capacity is unbalanced. Some GPUs may be occupied by other processes."],
+        &["colocated-process"],
+    ), // sglang.tsv:54
+    s(
+        "sglang-could-finish-the-model-loading-but-there",
+        &[
+            "could finish the model loading, but there are other ranks that didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.",
+        ],
+        &["engine-start-failed"],
+    ), // sglang.tsv:55
+    s(
+        "sglang-tokens-is-longer-than-the-model-s-contex",
+        &["tokens) is longer than the model's context length"],
+        &["context-length-exceeded"],
+    ), // sglang.tsv:56
+    s(
+        "sglang-tokens-for-the-completion-please-reduce",
+        &[
+            "tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.",
+        ],
+        &["context-length-exceeded"],
+    ), // sglang.tsv:57
     s("sglang-the-request-queue-is-full", &["The request queue is full."], &["queueing-exceeds-capacity"]), // sglang.tsv:59
-    s("sglang-request-is-disconnected-from-the-client", &["Request is disconnected from the client side (type ", "Request is disconnected from the client side (type 1). Abort request"], &["timeout-too-short"]), // sglang.tsv:60
+    s(
+        "sglang-request-is-disconnected-from-the-client",
+        &[
+            "Request is disconnected from the client side (type ",
+            "Request is disconnected from the client side (type 1). Abort request",
+        ],
+        &["timeout-too-short"],
+    ), // sglang.tsv:60
     s("sglang-abort-request", &["Abort request"], &["timeout-too-short"]), // sglang.tsv:61
-    s("sglang-token-to-kv-pool-allocator-memory-leak-d", &["token_to_kv_pool_allocator memory leak detected!"], &["kv-leak"]), // sglang.tsv:62
+    s(
+        "sglang-token-to-kv-pool-allocator-memory-leak-d",
+        &["token_to_kv_pool_allocator memory leak detected!"],
+        &["kv-leak"],
+    ), // sglang.tsv:62
     s("sglang-kv-cache-pool-leak-detected", &["KV cache pool leak detected!"], &["kv-leak"]), // sglang.tsv:63
     s("sglang-memory-leak-detected", &["memory leak detected!"], &["kv-leak"]), // sglang.tsv:64
     s("sglang-sglang-num-queue-reqs", &["sglang:num_queue_reqs"], &["queueing-exceeds-capacity"]), // sglang.tsv:83
     s("sglang-sglang-token-usage", &["sglang:token_usage"], &["kv-pressure-preemption"]), // sglang.tsv:84
-    s("sglang-sglang-time-per-output-token-seconds-buc", &["sglang:time_per_output_token_seconds_bucket"], &["bench-itl-tail"]), // sglang.tsv:85
-    s("sglang-sglang-inter-token-latency-seconds-bucke", &["sglang:inter_token_latency_seconds_bucket"], &["bench-itl-tail"]), // sglang.tsv:86
+    s(
+        "sglang-sglang-time-per-output-token-seconds-buc",
+        &["sglang:time_per_output_token_seconds_bucket"],
+        &["bench-itl-tail"],
+    ), // sglang.tsv:85
+    s(
+        "sglang-sglang-inter-token-latency-seconds-bucke",
+        &["sglang:inter_token_latency_seconds_bucket"],
+        &["bench-itl-tail"],
+    ), // sglang.tsv:86
     s("sglang-sglang-num-retracted-reqs", &["sglang:num_retracted_reqs"], &["kv-pressure-preemption"]), // sglang.tsv:87
     s("tgi-warming-up-model", &["Warming up model"], &["cold-start"]), // tgi.tsv:2
-    s("tgi-could-not-connect-to-text-generation-ser", &["Could not connect to Text Generation server"], &["engine-start-failed"]), // tgi.tsv:13
-    s("tgi-error-input-validation-error", &["{\"error\":\"Input validation error"], &["context-length-exceeded"]), // tgi.tsv:17
-    s("tgi-inputs-tokens-max-new-tokens-must-be", &["inputs` tokens + `max_new_tokens` must be <="], &["context-length-exceeded"]), // tgi.tsv:18
+    s(
+        "tgi-could-not-connect-to-text-generation-ser",
+        &["Could not connect to Text Generation server"],
+        &["engine-start-failed"],
+    ), // tgi.tsv:13
+    s(
+        "tgi-error-input-validation-error",
+        &["{\"error\":\"Input validation error"],
+        &["context-length-exceeded"],
+    ), // tgi.tsv:17
+    s(
+        "tgi-inputs-tokens-max-new-tokens-must-be",
+        &["inputs` tokens + `max_new_tokens` must be <="],
+        &["context-length-exceeded"],
+    ), // tgi.tsv:18
     s("tgi-inputs-must-have-less-than", &["inputs` must have less than"], &["context-length-exceeded"]), // tgi.tsv:19
     s("tgi-max-new-tokens-must-be", &["max_new_tokens` must be <="], &["context-length-exceeded"]), // tgi.tsv:20
-    s("tgi-text-generation-router-server-router-src", &["}: text_generation_router::server: router/src/server.rs"], &["queueing-exceeds-capacity"]), // tgi.tsv:22
-    s("tgi-shard-complete-standard-error-output", &["Shard complete standard error output"], &["engine-start-failed"]), // tgi.tsv:24
-    s("tgi-shard-process-was-signaled-to-shutdown-w", &["Shard process was signaled to shutdown with signal"], &["worker-died"]), // tgi.tsv:25
-    s("tgi-shard-status-channel-disconnected", &["Shard status channel disconnected"], &["engine-start-failed"]), // tgi.tsv:28
+    s(
+        "tgi-text-generation-router-server-router-src",
+        &["}: text_generation_router::server: router/src/server.rs"],
+        &["queueing-exceeds-capacity"],
+    ), // tgi.tsv:22
+    s(
+        "tgi-shard-complete-standard-error-output",
+        &["Shard complete standard error output"],
+        &["engine-start-failed"],
+    ), // tgi.tsv:24
+    s(
+        "tgi-shard-process-was-signaled-to-shutdown-w",
+        &["Shard process was signaled to shutdown with signal"],
+        &["worker-died"],
+    ), // tgi.tsv:25
+    s(
+        "tgi-shard-status-channel-disconnected",
+        &["Shard status channel disconnected"],
+        &["engine-start-failed"],
+    ), // tgi.tsv:28
     s("tgi-waiting-for-shard-to-be-ready", &["Waiting for shard to be ready"], &["cold-start"]), // tgi.tsv:29
-    s("tgi-shard-ready-in", &["Shard ready in"], &["cold-start"]), // tgi.tsv:30
-    s("tgi-error-shardcannotstart", &["Error: ShardCannotStart"], &["engine-start-failed"]), // tgi.tsv:34
-    s("tgi-error-webserverfailed", &["Error: WebserverFailed"], &["engine-start-failed"]), // tgi.tsv:35
-    s("tgi-error-shardfailed", &["Error: ShardFailed"], &["worker-died"]), // tgi.tsv:36
-    s("tgi-error-downloaderror", &["Error: DownloadError"], &["engine-start-failed"]), // tgi.tsv:37
+    s("tgi-shard-ready-in", &["Shard ready in"], &["cold-start"]),                               // tgi.tsv:30
+    s("tgi-error-shardcannotstart", &["Error: ShardCannotStart"], &["engine-start-failed"]),     // tgi.tsv:34
+    s("tgi-error-webserverfailed", &["Error: WebserverFailed"], &["engine-start-failed"]),       // tgi.tsv:35
+    s("tgi-error-shardfailed", &["Error: ShardFailed"], &["worker-died"]),                       // tgi.tsv:36
+    s("tgi-error-downloaderror", &["Error: DownloadError"], &["engine-start-failed"]),           // tgi.tsv:37
     s("tgi-download-encountered-an-error", &["Download encountered an error"], &["engine-start-failed"]), // tgi.tsv:38
     s("tgi-decode-cuda-graph-warmup-failed", &["Decode cuda graph warmup failed"], &["warmup-oom"]), // tgi.tsv:40
     s("tgi-cuda-graphs-are-enabled-for-sizes", &["Cuda Graphs are enabled for sizes"], &["cold-start"]), // tgi.tsv:42
     s("tgi-error-when-initializing-model", &["Error when initializing model"], &["engine-start-failed"]), // tgi.tsv:43
     s("tgi-must-be-max-total-tokens", &["must be < `max_total_tokens"], &["engine-start-failed"]), // tgi.tsv:47
-    s("tgi-text-generation-server-not-found-in-path", &["text-generation-server not found in PATH"], &["engine-start-failed"]), // tgi.tsv:48
+    s(
+        "tgi-text-generation-server-not-found-in-path",
+        &["text-generation-server not found in PATH"],
+        &["engine-start-failed"],
+    ), // tgi.tsv:48
     s("tgi-tgi-request-queue-duration", &["tgi_request_queue_duration"], &["queueing-exceeds-capacity"]), // tgi.tsv:50
     s("tgi-tgi-request-failure", &["tgi_request_failure"], &["queueing-exceeds-capacity"]), // tgi.tsv:54
     s("tgi-entry-response-channel-error", &["Entry response channel error."], &["timeout-too-short"]), // tgi.tsv:55
-    s("tgi-failed-to-send-event-receiver-dropped", &["Failed to send event. Receiver dropped."], &["timeout-too-short"]), // tgi.tsv:56
-    s("torch-tensors-allocated-with-expandable-segmen", &["Tensors allocated with expandable_segments:True cannot be shared between processes. Consider using expandable_segments:False in data loading workers via torch.cuda.memory._set_allocator_settings('expandable_segments:False"], &[UNCLAIMED]), // torch.tsv:14
-    s("torch-cuda-error-uncorrectable-ecc-error-encou", &["CUDA error: uncorrectable ECC error encountered"], &["gpu-hw-error"]), // torch.tsv:18
-    s("torch-cuda-error-uncorrectable-nvlink-error-de", &["CUDA error: uncorrectable NVLink error detected during the execution"], &["gpu-hw-error"]), // torch.tsv:19
-    s("torch-cuda-error-unspecified-launch-failure", &["CUDA error: unspecified launch failure"], &[UNCLAIMED]), // torch.tsv:20
+    s(
+        "tgi-failed-to-send-event-receiver-dropped",
+        &["Failed to send event. Receiver dropped."],
+        &["timeout-too-short"],
+    ), // tgi.tsv:56
+    s(
+        "torch-tensors-allocated-with-expandable-segmen",
+        &[
+            "Tensors allocated with expandable_segments:True cannot be shared between processes. Consider using expandable_segments:False in data loading workers via torch.cuda.memory._set_allocator_settings('expandable_segments:False",
+        ],
+        &[UNCLAIMED],
+    ), // torch.tsv:14
+    s(
+        "torch-cuda-error-uncorrectable-ecc-error-encou",
+        &["CUDA error: uncorrectable ECC error encountered"],
+        &["gpu-hw-error"],
+    ), // torch.tsv:18
+    s(
+        "torch-cuda-error-uncorrectable-nvlink-error-de",
+        &["CUDA error: uncorrectable NVLink error detected during the execution"],
+        &["gpu-hw-error"],
+    ), // torch.tsv:19
+    s(
+        "torch-cuda-error-unspecified-launch-failure",
+        &["CUDA error: unspecified launch failure"],
+        &[UNCLAIMED],
+    ), // torch.tsv:20
     s("torch-cuda-error-misaligned-address", &["CUDA error: misaligned address"], &[UNCLAIMED]), // torch.tsv:21
-    s("torch-cuda-kernel-errors-might-be-asynchronous", &["CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect."], &[UNCLAIMED]), // torch.tsv:22
-    s("torch-caught-collective-operation-timeout-work", &["] Caught collective operation timeout: WorkNCCL(SeqNum="], &["nccl-hang"]), // torch.tsv:25
-    s("torch-to-avoid-data-inconsistency-we-are-takin", &["To avoid data inconsistency, we are taking the entire process down."], &["nccl-hang"]), // torch.tsv:27
-    s("torch-exception-either-an-error-or-timeout-det", &["] Exception (either an error or timeout) detected by watchdog at work"], &["nccl-hang"]), // torch.tsv:28
-    s("torch-heartbeat-monitor-timed-out-process-will", &["Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()="], &["nccl-hang"]), // torch.tsv:33
-    s("torch-processgroupnccl-s-watchdog-detected-a-c", &["ProcessGroupNCCL's watchdog detected a collective timeout on some other rank and notified current rank."], &["nccl-hang"]), // torch.tsv:34
-    s("torch-this-is-most-likely-caused-by-incorrect", &["This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used across ranks, the order of collectives is not same for all ranks or the scheduled collective, for some reason, didn't run. Additionally, this can be caused by GIL deadlock or other reasons such as network errors or bugs in the communications library (e.g. NCCL), etc."], &["nccl-hang"]), // torch.tsv:35
-    s("torch-timed-out-in-blocking-wait-torch-nccl-bl", &["timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=", "timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1)."], &["nccl-hang"]), // torch.tsv:36
-    s("torch-nccl-timeout-in-communicator-initializat", &["NCCL timeout in communicator initialization."], &["nccl-hang"]), // torch.tsv:38
-    s("torch-ncclinvalidusage-this-usually-reflects-i", &["ncclInvalidUsage: This usually reflects invalid usage of NCCL library."], &["engine-start-failed"]), // torch.tsv:44
+    s(
+        "torch-cuda-kernel-errors-might-be-asynchronous",
+        &[
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+        ],
+        &[UNCLAIMED],
+    ), // torch.tsv:22
+    s(
+        "torch-caught-collective-operation-timeout-work",
+        &["] Caught collective operation timeout: WorkNCCL(SeqNum="],
+        &["nccl-hang"],
+    ), // torch.tsv:25
+    s(
+        "torch-to-avoid-data-inconsistency-we-are-takin",
+        &["To avoid data inconsistency, we are taking the entire process down."],
+        &["nccl-hang"],
+    ), // torch.tsv:27
+    s(
+        "torch-exception-either-an-error-or-timeout-det",
+        &["] Exception (either an error or timeout) detected by watchdog at work"],
+        &["nccl-hang"],
+    ), // torch.tsv:28
+    s(
+        "torch-heartbeat-monitor-timed-out-process-will",
+        &[
+            "Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=",
+        ],
+        &["nccl-hang"],
+    ), // torch.tsv:33
+    s(
+        "torch-processgroupnccl-s-watchdog-detected-a-c",
+        &[
+            "ProcessGroupNCCL's watchdog detected a collective timeout on some other rank and notified current rank.",
+        ],
+        &["nccl-hang"],
+    ), // torch.tsv:34
+    s(
+        "torch-this-is-most-likely-caused-by-incorrect",
+        &[
+            "This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used across ranks, the order of collectives is not same for all ranks or the scheduled collective, for some reason, didn't run. Additionally, this can be caused by GIL deadlock or other reasons such as network errors or bugs in the communications library (e.g. NCCL), etc.",
+        ],
+        &["nccl-hang"],
+    ), // torch.tsv:35
+    s(
+        "torch-timed-out-in-blocking-wait-torch-nccl-bl",
+        &[
+            "timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=",
+            "timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).",
+        ],
+        &["nccl-hang"],
+    ), // torch.tsv:36
+    s(
+        "torch-nccl-timeout-in-communicator-initializat",
+        &["NCCL timeout in communicator initialization."],
+        &["nccl-hang"],
+    ), // torch.tsv:38
+    s(
+        "torch-ncclinvalidusage-this-usually-reflects-i",
+        &["ncclInvalidUsage: This usually reflects invalid usage of NCCL library."],
+        &["engine-start-failed"],
+    ), // torch.tsv:44
     s("torch-seconds-waiting-for-clients", &["seconds waiting for clients."], &["engine-start-failed"]), // torch.tsv:46
-    s("torch-the-client-socket-has-timed-out-after", &["The client socket has timed out after"], &["engine-start-failed"]), // torch.tsv:47
+    s(
+        "torch-the-client-socket-has-timed-out-after",
+        &["The client socket has timed out after"],
+        &["engine-start-failed"],
+    ), // torch.tsv:47
     s("nccl-socketstartconnect-connect-to", &["socketStartConnect: Connect to"], &["nccl-hang"]), // torch.tsv:53
-    s("nccl-socketprogress-connection-closed-by-remo", &["socketProgress: Connection closed by remote peer"], &["nccl-hang"]), // torch.tsv:54
+    s(
+        "nccl-socketprogress-connection-closed-by-remo",
+        &["socketProgress: Connection closed by remote peer"],
+        &["nccl-hang"],
+    ), // torch.tsv:54
     s("nccl-net-ib-got-completion-from-peer", &["NET/IB : Got completion from peer"], &["nccl-hang"]), // torch.tsv:55
     s("torch-failed-exitcode", &["failed (exitcode"], &[UNCLAIMED]), // torch.tsv:58 (exit code 1: the error is in the worker's log)
     s("torch-failed-exitcode-signal", &["failed (exitcode: -"], &["worker-died"]), // torch.tsv:58 (negative: killed by a signal)
-    s("torch-received-by-pid", &["received by PID"], &["worker-died"]), // torch.tsv:59
+    s("torch-received-by-pid", &["received by PID"], &["worker-died"]),            // torch.tsv:59
     s("torch-root-cause-first-observed-failure", &["Root Cause (first observed failure"], &[UNCLAIMED]), // torch.tsv:62
-    s("torch-to-enable-traceback-see-https-pytorch-or", &["To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"], &[UNCLAIMED]), // torch.tsv:63
+    s(
+        "torch-to-enable-traceback-see-https-pytorch-or",
+        &["To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"],
+        &[UNCLAIMED],
+    ), // torch.tsv:63
     s("torch-death-signal-shutting-down-workers", &["death signal, shutting down workers"], &["worker-died"]), // torch.tsv:65
-    s("torch-attempts-left-will-restart-worker-group", &["attempts left; will restart worker group"], &["worker-died"]), // torch.tsv:66
-    s("vllm-this-happens-when-the-gpu-memory-was-not", &[". This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance."], &["colocated-process"]), // vllm.tsv:20
-    s("vllm-gib-this-happens-when-other-processes-sh", &["GiB. This happens when other processes sharing the same container release GPU memory while vLLM is profiling during initialization. To fix this, ensure consistent GPU memory allocation or isolate vLLM in its own container."], &["colocated-process"]), // vllm.tsv:21
-    s("vllm-gib-on-startup-is-less-than-the-engine-s", &["GiB) on startup is less than the engine's budget after excluding external process's weights"], &["colocated-process"]), // vllm.tsv:24
+    s(
+        "torch-attempts-left-will-restart-worker-group",
+        &["attempts left; will restart worker group"],
+        &["worker-died"],
+    ), // torch.tsv:66
+    s(
+        "vllm-this-happens-when-the-gpu-memory-was-not",
+        &[
+            ". This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance.",
+        ],
+        &["colocated-process"],
+    ), // vllm.tsv:20
+    s(
+        "vllm-gib-this-happens-when-other-processes-sh",
+        &[
+            "GiB. This happens when other processes sharing the same container release GPU memory while vLLM is profiling during initialization. To fix this, ensure consistent GPU memory allocation or isolate vLLM in its own container.",
+        ],
+        &["colocated-process"],
+    ), // vllm.tsv:21
+    s(
+        "vllm-gib-on-startup-is-less-than-the-engine-s",
+        &["GiB) on startup is less than the engine's budget after excluding external process's weights"],
+        &["colocated-process"],
+    ), // vllm.tsv:24
     s("vllm-model-loading-took", &["Model loading took"], &["cold-start"]), // vllm.tsv:40
     s("vllm-loading-weights-took", &["Loading weights took"], &["cold-start"]), // vllm.tsv:42
     s("vllm-graph-capturing-finished-in", &["Graph capturing finished in", "secs, took"], &["cold-start"]), // vllm.tsv:46
     s("vllm-torch-compile-takes", &["torch.compile takes"], &["cold-start"]), // vllm.tsv:47
-    s("vllm-torch-compile-took", &["torch.compile took"], &["cold-start"]), // vllm.tsv:48
-    s("vllm-compiling-a-graph-for-general-shape-take", &["Compiling a graph for general shape takes"], &["cold-start"]), // vllm.tsv:50
-    s("vllm-compiling-a-graph-for-dynamic-shape-take", &["Compiling a graph for dynamic shape takes"], &["cold-start"]), // vllm.tsv:51
+    s("vllm-torch-compile-took", &["torch.compile took"], &["cold-start"]),   // vllm.tsv:48
+    s(
+        "vllm-compiling-a-graph-for-general-shape-take",
+        &["Compiling a graph for general shape takes"],
+        &["cold-start"],
+    ), // vllm.tsv:50
+    s(
+        "vllm-compiling-a-graph-for-dynamic-shape-take",
+        &["Compiling a graph for dynamic shape takes"],
+        &["cold-start"],
+    ), // vllm.tsv:51
     s("vllm-compiling-a-graph-for-compile-range", &["Compiling a graph for compile range"], &["cold-start"]), // vllm.tsv:52
-    s("vllm-init-engine-profile-create-kv-cache-warm", &["init engine (profile, create kv cache, warmup model) took"], &["cold-start"]), // vllm.tsv:56
-    s("vllm-mode-because-there-is-not-enough-kv-cach", &["mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption="], &["kv-pressure-preemption"]), // vllm.tsv:66
-    s("vllm-because-there-s-not-enough-kv-cache-bloc", &["because there's not enough kv cache blocks to run the entire sequence."], &["kv-pressure-preemption"]), // vllm.tsv:67
-    s("vllm-tokens-is-too-long-and-exceeds-limit-of", &["tokens) is too long and exceeds limit of"], &["input-too-long"]), // vllm.tsv:68
-    s("vllm-tokens-is-too-long-and-exceeds-the-capac", &["tokens) is too long and exceeds the capacity of block_manager"], &["input-too-long"]), // vllm.tsv:69
-    s("vllm-is-too-long-and-exceeds-the-capacity-of", &["is too long and exceeds the capacity of block_manager"], &["input-too-long"]), // vllm.tsv:70
-    s("vllm-aborted-due-to-the-lack-of-cpu-swap-spac", &["Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error."], &["kv-pressure-preemption"]), // vllm.tsv:71
-    s("vllm-engine-iteration-timed-out-this-should-n", &["Engine iteration timed out. This should never happen!"], &["nccl-hang"]), // vllm.tsv:72
+    s(
+        "vllm-init-engine-profile-create-kv-cache-warm",
+        &["init engine (profile, create kv cache, warmup model) took"],
+        &["cold-start"],
+    ), // vllm.tsv:56
+    s(
+        "vllm-mode-because-there-is-not-enough-kv-cach",
+        &[
+            "mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption=",
+        ],
+        &["kv-pressure-preemption"],
+    ), // vllm.tsv:66
+    s(
+        "vllm-because-there-s-not-enough-kv-cache-bloc",
+        &["because there's not enough kv cache blocks to run the entire sequence."],
+        &["kv-pressure-preemption"],
+    ), // vllm.tsv:67
+    s(
+        "vllm-tokens-is-too-long-and-exceeds-limit-of",
+        &["tokens) is too long and exceeds limit of"],
+        &["input-too-long"],
+    ), // vllm.tsv:68
+    s(
+        "vllm-tokens-is-too-long-and-exceeds-the-capac",
+        &["tokens) is too long and exceeds the capacity of block_manager"],
+        &["input-too-long"],
+    ), // vllm.tsv:69
+    s(
+        "vllm-is-too-long-and-exceeds-the-capacity-of",
+        &["is too long and exceeds the capacity of block_manager"],
+        &["input-too-long"],
+    ), // vllm.tsv:70
+    s(
+        "vllm-aborted-due-to-the-lack-of-cpu-swap-spac",
+        &["Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error."],
+        &["kv-pressure-preemption"],
+    ), // vllm.tsv:71
+    s(
+        "vllm-engine-iteration-timed-out-this-should-n",
+        &["Engine iteration timed out. This should never happen!"],
+        &["nccl-hang"],
+    ), // vllm.tsv:72
     s("vllm-engine-background-task-failed", &["Engine background task failed"], &["engine-dead"]), // vllm.tsv:73
-    s("vllm-asyncllmengine-has-failed-terminating-se", &["AsyncLLMEngine has failed, terminating server process"], &["engine-dead"]), // vllm.tsv:77
-    s("vllm-mqllmengine-is-already-dead-terminating", &["MQLLMEngine is already dead, terminating server process"], &["engine-dead"]), // vllm.tsv:78
-    s("vllm-this-might-cause-deadlock-in-distributed", &[". This might cause deadlock in distributed execution."], &[UNCLAIMED]), // vllm.tsv:79
+    s(
+        "vllm-asyncllmengine-has-failed-terminating-se",
+        &["AsyncLLMEngine has failed, terminating server process"],
+        &["engine-dead"],
+    ), // vllm.tsv:77
+    s(
+        "vllm-mqllmengine-is-already-dead-terminating",
+        &["MQLLMEngine is already dead, terminating server process"],
+        &["engine-dead"],
+    ), // vllm.tsv:78
+    s(
+        "vllm-this-might-cause-deadlock-in-distributed",
+        &[". This might cause deadlock in distributed execution."],
+        &[UNCLAIMED],
+    ), // vllm.tsv:79
     s("vllm-asyncllm-output-handler-failed", &["AsyncLLM output_handler failed."], &["engine-dead"]), // vllm.tsv:87
-    s("vllm-died-unexpectedly-shutting-down-client", &["died unexpectedly, shutting down client."], &["worker-died"]), // vllm.tsv:88
-    s("vllm-shutdown-mpclient-engine-core-exited-une", &["[shutdown] MPClient: engine core exited unexpectedly; starting cleanup"], &["worker-died"]), // vllm.tsv:89
+    s(
+        "vllm-died-unexpectedly-shutting-down-client",
+        &["died unexpectedly, shutting down client."],
+        &["worker-died"],
+    ), // vllm.tsv:88
+    s(
+        "vllm-shutdown-mpclient-engine-core-exited-une",
+        &["[shutdown] MPClient: engine core exited unexpectedly; starting cleanup"],
+        &["worker-died"],
+    ), // vllm.tsv:89
     s("vllm-engine-core-process", &["Engine core process", "died unexpectedly"], &["worker-died"]), // vllm.tsv:90
-    s("vllm-died-unexpectedly-shutting-down-executor", &["died unexpectedly, shutting down executor."], &["worker-died"]), // vllm.tsv:91
+    s(
+        "vllm-died-unexpectedly-shutting-down-executor",
+        &["died unexpectedly, shutting down executor."],
+        &["worker-died"],
+    ), // vllm.tsv:91
     s("vllm-died-unexpectedly-exit-code", &["died unexpectedly (exit code"], &["worker-died"]), // vllm.tsv:92
     s("vllm-workerproc-failed-to-start", &["WorkerProc failed to start."], &["engine-start-failed"]), // vllm.tsv:94
     s("vllm-workerproc-hit-an-exception", &["WorkerProc hit an exception."], &[UNCLAIMED]), // vllm.tsv:95
-    s("vllm-rpc-call-to", &["RPC call to", "timed out."], &["nccl-hang"]), // vllm.tsv:97
-    s("vllm-dumping-input-data-for-v1-llm-engine-v", &["Dumping input data for V", "Dumping input data for V1 LLM engine (v"], &["engine-dead"]), // vllm.tsv:98
-    s("vllm-dumping-scheduler-output-for-model-execu", &["Dumping scheduler output for model execution"], &["engine-dead"]), // vllm.tsv:99
-    s("vllm-did-not-receive-response-from-front-end", &["Did not receive response from front-end process within"], &["engine-start-failed"]), // vllm.tsv:100
-    s("vllm-input-socket-thread-died-during-startup", &["Input socket thread died during startup"], &["engine-start-failed"]), // vllm.tsv:101
-    s("vllm-executor-failed", &["Executor failed."], &["engine-dead"]), // vllm.tsv:102
-    s("vllm-it-is-expected-if-you-are-not-running-on", &[". It is expected if you are not running on NVIDIA/AMD GPUs.Otherwise, the nccl library might not exist, be corrupted or it does not support the current platform"], &["engine-start-failed"]), // vllm.tsv:108
-    s("vllm-seconds-this-typically-happens-when-some", &["seconds. This typically happens when some processes are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization)."], &["nccl-hang"]), // vllm.tsv:109
+    s("vllm-rpc-call-to", &["RPC call to", "timed out."], &["nccl-hang"]),                  // vllm.tsv:97
+    s(
+        "vllm-dumping-input-data-for-v1-llm-engine-v",
+        &["Dumping input data for V", "Dumping input data for V1 LLM engine (v"],
+        &["engine-dead"],
+    ), // vllm.tsv:98
+    s(
+        "vllm-dumping-scheduler-output-for-model-execu",
+        &["Dumping scheduler output for model execution"],
+        &["engine-dead"],
+    ), // vllm.tsv:99
+    s(
+        "vllm-did-not-receive-response-from-front-end",
+        &["Did not receive response from front-end process within"],
+        &["engine-start-failed"],
+    ), // vllm.tsv:100
+    s(
+        "vllm-input-socket-thread-died-during-startup",
+        &["Input socket thread died during startup"],
+        &["engine-start-failed"],
+    ), // vllm.tsv:101
+    s("vllm-executor-failed", &["Executor failed."], &["engine-dead"]),                     // vllm.tsv:102
+    s(
+        "vllm-it-is-expected-if-you-are-not-running-on",
+        &[
+            ". It is expected if you are not running on NVIDIA/AMD GPUs.Otherwise, the nccl library might not exist, be corrupted or it does not support the current platform",
+        ],
+        &["engine-start-failed"],
+    ), // vllm.tsv:108
+    s(
+        "vllm-seconds-this-typically-happens-when-some",
+        &[
+            "seconds. This typically happens when some processes are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization).",
+        ],
+        &["nccl-hang"],
+    ), // vllm.tsv:109
     s("vllm-e-g-shm-size-or-ipc-host", &["e.g. --shm-size or --ipc=host)."], &["engine-start-failed"]), // vllm.tsv:110
-    s("vllm-check-ray-status-to-see-if-you-have-enou", &[". Check `ray status` to see if you have enough resources."], &["engine-start-failed"]), // vllm.tsv:111
-    s("vllm-check-ray-status-and-ray-list-nodes-to-s", &[". Check `ray status` and `ray list nodes` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node."], &["engine-start-failed"]), // vllm.tsv:112
-    s("vllm-seconds-see-ray-status-and-ray-list-node", &["seconds. See `ray status` and `ray list nodes` to make sure the cluster has enough resources."], &["engine-start-failed"]), // vllm.tsv:113
-    s("vllm-you-can-use-float16-instead-by-explicitl", &[" instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.", ". You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half."], &["engine-start-failed"]), // vllm.tsv:115
-    s("vllm-in-the-completion-please-reduce-the-leng", &["in the completion). Please reduce the length of the messages or completion."], &["context-length-exceeded"]), // vllm.tsv:126
-    s("vllm-input-tokens-please-reduce-the-length-of", &["input tokens. Please reduce the length of the input messages."], &["context-length-exceeded"]), // vllm.tsv:127
-    s("vllm-input-tokens-which-exceeds-this-limit-ev", &["input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt."], &["context-length-exceeded"]), // vllm.tsv:128
+    s(
+        "vllm-check-ray-status-to-see-if-you-have-enou",
+        &[". Check `ray status` to see if you have enough resources."],
+        &["engine-start-failed"],
+    ), // vllm.tsv:111
+    s(
+        "vllm-check-ray-status-and-ray-list-nodes-to-s",
+        &[
+            ". Check `ray status` and `ray list nodes` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node.",
+        ],
+        &["engine-start-failed"],
+    ), // vllm.tsv:112
+    s(
+        "vllm-seconds-see-ray-status-and-ray-list-node",
+        &["seconds. See `ray status` and `ray list nodes` to make sure the cluster has enough resources."],
+        &["engine-start-failed"],
+    ), // vllm.tsv:113
+    s(
+        "vllm-you-can-use-float16-instead-by-explicitl",
+        &[
+            " instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.",
+            ". You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.",
+        ],
+        &["engine-start-failed"],
+    ), // vllm.tsv:115
+    s(
+        "vllm-in-the-completion-please-reduce-the-leng",
+        &["in the completion). Please reduce the length of the messages or completion."],
+        &["context-length-exceeded"],
+    ), // vllm.tsv:126
+    s(
+        "vllm-input-tokens-please-reduce-the-length-of",
+        &["input tokens. Please reduce the length of the input messages."],
+        &["context-length-exceeded"],
+    ), // vllm.tsv:127
+    s(
+        "vllm-input-tokens-which-exceeds-this-limit-ev",
+        &[
+            "input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt.",
+        ],
+        &["context-length-exceeded"],
+    ), // vllm.tsv:128
     s("vllm-error-in-preprocessing-prompt-inputs", &["Error in preprocessing prompt inputs"], &[UNCLAIMED]), // vllm.tsv:153
-    s("vllm-error-in-chat-completion-stream-generato", &["Error in chat completion stream generator."], &[UNCLAIMED]), // vllm.tsv:154
+    s(
+        "vllm-error-in-chat-completion-stream-generato",
+        &["Error in chat completion stream generator."],
+        &[UNCLAIMED],
+    ), // vllm.tsv:154
 ];
-
