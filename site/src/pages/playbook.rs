@@ -1,5 +1,6 @@
 //! Playbook: the four trees as interactive branches (each branch is a rule and its docs), the
-//! configuration pitfalls, and a client-config generator linted as you type by the analyzer.
+//! configuration pitfalls, what an error no rule explains means, and a client-config generator
+//! linted as you type by the analyzer.
 
 use crate::app::{set_text, tx, use_lang};
 use crate::fixed::{Erase, fixed};
@@ -77,6 +78,10 @@ pub fn PlaybookPage() -> impl IntoView {
         <section class="tree">
             <h2>{tx(lang, Msg::Pitfalls)} " " <code>"CONFIG"</code></h2>
             <Branches class=Class::Config/>
+        </section>
+        <section class="tree">
+            <h2>{tx(lang, Msg::Unexplained)} " " <code>"INCONCLUSIVE"</code></h2>
+            <Branches class=Class::Inconclusive/>
         </section>
         <section class="generator form">
             <h2>{tx(lang, Msg::Generator)}</h2>

@@ -36,6 +36,7 @@ mod missing_timestamps;
 mod model_not_found;
 mod nccl_hang;
 mod no_abort_on_timeout;
+mod prefill_stalls_decode;
 mod queueing_exceeds_capacity;
 mod retries_mask_failures;
 mod scheduler_stall;
@@ -141,6 +142,7 @@ pub static RULES: &[Rule] = &[
     slow_gpu::RULE,
     bench_itl_tail::RULE,
     decode_slows_with_context::RULE,
+    prefill_stalls_decode::RULE,
     // OOM
     kv_reservation_too_large::RULE,
     input_too_long::RULE,
@@ -307,7 +309,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 37);
+        assert_eq!(super::RULES.len(), 38);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);
