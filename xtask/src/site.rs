@@ -13,8 +13,13 @@ use anyhow::{Context, bail};
 
 use crate::{cargo, step, step_counting_tests, workspace_root};
 
-/// The whole `site/dist`, gzip-compressed file by file, must stay under this.
-pub const BUDGET_GZIP_BYTES: u64 = 600 * 1024;
+/// The whole `site/dist`, gzip-compressed file by file, must stay under this. Raised from 600 to
+/// 640 KiB with the real-world diagnosis work (2026-12-01): the analyzer the page runs gained 16
+/// rules with their docs in two languages and the known-message table mined from the engines'
+/// source (+64 KB gzip: the table ~10 KB, rules, texts and the alarm scan the rest). Winning it
+/// back is issue "The browser at native speed"'s to do (a compact text table, the drill's
+/// simulator in its own module).
+pub const BUDGET_GZIP_BYTES: u64 = 640 * 1024;
 /// The wasm-bindgen version the site crate pins (`=0.2.130` in site/Cargo.toml).
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
 

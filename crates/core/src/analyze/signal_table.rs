@@ -209,14 +209,14 @@ pub static SIGNALS: &[Signal] = &[
     s("vllm-request-throughput-req-s", &["Request throughput (req/s"], &["bench-overloaded"]), // bench.tsv:15
     s(
         "vllm-all-requests-failed-this-is-likely-due-t",
-        &["All requests failed. This is likely due to a misconfiguration on the benchmark arguments."],
+        &["All requests failed. This is likely due to a mis"],
         &[UNCLAIMED],
     ), // bench.tsv:30
     s(
         "vllm-failed-requests-during-benchmark-run-det",
         &[
-            "Failed requests during benchmark run detected (capping to ",
-            "Failed requests during benchmark run detected (capping to 10",
+            "Failed requests during benchmark run detected (c",
+            "Failed requests during benchmark run detected (c",
         ],
         &[UNCLAIMED],
     ), // bench.tsv:31
@@ -253,7 +253,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // clients.tsv:28
     s(
         "openai-python-data-returned-by-api-invalid-for-expecte",
-        &["Data returned by API invalid for expected schema."],
+        &["Data returned by API invalid for expected schema"],
         &["base-url-wrong"],
     ), // clients.tsv:29
     s(
@@ -264,14 +264,14 @@ pub static SIGNALS: &[Signal] = &[
     s(
         "anthropic-python-streaming-is-required-for-operations-tha",
         &[
-            " minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details",
-            "Streaming is required for operations that may take longer than 10 minutes. See https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details",
+            " minutes. See https://platform.claude.com/docs/e",
+            "Streaming is required for operations that may ta",
         ],
         &[UNCLAIMED],
     ), // clients.tsv:36
     s(
         "h11-peer-closed-connection-without-sending-c",
-        &["peer closed connection without sending complete message body (incomplete chunked read"],
+        &["peer closed connection without sending complete "],
         &[UNCLAIMED],
     ), // clients.tsv:39
     s(
@@ -293,24 +293,22 @@ pub static SIGNALS: &[Signal] = &[
     ), // lmcache.tsv:6
     s(
         "lmcache-lmcache-is-unhealthy-skipping-retrieve-o",
-        &["LMCache is unhealthy, skipping retrieve operation"],
+        &["LMCache is unhealthy, skipping retrieve operatio"],
         &["kv-offload-degraded"],
     ), // lmcache.tsv:7
     s(
         "lmcache-healthmonitor-system-unhealthy-entering",
-        &["HealthMonitor: System unhealthy, entering degraded mode"],
+        &["HealthMonitor: System unhealthy, entering degrad"],
         &["kv-offload-degraded"],
     ), // lmcache.tsv:8
     s(
         "lmcache-failed-to-initialize-re-establish-remote",
-        &["Failed to initialize/re-establish remote connection"],
+        &["Failed to initialize/re-establish remote connect"],
         &["kv-offload-degraded"],
     ), // lmcache.tsv:11
     s(
         "lmcache-connection-will-not-be-re-established-ye",
-        &[
-            "Connection will not be re-established yet since it has not been long enough since the last failure",
-        ],
+        &["Connection will not be re-established yet since "],
         &["kv-offload-degraded"],
     ), // lmcache.tsv:12
     s(
@@ -320,14 +318,12 @@ pub static SIGNALS: &[Signal] = &[
     ), // lmcache.tsv:13
     s(
         "lmcache-no-eviction-candidates-found-in-local-cp",
-        &[
-            "No eviction candidates found in local cpu backend. Local cpu memory is under pressure. Waiting for",
-        ],
+        &["No eviction candidates found in local cpu backen"],
         &["kv-offload-degraded"],
     ), // lmcache.tsv:15
     s(
         "lmcache-no-eviction-candidates-found-disk-space",
-        &["No eviction candidates found. Disk space under pressure."],
+        &["No eviction candidates found. Disk space under p"],
         &["kv-offload-degraded"],
     ), // lmcache.tsv:16
     s(
@@ -358,7 +354,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // lmcache.tsv:22
     s(
         "lmcache-lmcache-server-is-unhealthy-entering-deg",
-        &["LMCache server is unhealthy — entering degraded mode"],
+        &["LMCache server is unhealthy — entering degraded "],
         &["kv-offload-degraded"],
     ), // lmcache.tsv:23
     s("nvidia-smi-hw-slowdown", &["HW Slowdown"], &["slow-gpu"]), // nvidia-smi.tsv:13
@@ -368,42 +364,40 @@ pub static SIGNALS: &[Signal] = &[
     s("nvidia-smi-hw-power-braking", &["HW Power Braking"], &["slow-gpu"]), // nvidia-smi.tsv:22
     s(
         "ray-the-task-may-or-maynot-have-been-execute",
-        &[". The task may or maynot have been executed on the actor."],
+        &[". The task may or maynot have been executed on t"],
         &["worker-died"],
     ), // ray.tsv:5
     s(
         "ray-the-worker-died-unexpectedly-while-execu",
-        &[
-            "The worker died unexpectedly while executing this task. Check python-core-worker-*.log files for more information.",
-        ],
+        &["The worker died unexpectedly while executing thi"],
         &["worker-died"],
     ), // ray.tsv:6
     s(
         "ray-the-task-s-local-raylet-died-check-rayle",
-        &["The task's local raylet died. Check raylet.out for more information."],
+        &["The task's local raylet died. Check raylet.out f"],
         &["worker-died"],
     ), // ray.tsv:7
     s(
         "ray-there-are-some-potential-root-causes-1-t",
         &[
-            ") The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.",
-            ". There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.",
+            ") The worker is crashed unexpectedly due to SIGS",
+            ". There are some potential root causes. (1) The ",
         ],
         &["worker-died"],
     ), // ray.tsv:9
     s(
         "ray-the-actor-is-dead-because-its-worker-pro",
-        &["The actor is dead because its worker process has died. Worker exit type"],
+        &["The actor is dead because its worker process has"],
         &["worker-died"],
     ), // ray.tsv:10
     s(
         "ray-the-actor-died-because-its-node-has-died",
-        &["The actor died because its node has died. Node Id"],
+        &["The actor died because its node has died. Node I"],
         &["worker-died"],
     ), // ray.tsv:11
     s(
         "ray-the-actor-is-dead-because-it-was-killed",
-        &["The actor is dead because it was killed by `ray.kill`."],
+        &["The actor is dead because it was killed by `ray."],
         &[BENIGN],
     ), // ray.tsv:12
     s(
@@ -413,31 +407,23 @@ pub static SIGNALS: &[Signal] = &[
     ), // ray.tsv:14
     s(
         "ray-over-the-last-time-period-to-see-more-in",
-        &[
-            "over the last time period. To see more information about the Workers killed on this node, use `ray logs raylet.out -ip",
-        ],
+        &["over the last time period. To see more informati"],
         &["worker-died"],
     ), // ray.tsv:15
     s(
         "ray-refer-to-the-documentation-on-how-to-add",
-        &[
-            "Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs per task. To adjust the kill threshold, set the environment variable `RAY_memory_usage_threshold` when starting Ray. To disable worker killing, set the environment variable `RAY_memory_monitor_refresh_ms` to zero.",
-        ],
+        &["Refer to the documentation on how to address the"],
         &["worker-died"],
     ), // ray.tsv:16
     s(
         "ray-memory-usage-above-threshold-but-no-work",
-        &[
-            "Memory usage above threshold but no workers are available for killing.This could be due to worker memory leak andidle worker are occupying most of the memory.",
-        ],
+        &["Memory usage above threshold but no workers are "],
         &["worker-died"],
     ), // ray.tsv:17
     s("ray-the-node-with-node-id", &["The node with node id", "has been marked dead"], &["worker-died"]), // ray.tsv:18
     s(
         "ray-unintentional-worker-failures-have-been",
-        &[
-            ". Unintentional worker failures have been reported. If there are lots of this logs, that might indicate there are unexpected failures in the cluster.",
-        ],
+        &[". Unintentional worker failures have been report"],
         &["worker-died"],
     ), // ray.tsv:19
     s("ray-health-check-for", &["Health check for", "failed"], &["engine-dead"]), // ray.tsv:21
@@ -459,17 +445,13 @@ pub static SIGNALS: &[Signal] = &[
     s("ray-failed-health-check-stopping-it", &["failed health check, stopping it."], &["engine-dead"]), // ray.tsv:25
     s(
         "ray-a-replica-s-health-check-failed-this-dep",
-        &[
-            "A replica's health check failed. This deployment will be UNHEALTHY until the replica recovers or a new deploy happens.",
-        ],
+        &["A replica's health check failed. This deployment"],
         &["engine-dead"],
     ), // ray.tsv:26
     s("ray-the-deployments", &["The deployments", "are UNHEALTHY."], &["engine-dead"]), // ray.tsv:27
     s(
         "ray-times-in-a-row-this-may-be-due-to-a-prob",
-        &[
-            "times in a row. This may be due to a problem with its constructor or initial health check failing. See controller logs for details. Retrying after",
-        ],
+        &["times in a row. This may be due to a problem wit"],
         &["engine-start-failed"],
     ), // ray.tsv:29
     s(
@@ -489,19 +471,17 @@ pub static SIGNALS: &[Signal] = &[
     ), // ray.tsv:32
     s(
         "ray-request-dropped-due-to-backpressure-num",
-        &["Request dropped due to backpressure (num_queued_requests="],
+        &["Request dropped due to backpressure (num_queued_"],
         &["queueing-exceeds-capacity"],
     ), // ray.tsv:34
     s(
         "ray-this-is-likely-due-to-all-cluster-resour",
-        &[
-            ". This is likely due to all cluster resources being claimed by actors. Consider creating fewer actors or adding more nodes to this Ray cluster.",
-        ],
+        &[". This is likely due to all cluster resources be"],
         &["engine-start-failed"],
     ), // ray.tsv:35
     s(
         "ray-add-suitable-node-types-to-this-cluster",
-        &[". Add suitable node types to this cluster to resolve this issue."],
+        &[". Add suitable node types to this cluster to res"],
         &["engine-start-failed"],
     ), // ray.tsv:36
     s("sglang-prefill-batch-new-seq", &["Prefill batch. #new-seq"], &["queueing-exceeds-capacity"]), // sglang.tsv:2
@@ -515,40 +495,38 @@ pub static SIGNALS: &[Signal] = &[
     ), // sglang.tsv:10
     s(
         "sglang-kv-cache-pool-is-full-retract-requests-r",
-        &["KV cache pool is full. Retract requests. #retracted_reqs"],
+        &["KV cache pool is full. Retract requests. #retrac"],
         &["kv-pressure-preemption"],
     ), // sglang.tsv:11
     s(
         "sglang-decode-out-of-memory-try-to-lower-your-b",
-        &["Decode out of memory. Try to lower your batch size."],
+        &["Decode out of memory. Try to lower your batch si"],
         &["kv-pool-exhausted"],
     ), // sglang.tsv:13
     s(
         "sglang-prefill-out-of-memory-try-to-lower-your",
-        &["Prefill out of memory. Try to lower your batch size."],
+        &["Prefill out of memory. Try to lower your batch s"],
         &["kv-pool-exhausted"],
     ), // sglang.tsv:14
     s(
         "sglang-alloc-req-slots-runs-out-of-memory-pleas",
-        &["alloc_req_slots runs out of memory. Please set a smaller number for `--max-running-requests`."],
+        &["alloc_req_slots runs out of memory. Please set a"],
         &["kv-pool-exhausted"],
     ), // sglang.tsv:16
     s(
         "sglang-out-of-memory-please-set-a-smaller-numbe",
-        &["Out of memory. Please set a smaller number for `--max-running-requests`."],
+        &["Out of memory. Please set a smaller number for `"],
         &["kv-pool-exhausted"],
     ), // sglang.tsv:17
     s(
         "sglang-out-of-memory-even-after-retracting-all",
-        &[
-            "Out of memory even after retracting all other requests in the decode batch. Aborting the last request.",
-        ],
+        &["Out of memory even after retracting all other re"],
         &["input-too-long"],
     ), // sglang.tsv:18
     s("sglang-is-larger-than-the-profiled-value", &["is larger than the profiled value"], &["warmup-oom"]), // sglang.tsv:21
     s(
         "sglang-request-length-is-longer-than-the-kv-cac",
-        &["Request length is longer than the KV cache pool size or the max context length. Truncated!!!"],
+        &["Request length is longer than the KV cache pool "],
         &["warmup-oom"],
     ), // sglang.tsv:22
     s("sglang-load-weight-begin-avail-mem", &["Load weight begin. avail mem="], &["cold-start"]), // sglang.tsv:23
@@ -556,7 +534,7 @@ pub static SIGNALS: &[Signal] = &[
     s("sglang-load-weight-end-elapsed", &["Load weight end. elapsed="], &["cold-start"]), // sglang.tsv:26
     s(
         "sglang-capture-cuda-graph-begin-this-can-take-u",
-        &["Capture cuda graph begin. This can take up to several minutes."],
+        &["Capture cuda graph begin. This can take up to se"],
         &["cold-start"],
     ), // sglang.tsv:31
     s(
@@ -571,7 +549,7 @@ pub static SIGNALS: &[Signal] = &[
     s("sglang-scheduler-hit-an-exception", &["Scheduler hit an exception"], &["engine-dead"]), // sglang.tsv:44
     s(
         "sglang-received-sigquit-from-a-child-process-it",
-        &["Received sigquit from a child process. It usually means the child failed."],
+        &["Received sigquit from a child process. It usuall"],
         &["engine-dead"],
     ), // sglang.tsv:45
     s(
@@ -581,12 +559,12 @@ pub static SIGNALS: &[Signal] = &[
     ), // sglang.tsv:46
     s(
         "sglang-scheduler-is-dead-please-check-if-there",
-        &["scheduler is dead. Please check if there are relevant logs."],
+        &["scheduler is dead. Please check if there are rel"],
         &["engine-start-failed"],
     ), // sglang.tsv:47
     s(
         "sglang-initialization-failed-please-see-the-err",
-        &["Initialization failed. Please see the error messages above."],
+        &["Initialization failed. Please see the error mess"],
         &["engine-start-failed"],
     ), // sglang.tsv:48
     s(
@@ -596,7 +574,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // sglang.tsv:49
     s(
         "sglang-health-check-failed-server-couldn-t-get",
-        &["Health check failed. Server couldn't get a response from detokenizer for last"],
+        &["Health check failed. Server couldn't get a respo"],
         &["scheduler-stall"],
     ), // sglang.tsv:50
     s("sglang-triggering-sigquit-for-cleanup", &[". Triggering SIGQUIT for cleanup"], &["worker-died"]), // sglang.tsv:51
@@ -607,34 +585,30 @@ pub static SIGNALS: &[Signal] = &[
     ), // sglang.tsv:52
     s(
         "sglang-the-memory-capacity-is-unbalanced-some-g",
-        &["The memory capacity is unbalanced. Some GPUs may be occupied by other processes."],
+        &["The memory capacity is unbalanced. Some GPUs may"],
         &["colocated-process"],
     ), // sglang.tsv:54
     s(
         "sglang-could-finish-the-model-loading-but-there",
-        &[
-            "could finish the model loading, but there are other ranks that didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.",
-        ],
+        &["could finish the model loading, but there are ot"],
         &["engine-start-failed"],
     ), // sglang.tsv:55
     s(
         "sglang-tokens-is-longer-than-the-model-s-contex",
-        &["tokens) is longer than the model's context length"],
+        &["tokens) is longer than the model's context lengt"],
         &["context-length-exceeded"],
     ), // sglang.tsv:56
     s(
         "sglang-tokens-for-the-completion-please-reduce",
-        &[
-            "tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.",
-        ],
+        &["tokens for the completion. Please reduce the num"],
         &["context-length-exceeded"],
     ), // sglang.tsv:57
     s("sglang-the-request-queue-is-full", &["The request queue is full."], &["queueing-exceeds-capacity"]), // sglang.tsv:59
     s(
         "sglang-request-is-disconnected-from-the-client",
         &[
-            "Request is disconnected from the client side (type ",
-            "Request is disconnected from the client side (type 1). Abort request",
+            "Request is disconnected from the client side (ty",
+            "Request is disconnected from the client side (ty",
         ],
         &["timeout-too-short"],
     ), // sglang.tsv:60
@@ -679,7 +653,7 @@ pub static SIGNALS: &[Signal] = &[
     s("tgi-max-new-tokens-must-be", &["max_new_tokens` must be <="], &["context-length-exceeded"]), // tgi.tsv:20
     s(
         "tgi-text-generation-router-server-router-src",
-        &["}: text_generation_router::server: router/src/server.rs"],
+        &["}: text_generation_router::server: router/src/se"],
         &["queueing-exceeds-capacity"],
     ), // tgi.tsv:22
     s(
@@ -689,7 +663,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // tgi.tsv:24
     s(
         "tgi-shard-process-was-signaled-to-shutdown-w",
-        &["Shard process was signaled to shutdown with signal"],
+        &["Shard process was signaled to shutdown with sign"],
         &["worker-died"],
     ), // tgi.tsv:25
     s(
@@ -723,9 +697,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // tgi.tsv:56
     s(
         "torch-tensors-allocated-with-expandable-segmen",
-        &[
-            "Tensors allocated with expandable_segments:True cannot be shared between processes. Consider using expandable_segments:False in data loading workers via torch.cuda.memory._set_allocator_settings('expandable_segments:False",
-        ],
+        &["Tensors allocated with expandable_segments:True "],
         &[UNCLAIMED],
     ), // torch.tsv:14
     s(
@@ -735,7 +707,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // torch.tsv:18
     s(
         "torch-cuda-error-uncorrectable-nvlink-error-de",
-        &["CUDA error: uncorrectable NVLink error detected during the execution"],
+        &["CUDA error: uncorrectable NVLink error detected "],
         &["gpu-hw-error"],
     ), // torch.tsv:19
     s(
@@ -746,9 +718,7 @@ pub static SIGNALS: &[Signal] = &[
     s("torch-cuda-error-misaligned-address", &["CUDA error: misaligned address"], &[UNCLAIMED]), // torch.tsv:21
     s(
         "torch-cuda-kernel-errors-might-be-asynchronous",
-        &[
-            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
-        ],
+        &["CUDA kernel errors might be asynchronously repor"],
         &[UNCLAIMED],
     ), // torch.tsv:22
     s(
@@ -758,7 +728,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // torch.tsv:25
     s(
         "torch-to-avoid-data-inconsistency-we-are-takin",
-        &["To avoid data inconsistency, we are taking the entire process down."],
+        &["To avoid data inconsistency, we are taking the e"],
         &["nccl-hang"],
     ), // torch.tsv:27
     s(
@@ -768,30 +738,24 @@ pub static SIGNALS: &[Signal] = &[
     ), // torch.tsv:28
     s(
         "torch-heartbeat-monitor-timed-out-process-will",
-        &[
-            "Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=",
-        ],
+        &["Heartbeat monitor timed out! Process will be ter"],
         &["nccl-hang"],
     ), // torch.tsv:33
     s(
         "torch-processgroupnccl-s-watchdog-detected-a-c",
-        &[
-            "ProcessGroupNCCL's watchdog detected a collective timeout on some other rank and notified current rank.",
-        ],
+        &["ProcessGroupNCCL's watchdog detected a collectiv"],
         &["nccl-hang"],
     ), // torch.tsv:34
     s(
         "torch-this-is-most-likely-caused-by-incorrect",
-        &[
-            "This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used across ranks, the order of collectives is not same for all ranks or the scheduled collective, for some reason, didn't run. Additionally, this can be caused by GIL deadlock or other reasons such as network errors or bugs in the communications library (e.g. NCCL), etc.",
-        ],
+        &["This is most likely caused by incorrect usages o"],
         &["nccl-hang"],
     ), // torch.tsv:35
     s(
         "torch-timed-out-in-blocking-wait-torch-nccl-bl",
         &[
-            "timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=",
-            "timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).",
+            "timed out in blocking wait (TORCH_NCCL_BLOCKING_",
+            "timed out in blocking wait (TORCH_NCCL_BLOCKING_",
         ],
         &["nccl-hang"],
     ), // torch.tsv:36
@@ -802,7 +766,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // torch.tsv:38
     s(
         "torch-ncclinvalidusage-this-usually-reflects-i",
-        &["ncclInvalidUsage: This usually reflects invalid usage of NCCL library."],
+        &["ncclInvalidUsage: This usually reflects invalid "],
         &["engine-start-failed"],
     ), // torch.tsv:44
     s("torch-seconds-waiting-for-clients", &["seconds waiting for clients."], &["engine-start-failed"]), // torch.tsv:46
@@ -824,7 +788,7 @@ pub static SIGNALS: &[Signal] = &[
     s("torch-root-cause-first-observed-failure", &["Root Cause (first observed failure"], &[UNCLAIMED]), // torch.tsv:62
     s(
         "torch-to-enable-traceback-see-https-pytorch-or",
-        &["To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"],
+        &["To enable traceback see: https://pytorch.org/doc"],
         &[UNCLAIMED],
     ), // torch.tsv:63
     s("torch-death-signal-shutting-down-workers", &["death signal, shutting down workers"], &["worker-died"]), // torch.tsv:65
@@ -835,21 +799,17 @@ pub static SIGNALS: &[Signal] = &[
     ), // torch.tsv:66
     s(
         "vllm-this-happens-when-the-gpu-memory-was-not",
-        &[
-            ". This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance.",
-        ],
+        &[". This happens when the GPU memory was not prope"],
         &["colocated-process"],
     ), // vllm.tsv:20
     s(
         "vllm-gib-this-happens-when-other-processes-sh",
-        &[
-            "GiB. This happens when other processes sharing the same container release GPU memory while vLLM is profiling during initialization. To fix this, ensure consistent GPU memory allocation or isolate vLLM in its own container.",
-        ],
+        &["GiB. This happens when other processes sharing t"],
         &["colocated-process"],
     ), // vllm.tsv:21
     s(
         "vllm-gib-on-startup-is-less-than-the-engine-s",
-        &["GiB) on startup is less than the engine's budget after excluding external process's weights"],
+        &["GiB) on startup is less than the engine's budget"],
         &["colocated-process"],
     ), // vllm.tsv:24
     s("vllm-model-loading-took", &["Model loading took"], &["cold-start"]), // vllm.tsv:40
@@ -870,19 +830,17 @@ pub static SIGNALS: &[Signal] = &[
     s("vllm-compiling-a-graph-for-compile-range", &["Compiling a graph for compile range"], &["cold-start"]), // vllm.tsv:52
     s(
         "vllm-init-engine-profile-create-kv-cache-warm",
-        &["init engine (profile, create kv cache, warmup model) took"],
+        &["init engine (profile, create kv cache, warmup mo"],
         &["cold-start"],
     ), // vllm.tsv:56
     s(
         "vllm-mode-because-there-is-not-enough-kv-cach",
-        &[
-            "mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption=",
-        ],
+        &["mode because there is not enough KV cache space."],
         &["kv-pressure-preemption"],
     ), // vllm.tsv:66
     s(
         "vllm-because-there-s-not-enough-kv-cache-bloc",
-        &["because there's not enough kv cache blocks to run the entire sequence."],
+        &["because there's not enough kv cache blocks to ru"],
         &["kv-pressure-preemption"],
     ), // vllm.tsv:67
     s(
@@ -892,38 +850,38 @@ pub static SIGNALS: &[Signal] = &[
     ), // vllm.tsv:68
     s(
         "vllm-tokens-is-too-long-and-exceeds-the-capac",
-        &["tokens) is too long and exceeds the capacity of block_manager"],
+        &["tokens) is too long and exceeds the capacity of "],
         &["input-too-long"],
     ), // vllm.tsv:69
     s(
         "vllm-is-too-long-and-exceeds-the-capacity-of",
-        &["is too long and exceeds the capacity of block_manager"],
+        &["is too long and exceeds the capacity of block_ma"],
         &["input-too-long"],
     ), // vllm.tsv:70
     s(
         "vllm-aborted-due-to-the-lack-of-cpu-swap-spac",
-        &["Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error."],
+        &["Aborted due to the lack of CPU swap space. Pleas"],
         &["kv-pressure-preemption"],
     ), // vllm.tsv:71
     s(
         "vllm-engine-iteration-timed-out-this-should-n",
-        &["Engine iteration timed out. This should never happen!"],
+        &["Engine iteration timed out. This should never ha"],
         &["nccl-hang"],
     ), // vllm.tsv:72
     s("vllm-engine-background-task-failed", &["Engine background task failed"], &["engine-dead"]), // vllm.tsv:73
     s(
         "vllm-asyncllmengine-has-failed-terminating-se",
-        &["AsyncLLMEngine has failed, terminating server process"],
+        &["AsyncLLMEngine has failed, terminating server pr"],
         &["engine-dead"],
     ), // vllm.tsv:77
     s(
         "vllm-mqllmengine-is-already-dead-terminating",
-        &["MQLLMEngine is already dead, terminating server process"],
+        &["MQLLMEngine is already dead, terminating server "],
         &["engine-dead"],
     ), // vllm.tsv:78
     s(
         "vllm-this-might-cause-deadlock-in-distributed",
-        &[". This might cause deadlock in distributed execution."],
+        &[". This might cause deadlock in distributed execu"],
         &[UNCLAIMED],
     ), // vllm.tsv:79
     s("vllm-asyncllm-output-handler-failed", &["AsyncLLM output_handler failed."], &["engine-dead"]), // vllm.tsv:87
@@ -959,7 +917,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // vllm.tsv:99
     s(
         "vllm-did-not-receive-response-from-front-end",
-        &["Did not receive response from front-end process within"],
+        &["Did not receive response from front-end process "],
         &["engine-start-failed"],
     ), // vllm.tsv:100
     s(
@@ -970,59 +928,51 @@ pub static SIGNALS: &[Signal] = &[
     s("vllm-executor-failed", &["Executor failed."], &["engine-dead"]),                     // vllm.tsv:102
     s(
         "vllm-it-is-expected-if-you-are-not-running-on",
-        &[
-            ". It is expected if you are not running on NVIDIA/AMD GPUs.Otherwise, the nccl library might not exist, be corrupted or it does not support the current platform",
-        ],
+        &[". It is expected if you are not running on NVIDI"],
         &["engine-start-failed"],
     ), // vllm.tsv:108
     s(
         "vllm-seconds-this-typically-happens-when-some",
-        &[
-            "seconds. This typically happens when some processes are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization).",
-        ],
+        &["seconds. This typically happens when some proces"],
         &["nccl-hang"],
     ), // vllm.tsv:109
     s("vllm-e-g-shm-size-or-ipc-host", &["e.g. --shm-size or --ipc=host)."], &["engine-start-failed"]), // vllm.tsv:110
     s(
         "vllm-check-ray-status-to-see-if-you-have-enou",
-        &[". Check `ray status` to see if you have enough resources."],
+        &[". Check `ray status` to see if you have enough r"],
         &["engine-start-failed"],
     ), // vllm.tsv:111
     s(
         "vllm-check-ray-status-and-ray-list-nodes-to-s",
-        &[
-            ". Check `ray status` and `ray list nodes` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node.",
-        ],
+        &[". Check `ray status` and `ray list nodes` to see"],
         &["engine-start-failed"],
     ), // vllm.tsv:112
     s(
         "vllm-seconds-see-ray-status-and-ray-list-node",
-        &["seconds. See `ray status` and `ray list nodes` to make sure the cluster has enough resources."],
+        &["seconds. See `ray status` and `ray list nodes` t"],
         &["engine-start-failed"],
     ), // vllm.tsv:113
     s(
         "vllm-you-can-use-float16-instead-by-explicitl",
         &[
-            " instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.",
-            ". You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.",
+            " instead by explicitly setting the `dtype` flag ",
+            ". You can use float16 instead by explicitly sett",
         ],
         &["engine-start-failed"],
     ), // vllm.tsv:115
     s(
         "vllm-in-the-completion-please-reduce-the-leng",
-        &["in the completion). Please reduce the length of the messages or completion."],
+        &["in the completion). Please reduce the length of "],
         &["context-length-exceeded"],
     ), // vllm.tsv:126
     s(
         "vllm-input-tokens-please-reduce-the-length-of",
-        &["input tokens. Please reduce the length of the input messages."],
+        &["input tokens. Please reduce the length of the in"],
         &["context-length-exceeded"],
     ), // vllm.tsv:127
     s(
         "vllm-input-tokens-which-exceeds-this-limit-ev",
-        &[
-            "input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt.",
-        ],
+        &["input tokens, which exceeds this limit even with"],
         &["context-length-exceeded"],
     ), // vllm.tsv:128
     s("vllm-error-in-preprocessing-prompt-inputs", &["Error in preprocessing prompt inputs"], &[UNCLAIMED]), // vllm.tsv:153
