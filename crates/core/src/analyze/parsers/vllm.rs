@@ -381,8 +381,10 @@ fn looks_like_log(line: &str) -> bool {
 
 impl SectionParser for VllmParser {
     fn continues(&self, line: &str) -> bool {
-        // Python tracebacks and generic log lines inside a vLLM log stay here.
-        let t = line.trim_start();
+        // Python tracebacks and generic log lines inside a vLLM log stay here, also behind the
+        // process prefixes multi-process engines and log collectors add (`(APIServer pid=1)`,
+        // `[rank0]:`, timestamps) — recognising those afresh cost most of the time on such logs.
+        let t = crate::analyze::signals::strip_prefixes(line).trim_start();
         let generic = ["File \"", "Traceback", "^", "INFO", "WARNING", "ERROR", "DEBUG"]
             .iter()
             .any(|p| t.starts_with(p));
