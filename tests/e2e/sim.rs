@@ -34,6 +34,7 @@ fn requests(d: &ScenarioDemo) -> usize {
 
 #[test]
 fn long_prompt_no_chunking() {
+    let _cpu = crate::heavy();
     let d = demo("long-prompt-no-chunking");
     assert!(d.named());
     let ttft = d.probe.report.summary.ttft_ms.as_ref().unwrap();
@@ -42,6 +43,7 @@ fn long_prompt_no_chunking() {
 
 #[test]
 fn overload() {
+    let _cpu = crate::heavy();
     let d = demo("overload");
     assert!(d.named());
     for r in &d.probe.report.requests {
@@ -53,6 +55,7 @@ fn overload() {
 
 #[test]
 fn cold_start() {
+    let _cpu = crate::heavy();
     let d = demo("cold-start");
     assert!(d.named());
     let ttft = d.probe.report.summary.ttft_ms.as_ref().unwrap();
@@ -61,6 +64,7 @@ fn cold_start() {
 
 #[test]
 fn slow_gpu() {
+    let _cpu = crate::heavy();
     let d = demo("slow-gpu");
     assert!(d.named());
     let itl = d.probe.report.summary.itl_ms.as_ref().unwrap();
@@ -69,6 +73,7 @@ fn slow_gpu() {
 
 #[test]
 fn kv_pressure() {
+    let _cpu = crate::heavy();
     let d = demo("kv-pressure");
     let s = &d.probe.report.summary;
     assert!(s.stalls > 0 || s.ttft_ms.as_ref().is_some_and(|t| t.p50 > 1000.0), "{s:?}");
@@ -76,6 +81,7 @@ fn kv_pressure() {
 
 #[test]
 fn oom_long_input() {
+    let _cpu = crate::heavy();
     let d = demo("oom-long-input");
     assert!(d.named());
     assert_eq!(failures(&d, "stream_error_event"), requests(&d));
@@ -85,6 +91,7 @@ fn oom_long_input() {
 
 #[test]
 fn kv_leak() {
+    let _cpu = crate::heavy();
     let d = demo("kv-leak");
     assert!(d.named());
     assert_eq!(failures(&d, "timeout_before_first_token"), requests(&d));
@@ -92,6 +99,7 @@ fn kv_leak() {
 
 #[test]
 fn kv_deadlock() {
+    let _cpu = crate::heavy();
     let d = demo("kv-deadlock");
     assert!(d.named());
     assert_eq!(failures(&d, "timeout_before_first_token"), requests(&d));
@@ -99,6 +107,7 @@ fn kv_deadlock() {
 
 #[test]
 fn upstream_cut() {
+    let _cpu = crate::heavy();
     let d = demo("upstream-cut");
     assert!(d.named());
     assert_eq!(failures(&d, "server_error"), requests(&d));
@@ -107,6 +116,7 @@ fn upstream_cut() {
 
 #[test]
 fn client_timeout() {
+    let _cpu = crate::heavy();
     let d = demo("client-timeout");
     assert!(d.named());
     assert_eq!(failures(&d, "timeout_mid_stream"), requests(&d));
@@ -114,6 +124,7 @@ fn client_timeout() {
 
 #[test]
 fn client_retries() {
+    let _cpu = crate::heavy();
     let d = demo("client-retries");
     assert!(d.named());
     assert!(failures(&d, "rate_limited") > 0, "{:?}", d.probe.report.summary.failures);
@@ -121,6 +132,7 @@ fn client_retries() {
 
 #[test]
 fn healthy_control() {
+    let _cpu = crate::heavy();
     let d = demo("healthy");
     assert!(d.named() && d.report.findings.is_empty());
     let s = &d.probe.report.summary;
