@@ -1,4 +1,7 @@
 //! End-to-end tests across crates, one binary (link once). Each module covers one surface.
+// The CPU lock below is held across awaits on purpose: each test runs on its own runtime, and
+// the lock only keeps the timing tests and the simulator tests from running at the same time.
+#![allow(clippy::await_holding_lock)]
 
 mod probe;
 mod sim;
