@@ -3,3 +3,5 @@ import init, { mount } from './triage_site.js';
 
 await init({ module_or_path: new URL('./triage_site_bg.wasm', import.meta.url) });
 mount();
+// The static line painted while the wasm loaded.
+document.getElementById('boot')?.remove();

@@ -7,18 +7,12 @@ mod probe;
 mod sim;
 mod transcripts;
 
-/// The probe tests compare timestamps to 2 ms; the simulator tests keep both cores busy. They
-/// never overlap: timing tests share the lock for reading (among themselves they run as before),
-/// the simulator tests take it alone. On a 2-core machine the debug-build analyzer inside a
-/// simulator test otherwise delayed a probe's first token by ~5 ms.
+/// The probe tests compare timestamps to 2 ms; the simulator tests keep both cores busy. Each
+/// takes the lock alone, so a probe test never shares the 2 cores with another probe or
+/// simulator test (a probe's first token was seen ~5 ms late under such load).
 static CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// Held by a test that measures time.
-pub(crate) fn timing() -> std::sync::RwLockReadGuard<'static, ()> {
-    CPU.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Held by a test that keeps the CPU busy.
+/// Held by a probe test (which measures time) or a simulator test (which keeps the CPU busy).
 pub(crate) fn heavy() -> std::sync::RwLockWriteGuard<'static, ()> {
     CPU.write().unwrap_or_else(|e| e.into_inner())
 }

@@ -53,7 +53,7 @@ fn fault_of(run: &ProbeRun) -> FaultKind {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_figures_match_the_server_record() {
-    let _cpu = crate::timing();
+    let _cpu = crate::heavy();
     let server = serve(|_| Script {
         ttft: 120 * MS,
         gaps: vec![15 * MS, 25 * MS, 35 * MS],
@@ -95,7 +95,7 @@ async fn openai_figures_match_the_server_record() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_stream_with_thinking() {
-    let _cpu = crate::timing();
+    let _cpu = crate::heavy();
     let server = serve(|_| Script {
         api: Api::Anthropic,
         ttft: 60 * MS,
@@ -122,7 +122,7 @@ async fn anthropic_stream_with_thinking() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_and_stalls() {
-    let _cpu = crate::timing();
+    let _cpu = crate::heavy();
     let server = serve(|i| Script {
         ttft: 20 * MS,
         gaps: vec![5 * MS],
@@ -147,7 +147,7 @@ async fn concurrency_and_stalls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_spaces_request_starts() {
-    let _cpu = crate::timing();
+    let _cpu = crate::heavy();
     let server = serve(|_| Script { ttft: 5 * MS, tokens: 2, ..Script::default() }).await;
     let mut o = opts(server.base_url(), Api::Openai);
     o.requests = 4;
@@ -176,7 +176,7 @@ async fn status_fault(code: u16, body: &str, retry_after: Option<u32>) -> ProbeR
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_statuses_are_classified_and_keys_redacted() {
-    let _cpu = crate::timing();
+    let _cpu = crate::heavy();
     let run = status_fault(
         401,
         r#"{"error":{"message":"Incorrect API key provided: sk-test-secret-123456"}}"#,
@@ -211,7 +211,7 @@ async fn script_fault(fault: Fault, timeout: Duration) -> (ProbeRun, Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn body_faults() {
-    let _cpu = crate::timing();
+    let _cpu = crate::heavy();
     let (run, _) = script_fault(Fault::Html, Duration::from_secs(5)).await;
     assert_eq!(fault_of(&run), FaultKind::HtmlInsteadOfSse);
     assert!(run.report.requests[0].error.as_ref().unwrap().message.contains("Welcome to Example AI"));
@@ -233,7 +233,7 @@ async fn body_faults() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_never_hang_past_the_deadline() {
-    let _cpu = crate::timing();
+    let _cpu = crate::heavy();
     let limit = Duration::from_millis(400);
     let (run, took) = script_fault(Fault::HangBeforeHeaders, limit).await;
     assert_eq!(fault_of(&run), FaultKind::TimeoutBeforeHeaders);
@@ -251,7 +251,7 @@ async fn timeouts_never_hang_past_the_deadline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_level_faults() {
-    let _cpu = crate::timing();
+    let _cpu = crate::heavy();
     // A port that was just free: nothing listens.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let origin = Instant::now();
