@@ -559,21 +559,20 @@ impl Signals {
 
     /// Lines of the signals that `rule` explains: up to `max`, in input order.
     pub fn lines_for(&self, rule: &str, max: usize) -> Vec<EvidenceLine> {
-        let mut lines: Vec<EvidenceLine> =
-            self.for_rule(rule).flat_map(|(_, h)| h.lines.iter().cloned()).collect();
-        lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
-        lines.dedup();
-        lines.truncate(max);
-        lines
+        self.lines_where(|s| s.rules.contains(&rule), max)
     }
 
     /// Lines of the signals whose first rule is `rule` (not those it only shares, such as the
     /// OOM message every OOM rule explains): up to `max`, in input order.
     pub fn own_lines(&self, rule: &str, max: usize) -> Vec<EvidenceLine> {
+        self.lines_where(|s| s.rules.first() == Some(&rule), max)
+    }
+
+    fn lines_where(&self, keep: impl Fn(&Signal) -> bool, max: usize) -> Vec<EvidenceLine> {
         let mut lines: Vec<EvidenceLine> = self
             .hits
             .iter()
-            .filter(|(i, _)| SIGNALS[**i].rules.first() == Some(&rule))
+            .filter(|(i, _)| keep(&SIGNALS[**i]))
             .flat_map(|(_, h)| h.lines.iter().cloned())
             .collect();
         lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
