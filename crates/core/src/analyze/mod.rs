@@ -190,7 +190,7 @@ impl Analyzer {
         };
         let line = text::strip_ansi(&lossy);
         let line: &str = &line;
-        state.watch.line(&mut self.facts.signals, &state.name, no, line);
+        let seen = state.watch.line(&mut self.facts.signals, &state.name, no, line);
 
         if let Some(kind) = state.forced {
             let open = state.open.get_or_insert_with(|| {
@@ -204,21 +204,21 @@ impl Analyzer {
                     head: Head::Fresh,
                 }
             });
-            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang);
+            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm);
             return;
         }
         // Fast path: the open section's parser claims the line without recognition.
         if let Some(open) = state.open.as_mut()
             && open.kind != InputKind::Unknown
-            && open.parser.continues(line)
+            && open.parser.continues(line, seen.bare, seen.vllm)
         {
-            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang);
+            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm);
             return;
         }
         let recognised = recognize(line);
         match (recognised, state.open.as_mut()) {
             (Some(kind), Some(open)) if kind == open.kind => {
-                feed_open(&mut self.facts, &state.name, open, no, line, cut, lang)
+                feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm)
             }
             (Some(kind), _) => {
                 let mut start = no;
@@ -241,10 +241,12 @@ impl Analyzer {
                     issues: Vec::new(),
                     head: Head::Fresh,
                 };
-                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang);
+                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang, seen.vllm);
                 state.open = Some(open);
             }
-            (None, Some(open)) => feed_open(&mut self.facts, &state.name, open, no, line, cut, lang),
+            (None, Some(open)) => {
+                feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm)
+            }
             (None, None) => {
                 if line.trim().is_empty() {
                     return;
@@ -257,7 +259,7 @@ impl Analyzer {
                     issues: Vec::new(),
                     head: Head::Fresh,
                 };
-                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang);
+                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang, seen.vllm);
                 state.open = Some(open);
             }
         }
@@ -373,12 +375,22 @@ impl Head {
     }
 }
 
-fn feed_open(facts: &mut Facts, name: &str, open: &mut Open, no: usize, line: &str, cut: bool, lang: Lang) {
+#[allow(clippy::too_many_arguments)]
+fn feed_open(
+    facts: &mut Facts,
+    name: &str,
+    open: &mut Open,
+    no: usize,
+    line: &str,
+    cut: bool,
+    lang: Lang,
+    vllm_needles: u64,
+) {
     open.end = no;
     if open.kind == InputKind::Unknown {
         open.head = open.head.next(line);
     }
-    let mut cx = Cx { input: name, facts, issues: &mut open.issues, lang };
+    let mut cx = Cx { input: name, facts, issues: &mut open.issues, lang, vllm_needles };
     if cut {
         cx.issue(
             no,
@@ -399,7 +411,7 @@ fn close(
     mut open: Open,
     lang: Lang,
 ) {
-    let mut cx = Cx { input: name, facts, issues: &mut open.issues, lang };
+    let mut cx = Cx { input: name, facts, issues: &mut open.issues, lang, vllm_needles: 0 };
     open.parser.finish(&mut cx);
     if sections.len() >= MAX_SECTIONS {
         *dropped += 1;

@@ -215,8 +215,8 @@ pub static SIGNALS: &[Signal] = &[
     s(
         "vllm-failed-requests-during-benchmark-run-det",
         &[
-            "Failed requests during benchmark run detected (c",
-            "Failed requests during benchmark run detected (c",
+            "Failed requests during benchmark run detected (",
+            "Failed requests during benchmark run detected (",
         ],
         &[UNCLAIMED],
     ), // bench.tsv:31
@@ -264,7 +264,7 @@ pub static SIGNALS: &[Signal] = &[
     s(
         "anthropic-python-streaming-is-required-for-operations-tha",
         &[
-            " minutes. See https://platform.claude.com/docs/e",
+            " minutes. See https://platform.claude.com/docs/",
             "Streaming is required for operations that may ta",
         ],
         &[UNCLAIMED],
@@ -374,7 +374,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // ray.tsv:6
     s(
         "ray-the-task-s-local-raylet-died-check-rayle",
-        &["The task's local raylet died. Check raylet.out f"],
+        &["The task's local raylet died. Check raylet.out"],
         &["worker-died"],
     ), // ray.tsv:7
     s(
@@ -476,7 +476,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // ray.tsv:34
     s(
         "ray-this-is-likely-due-to-all-cluster-resour",
-        &[". This is likely due to all cluster resources be"],
+        &[". This is likely due to all cluster resources"],
         &["engine-start-failed"],
     ), // ray.tsv:35
     s(
@@ -510,7 +510,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // sglang.tsv:14
     s(
         "sglang-alloc-req-slots-runs-out-of-memory-pleas",
-        &["alloc_req_slots runs out of memory. Please set a"],
+        &["alloc_req_slots runs out of memory. Please set"],
         &["kv-pool-exhausted"],
     ), // sglang.tsv:16
     s(
@@ -728,7 +728,7 @@ pub static SIGNALS: &[Signal] = &[
     ), // torch.tsv:25
     s(
         "torch-to-avoid-data-inconsistency-we-are-takin",
-        &["To avoid data inconsistency, we are taking the e"],
+        &["To avoid data inconsistency, we are taking the"],
         &["nccl-hang"],
     ), // torch.tsv:27
     s(
@@ -936,7 +936,7 @@ pub static SIGNALS: &[Signal] = &[
         &["seconds. This typically happens when some proces"],
         &["nccl-hang"],
     ), // vllm.tsv:109
-    s("vllm-e-g-shm-size-or-ipc-host", &["e.g. --shm-size or --ipc=host)."], &["engine-start-failed"]), // vllm.tsv:110
+    s("vllm-e-g-shm-size-or-ipc-host", &[" --shm-size or --ipc=host)."], &["engine-start-failed"]), // vllm.tsv:110
     s(
         "vllm-check-ray-status-to-see-if-you-have-enou",
         &[". Check `ray status` to see if you have enough r"],

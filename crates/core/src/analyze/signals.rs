@@ -17,7 +17,7 @@
 
 use super::report::EvidenceLine;
 use super::rules::Both;
-use super::text::{number_after, quote};
+use super::text::{finder, number_after, quote};
 use std::collections::BTreeMap;
 
 /// The pseudo-rule of messages that look like failures but are not faults.
@@ -85,11 +85,14 @@ const AUX: &[(&str, u32)] = &[
     ("Traffic request rate: ", aux::RATE),
 ];
 
-/// What one pattern of the line scan means.
-enum Target {
-    /// The first needle of these signals.
-    Signals(Vec<usize>),
-    Aux(u32),
+/// What one pattern of the line scan means (a pattern can mean several things at once).
+#[derive(Default)]
+struct Target {
+    /// The signals it is the first needle of.
+    signals: Vec<usize>,
+    aux: u32,
+    /// Bits of the vLLM parser's dispatch needles ([`crate::analyze::parsers::vllm::NEEDLE_TEXT`]).
+    vllm: u64,
 }
 
 /// One automaton for every substring a line is asked about: the signals' first needles, the
@@ -98,29 +101,36 @@ static SCANNER: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Target>)> =
     std::sync::LazyLock::new(|| {
         let mut patterns: Vec<&str> = Vec::new();
         let mut targets: Vec<Target> = Vec::new();
-        for (i, sig) in SIGNALS.iter().enumerate() {
-            let first = sig.needles[0];
-            if first == CAPACITY_SIGNAL {
-                continue;
-            }
-            match patterns.iter().position(|f| *f == first) {
-                Some(p) => match &mut targets[p] {
-                    Target::Signals(owners) => owners.push(i),
-                    Target::Aux(_) => unreachable!("signals come first"),
-                },
+        let mut target = |text: &'static str| -> usize {
+            match patterns.iter().position(|p| *p == text) {
+                Some(p) => p,
                 None => {
-                    patterns.push(first);
-                    targets.push(Target::Signals(vec![i]));
+                    patterns.push(text);
+                    targets.push(Target::default());
+                    patterns.len() - 1
                 }
+            }
+        };
+        let mut meanings: Vec<(usize, Target)> = Vec::new();
+        for (i, sig) in SIGNALS.iter().enumerate() {
+            if sig.needles[0] != CAPACITY_SIGNAL {
+                meanings.push((target(sig.needles[0]), Target { signals: vec![i], ..Target::default() }));
             }
         }
         for key in CAPACITY_KEYS {
-            patterns.push(key);
-            targets.push(Target::Aux(aux::CAPACITY));
+            meanings.push((target(key), Target { aux: aux::CAPACITY, ..Target::default() }));
         }
         for (text, bit) in AUX {
-            patterns.push(text);
-            targets.push(Target::Aux(*bit));
+            meanings.push((target(text), Target { aux: *bit, ..Target::default() }));
+        }
+        for (i, text) in crate::analyze::parsers::vllm::NEEDLE_TEXT.iter().enumerate() {
+            meanings.push((target(text), Target { vllm: 1 << i, ..Target::default() }));
+        }
+        for (p, m) in meanings {
+            let t = &mut targets[p];
+            t.signals.extend(m.signals);
+            t.aux |= m.aux;
+            t.vllm |= m.vllm;
         }
         let ac = aho_corasick::AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::Standard)
@@ -137,15 +147,23 @@ pub struct Scan {
     pub signals: Vec<usize>,
     /// Bits of [`AUX`] (and the capacity keys) that occur.
     aux: u32,
+    /// Bits of the vLLM parser's needles that occur: its dispatch needs no scan of its own.
+    pub vllm: u64,
     /// Some signal's first needle occurs (whether or not its other needles do).
     any_first: bool,
 }
 
 /// Lines of the same shape (equal but for their digits) are read alike when neither holds any
-/// signal's first needle: first needles and [`AUX`] have no digits (a test holds this), so the
-/// answer depends only on the shape and on the digit-bearing parts recomputed from the aux bits
-/// (status codes, capacity figures, rates). A big log is a few shapes repeated: its periodic
-/// stats and access lines are scanned once per shape.
+/// signal's first needle: first needles, [`AUX`], the capacity keys and the vLLM parser's
+/// needles have no digits (a test holds this), so the answer depends only on the shape and on
+/// the digit-bearing parts recomputed from the aux bits (status codes, capacity figures,
+/// rates). A big log is a few shapes repeated: its periodic stats and access lines are scanned
+/// once per shape.
+///
+/// Lines that differ in hex ids (`chatcmpl-3f2a…`) are different shapes. Zeroing hex tokens as
+/// well was tried: on a vLLM log with an id in a third of its lines it cost more (a byte-wise
+/// pass over every such line) than the scans it saved, as lines naming a request id mostly hold
+/// a first needle (`Aborted request`) and are scanned anyway.
 #[derive(Debug, Default)]
 pub struct ScanCache {
     quiet: std::collections::HashMap<u64, Quiet, std::hash::BuildHasherDefault<ShapeHasher>>,
@@ -155,19 +173,21 @@ pub struct ScanCache {
 #[derive(Clone, Copy, Debug)]
 struct Quiet {
     aux: u32,
+    vllm: u64,
     alarm: Option<Alarm>,
 }
 
-/// Shapes remembered at most.
+/// Shapes remembered at most; then the cache starts afresh, so that the shapes a log prints
+/// later (after a burst of one-off lines) are remembered too.
 const MAX_SHAPES: usize = 4_096;
 
 impl ScanCache {
     /// The line's scan, and whether its shape alone makes it an alarm (digit-bearing alarms —
     /// a 5xx status, a capacity at or below zero — are [`alarm_of`]'s to add).
     fn scan(&mut self, t: &str, line: &str) -> (Scan, Option<Alarm>) {
-        let shape = shape_of(line);
+        let shape = shape_of(line.as_bytes());
         if let Some(q) = self.quiet.get(&shape) {
-            let mut out = Scan { signals: Vec::new(), aux: q.aux, any_first: false };
+            let mut out = Scan { signals: Vec::new(), aux: q.aux, vllm: q.vllm, any_first: false };
             if q.aux & aux::CAPACITY != 0
                 && capacity_not_positive(line)
                 && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
@@ -178,8 +198,11 @@ impl ScanCache {
         }
         let out = scan(line);
         let alarm = shape_alarm(t, &out);
-        if !out.any_first && self.quiet.len() < MAX_SHAPES {
-            self.quiet.insert(shape, Quiet { aux: out.aux, alarm });
+        if !out.any_first {
+            if self.quiet.len() >= MAX_SHAPES {
+                self.quiet.clear();
+            }
+            self.quiet.insert(shape, Quiet { aux: out.aux, vllm: out.vllm, alarm });
         }
         (out, alarm)
     }
@@ -204,7 +227,7 @@ impl std::hash::Hasher for ShapeHasher {
 }
 
 /// A hash of the line with every ASCII digit read as `0`, eight bytes at a time.
-fn shape_of(line: &str) -> u64 {
+fn shape_of(line: &[u8]) -> u64 {
     const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HI: u64 = 0x8080_8080_8080_8080;
     const ZEROS: u64 = 0x3030_3030_3030_3030;
@@ -219,7 +242,7 @@ fn shape_of(line: &str) -> u64 {
         let m = (digit >> 7) * 0xff;
         (x & !m) | (m & ZEROS)
     };
-    let (words, tail) = line.as_bytes().as_chunks::<8>();
+    let (words, tail) = line.as_chunks::<8>();
     let mut h = line.len() as u64;
     for w in words {
         h = mix(h, normal(u64::from_le_bytes(*w)));
@@ -237,15 +260,13 @@ pub fn scan(line: &str) -> Scan {
     let (ac, targets) = &*SCANNER;
     let mut out = Scan::default();
     for m in ac.find_overlapping_iter(line) {
-        match &targets[m.pattern().as_usize()] {
-            Target::Aux(bit) => out.aux |= bit,
-            Target::Signals(owners) => {
-                out.any_first = true;
-                for &i in owners {
-                    if !out.signals.contains(&i) && SIGNALS[i].needles[1..].iter().all(|n| line.contains(n)) {
-                        out.signals.push(i);
-                    }
-                }
+        let target = &targets[m.pattern().as_usize()];
+        out.aux |= target.aux;
+        out.vllm |= target.vllm;
+        for &i in &target.signals {
+            out.any_first = true;
+            if !out.signals.contains(&i) && SIGNALS[i].needles[1..].iter().all(|n| line.contains(n)) {
+                out.signals.push(i);
             }
         }
     }
@@ -278,6 +299,10 @@ fn capacity_not_positive(line: &str) -> bool {
 pub fn strip_prefixes(line: &str) -> &str {
     let mut s = line;
     loop {
+        // Most lines start with a letter: no prefix, nothing to trim.
+        if s.as_bytes().first().is_some_and(|b| b.is_ascii_alphabetic()) {
+            return s;
+        }
         let t = s.trim_start();
         if let Some(rest) = iso_stamp(t) {
             s = rest.strip_prefix(' ').unwrap_or(rest);
@@ -291,8 +316,8 @@ pub fn strip_prefixes(line: &str) -> &str {
             continue;
         }
         if t.starts_with('(')
-            && let Some(end) = t.find(')')
-            && t[..end].contains("pid=")
+            && let Some(end) = t.bytes().position(|b| b == b')')
+            && has_pid(&t.as_bytes()[..end])
         {
             s = t[end + 1..].strip_prefix(' ').unwrap_or(&t[end + 1..]);
             continue;
@@ -307,6 +332,11 @@ pub fn strip_prefixes(line: &str) -> &str {
         }
         return if s.len() - t.len() > 0 && s.starts_with("  ") { s } else { t };
     }
+}
+
+/// `pid=` in a short prefix (a plain loop: cheaper than a searcher on 20 bytes).
+fn has_pid(b: &[u8]) -> bool {
+    (3..b.len()).any(|i| b[i] == b'=' && &b[i - 3..i] == b"pid")
 }
 
 /// `2025-03-04T10:00:01.123456789Z` / `2025-03-04 10:00:01,123` at the start: the rest.
@@ -349,7 +379,7 @@ pub enum Alarm {
 /// first bytes.
 pub fn alarm(t: &str, line: &str) -> Option<Alarm> {
     let scan = scan(line);
-    alarm_of(shape_alarm(t, &scan), line, &scan)
+    alarm_of(shape_alarm(t, &scan), status_of(line, &scan), &scan)
 }
 
 /// The alarm a line's shape makes, digits aside: levels, tracebacks, exceptions, exits, JSON
@@ -389,11 +419,11 @@ fn shape_alarm(t: &str, scan: &Scan) -> Option<Alarm> {
 
 /// The shape's alarm, else the ones its digits make: an access line answering 5xx, a capacity
 /// figure at or below zero.
-fn alarm_of(shape: Option<Alarm>, line: &str, scan: &Scan) -> Option<Alarm> {
+fn alarm_of(shape: Option<Alarm>, status: Option<u16>, scan: &Scan) -> Option<Alarm> {
     if shape.is_some() {
         return shape;
     }
-    if scan.aux & aux::HTTP != 0 && server_error(line) {
+    if status.is_some_and(|c| (500..600).contains(&c)) {
         return Some(Alarm::ServerError);
     }
     if scan.signals.iter().any(|&i| SIGNALS[i].needles[0] == CAPACITY_SIGNAL) {
@@ -456,21 +486,30 @@ fn exception_line(t: &str) -> bool {
     named && (rest.is_empty() || rest.starts_with(':') || rest.starts_with("(\""))
 }
 
-/// `"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error`.
-fn server_error(line: &str) -> bool {
-    let Some(i) = line.find(" HTTP/1.") else { return false };
-    let Some(close) = line[i..].find('"') else { return false };
-    line[i + close + 1..]
-        .split_whitespace()
-        .next()
-        .and_then(|c| c.parse::<u16>().ok())
-        .is_some_and(|c| (500..600).contains(&c))
+/// The status of an access line: `"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error`.
+fn status_of(line: &str, scan: &Scan) -> Option<u16> {
+    if scan.aux & aux::HTTP == 0 {
+        return None;
+    }
+    let b = line.as_bytes();
+    // Mostly the last quote closes the request (`… HTTP/1.1" 200 OK`): look there first.
+    let close = match memchr::memrchr(b'"', b) {
+        Some(q) if b[q.saturating_sub(10)..q].windows(7).any(|w| w == b" HTTP/1") => q,
+        _ => {
+            let i = finder!(" HTTP/1.").find(b)?;
+            i + memchr::memchr(b'"', &b[i..])?
+        }
+    };
+    line[close + 1..].split_ascii_whitespace().next().and_then(|c| c.parse::<u16>().ok())
 }
 
 /// An access line of an API call that answered 2xx: uvicorn's `"POST /v1/chat/completions
 /// HTTP/1.1" 200 OK`, Ray Serve's `POST /v1/chat/completions 200 1840.2ms`.
 fn ok_response(line: &str) -> bool {
-    let Some(i) = line.find("POST /v1/").or_else(|| line.find("POST /generate")) else { return false };
+    let b = line.as_bytes();
+    let Some(i) = finder!("POST /v1/").find(b).or_else(|| finder!("POST /generate").find(b)) else {
+        return false;
+    };
     // Past the method and the path (and `HTTP/1.1"` when there is one), the first word is the
     // status.
     let after_path = line[i + 5..].split_once(' ').map_or("", |(_, r)| r);
@@ -592,6 +631,15 @@ impl Signals {
     }
 }
 
+/// What [`Watch::line`] learnt of a line that the parsers can use instead of reading it again.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen<'l> {
+    /// The line without the prefixes people paste ([`strip_prefixes`]).
+    pub bare: &'l str,
+    /// Bits of the vLLM parser's needles that occur in the line.
+    pub vllm: u64,
+}
+
 /// The per-input state of the alarm watch.
 #[derive(Debug, Default)]
 pub struct Watch {
@@ -602,8 +650,8 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Look at one line (ANSI already stripped).
-    pub fn line(&mut self, out: &mut Signals, input: &str, no: usize, line: &str) {
+    /// Look at one line (ANSI already stripped). Returns what the parsers may reuse.
+    pub fn line<'l>(&mut self, out: &mut Signals, input: &str, no: usize, line: &'l str) -> Seen<'l> {
         let t = strip_prefixes(line);
         let (scan, shape_alarm) = self.cache.scan(t, line);
         let found = &scan.signals;
@@ -618,8 +666,9 @@ impl Watch {
                 });
             }
         }
-        if t.trim().is_empty() {
-            return;
+        let seen = Seen { bare: t, vllm: scan.vllm };
+        if t.bytes().all(|b| b.is_ascii_whitespace()) {
+            return seen;
         }
         if scan.aux & aux::RATE != 0
             && out.requested_rate.is_none()
@@ -630,10 +679,12 @@ impl Watch {
             out.requested_rate =
                 Some((rate, EvidenceLine { input: input.to_owned(), line: no, text: quote(&redact(line)) }));
         }
-        if scan.aux & aux::POST != 0 && ok_response(line) {
+        let status = status_of(line, &scan);
+        if scan.aux & aux::POST != 0 && status.map_or_else(|| ok_response(line), |c| (200..300).contains(&c))
+        {
             out.ok_responses += 1;
         }
-        let alarm = alarm_of(shape_alarm, line, &scan);
+        let alarm = alarm_of(shape_alarm, status, &scan);
         match (alarm, self.open.as_mut()) {
             (Some(kind), Some(block)) => {
                 block.extend(no, kind, line, found);
@@ -650,6 +701,7 @@ impl Watch {
             (None, Some(_)) => self.close(out),
             (None, None) => {}
         }
+        seen
     }
 
     /// The input ended.
@@ -744,18 +796,62 @@ fn redact(line: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Every pattern of the line scan.
+    fn scan_patterns() -> Vec<&'static str> {
+        let mut all: Vec<&'static str> =
+            SIGNALS.iter().map(|s| s.needles[0]).filter(|n| *n != CAPACITY_SIGNAL).collect();
+        all.extend(AUX.iter().map(|(t, _)| *t));
+        all.extend(CAPACITY_KEYS);
+        all.extend(crate::analyze::parsers::vllm::NEEDLE_TEXT);
+        all
+    }
+
     #[test]
-    fn first_needles_and_aux_have_no_digits() {
-        // What makes ScanCache sound: lines equal but for their digits hold the same first needles.
-        for s in SIGNALS {
-            assert!(!s.needles[0].bytes().any(|b| b.is_ascii_digit()), "{}: {:?}", s.id, s.needles[0]);
+    fn scan_patterns_have_no_digits() {
+        // What makes ScanCache sound: lines equal but for their digits hold the same patterns.
+        for p in scan_patterns() {
+            assert!(!p.bytes().any(|b| b.is_ascii_digit()), "{p:?}");
         }
-        for (text, _) in AUX {
-            assert!(!text.bytes().any(|b| b.is_ascii_digit()), "{text}");
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods, reason = "a test reads the fixtures; the core itself does no I/O")]
+    fn the_cache_reads_every_fixture_line_as_the_scan_does() {
+        // Each line of every fixture, read twice (the second time from the cache when quiet).
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else {
+                    out.push(p);
+                }
+            }
         }
-        for key in CAPACITY_KEYS {
-            assert!(!key.bytes().any(|b| b.is_ascii_digit()), "{key}");
+        let mut files = Vec::new();
+        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data"), &mut files);
+        assert!(files.len() > 100, "the fixtures are found");
+        let mut lines = 0;
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else { continue };
+            let mut cache = ScanCache::default();
+            for line in text.lines().take(5_000) {
+                let t = strip_prefixes(line);
+                // The same line with other digits primes the cache.
+                let other: String = line.chars().map(|c| if c.is_ascii_digit() { '7' } else { c }).collect();
+                cache.scan(strip_prefixes(&other), &other);
+                lines += 1;
+                let (cached, alarm) = cache.scan(t, line);
+                let fresh = scan(line);
+                assert_eq!(
+                    (&cached.signals, cached.aux, cached.vllm, alarm),
+                    (&fresh.signals, fresh.aux, fresh.vllm, shape_alarm(t, &fresh)),
+                    "{}: {line}",
+                    f.display()
+                );
+            }
         }
+        assert!(lines > 10_000, "{lines} lines");
     }
 
     #[test]
@@ -776,7 +872,7 @@ mod tests {
                 let t = strip_prefixes(l);
                 let ((a, shape), b) = (cache.scan(t, l), scan(l));
                 assert_eq!((&a.signals, a.aux), (&b.signals, b.aux), "{l}");
-                assert_eq!(alarm_of(shape, l, &a), alarm(t, l), "{l}");
+                assert_eq!(alarm_of(shape, status_of(l, &a), &a), alarm(t, l), "{l}");
             }
         }
     }

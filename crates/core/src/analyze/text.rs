@@ -2,9 +2,21 @@
 
 use std::borrow::Cow;
 
+/// A substring search built once per call site: `finder!("needle").find(hay.as_bytes())`.
+/// `str::find` with a string sets its searcher up on every call, which costs more than the
+/// search on the short lines of a log.
+macro_rules! finder {
+    ($needle:literal) => {{
+        static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new($needle));
+        &*FINDER
+    }};
+}
+pub(crate) use finder;
+
 /// Remove ANSI escape sequences (colours in terminal logs). Borrowed when there are none.
 pub fn strip_ansi(s: &str) -> Cow<'_, str> {
-    if !s.contains('\x1b') {
+    if memchr::memchr(0x1b, s.as_bytes()).is_none() {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
@@ -39,6 +51,9 @@ pub fn number_after(line: &str, key: &str) -> Option<f64> {
 /// The number at the start of `s` (after spaces), with `,` thousands separators allowed.
 pub fn leading_number(s: &str) -> Option<f64> {
     let s = s.trim_start();
+    if let Some(v) = plain_decimal(s.as_bytes()) {
+        return Some(v);
+    }
     let b = s.as_bytes();
     let mut end = 0;
     let mut commas = false;
@@ -54,6 +69,38 @@ pub fn leading_number(s: &str) -> Option<f64> {
     let text = s[..end].trim_end_matches(['.', 'e', 'E', '-', '+']);
     let parsed = if commas { text.replace(',', "").parse() } else { text.parse() };
     parsed.ok().filter(|v: &f64| v.is_finite())
+}
+
+/// The common case of [`leading_number`], without the float parser: up to 15 digits with an
+/// optional fraction, ended by a byte that cannot continue a number. The result is the one
+/// `str::parse` gives: both the digits (below 2^53) and the power of ten (≤ 10^15) are exact
+/// in an f64, and IEEE division rounds correctly.
+fn plain_decimal(b: &[u8]) -> Option<f64> {
+    let (mut mantissa, mut digits, mut scale, mut i) = (0u64, 0u32, 0i32, 0usize);
+    let mut dot = false;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                digits += 1;
+                if dot {
+                    scale += 1;
+                }
+            }
+            b'.' if !dot => dot = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    let ends = match b.get(i) {
+        None => true,
+        // What leading_number would read on: an exponent, a thousands separator, a sign.
+        Some(c) => !matches!(c, b'e' | b'E' | b',' | b'-' | b'+' | b'.'),
+    };
+    if digits == 0 || digits > 15 || !ends || (dot && scale == 0) {
+        return None;
+    }
+    Some(mantissa as f64 / 10f64.powi(scale))
 }
 
 /// Shorten a line for quoting as evidence.
@@ -72,6 +119,23 @@ pub fn quote(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_decimals_read_as_the_float_parser_reads_them() {
+        for text in
+            ["0", "7", "12.5", "1234.56", "0.1", "99.99", "123456789012345", "3.141592653589", "40.5 %"]
+        {
+            let word = text.split(' ').next().unwrap();
+            assert_eq!(leading_number(text), word.parse::<f64>().ok(), "{text}");
+        }
+        // Left to the general path: separators, exponents, signs, a trailing dot, long numbers.
+        assert_eq!(leading_number("1,234.5 tokens"), Some(1234.5));
+        assert_eq!(leading_number("1e3"), Some(1000.0));
+        assert_eq!(leading_number("-2.31 GiB"), Some(-2.31));
+        assert_eq!(leading_number("5. reqs"), Some(5.0));
+        assert_eq!(leading_number("12345678901234567890"), Some(12345678901234567890.0));
+        assert_eq!(plain_decimal(b"5."), None);
+    }
 
     #[test]
     fn ansi() {

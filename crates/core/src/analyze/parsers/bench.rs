@@ -845,7 +845,7 @@ const GUIDELLM_TITLES: &[&str] =
     &["Statistics (Completed Requests)", "Statistics (All Requests)", "Run Summary Info"];
 
 impl SectionParser for BenchParser {
-    fn continues(&self, line: &str) -> bool {
+    fn continues(&self, line: &str, _bare: &str, _needles: u64) -> bool {
         let t = line.trim();
         if t.is_empty() {
             return false;

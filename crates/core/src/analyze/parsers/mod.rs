@@ -30,12 +30,14 @@ pub struct Cx<'a> {
     pub issues: &'a mut Vec<Issue>,
     /// The language issues are written in.
     pub lang: Lang,
+    /// What the alarm watch's one scan of this line found: the vLLM parser's needles.
+    pub vllm_needles: u64,
 }
 
 impl Cx<'_> {
-    /// Evidence pointing at `line` of the current input.
+    /// Evidence pointing at `line` of the current input: secrets redacted, then cut.
     pub fn evidence(&self, line: usize, text: &str) -> EvidenceLine {
-        EvidenceLine { input: self.input.to_owned(), line, text: quote(text) }
+        EvidenceLine { input: self.input.to_owned(), line, text: quote(&client_config::redact_secrets(text)) }
     }
 
     /// Report a problem at `line`. After [`MAX_ISSUES`], issues are only counted.
@@ -64,8 +66,10 @@ impl Cx<'_> {
 /// A parser for one section.
 pub trait SectionParser {
     /// Cheap check: does this line belong to this section even when a recogniser would say
-    /// otherwise? (JSON-lines rows, CSV rows, table bodies.) Default: no.
-    fn continues(&self, _line: &str) -> bool {
+    /// otherwise? (JSON-lines rows, CSV rows, table bodies.) `bare` is the line without the
+    /// prefixes people paste (`[rank0]:`, `(EngineCore_0 pid=1)`, timestamps); `vllm_needles`
+    /// what the line scan found of the vLLM parser's needles ([`Cx::vllm_needles`]). Default: no.
+    fn continues(&self, _line: &str, _bare: &str, _vllm_needles: u64) -> bool {
         false
     }
     fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str);

@@ -463,7 +463,7 @@ pub struct SmiParser {
 }
 
 impl SectionParser for SmiParser {
-    fn continues(&self, line: &str) -> bool {
+    fn continues(&self, line: &str, _bare: &str, _needles: u64) -> bool {
         let t = line.trim();
         // Never swallow a line that names an out-of-memory error: that is another section.
         if t.contains("out of memory") || t.contains("OutOfMemoryError") {
@@ -982,7 +982,13 @@ mod tests {
     fn parser_after(text: &str) -> SmiParser {
         let mut facts = crate::analyze::facts::Facts::default();
         let mut issues = Vec::new();
-        let mut cx = Cx { input: "smi", facts: &mut facts, issues: &mut issues, lang: crate::lang::Lang::En };
+        let mut cx = Cx {
+            input: "smi",
+            facts: &mut facts,
+            issues: &mut issues,
+            lang: crate::lang::Lang::En,
+            vllm_needles: 0,
+        };
         let mut p = SmiParser::default();
         for (i, line) in text.lines().enumerate() {
             p.line(&mut cx, i + 1, line);
@@ -1261,8 +1267,8 @@ mod tests {
             dmon: Some(Dmon { cols: vec!["gpu".to_owned(), "sm".to_owned()] }),
             ..SmiParser::default()
         };
-        assert!(p.continues("  0   45"));
-        assert!(!p.continues("3 workers"));
+        assert!(p.continues("  0   45", "  0   45", 0));
+        assert!(!p.continues("3 workers", "3 workers", 0));
     }
 
     #[test]

@@ -248,7 +248,7 @@ impl PromParser {
 }
 
 impl SectionParser for PromParser {
-    fn continues(&self, line: &str) -> bool {
+    fn continues(&self, line: &str, _bare: &str, _needles: u64) -> bool {
         let t = line.trim_start();
         t.starts_with('#') || crate::analyze::kind::is_prom_sample(t) || t.is_empty()
     }

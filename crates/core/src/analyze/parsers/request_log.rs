@@ -611,7 +611,7 @@ impl RequestLogParser {
 }
 
 impl SectionParser for RequestLogParser {
-    fn continues(&self, line: &str) -> bool {
+    fn continues(&self, line: &str, _bare: &str, _needles: u64) -> bool {
         let t = line.trim_start();
         if t.starts_with('{') {
             return true;

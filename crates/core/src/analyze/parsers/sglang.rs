@@ -153,7 +153,7 @@ pub struct SglangParser {
 }
 
 impl SectionParser for SglangParser {
-    fn continues(&self, line: &str) -> bool {
+    fn continues(&self, line: &str, _bare: &str, _needles: u64) -> bool {
         // SGLang's own prefix (`[2026-11-29 …`), uvicorn lines and tracebacks stay here; an access
         // line would otherwise be taken for vLLM's. An OOM line still opens its own section.
         let t = line.trim_start();

@@ -28,7 +28,7 @@ pub struct SseTranscriptParser {
 }
 
 impl SectionParser for SseTranscriptParser {
-    fn continues(&self, line: &str) -> bool {
+    fn continues(&self, line: &str, _bare: &str, _needles: u64) -> bool {
         let t = line.trim_start();
         t.is_empty()
             || t.starts_with("data:")

@@ -120,7 +120,7 @@ pub struct TgiParser {
 }
 
 impl SectionParser for TgiParser {
-    fn continues(&self, line: &str) -> bool {
+    fn continues(&self, line: &str, _bare: &str, _needles: u64) -> bool {
         // TGI's own lines start with an RFC 3339 time and a level; keep them even when they
         // mention another engine (shard logs print `vllm`/`flashinfer` module names).
         let t = line.trim_start().as_bytes();

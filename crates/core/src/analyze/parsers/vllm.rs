@@ -8,6 +8,7 @@
 use super::{Cx, SectionParser};
 use crate::analyze::facts::push_bounded;
 use crate::analyze::report::EvidenceLine;
+use crate::analyze::text::finder;
 use std::collections::BTreeMap;
 
 /// One periodic stats line.
@@ -128,8 +129,10 @@ const ARGS: &[(&str, &[&str])] = &[
 /// `MM-DD HH:MM:SS` after the level word → seconds since the start of the year.
 pub(crate) fn stamp(line: &str) -> Option<f64> {
     let b = line.as_bytes();
-    for i in 0..b.len().saturating_sub(14) {
-        let w = &b[i..i + 14];
+    // The stamp's `-` is its third byte: only windows around a `-` are looked at.
+    for dash in memchr::memchr_iter(b'-', b) {
+        let Some(i) = dash.checked_sub(2) else { continue };
+        let Some(w) = b.get(i..i + 14) else { break };
         let d = |j: usize| w[j].is_ascii_digit();
         if d(0)
             && d(1)
@@ -185,8 +188,11 @@ fn arg_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     None
 }
 
-/// The strings [`VllmParser::line`] dispatches on, found in one multi-pattern scan per line
-/// (a chain of `contains` calls cost more than everything else the parser does).
+/// The strings [`VllmParser::line`] dispatches on. The alarm watch's one scan of every line
+/// finds them ([`Cx::vllm_needles`]): the parser reads no line twice. Overlapping matches are
+/// all reported (`TimeoutError` sets `Timeout` and `Error` too); no branch depends on a needle
+/// being absent where another contains it. No digits: lines equal but for their digits are
+/// read alike.
 mod needle {
     pub const AVG_PROMPT: u64 = 1 << 0;
     pub const AVG_GEN: u64 = 1 << 1;
@@ -233,9 +239,10 @@ mod needle {
     pub const ERROR_UPPER: u64 = 1 << 42;
     pub const ERROR_WORD: u64 = 1 << 43;
     pub const ADDED: u64 = 1 << 44;
+    pub const CUDA_OOM: u64 = 1 << 45;
 }
 
-const NEEDLE_TEXT: [&str; 45] = [
+pub(crate) const NEEDLE_TEXT: [&str; 46] = [
     "Avg prompt throughput",
     "Avg generation throughput",
     "GPU KV cache usage:",
@@ -261,7 +268,7 @@ const NEEDLE_TEXT: [&str; 45] = [
     "EngineCore encountered",
     "Engine core proc",
     "died",
-    "engine is dead",
+    "Background loop has errored already",
     "Watchdog caught collective operation timeout",
     "NCCL error",
     "ncclInternalError",
@@ -270,7 +277,7 @@ const NEEDLE_TEXT: [&str; 45] = [
     "timeout",
     "Aborted request",
     "Chunked prefill is enabled",
-    "HTTP/1.",
+    " HTTP/",
     "non-default args",
     "with config:",
     "Namespace(",
@@ -281,26 +288,12 @@ const NEEDLE_TEXT: [&str; 45] = [
     "ERROR",
     "Error",
     "Added request",
+    "CUDA out of memory",
 ];
 
-/// Leftmost-first search uses the SIMD prefilter, so lines without any needle (most lines of a
-/// log) cost little. It reports non-overlapping matches: no needle's meaning depends on another
-/// needle found inside it (`TimeoutError` counts as an error by itself).
-static NEEDLES: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
-    aho_corasick::AhoCorasick::builder()
-        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
-        .build(NEEDLE_TEXT)
-        .expect("static patterns build")
-});
-
-/// Bit `i` set when needle `i` occurs in the line.
-fn needles_in(line: &str) -> u64 {
-    NEEDLES.find_iter(line).fold(0, |acc, m| acc | 1 << m.pattern().as_usize())
-}
-
 /// The request ids after `key` (`Added request ID.`, `Aborted request(s) ID1, ID2.`).
-fn request_ids<'a>(line: &'a str, key: &str) -> impl Iterator<Item = &'a str> {
-    let rest = line.find(key).map_or("", |i| &line[i + key.len()..]);
+fn request_ids<'a>(line: &'a str, key: &memchr::memmem::Finder<'_>) -> impl Iterator<Item = &'a str> {
+    let rest = key.find(line.as_bytes()).map_or("", |i| &line[i + key.needle().len()..]);
     let rest = rest.strip_prefix("(s)").unwrap_or(rest);
     rest.split(',').map(|id| id.trim().trim_end_matches('.')).filter(|id| !id.is_empty() && !id.contains(' '))
 }
@@ -380,20 +373,27 @@ fn looks_like_log(line: &str) -> bool {
 }
 
 impl SectionParser for VllmParser {
-    fn continues(&self, line: &str) -> bool {
+    fn continues(&self, _line: &str, bare: &str, needles: u64) -> bool {
         // Python tracebacks and generic log lines inside a vLLM log stay here, also behind the
         // process prefixes multi-process engines and log collectors add (`(APIServer pid=1)`,
         // `[rank0]:`, timestamps) — recognising those afresh cost most of the time on such logs.
-        let t = crate::analyze::signals::strip_prefixes(line).trim_start();
-        let generic = ["File \"", "Traceback", "^", "INFO", "WARNING", "ERROR", "DEBUG"]
-            .iter()
-            .any(|p| t.starts_with(p));
-        generic && !t.contains("CUDA out of memory")
+        let t = bare.trim_start();
+        let generic = match t.as_bytes().first() {
+            Some(b'I') => t.starts_with("INFO"),
+            Some(b'W') => t.starts_with("WARNING"),
+            Some(b'E') => t.starts_with("ERROR"),
+            Some(b'D') => t.starts_with("DEBUG"),
+            Some(b'F') => t.starts_with("File \""),
+            Some(b'T') => t.starts_with("Traceback"),
+            Some(b'^') => true,
+            _ => false,
+        };
+        generic && needles & needle::CUDA_OOM == 0
     }
 
     fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
         use needle::*;
-        let m = needles_in(line);
+        let m = cx.vllm_needles;
         let has = |bits: u64| m & bits != 0;
         let all = |bits: u64| m & bits == bits;
         if m == 0 {
@@ -497,23 +497,27 @@ impl SectionParser for VllmParser {
         }
         if has(ABORTED) {
             cx.facts.vllm.aborts += 1;
-            let e = cx.evidence(no, line);
             if let Some(t) = stamp(line) {
-                for id in request_ids(line, "Aborted request") {
+                for id in request_ids(line, finder!("Aborted request")) {
                     if let Some(added) = cx.facts.vllm.added_at.remove(id)
                         && cx.facts.vllm.abort_after_s.len() < MAX_ABORT_AGES
                     {
-                        cx.facts.vllm.abort_after_s.push((t - added, e.clone()));
+                        let e = cx.evidence(no, line);
+                        cx.facts.vllm.abort_after_s.push((t - added, e));
                     }
                 }
             }
-            push_bounded(&mut cx.facts.vllm.abort_lines, e, MAX_LINES);
+            // Quoting costs an allocation: only for the lines kept.
+            if cx.facts.vllm.abort_lines.len() < MAX_LINES {
+                let e = cx.evidence(no, line);
+                cx.facts.vllm.abort_lines.push(e);
+            }
             return;
         }
         if has(ADDED) {
             if let Some(t) = stamp(line) {
                 let v = &mut cx.facts.vllm;
-                for id in request_ids(line, "Added request") {
+                for id in request_ids(line, finder!("Added request")) {
                     if v.added_at.len() < MAX_OPEN {
                         v.added_at.insert(id.to_owned(), t);
                     }
@@ -626,6 +630,20 @@ mod tests {
         assert_eq!(f.engine_dead.len(), 2);
         assert_eq!(f.nccl.len(), 1);
         assert_eq!(f.aborts, 1);
+    }
+
+    #[test]
+    fn evidence_is_redacted_before_it_is_cut() {
+        let key = format!("sk-{}", "a1".repeat(200));
+        let line = format!(
+            "INFO 11-29 09:58:00 [utils.py:326] non-default args: {{'model': 'm', 'max_num_seqs': 256, {}'api_key': '{key}'}}\n",
+            "'x': 1, ".repeat(24)
+        );
+        assert!(crate::analyze::text::quote(&line).contains("sk-a1"), "the key straddles the cut");
+        let f = facts(&line);
+        let quoted = &f.args["max_num_seqs"].evidence.text;
+        assert!(quoted.ends_with('…'), "the line is cut: {quoted}");
+        assert!(!quoted.contains("sk-a1"), "{quoted}");
     }
 
     #[test]
