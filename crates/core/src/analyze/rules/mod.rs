@@ -10,6 +10,7 @@ pub use crate::lang::Lang;
 
 mod activation_peak;
 mod allocator_fragmentation;
+mod api_key_rejected;
 mod base_url_wrong;
 mod bench_itl_tail;
 mod bench_overloaded;
@@ -19,10 +20,13 @@ mod client_retries_failing;
 mod cold_start;
 mod colocated_process;
 mod context_length_exceeded;
+mod cpu_offload_split;
 mod decode_slows_with_context;
 mod engine_dead;
 mod engine_start_failed;
 mod gpu_hw_error;
+mod gpu_not_detected;
+mod host_ram_exhausted;
 mod input_too_long;
 mod kv_leak;
 mod kv_offload_degraded;
@@ -37,14 +41,17 @@ mod model_not_found;
 mod nccl_hang;
 mod no_abort_on_timeout;
 mod prefill_stalls_decode;
+mod prefix_cache_miss_reprefill;
 mod queueing_exceeds_capacity;
 mod retries_mask_failures;
 mod scheduler_stall;
 mod slow_gpu;
 mod timeout_too_short;
+mod ubatch_too_small;
 pub(crate) mod unclaimed_error;
 mod upstream_cut;
 mod warmup_oom;
+mod weights_exceed_gpu;
 mod worker_died;
 
 /// A rule's documentation, shown wherever the rule's findings are. The top-level text fields
@@ -136,6 +143,7 @@ pub static RULES: &[Rule] = &[
     bench_overloaded::RULE,
     bench_ttft_tail::RULE,
     kv_offload_degraded::RULE,
+    prefix_cache_miss_reprefill::RULE,
     // TBT tail
     long_sequence_in_batch::RULE,
     kv_pressure_preemption::RULE,
@@ -143,6 +151,8 @@ pub static RULES: &[Rule] = &[
     bench_itl_tail::RULE,
     decode_slows_with_context::RULE,
     prefill_stalls_decode::RULE,
+    cpu_offload_split::RULE,
+    gpu_not_detected::RULE,
     // OOM
     kv_reservation_too_large::RULE,
     input_too_long::RULE,
@@ -151,6 +161,8 @@ pub static RULES: &[Rule] = &[
     colocated_process::RULE,
     warmup_oom::RULE,
     kv_pool_exhausted::RULE,
+    weights_exceed_gpu::RULE,
+    host_ram_exhausted::RULE,
     // Throughput zero
     scheduler_stall::RULE,
     kv_leak::RULE,
@@ -170,6 +182,8 @@ pub static RULES: &[Rule] = &[
     model_not_found::RULE,
     context_length_exceeded::RULE,
     client_retries_failing::RULE,
+    ubatch_too_small::RULE,
+    api_key_rejected::RULE,
     // No class yet
     unclaimed_error::RULE,
 ];
@@ -180,6 +194,8 @@ pub(crate) const CAUSES_OF_DEATH: &[&str] = &[
     "kv-reservation-too-large",
     "warmup-oom",
     "kv-pool-exhausted",
+    "weights-exceed-gpu",
+    "host-ram-exhausted",
     "input-too-long",
     "activation-peak",
     "allocator-fragmentation",
@@ -309,7 +325,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 38);
+        assert_eq!(super::RULES.len(), 45);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);
