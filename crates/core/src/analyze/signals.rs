@@ -64,6 +64,8 @@ mod aux {
     pub const PANIC: u32 = 1 << 4;
     pub const POST: u32 = 1 << 5;
     pub const RATE: u32 = 1 << 6;
+    pub const GIN: u32 = 1 << 7;
+    pub const WORK: u32 = 1 << 8;
 }
 
 const AUX: &[(&str, u32)] = &[
@@ -83,6 +85,12 @@ const AUX: &[(&str, u32)] = &[
     ("--request-rate", aux::RATE),
     ("--rate ", aux::RATE),
     ("Traffic request rate: ", aux::RATE),
+    // Gin's access line (Ollama): `[GIN] 2025/09/22 - 14:01:10 | 500 | 30.0s | 10.0.0.9 | POST "/api/chat"`.
+    ("[GIN] ", aux::GIN),
+    // Work done, in llama.cpp's slot timings, `ollama run --verbose` and llama-server's access line.
+    ("eval time =", aux::WORK),
+    ("eval rate:", aux::WORK),
+    ("request: POST ", aux::WORK),
 ];
 
 /// What one pattern of the line scan means (a pattern can mean several things at once).
@@ -402,6 +410,9 @@ fn shape_alarm(t: &str, scan: &Scan) -> Option<Alarm> {
     if t.starts_with("Error: ")
         || t.starts_with("error: ")
         || t.starts_with("curl: (")
+        // GGML's fatal lines (llama.cpp, Ollama): `CUDA error: …` then the abort.
+        || t.starts_with("CUDA error: ")
+        || t.starts_with("GGML_ASSERT(")
         || scan.aux & aux::PANIC != 0
     {
         return Some(Alarm::Exit);
@@ -488,6 +499,12 @@ fn exception_line(t: &str) -> bool {
 
 /// The status of an access line: `"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error`.
 fn status_of(line: &str, scan: &Scan) -> Option<u16> {
+    if scan.aux & aux::GIN != 0 {
+        let (_, rest) = line.split_once("[GIN] ")?;
+        let mut fields = rest.split('|');
+        fields.next();
+        return fields.next()?.trim().parse().ok();
+    }
     if scan.aux & aux::HTTP == 0 {
         return None;
     }
@@ -522,6 +539,24 @@ fn ok_response(line: &str) -> bool {
         .next()
         .and_then(|c| c.parse::<u16>().ok())
         .is_some_and(|c| (200..300).contains(&c))
+}
+
+/// A line that shows a request served: llama.cpp's `eval time = … ms / N tokens` with N > 0,
+/// `ollama run --verbose`'s `eval rate: X tokens/s` with X > 0, llama-server's access line
+/// `request: POST /v1/chat/completions 10.0.0.2 200`.
+fn work_done(line: &str) -> bool {
+    if let Some(i) = line.find("eval time =") {
+        return number_after(&line[i..], "ms /").is_some_and(|n| n > 0.0);
+    }
+    if line.contains("eval rate:") {
+        return number_after(line, "eval rate:").is_some_and(|n| n > 0.0);
+    }
+    line.contains("request: POST ")
+        && line
+            .split_ascii_whitespace()
+            .last()
+            .and_then(|c| c.parse::<u16>().ok())
+            .is_some_and(|c| (200..300).contains(&c))
 }
 
 /// A line that continues an open block: a traceback frame or code line, a caret line, a chained
@@ -579,8 +614,9 @@ pub struct Signals {
     pub dropped_unknown: u64,
     /// Signals seen in dropped blocks.
     pub dropped_signals: Vec<usize>,
-    /// HTTP access lines (any server or proxy) that answered 2xx to an API call: requests that
-    /// completed, which is evidence of health.
+    /// Lines that show a request served: HTTP access lines (any server or proxy, Gin's) that
+    /// answered 2xx to an API call, llama.cpp's and Ollama's timings of a finished generation.
+    /// Evidence of health.
     pub ok_responses: u64,
     /// A benchmark's requested rate (`--request-rate N`, `--rate N`, `Traffic request rate: N`),
     /// wherever it was pasted.
@@ -680,7 +716,9 @@ impl Watch {
                 Some((rate, EvidenceLine { input: input.to_owned(), line: no, text: quote(&redact(line)) }));
         }
         let status = status_of(line, &scan);
-        if scan.aux & aux::POST != 0 && status.map_or_else(|| ok_response(line), |c| (200..300).contains(&c))
+        let post = scan.aux & aux::POST != 0 || scan.aux & aux::GIN != 0 && line.contains("| POST ");
+        if post && status.map_or_else(|| ok_response(line), |c| (200..300).contains(&c))
+            || scan.aux & aux::WORK != 0 && work_done(line)
         {
             out.ok_responses += 1;
         }
