@@ -18,8 +18,12 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// rules with their docs in two languages and the known-message table mined from the engines'
 /// source (+64 KB gzip: the table ~10 KB, rules, texts and the alarm scan the rest). Winning it
 /// back is issue "The browser at native speed"'s to do (a compact text table, the drill's
-/// simulator in its own module).
-pub const BUDGET_GZIP_BYTES: u64 = 640 * 1024;
+/// simulator in its own module). Raised again to 688 KiB with "Beyond vLLM" (2026-12-01, session 5):
+/// TensorRT-LLM, Ollama and llama-server templates (~110 signals), nine rules with their docs in
+/// two languages, and the llama.cpp / TensorRT-LLM figure reader (+~12 KB gzip). Measured then:
+/// `wasm-opt -Oz` (binaryen 132) made the wasm 10 % smaller but its gzip 7 % larger, so it is
+/// not used.
+pub const BUDGET_GZIP_BYTES: u64 = 688 * 1024;
 /// The wasm-bindgen version the site crate pins (`=0.2.130` in site/Cargo.toml).
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
 

@@ -26,6 +26,18 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("h200_oom.txt", include_str!("../../../tests/data/oom/h200_200gib.txt")),
     ("eight_gpus.txt", include_str!("../../../tests/data/smi/synthetic_8gpu_one_slow.txt")),
     ("throughput_nccl_dead.log", include_str!("../../../tests/data/incidents/throughput_nccl_dead.log")),
+    (
+        "ollama_ps_cpu_split.txt",
+        include_str!("../../../tests/data/incidents/ollama/tbt-ps-cpu-gpu-split-slow-eval.txt"),
+    ),
+    (
+        "llama_server_long_prefill.log",
+        include_str!("../../../tests/data/incidents/llama-server/ttft-long-prompt-prefill-single-slot.log"),
+    ),
+    (
+        "trtllm_executor_oom.log",
+        include_str!("../../../tests/data/incidents/tensorrt-llm/oom-colocated-process-low-free.log"),
+    ),
 ];
 
 async fn read_files(list: web_sys::FileList) -> Vec<NamedText> {

@@ -5,8 +5,9 @@
 
 use super::kind::InputKind;
 use super::parsers::{
-    bench::BenchFacts, client_config::ClientFacts, nvidia_smi::GpuFacts, oom::OomFacts, prom::MetricsFacts,
-    request_log::RequestFacts, sglang::SglangFacts, sse::StreamFacts, tgi::TgiFacts, vllm::VllmFacts,
+    bench::BenchFacts, client_config::ClientFacts, llama::LlamaFacts, nvidia_smi::GpuFacts, oom::OomFacts,
+    prom::MetricsFacts, request_log::RequestFacts, sglang::SglangFacts, sse::StreamFacts, tgi::TgiFacts,
+    vllm::VllmFacts,
 };
 use super::report::EvidenceLine;
 use super::signals::Signals;
@@ -24,6 +25,8 @@ pub struct Facts {
     pub clients: Vec<ClientFacts>,
     pub bench: Vec<BenchFacts>,
     pub streams: Vec<StreamFacts>,
+    /// llama.cpp's and Ollama's figures, read from any line ([`LlamaFacts`]).
+    pub llama: LlamaFacts,
     /// Kinds of every recognised section (not `unknown`).
     pub kinds: BTreeSet<InputKind>,
     /// Alarm lines and known messages of every input, whatever section they were in.
@@ -71,9 +74,20 @@ impl Facts {
         let streams = self.streams.iter().any(|s| s.fault.is_none() && !s.timing.token_times_ns.is_empty());
         let bench = self.bench.iter().any(|b| !b.figures.is_empty());
         let gpus = !self.gpus.readings.is_empty();
+        let llama = self.llama.trt_iterations.iter().any(|i| i.scheduled > 0.0);
         let clients = !self.clients.is_empty();
         let answered = self.signals.ok_responses > 0;
-        answered || vllm || sglang || tgi || metrics || requests || streams || bench || gpus || clients
+        answered
+            || llama
+            || vllm
+            || sglang
+            || tgi
+            || metrics
+            || requests
+            || streams
+            || bench
+            || gpus
+            || clients
     }
 }
 

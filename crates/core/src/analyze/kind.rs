@@ -65,6 +65,11 @@ pub(crate) const REQUEST_KEYS: &[&str] = &[
 
 const BENCH: &[&str] = &[
     "Serving Benchmark Result",
+    // trtllm-bench's report.
+    "PERFORMANCE OVERVIEW",
+    "Request Throughput (req/sec)",
+    "[TTFT] ",
+    "[TPOT] ",
     "Mean TTFT (ms)",
     "Median TTFT (ms)",
     "P99 TTFT (ms)",

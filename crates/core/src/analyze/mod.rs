@@ -191,6 +191,14 @@ impl Analyzer {
         let line = text::strip_ansi(&lossy);
         let line: &str = &line;
         let seen = state.watch.line(&mut self.facts.signals, &state.name, no, line);
+        if seen.llama {
+            let name = &state.name;
+            self.facts.llama.line(line, || report::EvidenceLine {
+                input: name.clone(),
+                line: no,
+                text: text::quote(&parsers::client_config::redact_secrets(line)),
+            });
+        }
 
         if let Some(kind) = state.forced {
             let open = state.open.get_or_insert_with(|| {

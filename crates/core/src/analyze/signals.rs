@@ -66,6 +66,7 @@ mod aux {
     pub const RATE: u32 = 1 << 6;
     pub const GIN: u32 = 1 << 7;
     pub const WORK: u32 = 1 << 8;
+    pub const LLAMA: u32 = 1 << 9;
 }
 
 const AUX: &[(&str, u32)] = &[
@@ -91,6 +92,17 @@ const AUX: &[(&str, u32)] = &[
     ("eval time =", aux::WORK),
     ("eval rate:", aux::WORK),
     ("request: POST ", aux::WORK),
+    // The figures `parsers::llama` reads (with the Gin and work lines above).
+    ("prompt processing, n_tokens =", aux::LLAMA),
+    ("| n_gen =", aux::LLAMA),
+    (" started in ", aux::LLAMA),
+    ("load duration:", aux::LLAMA),
+    ("evicting", aux::LLAMA),
+    ("llamacpp:requests_", aux::LLAMA),
+    ("num_scheduled_requests", aux::LLAMA),
+    ("inference compute", aux::LLAMA),
+    ("Total GPU memory (GiB)", aux::LLAMA),
+    ("model: ", aux::LLAMA),
 ];
 
 /// What one pattern of the line scan means (a pattern can mean several things at once).
@@ -440,8 +452,15 @@ fn alarm_of(shape: Option<Alarm>, status: Option<u16>, scan: &Scan) -> Option<Al
     if scan.signals.iter().any(|&i| SIGNALS[i].needles[0] == CAPACITY_SIGNAL) {
         return Some(Alarm::Capacity);
     }
+    if scan.signals.iter().any(|&i| ALARM_SIGNALS.contains(&SIGNALS[i].id)) {
+        return Some(Alarm::Level);
+    }
     None
 }
+
+/// Known errors printed without an error level or an exception's shape: llama.cpp's decode
+/// failures (`decode: Compute error. off = 0, n_batch = 512, ret = -3`).
+const ALARM_SIGNALS: &[&str] = &["llama-cpp-compute-error", "llama-cpp-graph-compute-failed"];
 
 /// A level word among the first fields: `ERROR 05-12 …` (vLLM), `ERROR:root:` (Python's
 /// default), `2025-… - vllm - ERROR - …`, `| ERROR |` (loguru), `level=error`, `[E …]` / `E1203`
@@ -674,6 +693,8 @@ pub struct Seen<'l> {
     pub bare: &'l str,
     /// Bits of the vLLM parser's needles that occur in the line.
     pub vllm: u64,
+    /// The line may hold a figure of llama.cpp or Ollama ([`crate::analyze::parsers::llama`]).
+    pub llama: bool,
 }
 
 /// The per-input state of the alarm watch.
@@ -702,7 +723,8 @@ impl Watch {
                 });
             }
         }
-        let seen = Seen { bare: t, vllm: scan.vllm };
+        let seen =
+            Seen { bare: t, vllm: scan.vllm, llama: scan.aux & (aux::LLAMA | aux::GIN | aux::WORK) != 0 };
         if t.bytes().all(|b| b.is_ascii_whitespace()) {
             return seen;
         }

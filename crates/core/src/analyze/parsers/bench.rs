@@ -178,8 +178,8 @@ fn stat_name(s: &str) -> Option<String> {
         "mean" | "avg" | "average" => "mean".to_owned(),
         "median" | "mdn" | "p50" => "median".to_owned(),
         "std" | "std_dev" | "stddev" => "std".to_owned(),
-        "min" => "min".to_owned(),
-        "max" => "max".to_owned(),
+        "min" | "minimum" => "min".to_owned(),
+        "max" | "maximum" => "max".to_owned(),
         // guidellm: p001 → p0.1, p05 → p5, p999 → p99.9.
         "p001" => "p0.1".to_owned(),
         "p999" => "p99.9".to_owned(),
@@ -231,7 +231,7 @@ fn console_figure(label: &str) -> Option<(String, f64)> {
         "benchmark duration (s)" => "duration_s",
         "total input tokens" => "total_input_tokens",
         "total generated tokens" => "total_output_tokens",
-        "request throughput (req/s)" => "request_throughput",
+        "request throughput (req/s)" | "request throughput (req/sec)" => "request_throughput",
         "request goodput (req/s)" => "request_goodput",
         "output token throughput (tok/s)" => "output_throughput",
         "input token throughput (tok/s)" => "input_throughput",
@@ -245,6 +245,18 @@ fn console_figure(label: &str) -> Option<(String, f64)> {
     };
     if !plain.is_empty() {
         return Some((plain.to_owned(), 1.0));
+    }
+    // trtllm-bench's breakdowns: `[TTFT] P99    : 6120.4410`, in milliseconds.
+    if let Some(rest) = l.strip_prefix('[')
+        && let Some((metric, stat)) = rest.split_once(']')
+    {
+        let metric = match metric {
+            "ttft" => "ttft_ms",
+            "tpot" => "tpot_ms",
+            "latency" => "e2e_ms",
+            _ => return None,
+        };
+        return Some((format!("{metric}.{}", stat_name(stat)?), 1.0));
     }
     // `<stat> <metric> (<unit>)`
     let (head, unit) = match l.rfind('(') {
@@ -1019,6 +1031,24 @@ mod tests {
 
     fn fig(b: &BenchFacts, name: &str) -> f64 {
         *b.figures.get(name).unwrap_or_else(|| panic!("no {name} in {:?}", b.figures))
+    }
+
+    #[test]
+    fn trtllm_bench_report() {
+        let (b, _) = read(concat!(
+            "===========================================================\n",
+            "= PERFORMANCE OVERVIEW\n",
+            "===========================================================\n",
+            "Request Throughput (req/sec):                     12.4812\n",
+            "[TTFT] AVERAGE: 812.2210\n",
+            "[TTFT] P99    : 6120.4410\n",
+            "[TPOT] P99    : 41.8820\n",
+        ));
+        let b = &b[0];
+        assert_eq!(b.figures.get("request_throughput"), Some(&12.4812));
+        assert_eq!(b.figures.get("ttft_ms.p99"), Some(&6120.441));
+        assert_eq!(b.figures.get("ttft_ms.mean"), Some(&812.221));
+        assert_eq!(b.figures.get("tpot_ms.p99"), Some(&41.882));
     }
 
     #[test]

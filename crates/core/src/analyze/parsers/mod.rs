@@ -11,6 +11,7 @@ use crate::lang::Lang;
 
 pub mod bench;
 pub mod client_config;
+pub mod llama;
 pub mod nvidia_smi;
 pub mod oom;
 pub mod prom;

@@ -85,12 +85,59 @@ fn judge(o: &OomFacts, total: Option<f64>, lang: Lang) -> Option<(f64, String)> 
     }
 }
 
+/// llama.cpp's compute buffers (the activations of one batch) that could not be allocated, and
+/// Ollama's out-of-memory while running a request.
+const COMPUTE_SIGNALS: &[&str] =
+    &["llama-cpp-alloc-compute", "llama-cpp-alloc-device-buffer", "ollama-runtime-oom"];
+
+fn compute_buffer(f: &Facts, lang: Lang) -> Option<Finding> {
+    let hits: Vec<_> = COMPUTE_SIGNALS.iter().filter_map(|id| f.signals.seen(id)).collect();
+    if hits.is_empty() {
+        return None;
+    }
+    let mut evidence: Vec<_> = hits.iter().flat_map(|h| h.lines.iter().cloned()).collect();
+    evidence.sort_by_key(|e| (e.input.clone(), e.line));
+    evidence.truncate(3);
+    Some(RULE.doc.finding(
+        lang,
+        0.75,
+        lang.pick(
+            "The compute buffer for one batch's activations could not be allocated: the weights and the KV cache fit, the batch does not.",
+            "一个批的激活所需的计算缓冲区分配失败：权重和 KV 缓存放得下，这个批放不下。",
+        )
+        .to_owned(),
+        evidence,
+        texts(lang, &[
+            (
+                "lower the batch sizes (llama.cpp `-b` / `-ub`, Ollama `num_batch`): the compute buffer grows with them",
+                "调小批大小（llama.cpp 的 `-b` / `-ub`、Ollama 的 `num_batch`）：计算缓冲区随之增长",
+            ),
+            (
+                "shorten the context (`-c`, `num_ctx`) or enable flash attention (`-fa`), which shrinks the attention buffers",
+                "缩短上下文（`-c`、`num_ctx`），或开启 flash attention（`-fa`），减小注意力缓冲区",
+            ),
+        ]),
+        texts(lang, &[(
+            "read the `compute buffer size` lines at start-up against the free memory `nvidia-smi` shows",
+            "对照启动时的 `compute buffer size` 行和 `nvidia-smi` 显示的空闲显存",
+        )]),
+    ))
+}
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    let (o, mut confidence, mut why) = f
+    let Some((o, mut confidence, mut why)) = f
         .ooms
         .iter()
         .filter_map(|o| judge(o, o.total_or_smi(&f.gpus), lang).map(|(c, w)| (o, c, w)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+    else {
+        return compute_buffer(f, lang);
+    };
+    if confidence < 0.5
+        && let Some(found) = compute_buffer(f, lang)
+    {
+        return Some(found);
+    }
     // The engine's settings that make prefill steps big.
     let v = &f.vllm;
     let mut settings = Vec::new();

@@ -86,6 +86,49 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         evidence.push(first.evidence.clone());
         evidence.push(last.evidence.clone());
     }
+    // llama-server / Ollama: models swapped in and out (each request waits for a load), or one
+    // slow load that a request waited for (Gin's latency, `ollama run --verbose`'s load duration).
+    let l = &f.llama;
+    if confidence == 0.0 && l.eviction_count >= 2 && l.loads.len() >= 2 {
+        confidence = 0.8;
+        let mean = l.loads.iter().map(|s| s.value).sum::<f64>() / l.loads.len() as f64;
+        let (n, loads) = (l.eviction_count, l.loads.len());
+        reasons.push(lang.pick(
+            format!("models are swapped: {n} eviction(s) to make space and {loads} load(s) of about {mean:.0} s each, so requests wait for a model to load"),
+            format!("模型在来回换入换出：为腾出显存驱逐了 {n} 次、加载了 {loads} 次，每次约 {mean:.0} s，请求要等模型加载"),
+        ));
+        evidence.extend(l.evictions.iter().take(1).cloned());
+        evidence.extend(l.loads.iter().take(2).map(|s| s.evidence.clone()));
+    }
+    if confidence == 0.0
+        && let Some(load) =
+            l.loads.iter().filter(|s| s.value >= 10.0).max_by(|a, b| a.value.total_cmp(&b.value))
+    {
+        // A request whose latency is mostly the load (a slow generation after it is not).
+        let waited = l
+            .gin_latency
+            .iter()
+            .filter(|(_, s, _)| (0.8 * load.value..=2.0 * load.value).contains(s))
+            .map(|(_, s, e)| (*s, e))
+            .next();
+        let in_request = load.evidence.text.contains("load duration");
+        if waited.is_some() || in_request {
+            confidence = 0.8;
+            let s = load.value;
+            reasons.push(match waited {
+                Some((w, _)) => lang.pick(
+                    format!("the model took {s:.1} s to load and a request waited {w:.1} s for it"),
+                    format!("模型加载用了 {s:.1} s，有请求为此等了 {w:.1} s"),
+                ),
+                None => lang.pick(
+                    format!("the request spent {s:.1} s loading the model before its first token"),
+                    format!("这个请求在第一个 token 之前花了 {s:.1} s 加载模型"),
+                ),
+            });
+            evidence.push(load.evidence.clone());
+            evidence.extend(waited.map(|(_, e)| e.clone()));
+        }
+    }
     if reasons.is_empty() {
         return None;
     }

@@ -93,6 +93,30 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         evidence.push(e.clone());
     }
 
+    // A start-up that failed for memory with most of the GPU already taken before the model
+    // loaded (Ollama's and TensorRT-LLM's own figures): another process holds it.
+    const STARTUP_OOM: &[&str] = &["weights-exceed-gpu", "warmup-oom", "kv-reservation-too-large"];
+    if let Some((free, total, e)) = &f.llama.free_before_load
+        && *free < 0.5 * total
+        && STARTUP_OOM.iter().any(|r| f.signals.count_for(r) > 0)
+    {
+        confidence = confidence.max(0.9);
+        let taken = (1.0 - free / total) * 100.0;
+        reasons.push(lang.pick(
+            format!("only {free:.1} of {total:.1} GiB was free before the model loaded ({taken:.0} % taken by something else)"),
+            format!("加载模型之前只有 {free:.1} / {total:.1} GiB 空闲（{taken:.0}% 被别的东西占着）"),
+        ));
+        evidence.push(e.clone());
+        if let Some(p) = f
+            .gpus
+            .processes
+            .iter()
+            .max_by(|a, b| a.mem_mib.unwrap_or(0.0).total_cmp(&b.mem_mib.unwrap_or(0.0)))
+        {
+            evidence.push(p.evidence.clone());
+        }
+    }
+
     // nvidia-smi: two or more big processes on one GPU.
     let mut per_gpu: BTreeMap<u32, Vec<&crate::analyze::parsers::nvidia_smi::GpuProcess>> = BTreeMap::new();
     for p in &f.gpus.processes {

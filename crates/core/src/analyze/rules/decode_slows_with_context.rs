@@ -56,8 +56,25 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             })
         })
         .collect();
-    let (points, what) =
-        [(sglang, "#token"), (vllm, "KV usage")].into_iter().find(|(p, _)| slowing(p).is_some())?;
+    // llama.cpp: one generation's rate as it grows (`n_gen = …, tg_3s = …`), the busiest task.
+    let mut tasks: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for d in &f.llama.decode {
+        *tasks.entry(d.task.as_str()).or_insert(0) += 1;
+    }
+    let task = tasks.iter().max_by_key(|(_, n)| **n).map(|(t, _)| *t);
+    let llama: Vec<Point> = f
+        .llama
+        .decode
+        .iter()
+        .filter(|d| Some(d.task.as_str()) == task && d.n_gen > 0.0)
+        .map(|d| Point { running: 1.0, context: d.n_gen, speed: d.tokens_per_s, evidence: &d.evidence })
+        .collect();
+    let Some((points, what)) = [(sglang, "#token"), (vllm, "KV usage"), (llama, "n_gen")]
+        .into_iter()
+        .find(|(p, _)| slowing(p).is_some())
+    else {
+        return trt_step_time(f, lang);
+    };
     let (first, last) = slowing(&points)?;
     let ctx = last.context / first.context;
     let per = |p: &Point| p.speed / p.running;
@@ -87,6 +104,49 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         texts(lang, &[(
             "the request log's output lengths and ITL by context length: the gap should grow with the tokens already in the context",
             "按上下文长度看请求日志里的输出长度和 ITL：token 间隔应当随上下文中已有的 token 数增长",
+        )]),
+    ))
+}
+
+/// TensorRT-LLM: the same batch in every iteration and no new arrivals (the total of fetched
+/// requests does not move), while the device's step time grows by 1.67× or more (generation per
+/// request falls by 40 % or more): the requests' contexts grew.
+fn trt_step_time(f: &Facts, lang: Lang) -> Option<Finding> {
+    let its: Vec<_> =
+        f.llama.trt_iterations.iter().filter(|i| i.scheduled > 0.0 && i.device_ms.is_some()).collect();
+    if its.len() < 4 {
+        return None;
+    }
+    let (first, last) = (its[0], its[its.len() - 1]);
+    let (a, b) = (first.device_ms?, last.device_ms?);
+    let same_batch = (last.scheduled - first.scheduled).abs() <= 0.15 * first.scheduled;
+    let no_arrivals = first.total_requests == last.total_requests;
+    if !(same_batch && no_arrivals && a > 0.0 && b >= a / 0.6) {
+        return None;
+    }
+    let n = first.scheduled;
+    let drop = (1.0 - a / b) * 100.0;
+    Some(RULE.doc.finding(
+        lang,
+        0.7,
+        lang.pick(
+            format!("With the same {n:.0} requests in every step and no new arrivals, the device step time grew from {a:.1} to {b:.1} ms ({drop:.0} % fewer tokens per second each): every decode step reads more KV cache as their contexts grow."),
+            format!("每一步都是同样的 {n:.0} 个请求、没有新请求到达，设备单步耗时却从 {a:.1} ms 增长到 {b:.1} ms（每个请求每秒少生成 {drop:.0}%）：上下文变长，每个解码步要读取更多 KV 缓存。"),
+        ),
+        vec![first.evidence.clone(), last.evidence.clone()],
+        texts(lang, &[
+            (
+                "cap context and output lengths for this traffic (max_seq_len, max_tokens)",
+                "为这类流量限制上下文和输出长度（max_seq_len、max_tokens）",
+            ),
+            (
+                "route long generations to their own replicas, or lower the batch size there",
+                "把长生成路由到单独的副本，或在那里降低批大小",
+            ),
+        ]),
+        texts(lang, &[(
+            "plot prev_device_step_time against the iteration: a steady climb with a steady batch confirms it",
+            "按迭代画出 prev_device_step_time：批大小不变而耗时稳定上升即可确认",
         )]),
     ))
 }

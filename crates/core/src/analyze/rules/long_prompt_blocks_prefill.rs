@@ -25,6 +25,61 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    from_request_log(f, lang).or_else(|| from_slot_timings(f, lang))
+}
+
+/// llama-server fills a slot's whole prompt before that slot generates, and a server with few
+/// slots (`-np`) makes every other request wait behind it: one prefill that takes longer than
+/// 2.5× the TTFT target is the finding, stronger with requests deferred meanwhile.
+fn from_slot_timings(f: &Facts, lang: Lang) -> Option<Finding> {
+    let p = f.llama.prefills.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds))?;
+    if p.seconds * 1000.0 < 2.5 * f.slo.ttft_ms || p.tokens < 2000.0 {
+        return None;
+    }
+    let (s, tokens) = (p.seconds, p.tokens);
+    let rate = tokens / s;
+    let deferred = f.llama.deferred.as_ref().filter(|d| d.value > 0.0);
+    let mut evidence = vec![p.evidence.clone()];
+    let behind = match deferred {
+        Some(d) => {
+            evidence.push(d.evidence.clone());
+            lang.pick(
+                format!(", while {:.0} request(s) were deferred behind it", d.value),
+                format!("，同时有 {:.0} 个请求排在它后面被推迟", d.value),
+            )
+        }
+        None => String::new(),
+    };
+    Some(RULE.doc.finding(
+        lang,
+        if deferred.is_some() { 0.85 } else { 0.7 },
+        lang.pick(
+            format!("One prompt of {tokens:.0} tokens took {s:.1} s to prefill ({rate:.0} tokens/s){behind}: no token of it, or of a request waiting for its slot, comes sooner."),
+            format!("一个 {tokens:.0} token 的 prompt 预填耗时 {s:.1} s（{rate:.0} tokens/s）{behind}：它和等这个 slot 的请求在此之前都拿不到第一个 token。"),
+        ),
+        evidence,
+        texts(lang, &[
+            (
+                "give llama-server more slots (`-np`) with enough context each (`-c` is shared between them), or more replicas",
+                "给 llama-server 更多 slot（`-np`），并保证每个都有足够上下文（`-c` 由各 slot 分摊），或者增加副本",
+            ),
+            (
+                "cap the prompt length at the gateway, or route long-context requests to their own server",
+                "在网关限制 prompt 长度，或者把长上下文请求路由到单独的服务",
+            ),
+            (
+                "prefill faster: a larger `-ub`/`-b` on a GPU with headroom, flash attention (`-fa`)",
+                "加快预填：显存有余量时调大 `-ub`/`-b`，开启 flash attention（`-fa`）",
+            ),
+        ]),
+        texts(lang, &[(
+            "compare `prompt eval time` per task with the TTFT clients see, and watch `llamacpp:requests_deferred`",
+            "对比每个 task 的 `prompt eval time` 和客户端看到的 TTFT，并观察 `llamacpp:requests_deferred`",
+        )]),
+    ))
+}
+
+fn from_request_log(f: &Facts, lang: Lang) -> Option<Finding> {
     let r = &f.requests;
     let (mean, p99) = (r.prompt_tokens.mean()?, q(&r.prompt_tokens, 0.99)?);
     let (t50, t99) = (q(&r.ttft_ms, 0.5)?, q(&r.ttft_ms, 0.99)?);

@@ -35,6 +35,7 @@ mod kv_pressure_preemption;
 mod kv_reservation_too_large;
 mod long_prompt_blocks_prefill;
 mod long_sequence_in_batch;
+mod max_seq_len_reduced_by_kv;
 mod mean_not_p99;
 mod missing_timestamps;
 mod model_not_found;
@@ -43,6 +44,7 @@ mod no_abort_on_timeout;
 mod prefill_stalls_decode;
 mod prefix_cache_miss_reprefill;
 mod queueing_exceeds_capacity;
+mod request_exceeds_build_limits;
 mod retries_mask_failures;
 mod scheduler_stall;
 mod slow_gpu;
@@ -184,6 +186,8 @@ pub static RULES: &[Rule] = &[
     client_retries_failing::RULE,
     ubatch_too_small::RULE,
     api_key_rejected::RULE,
+    max_seq_len_reduced_by_kv::RULE,
+    request_exceeds_build_limits::RULE,
     // No class yet
     unclaimed_error::RULE,
 ];
@@ -325,7 +329,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 45);
+        assert_eq!(super::RULES.len(), 47);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);

@@ -117,6 +117,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         "tgi-model-overloaded",
         "sglang-the-request-queue-is-full",
         "ray-request-dropped-due-to-backpressure-num",
+        "ollama-server-busy",
     ];
     let hits: Vec<_> = REJECTIONS.iter().filter_map(|id| f.signals.seen(id)).collect();
     let mut rejected: Vec<EvidenceLine> = hits.iter().flat_map(|h| h.lines.iter().cloned()).take(2).collect();
@@ -129,6 +130,18 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             format!("服务端因为队列已满拒绝了 {n_rejected} 个请求"),
         ));
         evidence.extend(rejected);
+        // The access lines of the rejected requests (Ollama answers them 503 through Gin).
+        evidence.extend(f.llama.gin_examples.get(&503).into_iter().flatten().take(2).cloned());
+    }
+    // llama-server: every slot busy, requests deferred until one frees.
+    if let Some(d) = f.llama.deferred.as_ref().filter(|d| d.value > 0.0) {
+        confidence = confidence.max(0.6);
+        let busy = f.llama.processing.map(|p| format!(" ({p:.0} processing)")).unwrap_or_default();
+        reasons.push(lang.pick(
+            format!("llama-server holds {:.0} request(s) deferred until a slot frees{busy}", d.value),
+            format!("llama-server 有 {:.0} 个请求被推迟，等待空闲的 slot{busy}", d.value),
+        ));
+        evidence.push(d.evidence.clone());
     }
     if reasons.is_empty() {
         return None;

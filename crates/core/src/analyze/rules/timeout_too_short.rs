@@ -181,6 +181,21 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             evidence,
         ));
     }
+    // Ollama: requests answered with an error after the same time each (Gin's latency) while the
+    // log says the client closed the connection.
+    if best.is_none()
+        && f.signals.count_for(RULE.doc.id) > 0
+        && let Some((secs, n, evidence)) = fixed_gin_latency(f)
+    {
+        best = Some((
+            0.75,
+            lang.pick(
+                format!("{n} request(s) ended in an error after {secs:.1} s each while the server logged the client closing the connection: a client timeout of ~{secs:.0} s"),
+                format!("有 {n} 个请求都在 {secs:.1} s 后以错误结束，同时服务端记录了客户端关闭连接：客户端超时约为 {secs:.0} s"),
+            ),
+            evidence,
+        ));
+    }
     let (confidence, summary, evidence) = best?;
     Some(RULE.doc.finding(
         lang,
@@ -260,6 +275,23 @@ fn fixed_abort_age(f: &Facts) -> Option<(f64, Vec<EvidenceLine>)> {
         return None;
     }
     Some((median, ages.iter().take(2).map(|(_, e)| e.clone()).collect()))
+}
+
+/// Gin's failed requests (status 4xx/5xx) that lasted the same time, ±3 %, 5 s or more: the
+/// median, how many, and their lines (all of them: each may be an alarm of its own).
+fn fixed_gin_latency(f: &Facts) -> Option<(f64, usize, Vec<EvidenceLine>)> {
+    let failed: Vec<_> =
+        f.llama.gin_latency.iter().filter(|(status, s, _)| *status >= 400 && *s >= 5.0).collect();
+    if failed.len() < 2 {
+        return None;
+    }
+    let mut secs: Vec<f64> = failed.iter().map(|(_, s, _)| *s).collect();
+    secs.sort_by(f64::total_cmp);
+    let median = secs[secs.len() / 2];
+    if !secs.iter().all(|s| (s - median).abs() <= 0.03 * median) {
+        return None;
+    }
+    Some((median, failed.len(), failed.iter().map(|(_, _, e)| e.clone()).take(16).collect()))
 }
 
 #[cfg(test)]

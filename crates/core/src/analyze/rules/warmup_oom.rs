@@ -33,11 +33,16 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     if !own && !sglang_capacity {
         return None;
     }
+    // TensorRT-LLM's executor report names the component that did not fit (the KV cache, the
+    // weights, the activations): the rule of that component leads.
+    const STAGES: &[&str] =
+        &["trtllm-suggest-fraction-short", "trtllm-suggest-shard", "trtllm-suggest-max-num-tokens"];
+    let staged = STAGES.iter().any(|id| f.signals.seen(id).is_some());
     from_signals(
         &RULE.doc,
         f,
         lang,
-        0.9,
+        if staged { 0.6 } else { 0.9 },
         |n| {
             lang.pick(
                 format!("The engine's start-up memory check failed ({n} line(s)): the weights plus the warm-up batch leave no room for the KV cache."),
