@@ -169,16 +169,18 @@ pub struct Scan {
     aux: u32,
     /// Bits of the vLLM parser's needles that occur: its dispatch needs no scan of its own.
     pub vllm: u64,
-    /// Some signal's first needle occurs (whether or not its other needles do).
-    any_first: bool,
+    /// Some signal's first needle occurs whose other needles have digits: lines of the same
+    /// shape may hold different signals, so the answer is not cached.
+    digit_bound: bool,
 }
 
-/// Lines of the same shape (equal but for their digits) are read alike when neither holds any
-/// signal's first needle: first needles, [`AUX`], the capacity keys and the vLLM parser's
-/// needles have no digits (a test holds this), so the answer depends only on the shape and on
-/// the digit-bearing parts recomputed from the aux bits (status codes, capacity figures,
-/// rates). A big log is a few shapes repeated: its periodic stats and access lines are scanned
-/// once per shape.
+/// Lines of the same shape (equal but for their digits) are read alike: first needles, [`AUX`],
+/// the capacity keys and the vLLM parser's needles have no digits (a test holds this), so the
+/// answer depends only on the shape and on the digit-bearing parts recomputed from the aux bits
+/// (status codes, capacity figures, rates) — unless a signal whose first needle occurs has a
+/// digit in another needle (`exitcode  : -9`): such lines are scanned each time. A big log is a
+/// few shapes repeated: its periodic stats, access lines and per-request messages (`Aborted
+/// request …`) are scanned once per shape.
 ///
 /// Lines that differ in hex ids (`chatcmpl-3f2a…`) are different shapes. Zeroing hex tokens as
 /// well was tried: on a vLLM log with an id in a third of its lines it cost more (a byte-wise
@@ -189,9 +191,10 @@ pub struct ScanCache {
     quiet: std::collections::HashMap<u64, Quiet, std::hash::BuildHasherDefault<ShapeHasher>>,
 }
 
-/// What a quiet shape's lines share: the aux bits and the alarm their shape makes.
-#[derive(Clone, Copy, Debug)]
+/// What a shape's lines share: the signals, the aux bits and the alarm their shape makes.
+#[derive(Clone, Debug)]
 struct Quiet {
+    signals: Vec<usize>,
     aux: u32,
     vllm: u64,
     alarm: Option<Alarm>,
@@ -207,22 +210,26 @@ impl ScanCache {
     fn scan(&mut self, t: &str, line: &str) -> (Scan, Option<Alarm>) {
         let shape = shape_of(line.as_bytes());
         if let Some(q) = self.quiet.get(&shape) {
-            let mut out = Scan { signals: Vec::new(), aux: q.aux, vllm: q.vllm, any_first: false };
+            let mut out = Scan { signals: q.signals.clone(), aux: q.aux, vllm: q.vllm, digit_bound: false };
             if q.aux & aux::CAPACITY != 0
                 && capacity_not_positive(line)
                 && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
             {
                 out.signals.push(i);
+                out.signals.sort_unstable();
             }
             return (out, q.alarm);
         }
         let out = scan(line);
         let alarm = shape_alarm(t, &out);
-        if !out.any_first {
+        if !out.digit_bound {
             if self.quiet.len() >= MAX_SHAPES {
                 self.quiet.clear();
             }
-            self.quiet.insert(shape, Quiet { aux: out.aux, vllm: out.vllm, alarm });
+            // The capacity signal is recomputed from each line's figure.
+            let signals =
+                out.signals.iter().copied().filter(|&i| SIGNALS[i].needles[0] != CAPACITY_SIGNAL).collect();
+            self.quiet.insert(shape, Quiet { signals, aux: out.aux, vllm: out.vllm, alarm });
         }
         (out, alarm)
     }
@@ -284,7 +291,7 @@ pub fn scan(line: &str) -> Scan {
         out.aux |= target.aux;
         out.vllm |= target.vllm;
         for &i in &target.signals {
-            out.any_first = true;
+            out.digit_bound |= SIGNALS[i].needles[1..].iter().any(|n| n.bytes().any(|b| b.is_ascii_digit()));
             if !out.signals.contains(&i) && SIGNALS[i].needles[1..].iter().all(|n| line.contains(n)) {
                 out.signals.push(i);
             }
