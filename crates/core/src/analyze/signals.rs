@@ -361,6 +361,39 @@ pub fn strip_prefixes(line: &str) -> &str {
     }
 }
 
+/// The process or rank prefix a line starts with (`(APIServer pid=1) `, `[rank0]:`): its
+/// length, exactly what [`strip_prefixes`] removes first; 0 when there is none.
+fn process_prefix(line: &str) -> usize {
+    let b = line.as_bytes();
+    match b.first() {
+        Some(b'(') => match b.iter().position(|&c| c == b')') {
+            Some(end) if has_pid(&b[..end]) => end + 1 + usize::from(b.get(end + 1) == Some(&b' ')),
+            _ => 0,
+        },
+        Some(b'[') if line.starts_with("[rank") => match line[5..].find("]:") {
+            Some(end) if line[5..5 + end].bytes().all(|c| c.is_ascii_digit()) => 5 + end + 2,
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+/// [`strip_prefixes`], remembering the process prefix of the last line: a multi-process log
+/// repeats it on line after line, and comparing bytes costs less than parsing it again.
+pub(crate) fn strip_remembered<'l>(prefix: &mut Vec<u8>, line: &'l str) -> &'l str {
+    let p = if !prefix.is_empty() && line.as_bytes().starts_with(prefix) {
+        prefix.len()
+    } else {
+        let p = process_prefix(line);
+        prefix.clear();
+        if p <= 64 {
+            prefix.extend_from_slice(&line.as_bytes()[..p]);
+        }
+        p
+    };
+    strip_prefixes(&line[p..])
+}
+
 /// `pid=` in a short prefix (a plain loop: cheaper than a searcher on 20 bytes).
 fn has_pid(b: &[u8]) -> bool {
     (3..b.len()).any(|i| b[i] == b'=' && &b[i - 3..i] == b"pid")
@@ -708,6 +741,8 @@ pub struct Seen<'l> {
 #[derive(Debug, Default)]
 pub struct Watch {
     cache: ScanCache,
+    /// The process or rank prefix of the last line that had one (see [`strip_remembered`]).
+    prefix: Vec<u8>,
     open: Option<Block>,
     /// A traceback head block closed before its exception line: joins the next block.
     pending_head: Option<Block>,
@@ -716,7 +751,7 @@ pub struct Watch {
 impl Watch {
     /// Look at one line (ANSI already stripped). Returns what the parsers may reuse.
     pub fn line<'l>(&mut self, out: &mut Signals, input: &str, no: usize, line: &'l str) -> Seen<'l> {
-        let t = strip_prefixes(line);
+        let t = strip_remembered(&mut self.prefix, line);
         let (scan, shape_alarm) = self.cache.scan(t, line);
         let found = &scan.signals;
         for &i in found {
@@ -919,6 +954,42 @@ mod tests {
             }
         }
         assert!(lines > 10_000, "{lines} lines");
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods, reason = "a test reads the fixtures; the core itself does no I/O")]
+    fn remembered_prefixes_strip_as_strip_prefixes_does() {
+        let lines = [
+            "(APIServer pid=2215) INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Running: 1 reqs",
+            "(APIServer pid=2215) INFO:     10.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+            "(APIServer pid=2215)   File \"/x.py\", line 1, in f",
+            "(EngineCore_0 pid=3121) ERROR 11-29 10:00:00 [core.py:702] EngineCore encountered a fatal error.",
+            "[rank0]:[E1129 10:02:00.000000 ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout",
+            "[rank0]:    raise RuntimeError(x)",
+            "(APIServer pid=2215)",
+            "(pid=12, ip=10.0.0.2) x",
+            "2025-03-04T10:00:01.123Z (APIServer pid=7) INFO x",
+            "plain line",
+        ];
+        let mut prefix = Vec::new();
+        for _ in 0..2 {
+            for l in lines {
+                assert_eq!(strip_remembered(&mut prefix, l), strip_prefixes(l), "{l}");
+            }
+        }
+        // And every fixture line, in order.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/incidents");
+        let mut n = 0;
+        for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            for f in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+                let Ok(text) = std::fs::read_to_string(f.path()) else { continue };
+                for l in text.lines() {
+                    assert_eq!(strip_remembered(&mut prefix, l), strip_prefixes(l), "{l}");
+                    n += 1;
+                }
+            }
+        }
+        assert!(n > 5_000, "{n} lines");
     }
 
     #[test]
