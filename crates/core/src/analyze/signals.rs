@@ -100,6 +100,7 @@ const AUX: &[(&str, u32)] = &[
     ("evicting", aux::LLAMA),
     ("llamacpp:requests_", aux::LLAMA),
     ("num_scheduled_requests", aux::LLAMA),
+    ("LMCache hit tokens:", aux::LLAMA),
     ("inference compute", aux::LLAMA),
     ("Total GPU memory (GiB)", aux::LLAMA),
     ("model: ", aux::LLAMA),

@@ -10,6 +10,7 @@
 //! - Gin's access lines: status and latency (`[GIN] … | 500 |  30.001221904s | …`);
 //! - `llamacpp:requests_deferred` / `llamacpp:requests_processing` from `/metrics`.
 //!
+//! LMCache's per-request hit line (`Total tokens N, …, LMCache hit tokens: M`) is added up here.
 //! TensorRT-LLM's per-iteration line (`iter = N, …, num_scheduled_requests = 58, kv_cache_util =
 //! 0.412, …, host_step_time = 21.8ms, prev_device_step_time = 22.4ms, …`; older releases print
 //! `num_scheduled_requests: 58` at the end and no `kv_cache_util`) is read here too: the same kind
@@ -45,6 +46,16 @@ pub struct DecodeRate {
     pub evidence: EvidenceLine,
 }
 
+/// LMCache's per-request lines, added up.
+#[derive(Debug, Default)]
+pub struct LmcacheHits {
+    pub requests: u64,
+    pub total_tokens: f64,
+    pub hit_tokens: f64,
+    /// The first lines.
+    pub examples: Vec<EvidenceLine>,
+}
+
 /// A figure with the line that stated it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stated {
@@ -67,6 +78,8 @@ pub struct TrtIteration {
 
 #[derive(Debug, Default)]
 pub struct LlamaFacts {
+    /// LMCache: `Reqid: …, Total tokens N, …, LMCache hit tokens: M, …` per request.
+    pub lmcache: LmcacheHits,
     /// TensorRT-LLM's per-iteration lines (kept: the first [`MAX`]; then every line replaces the
     /// last kept, so the series ends where the log ends).
     pub trt_iterations: Vec<TrtIteration>,
@@ -114,6 +127,18 @@ impl LlamaFacts {
                 self.trt_iterations.push(it);
             } else if let Some(last) = self.trt_iterations.last_mut() {
                 *last = it;
+            }
+            return;
+        }
+        if let Some(hit) = number_after(line, "LMCache hit tokens:")
+            && let Some(total) = number_after(line, "Total tokens ")
+        {
+            let c = &mut self.lmcache;
+            c.requests += 1;
+            c.total_tokens += total;
+            c.hit_tokens += hit;
+            if c.examples.len() < 2 {
+                c.examples.push(evidence());
             }
             return;
         }

@@ -42,6 +42,7 @@ mod model_not_found;
 mod nccl_hang;
 mod no_abort_on_timeout;
 mod prefill_stalls_decode;
+mod prefix_cache_ineffective;
 mod prefix_cache_miss_reprefill;
 mod queueing_exceeds_capacity;
 mod request_exceeds_build_limits;
@@ -146,6 +147,7 @@ pub static RULES: &[Rule] = &[
     bench_ttft_tail::RULE,
     kv_offload_degraded::RULE,
     prefix_cache_miss_reprefill::RULE,
+    prefix_cache_ineffective::RULE,
     // TBT tail
     long_sequence_in_batch::RULE,
     kv_pressure_preemption::RULE,
@@ -239,9 +241,10 @@ pub fn consequences(f: &Facts) -> &'static [&'static str] {
 }
 
 /// Rules that point out a blind spot in how the service is observed (a dashboard of means,
-/// logs without timestamps), not a fault: they never decide the verdict, and a service whose
+/// logs without timestamps) or a tuning left on the table (a prefix cache that hits nothing),
+/// not a fault: they never decide the verdict, and a service whose
 /// only findings are these is HEALTHY when the input shows health.
-pub const ADVISORIES: &[&str] = &["missing-timestamps", "mean-not-p99"];
+pub const ADVISORIES: &[&str] = &["missing-timestamps", "mean-not-p99", "prefix-cache-ineffective"];
 
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
@@ -329,7 +332,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 47);
+        assert_eq!(super::RULES.len(), 48);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);
