@@ -46,30 +46,3 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::fired;
-
-    #[test]
-    fn fires_on_its_message() {
-        assert!(
-            fired(
-                &[("server.log", "srv    operator(): unauthorized: Invalid API Key\n")],
-                "api-key-rejected"
-            )
-            .is_some()
-        );
-    }
-
-    #[test]
-    fn quiet_otherwise() {
-        assert!(
-            fired(
-                &[("server.log", "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n")],
-                "api-key-rejected"
-            )
-            .is_none()
-        );
-    }
-}

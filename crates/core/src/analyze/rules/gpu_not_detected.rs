@@ -68,21 +68,11 @@ mod tests {
     use super::super::fired;
 
     #[test]
-    fn fires_on_its_message() {
-        assert!(fired(&[("server.log", "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=cpu library=cpu compute=\"\" name=cpu total=\"62.7 GiB\"\n")], "gpu-not-detected").is_some());
-    }
-
-    #[test]
     fn an_ollama_ps_row_all_on_the_cpu() {
         let all = "qwen2.5:14b    7cdf5a0187d5    10 GB    100% CPU     4096       4 minutes from now\n";
         assert!(fired(&[("ps.txt", all)], "gpu-not-detected").is_some());
         let split =
             "llama3.3:70b    a6eb4748fd29    49 GB    52%/48% CPU/GPU    4096       4 minutes from now\n";
         assert!(fired(&[("ps.txt", split)], "gpu-not-detected").is_none());
-    }
-
-    #[test]
-    fn quiet_otherwise() {
-        assert!(fired(&[("server.log", "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=GPU-1 library=cuda compute=9.0 name=CUDA0\n")], "gpu-not-detected").is_none());
     }
 }

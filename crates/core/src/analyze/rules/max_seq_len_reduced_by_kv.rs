@@ -49,33 +49,3 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::fired;
-
-    #[test]
-    fn fires_on_its_message() {
-        assert!(
-            fired(
-                &[("server.log", "[03/04/2025-10:00:01] [TRT-LLM] [W] Adjusted max_seq_len to 41216\n")],
-                "max-seq-len-reduced-by-kv"
-            )
-            .is_some()
-        );
-    }
-
-    #[test]
-    fn quiet_otherwise() {
-        assert!(
-            fired(
-                &[(
-                    "server.log",
-                    "[03/04/2025-10:00:01] [TRT-LLM] [I] max_seq_len=131072, max_num_tokens=8192\n"
-                )],
-                "max-seq-len-reduced-by-kv"
-            )
-            .is_none()
-        );
-    }
-}

@@ -327,6 +327,57 @@ mod tests {
         assert_eq!(ids.len(), n);
     }
 
+    /// The rules that fire from their known messages alone: each fires on one of its messages and
+    /// stays quiet on a neighbouring line of the same engine.
+    #[test]
+    fn message_rules_fire_on_their_messages_only() {
+        for (rule, fires, quiet) in [
+            (
+                "api-key-rejected",
+                "srv    operator(): unauthorized: Invalid API Key\n",
+                "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n",
+            ),
+            (
+                "host-ram-exhausted",
+                "Error: 500 Internal Server Error: model requires more system memory (41.2 GiB) than is available (27.5 GiB)\n",
+                "time=2025-09-22T14:10:41.521Z level=INFO source=server.go:1289 msg=\"system memory\" total=\"62.7 GiB\" free=\"58.1 GiB\"\n",
+            ),
+            (
+                "prefix-cache-miss-reprefill",
+                "slot update_slots: id  0 | task 1234 | forcing full prompt re-processing due to lack of cache data (likely due to SWA or hybrid/recurrent memory, see https://github.com/ggml-org/llama.cpp/pull/13194)\n",
+                "slot update_slots: id  0 | task 1234 | n_past = 2048, cache reuse\n",
+            ),
+            (
+                "ubatch-too-small",
+                "srv    send_error: task id = 3, error: input (2048 tokens) is too large to process. increase the physical batch size (current batch size: 512)\n",
+                "srv  update_slots: all slots are idle\n",
+            ),
+            (
+                "weights-exceed-gpu",
+                "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n",
+                "load_tensors:        CUDA0 model buffer size =  4403.49 MiB\n",
+            ),
+            (
+                "max-seq-len-reduced-by-kv",
+                "[03/04/2025-10:00:01] [TRT-LLM] [W] Adjusted max_seq_len to 41216\n",
+                "[03/04/2025-10:00:01] [TRT-LLM] [I] max_seq_len=131072, max_num_tokens=8192\n",
+            ),
+            (
+                "request-exceeds-build-limits",
+                "ValueError: sampling_params's beam_width (4) should not exceed max_beam_width (1)\n",
+                "[03/04/2025-10:00:01] [TRT-LLM] [I] max_beam_width=1\n",
+            ),
+            (
+                "gpu-not-detected",
+                "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=cpu library=cpu compute=\"\" name=cpu total=\"62.7 GiB\"\n",
+                "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=GPU-1 library=cuda compute=9.0 name=CUDA0\n",
+            ),
+        ] {
+            assert!(super::fired(&[("server.log", fires)], rule).is_some(), "{rule}: {fires}");
+            assert!(super::fired(&[("server.log", quiet)], rule).is_none(), "{rule}: {quiet}");
+        }
+    }
+
     /// Every rule is documented in Chinese too: each section present, different from the
     /// English one and written in Chinese; code spans (flags, log quotes) are kept as they are.
     #[test]

@@ -46,24 +46,3 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::fired;
-
-    #[test]
-    fn fires_on_its_message() {
-        assert!(fired(&[("server.log", "slot update_slots: id  0 | task 1234 | forcing full prompt re-processing due to lack of cache data (likely due to SWA or hybrid/recurrent memory, see https://github.com/ggml-org/llama.cpp/pull/13194)\n")], "prefix-cache-miss-reprefill").is_some());
-    }
-
-    #[test]
-    fn quiet_otherwise() {
-        assert!(
-            fired(
-                &[("server.log", "slot update_slots: id  0 | task 1234 | n_past = 2048, cache reuse\n")],
-                "prefix-cache-miss-reprefill"
-            )
-            .is_none()
-        );
-    }
-}

@@ -52,33 +52,3 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::fired;
-
-    #[test]
-    fn fires_on_its_message() {
-        assert!(
-            fired(
-                &[(
-                    "server.log",
-                    "ValueError: sampling_params's beam_width (4) should not exceed max_beam_width (1)\n"
-                )],
-                "request-exceeds-build-limits"
-            )
-            .is_some()
-        );
-    }
-
-    #[test]
-    fn quiet_otherwise() {
-        assert!(
-            fired(
-                &[("server.log", "[03/04/2025-10:00:01] [TRT-LLM] [I] max_beam_width=1\n")],
-                "request-exceeds-build-limits"
-            )
-            .is_none()
-        );
-    }
-}

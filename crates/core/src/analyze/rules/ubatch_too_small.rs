@@ -46,20 +46,3 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         &[("look up the longest input the clients send, in tokens", "查出客户端发送的最长输入有多少 token")],
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::fired;
-
-    #[test]
-    fn fires_on_its_message() {
-        assert!(fired(&[("server.log", "srv    send_error: task id = 3, error: input (2048 tokens) is too large to process. increase the physical batch size (current batch size: 512)\n")], "ubatch-too-small").is_some());
-    }
-
-    #[test]
-    fn quiet_otherwise() {
-        assert!(
-            fired(&[("server.log", "srv  update_slots: all slots are idle\n")], "ubatch-too-small").is_none()
-        );
-    }
-}

@@ -52,30 +52,3 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::fired;
-
-    #[test]
-    fn fires_on_its_message() {
-        assert!(
-            fired(
-                &[("server.log", "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n")],
-                "weights-exceed-gpu"
-            )
-            .is_some()
-        );
-    }
-
-    #[test]
-    fn quiet_otherwise() {
-        assert!(
-            fired(
-                &[("server.log", "load_tensors:        CUDA0 model buffer size =  4403.49 MiB\n")],
-                "weights-exceed-gpu"
-            )
-            .is_none()
-        );
-    }
-}
