@@ -34,8 +34,9 @@ def known_needles():
 
 
 def scan_safe(piece):
-    """The line scan caches by shape (digits and hex tokens zeroed): a needle has no digit and no
-    [0-9a-f] word at either edge (signals.rs tests hold this). Trim such edge words."""
+    """The line scan caches by shape (digits zeroed), so first needles have no digit (a test in
+    signals.rs holds this). Also trim a [0-9a-f] word cut at either edge (`the e`, `docs/e`): a
+    needle ends on whole words."""
     piece = re.sub(r"^[0-9a-f]+(?![A-Za-z0-9_])", "", piece)
     piece = re.sub(r"(?<![A-Za-z0-9_])[0-9a-f]+$", "", piece)
     return piece.strip(" ")
