@@ -193,11 +193,7 @@ impl Analyzer {
         let seen = state.watch.line(&mut self.facts.signals, &state.name, no, line);
         if seen.llama {
             let name = &state.name;
-            self.facts.llama.line(line, || report::EvidenceLine {
-                input: name.clone(),
-                line: no,
-                text: text::quote(&parsers::client_config::redact_secrets(line)),
-            });
+            self.facts.llama.line(line, || report::EvidenceLine::quoted(name, no, line));
         }
 
         if let Some(kind) = state.forced {

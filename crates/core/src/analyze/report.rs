@@ -111,6 +111,13 @@ pub struct EvidenceLine {
     pub text: String,
 }
 
+impl EvidenceLine {
+    /// Line `line` of `input`, quoted: redacted, then cut ([`super::text::quote_redacted`]).
+    pub fn quoted(input: &str, line: usize, text: &str) -> EvidenceLine {
+        EvidenceLine { input: input.to_owned(), line, text: super::text::quote_redacted(text) }
+    }
+}
+
 /// A diagnosed cause.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {

@@ -17,7 +17,7 @@
 
 use super::report::EvidenceLine;
 use super::rules::Both;
-use super::text::{finder, number_after, quote};
+use super::text::{finder, number_after, quote_redacted};
 use std::collections::BTreeMap;
 
 /// The pseudo-rule of messages that look like failures but are not faults.
@@ -114,45 +114,40 @@ struct Target {
     aux: u32,
     /// Bits of the vLLM parser's dispatch needles ([`crate::analyze::parsers::vllm::NEEDLE_TEXT`]).
     vllm: u64,
+    /// One of its signals has a digit in a later needle ([`Scan::digit_bound`]).
+    digit_bound: bool,
 }
 
 /// One automaton for every substring a line is asked about: the signals' first needles, the
 /// capacity keys and [`AUX`]. A line is read once, whatever the table's size.
 static SCANNER: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Target>)> =
     std::sync::LazyLock::new(|| {
-        let mut patterns: Vec<&str> = Vec::new();
-        let mut targets: Vec<Target> = Vec::new();
-        let mut target = |text: &'static str| -> usize {
-            match patterns.iter().position(|p| *p == text) {
-                Some(p) => p,
-                None => {
-                    patterns.push(text);
-                    targets.push(Target::default());
-                    patterns.len() - 1
-                }
-            }
-        };
-        let mut meanings: Vec<(usize, Target)> = Vec::new();
+        // Each pattern once, with everything it means (one pattern may mean several things).
+        fn slot<'t>(table: &'t mut Vec<(&'static str, Target)>, text: &'static str) -> &'t mut Target {
+            let p = table.iter().position(|(p, _)| *p == text).unwrap_or_else(|| {
+                table.push((text, Target::default()));
+                table.len() - 1
+            });
+            &mut table[p].1
+        }
+        let mut table: Vec<(&'static str, Target)> = Vec::new();
         for (i, sig) in SIGNALS.iter().enumerate() {
             if sig.needles[0] != CAPACITY_SIGNAL {
-                meanings.push((target(sig.needles[0]), Target { signals: vec![i], ..Target::default() }));
+                let t = slot(&mut table, sig.needles[0]);
+                t.signals.push(i);
+                t.digit_bound |= sig.needles[1..].iter().any(|n| n.bytes().any(|b| b.is_ascii_digit()));
             }
         }
         for key in CAPACITY_KEYS {
-            meanings.push((target(key), Target { aux: aux::CAPACITY, ..Target::default() }));
+            slot(&mut table, key).aux |= aux::CAPACITY;
         }
         for (text, bit) in AUX {
-            meanings.push((target(text), Target { aux: *bit, ..Target::default() }));
+            slot(&mut table, text).aux |= bit;
         }
         for (i, text) in crate::analyze::parsers::vllm::NEEDLE_TEXT.iter().enumerate() {
-            meanings.push((target(text), Target { vllm: 1 << i, ..Target::default() }));
+            slot(&mut table, text).vllm |= 1 << i;
         }
-        for (p, m) in meanings {
-            let t = &mut targets[p];
-            t.signals.extend(m.signals);
-            t.aux |= m.aux;
-            t.vllm |= m.vllm;
-        }
+        let (patterns, targets): (Vec<&str>, Vec<Target>) = table.into_iter().unzip();
         let ac = aho_corasick::AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::Standard)
             .kind(Some(aho_corasick::AhoCorasickKind::DFA))
@@ -291,8 +286,8 @@ pub fn scan(line: &str) -> Scan {
         let target = &targets[m.pattern().as_usize()];
         out.aux |= target.aux;
         out.vllm |= target.vllm;
+        out.digit_bound |= target.digit_bound;
         for &i in &target.signals {
-            out.digit_bound |= SIGNALS[i].needles[1..].iter().any(|n| n.bytes().any(|b| b.is_ascii_digit()));
             if !out.signals.contains(&i) && SIGNALS[i].needles[1..].iter().all(|n| line.contains(n)) {
                 out.signals.push(i);
             }
@@ -336,18 +331,9 @@ pub fn strip_prefixes(line: &str) -> &str {
             s = rest.strip_prefix(' ').unwrap_or(rest);
             continue;
         }
-        if let Some(rest) = t.strip_prefix("[rank")
-            && let Some(end) = rest.find("]:")
-            && rest[..end].bytes().all(|b| b.is_ascii_digit())
-        {
-            s = &rest[end + 2..];
-            continue;
-        }
-        if t.starts_with('(')
-            && let Some(end) = t.bytes().position(|b| b == b')')
-            && has_pid(&t.as_bytes()[..end])
-        {
-            s = t[end + 1..].strip_prefix(' ').unwrap_or(&t[end + 1..]);
+        let p = process_prefix(t);
+        if p > 0 {
+            s = &t[p..];
             continue;
         }
         if t.starts_with('[')
@@ -362,8 +348,8 @@ pub fn strip_prefixes(line: &str) -> &str {
     }
 }
 
-/// The process or rank prefix a line starts with (`(APIServer pid=1) `, `[rank0]:`): its
-/// length, exactly what [`strip_prefixes`] removes first; 0 when there is none.
+/// The process or rank prefix a line starts with (`(APIServer pid=1) ` with its space,
+/// `[rank0]:`): its length; 0 when there is none.
 fn process_prefix(line: &str) -> usize {
     let b = line.as_bytes();
     match b.first() {
@@ -560,10 +546,7 @@ fn exception_line(t: &str) -> bool {
 /// The status of an access line: `"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error`.
 fn status_of(line: &str, scan: &Scan) -> Option<u16> {
     if scan.aux & aux::GIN != 0 {
-        let (_, rest) = line.split_once("[GIN] ")?;
-        let mut fields = rest.split('|');
-        fields.next();
-        return fields.next()?.trim().parse().ok();
+        return super::parsers::llama::gin_fields(line).map(|(status, _)| status);
     }
     if scan.aux & aux::HTTP == 0 {
         return None;
@@ -762,7 +745,7 @@ impl Watch {
                 hits.lines.push(EvidenceLine {
                     input: input.to_owned(),
                     line: no,
-                    text: quote(&redact(line)),
+                    text: quote_redacted(line),
                 });
             }
         }
@@ -777,8 +760,7 @@ impl Watch {
                 .iter()
                 .find_map(|k| number_after(line, k))
         {
-            out.requested_rate =
-                Some((rate, EvidenceLine { input: input.to_owned(), line: no, text: quote(&redact(line)) }));
+            out.requested_rate = Some((rate, EvidenceLine::quoted(input, no, line)));
         }
         let status = status_of(line, &scan);
         let post = scan.aux & aux::POST != 0 || scan.aux & aux::GIN != 0 && line.contains("| POST ");
@@ -859,7 +841,7 @@ impl Block {
             _ => 1,
         };
         if rank > self.quote_rank || rank == 3 {
-            self.quote = EvidenceLine { input: self.input.clone(), line: no, text: quote(&redact(line)) };
+            self.quote = EvidenceLine::quoted(&self.input, no, line);
             self.quote_rank = rank;
         }
         self.add_signals(found);
@@ -890,11 +872,6 @@ fn keep(out: &mut Signals, block: Block) {
     }
 }
 
-/// Unrecognised text may hold a key: never quote one.
-fn redact(line: &str) -> String {
-    super::parsers::client_config::redact_secrets(line).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -917,26 +894,31 @@ mod tests {
         }
     }
 
-    #[test]
+    /// Every fixture under `tests/data/<sub>` and its text (files that are not UTF-8 left out).
     #[allow(clippy::disallowed_methods, reason = "a test reads the fixtures; the core itself does no I/O")]
-    fn the_cache_reads_every_fixture_line_as_the_scan_does() {
-        // Each line of every fixture, read twice (the second time from the cache when quiet).
-        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    fn fixtures(sub: &str) -> Vec<(std::path::PathBuf, String)> {
+        fn walk(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
             for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                 let p = e.path();
                 if p.is_dir() {
                     walk(&p, out);
-                } else {
-                    out.push(p);
+                } else if let Ok(text) = std::fs::read_to_string(&p) {
+                    out.push((p, text));
                 }
             }
         }
-        let mut files = Vec::new();
-        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data"), &mut files);
+        let mut out = Vec::new();
+        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub), &mut out);
+        out
+    }
+
+    #[test]
+    fn the_cache_reads_every_fixture_line_as_the_scan_does() {
+        // Each line of every fixture, read twice (the second time from the cache when quiet).
+        let files = fixtures("");
         assert!(files.len() > 100, "the fixtures are found");
         let mut lines = 0;
-        for f in files {
-            let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        for (f, text) in files {
             let mut cache = ScanCache::default();
             for line in text.lines().take(5_000) {
                 let t = strip_prefixes(line);
@@ -958,7 +940,6 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::disallowed_methods, reason = "a test reads the fixtures; the core itself does no I/O")]
     fn remembered_prefixes_strip_as_strip_prefixes_does() {
         let lines = [
             "(APIServer pid=2215) INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Running: 1 reqs",
@@ -978,16 +959,12 @@ mod tests {
                 assert_eq!(strip_remembered(&mut prefix, l), strip_prefixes(l), "{l}");
             }
         }
-        // And every fixture line, in order.
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/incidents");
+        // And every incident line, in order.
         let mut n = 0;
-        for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
-            for f in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
-                let Ok(text) = std::fs::read_to_string(f.path()) else { continue };
-                for l in text.lines() {
-                    assert_eq!(strip_remembered(&mut prefix, l), strip_prefixes(l), "{l}");
-                    n += 1;
-                }
+        for (_, text) in fixtures("incidents") {
+            for l in text.lines() {
+                assert_eq!(strip_remembered(&mut prefix, l), strip_prefixes(l), "{l}");
+                n += 1;
             }
         }
         assert!(n > 5_000, "{n} lines");

@@ -103,6 +103,12 @@ fn plain_decimal(b: &[u8]) -> Option<f64> {
     Some(mantissa as f64 / 10f64.powi(scale))
 }
 
+/// Quote a line that came from outside: secrets redacted first, then shortened (a key that
+/// straddles the cut leaks nothing).
+pub fn quote_redacted(line: &str) -> String {
+    quote(&super::parsers::client_config::redact_secrets(line))
+}
+
 /// Shorten a line for quoting as evidence.
 pub fn quote(line: &str) -> String {
     const MAX: usize = 300;

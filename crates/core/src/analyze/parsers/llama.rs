@@ -32,6 +32,10 @@ const MAX_EXAMPLES: usize = 4;
 pub struct Prefill {
     pub seconds: f64,
     pub tokens: f64,
+    /// Which slot and task (`0/1041`).
+    pub task: String,
+    /// Still running: the latest `prompt processing … t = …` progress, not `prompt eval time`.
+    pub running: bool,
     pub evidence: EvidenceLine,
 }
 
@@ -54,6 +58,16 @@ pub struct LmcacheHits {
     pub hit_tokens: f64,
     /// The first lines.
     pub examples: Vec<EvidenceLine>,
+}
+
+/// A model load and how long it took.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Load {
+    pub seconds: f64,
+    /// Timed inside a request (`ollama run --verbose`'s `load duration`), not by the server's
+    /// start-up (`llama-server started in …`).
+    pub in_request: bool,
+    pub evidence: EvidenceLine,
 }
 
 /// A figure with the line that stated it.
@@ -88,7 +102,7 @@ pub struct LlamaFacts {
     pub prefills: Vec<Prefill>,
     pub decode: Vec<DecodeRate>,
     /// Model loads: `started in N seconds`, `load duration`.
-    pub loads: Vec<Stated>,
+    pub loads: Vec<Load>,
     pub evictions: Vec<EvidenceLine>,
     pub eviction_count: u64,
     /// Gin: status → count, a few lines of each, and (status, seconds) of each request.
@@ -164,42 +178,42 @@ impl LlamaFacts {
         if let Some(i) = line.find("prompt eval time =") {
             let rest = &line[i + "prompt eval time =".len()..];
             if let (Some(ms), Some(tokens)) = (leading_number(rest), number_after(rest, "ms /")) {
-                self.push_prefill(ms / 1000.0, tokens, evidence());
+                self.push_prefill(Prefill {
+                    seconds: ms / 1000.0,
+                    tokens,
+                    task: task_of(line),
+                    running: false,
+                    evidence: evidence(),
+                });
             }
         } else if line.contains("prompt processing, n_tokens =")
             && let (Some(tokens), Some(s)) = (number_after(line, "n_tokens ="), number_after(line, ", t ="))
         {
             // The running prefill's latest progress replaces the previous one of the same task.
-            let e = evidence();
-            let task = task_of(&e.text);
-            if let Some(last) = self.prefills.last_mut()
-                && task_of(&last.evidence.text) == task
-                && last.evidence.text.contains("prompt processing")
-            {
-                *last = Prefill { seconds: s, tokens, evidence: e };
-            } else {
-                self.push_prefill(s, tokens, e);
+            let p = Prefill { seconds: s, tokens, task: task_of(line), running: true, evidence: evidence() };
+            match self.prefills.last_mut() {
+                Some(last) if last.running && last.task == p.task => *last = p,
+                _ => self.push_prefill(p),
             }
         } else if line.contains("| n_gen =")
             && let Some(n_gen) = number_after(line, "n_gen =")
             && let Some(rate) = number_after(line, "tg_3s =").or_else(|| number_after(line, "tg ="))
         {
             if self.decode.len() < MAX {
-                let e = evidence();
                 self.decode.push(DecodeRate {
-                    task: task_of(&e.text),
+                    task: task_of(line),
                     n_gen,
                     tokens_per_s: rate,
-                    evidence: e,
+                    evidence: evidence(),
                 });
             }
         } else if let Some(s) = number_after(line, "llama-server started in ")
             .or_else(|| number_after(line, "llama runner started in "))
         {
-            self.push_load(s, evidence());
+            self.push_load(Load { seconds: s, in_request: false, evidence: evidence() });
         } else if let Some(i) = line.find("load duration:") {
             if let Some(s) = go_duration(line[i + "load duration:".len()..].trim()) {
-                self.push_load(s, evidence());
+                self.push_load(Load { seconds: s, in_request: true, evidence: evidence() });
             }
         } else if line.contains("evicting")
             && (line.contains("to make space") || line.contains("predicted to exceed"))
@@ -208,16 +222,14 @@ impl LlamaFacts {
             if self.evictions.len() < MAX_EXAMPLES {
                 self.evictions.push(evidence());
             }
-        } else if let Some((_, rest)) = line.split_once("[GIN] ") {
-            let mut fields = rest.split('|').skip(1);
-            let Some(status) = fields.next().and_then(|c| c.trim().parse::<u16>().ok()) else { return };
+        } else if let Some((status, latency)) = gin_fields(line) {
             *self.gin.entry(status).or_insert(0) += 1;
             let e = evidence();
             let examples = self.gin_examples.entry(status).or_default();
             if examples.len() < MAX_EXAMPLES {
                 examples.push(e.clone());
             }
-            if let Some(s) = fields.next().and_then(|d| go_duration(d.trim()))
+            if let Some(s) = latency.and_then(go_duration)
                 && self.gin_latency.len() < MAX
             {
                 self.gin_latency.push((status, s, e));
@@ -237,17 +249,26 @@ impl LlamaFacts {
         }
     }
 
-    fn push_prefill(&mut self, seconds: f64, tokens: f64, evidence: EvidenceLine) {
+    fn push_prefill(&mut self, p: Prefill) {
         if self.prefills.len() < MAX {
-            self.prefills.push(Prefill { seconds, tokens, evidence });
+            self.prefills.push(p);
         }
     }
 
-    fn push_load(&mut self, seconds: f64, evidence: EvidenceLine) {
+    fn push_load(&mut self, load: Load) {
         if self.loads.len() < MAX {
-            self.loads.push(Stated { value: seconds, evidence });
+            self.loads.push(load);
         }
     }
+}
+
+/// Gin's access line (`[GIN] 2025/09/22 - 14:01:10 | 500 |  30.001221904s | 10.0.0.9 | POST
+/// "/api/chat"`): the status, and the latency field as printed.
+pub(crate) fn gin_fields(line: &str) -> Option<(u16, Option<&str>)> {
+    let (_, rest) = line.split_once("[GIN] ")?;
+    let mut fields = rest.split('|').skip(1);
+    let status = fields.next()?.trim().parse().ok()?;
+    Some((status, fields.next().map(str::trim)))
 }
 
 /// `key="23.6 GiB"` (or MiB) → GiB.
@@ -339,7 +360,7 @@ mod tests {
         assert_eq!((f.prefills[0].seconds, f.prefills[0].tokens), (24.70, 20480.0));
         assert!((f.prefills[1].seconds - 0.2124).abs() < 1e-9);
         assert_eq!(f.decode[0].tokens_per_s, 60.2);
-        assert_eq!(f.loads.iter().map(|l| l.value).collect::<Vec<_>>(), vec![41.37, 40.912745008]);
+        assert_eq!(f.loads.iter().map(|l| l.seconds).collect::<Vec<_>>(), vec![41.37, 40.912745008]);
         assert_eq!(f.gin.get(&500), Some(&1));
         assert!((f.gin_latency[0].1 - 30.001221904).abs() < 1e-9);
         assert_eq!(f.deferred.as_ref().map(|d| d.value), Some(37.0));

@@ -6,7 +6,7 @@
 use super::facts::Facts;
 use super::kind::InputKind;
 use super::report::{EvidenceLine, Issue};
-use super::text::quote;
+use super::text::quote_redacted;
 use crate::lang::Lang;
 
 pub mod bench;
@@ -38,7 +38,7 @@ pub struct Cx<'a> {
 impl Cx<'_> {
     /// Evidence pointing at `line` of the current input: secrets redacted, then cut.
     pub fn evidence(&self, line: usize, text: &str) -> EvidenceLine {
-        EvidenceLine { input: self.input.to_owned(), line, text: quote(&client_config::redact_secrets(text)) }
+        EvidenceLine::quoted(self.input, line, text)
     }
 
     /// Report a problem at `line`. After [`MAX_ISSUES`], issues are only counted.
@@ -90,7 +90,7 @@ impl SectionParser for Unknown {
         if !line.trim().is_empty() {
             self.lines += 1;
             // Unrecognised text may hold a key: never quote one.
-            self.first.get_or_insert_with(|| (no, quote(&client_config::redact_secrets(line))));
+            self.first.get_or_insert_with(|| (no, quote_redacted(line)));
         }
     }
 

@@ -14,7 +14,7 @@
 
 use super::{Cx, SectionParser};
 use crate::analyze::report::EvidenceLine;
-use crate::analyze::text::quote;
+use crate::analyze::text::quote_redacted;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// NVML clock-event reason bits and the normalised name of each.
@@ -580,7 +580,7 @@ impl SectionParser for SmiParser {
         self.enter(cx, Mode::None);
         if !is_frame(t) {
             self.stray += 1;
-            self.first_stray.get_or_insert_with(|| (no, quote(line)));
+            self.first_stray.get_or_insert_with(|| (no, quote_redacted(line)));
         }
     }
 
@@ -779,7 +779,7 @@ impl SmiParser {
             return;
         };
         let section = q.stack.last().map_or("", |(_, s)| s.as_str());
-        let e = || EvidenceLine { input: cx.input.to_owned(), line: no, text: quote(line) };
+        let e = || EvidenceLine::quoted(cx.input, no, line);
         match (section, key) {
             ("", "Product Name") => q.r.name = Some(value.to_owned()),
             ("", "GPU UUID") => q.r.uuid = Some(value.to_owned()),

@@ -682,11 +682,7 @@ impl SectionParser for RequestLogParser {
         let row = self.to_row(cx, no, &pairs);
         self.rows += 1;
         let input = cx.input;
-        cx.facts.requests.add(row, || EvidenceLine {
-            input: input.to_owned(),
-            line: no,
-            text: crate::analyze::text::quote(t),
-        });
+        cx.facts.requests.add(row, || EvidenceLine::quoted(input, no, t));
     }
 
     fn finish(self: Box<Self>, cx: &mut Cx<'_>) {

@@ -91,7 +91,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let l = &f.llama;
     if confidence == 0.0 && l.eviction_count >= 2 && l.loads.len() >= 2 {
         confidence = 0.8;
-        let mean = l.loads.iter().map(|s| s.value).sum::<f64>() / l.loads.len() as f64;
+        let mean = l.loads.iter().map(|s| s.seconds).sum::<f64>() / l.loads.len() as f64;
         let (n, loads) = (l.eviction_count, l.loads.len());
         reasons.push(lang.pick(
             format!("models are swapped: {n} eviction(s) to make space and {loads} load(s) of about {mean:.0} s each, so requests wait for a model to load"),
@@ -102,19 +102,18 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     if confidence == 0.0
         && let Some(load) =
-            l.loads.iter().filter(|s| s.value >= 10.0).max_by(|a, b| a.value.total_cmp(&b.value))
+            l.loads.iter().filter(|s| s.seconds >= 10.0).max_by(|a, b| a.seconds.total_cmp(&b.seconds))
     {
         // A request whose latency is mostly the load (a slow generation after it is not).
         let waited = l
             .gin_latency
             .iter()
-            .filter(|(_, s, _)| (0.8 * load.value..=2.0 * load.value).contains(s))
+            .filter(|(_, s, _)| (0.8 * load.seconds..=2.0 * load.seconds).contains(s))
             .map(|(_, s, e)| (*s, e))
             .next();
-        let in_request = load.evidence.text.contains("load duration");
-        if waited.is_some() || in_request {
+        if waited.is_some() || load.in_request {
             confidence = 0.8;
-            let s = load.value;
+            let s = load.seconds;
             reasons.push(match waited {
                 Some((w, _)) => lang.pick(
                     format!("the model took {s:.1} s to load and a request waited {w:.1} s for it"),

@@ -286,8 +286,7 @@ fn fixed_gin_latency(f: &Facts) -> Option<(f64, usize, Vec<EvidenceLine>)> {
         return None;
     }
     let mut secs: Vec<f64> = failed.iter().map(|(_, s, _)| *s).collect();
-    secs.sort_by(f64::total_cmp);
-    let median = secs[secs.len() / 2];
+    let median = crate::stats::median(&mut secs)?;
     if !secs.iter().all(|s| (s - median).abs() <= 0.03 * median) {
         return None;
     }
