@@ -154,18 +154,6 @@ enum Slot {
     Secret,
 }
 
-fn is_secret_name(k: &str) -> bool {
-    k.ends_with("api_key")
-        || k.ends_with("apikey")
-        || k.ends_with("auth_token")
-        || k.ends_with("_token")
-        || k == "token"
-        || k.contains("secret")
-        || k.contains("password")
-        || k == "authorization"
-        || k == "x_api_key"
-}
-
 fn slot_of(key: &str) -> Option<Slot> {
     // Dotted TOML keys and inline tables (`env.GITHUB_TOKEN`): the last part names the setting.
     let key = key.rsplit('.').next().unwrap_or(key);
@@ -207,126 +195,9 @@ fn env_reference(v: &str) -> Option<&str> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Secrets
+// Secrets: redaction lives in `crate::safe` (one mechanism for every outside string).
 
-/// Characters that end a token when redacting (`sk-…` inside JSON, URLs, shell words).
-fn token_end(c: char) -> bool {
-    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '}' | ']' | ')' | '&' | ';' | '`')
-}
-
-/// Longest query-parameter name [`redact_secrets`] reads (`?api_key=`, `&x-goog-api-key=`).
-const MAX_PARAM_NAME: usize = 256;
-
-/// The first position at or after a given one where a character matches (or the line's end),
-/// remembering the stretch `lo..hi` known to hold no match before `hi`: asked again from inside
-/// it, the answer is known; asked from further right, only new text is searched. Linear over a
-/// line when the starting points only move right.
-struct NextHit {
-    lo: usize,
-    hi: usize,
-}
-
-impl NextHit {
-    fn new(line: &str) -> NextHit {
-        NextHit { lo: line.len(), hi: line.len() }
-    }
-
-    /// `from` is a char boundary of `line`, at most its length.
-    fn find(&mut self, line: &str, from: usize, hit: impl Fn(char) -> bool) -> usize {
-        if (self.lo..=self.hi).contains(&from) {
-            return self.hi;
-        }
-        // Left of the known stretch only the gap needs searching; right of it, the rest.
-        let limit = if from < self.lo { self.lo } else { line.len() };
-        let found = line.get(from..limit).and_then(|s| s.find(&hit)).map(|e| from + e);
-        match found {
-            Some(at) => self.hi = at,
-            None if from < self.lo => {}
-            None => self.hi = line.len(),
-        }
-        self.lo = from;
-        self.hi
-    }
-}
-
-/// Replace what looks like a credential anywhere in `line` with `***`: `sk-…` keys, `Bearer …`
-/// tokens, `key=`/`token=` query parameters, `user:password@` in URLs. Borrowed when nothing was
-/// found. Used on every line this parser quotes, on top of the per-setting redaction, so a key
-/// in an unexpected place (an `http_headers` table, a URL) is not quoted either.
-pub(crate) fn redact_secrets(line: &str) -> Cow<'_, str> {
-    // Most lines hold none of the places a secret starts: say so with SIMD searches.
-    let b = line.as_bytes();
-    if memchr::memchr2(b'?', b'&', b).is_none()
-        && crate::analyze::text::finder!("sk-").find(b).is_none()
-        && crate::analyze::text::finder!("earer ").find(b).is_none()
-    {
-        return Cow::Borrowed(line);
-    }
-    let mut out = String::new();
-    let mut copied = 0;
-    let mut i = 0;
-    let b = line.as_bytes();
-    // Every candidate looks ahead (to its value's end, to a parameter's `=`); on a long line of
-    // candidates (`sk-$sk-$…`, `????…`) looking afresh each time is quadratic. Each kind of
-    // look-ahead starts further right as `i` moves on, so its last answer is remembered.
-    let mut key_end = NextHit::new(line);
-    let mut param_end = NextHit::new(line);
-    let mut name_end = NextHit::new(line);
-    while i < b.len() {
-        let rest = &line[i..];
-        let boundary = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'-');
-        let (skip, ends) = if boundary && rest.starts_with("sk-") {
-            (Some(3), &mut key_end)
-        } else if rest.starts_with("Bearer ") || rest.starts_with("bearer ") {
-            (Some(7), &mut key_end)
-        } else if b[i] == b'?' || b[i] == b'&' {
-            // The parameter's name runs to the first of `=&" ` and must end at `=`; names longer
-            // than `MAX_PARAM_NAME` are not parameters (and would make every `?` cost a long copy).
-            let e = name_end.find(line, i + 1, |c| matches!(c, '=' | '&' | ' ' | '"')) - i;
-            let name =
-                (b.get(i + e) == Some(&b'=') && e <= MAX_PARAM_NAME).then(|| rest[1..e].to_ascii_lowercase());
-            let skip = name.and_then(|name| {
-                (name == "key" || name == "token" || is_secret_name(&name) || name.ends_with("key"))
-                    .then_some(e + 1)
-            });
-            (skip, &mut param_end)
-        } else {
-            (None, &mut key_end)
-        };
-        if let Some(skip) = skip {
-            let start = i + skip;
-            let end = ends.find(line, start, token_end);
-            // Too short to be a credential (`sk-` in prose, `Bearer` followed by a variable).
-            if end - start >= 3 && !line[start..end].starts_with('$') && &line[start..end] != "***" {
-                out.push_str(&line[copied..start]);
-                out.push_str("***");
-                copied = end;
-                i = end;
-                continue;
-            }
-        }
-        i += rest.chars().next().map_or(1, char::len_utf8);
-    }
-    // `scheme://user:password@host`
-    let mut s = if copied == 0 {
-        Cow::Borrowed(line)
-    } else {
-        out.push_str(&line[copied..]);
-        Cow::Owned(out)
-    };
-    if let Some(p) = s.find("://") {
-        let auth_end = s[p + 3..].find(['/', '"', '\'', ' ']).map_or(s.len(), |e| p + 3 + e);
-        if let Some(at) = s[p + 3..auth_end].rfind('@')
-            && let Some(colon) = s[p + 3..p + 3 + at].find(':')
-        {
-            let (from, to) = (p + 3 + colon + 1, p + 3 + at);
-            if &s[from..to] != "***" {
-                s = Cow::Owned(format!("{}***{}", &s[..from], &s[to..]));
-            }
-        }
-    }
-    s
-}
+pub(crate) use crate::safe::{is_secret_name, redact_patterns as redact_secrets};
 
 // ---------------------------------------------------------------------------------------------
 // Scanners: one line of each syntax.
@@ -1241,9 +1112,9 @@ mod tests {
         let line = format!("{}?key={}", "?".repeat(100_000), "x".repeat(100_000));
         assert_eq!(redact_secrets(&line), format!("{}?key=***", "?".repeat(100_000)));
         // A query-parameter name is short; a very long one is not read as one.
-        let long = format!("?{}key=abcdef", "a".repeat(MAX_PARAM_NAME));
+        let long = format!("?{}key=abcdef", "a".repeat(crate::safe::MAX_PARAM_NAME));
         assert_eq!(redact_secrets(&long), long);
-        let short = format!("?{}key=abcdef", "a".repeat(MAX_PARAM_NAME - 4));
+        let short = format!("?{}key=abcdef", "a".repeat(crate::safe::MAX_PARAM_NAME - 4));
         assert!(redact_secrets(&short).ends_with("key=***"));
     }
 

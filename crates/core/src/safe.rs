@@ -1,0 +1,331 @@
+//! Text that came from outside, made safe to show: secrets redacted, then cut, then escaped.
+//!
+//! Every string a server, a log or a plugin handed us goes through this module before a person
+//! sees it, in this order:
+//!
+//! 1. **Redact** ([`Secrets::redact`]): the exact secrets the user gave us (API key, every
+//!    `--header` value) and anything shaped like a credential ([`redact_patterns`]: `sk-…`,
+//!    `Bearer …`, `?key=`, `user:password@`) become `***`.
+//! 2. **Cut** ([`Secrets::excerpt`], [`cut`]): shortened for quoting. Redaction runs first, so
+//!    a key that straddles the cut leaks none of its characters.
+//! 3. **Escape** ([`escape_controls`], [`escape_json_controls`]) at the moment of printing:
+//!    control characters (ESC, BEL, BS, C1 such as U+009B CSI, bidirectional overrides) are
+//!    shown as `\x1b`, `\u009b`, so no quoted byte can retitle, clear or recolour a terminal.
+//!
+//! Hosts apply step 3 at their single output point (the CLI's and runner's `print`), so it
+//! holds for every line they write, quoted or not.
+
+use std::borrow::Cow;
+
+/// Secrets shorter than this are not searched for: they would mangle ordinary text, and real
+/// keys are longer.
+pub const MIN_SECRET_LEN: usize = 4;
+
+/// The exact secrets of one run (an API key, header values), plus the credential patterns every
+/// outside string is checked for.
+#[derive(Clone, Debug, Default)]
+pub struct Secrets {
+    /// Longest first, so a secret that contains another is replaced whole.
+    exact: Vec<String>,
+}
+
+impl Secrets {
+    pub fn new() -> Secrets {
+        Secrets::default()
+    }
+
+    /// Remember `secret` (trimmed). A header value such as `Bearer abc…` also adds its last
+    /// word, since servers echo the token without the scheme.
+    pub fn add(&mut self, secret: &str) {
+        let s = secret.trim();
+        for candidate in [Some(s), s.rsplit_once(' ').map(|(_, last)| last)].into_iter().flatten() {
+            if candidate.len() >= MIN_SECRET_LEN && !self.exact.iter().any(|e| e == candidate) {
+                self.exact.push(candidate.to_owned());
+            }
+        }
+        self.exact.sort_by_key(|e| std::cmp::Reverse(e.len()));
+    }
+
+    /// Builder form of [`Secrets::add`].
+    pub fn with(mut self, secret: &str) -> Secrets {
+        self.add(secret);
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty()
+    }
+
+    /// `text` with every known secret and every credential-shaped word replaced by `***`.
+    /// Borrowed when nothing was found.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for secret in &self.exact {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), "***"));
+            }
+        }
+        match redact_patterns(&out) {
+            Cow::Borrowed(_) => out,
+            Cow::Owned(s) => Cow::Owned(s),
+        }
+    }
+
+    /// Up to `max_chars` characters of `text` on one line (whitespace runs become one space),
+    /// redacted before it is cut.
+    pub fn excerpt(&self, text: &str, max_chars: usize) -> String {
+        let redacted = self.redact(text);
+        let one_line: String = redacted.split_whitespace().collect::<Vec<_>>().join(" ");
+        cut(&one_line, max_chars)
+    }
+}
+
+/// Redact with the credential patterns only (no exact secrets known).
+pub fn redact(text: &str) -> Cow<'_, str> {
+    redact_patterns(text)
+}
+
+/// `text` cut to at most `max_chars` characters, with `…` when something was cut. Only ever
+/// call it on text that is already redacted.
+pub fn cut(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// Is `c` a character a terminal may act on: C0 controls other than newline and tab, DEL, C1
+/// controls, and the invisible formatting characters that reorder or hide text (bidi embeddings,
+/// overrides and isolates, zero-width marks).
+pub fn is_unsafe_char(c: char) -> bool {
+    matches!(c,
+        '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f' | '\u{80}'..='\u{9f}'
+        | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `s` with every unsafe character ([`is_unsafe_char`]) written as an escape: C0 and DEL as
+/// `\x1b`, the rest as `\u009b`. Newlines and tabs stay. Borrowed when there is nothing to do.
+pub fn escape_controls(s: &str) -> Cow<'_, str> {
+    escape_with(s, |c, out| {
+        let n = c as u32;
+        if n < 0x80 {
+            out.push_str(&format!("\\x{n:02x}"));
+        } else {
+            out.push_str(&format!("\\u{n:04x}"));
+        }
+    })
+}
+
+/// Serialised JSON made safe for a terminal without changing the value it encodes: the unsafe
+/// characters `serde_json` writes raw (DEL, C1, bidi controls) become `\u00XX` escapes, which
+/// JSON readers decode back to the same character. C0 controls are already escaped by
+/// `serde_json`; raw ones outside strings would not be JSON.
+pub fn escape_json_controls(json: &str) -> Cow<'_, str> {
+    escape_with(json, |c, out| out.push_str(&format!("\\u{:04x}", c as u32)))
+}
+
+fn escape_with(s: &str, write: impl Fn(char, &mut String)) -> Cow<'_, str> {
+    // Fast path: the unsafe characters are ASCII controls or start with 0xC2 (U+0080–U+009F),
+    // 0xE2 (U+2000–U+2FFF) or 0xEF (U+FEFF).
+    let b = s.as_bytes();
+    if !b
+        .iter()
+        .any(|&x| x < 0x20 && x != b'\n' && x != b'\t' || x == 0x7f || x == 0xc2 || x == 0xe2 || x == 0xef)
+    {
+        return Cow::Borrowed(s);
+    }
+    if !s.chars().any(is_unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if is_unsafe_char(c) {
+            write(c, &mut out);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Characters that end a token when redacting (`sk-…` inside JSON, URLs, shell words).
+fn token_end(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '}' | ']' | ')' | '&' | ';' | '`')
+}
+
+/// Longest query-parameter name [`redact_patterns`] reads (`?api_key=`, `&x-goog-api-key=`).
+pub(crate) const MAX_PARAM_NAME: usize = 256;
+
+/// The first position at or after a given one where a character matches (or the line's end),
+/// remembering the stretch `lo..hi` known to hold no match before `hi`: asked again from inside
+/// it, the answer is known; asked from further right, only new text is searched. Linear over a
+/// line when the starting points only move right.
+struct NextHit {
+    lo: usize,
+    hi: usize,
+}
+
+impl NextHit {
+    fn new(line: &str) -> NextHit {
+        NextHit { lo: line.len(), hi: line.len() }
+    }
+
+    /// `from` is a char boundary of `line`, at most its length.
+    fn find(&mut self, line: &str, from: usize, hit: impl Fn(char) -> bool) -> usize {
+        if (self.lo..=self.hi).contains(&from) {
+            return self.hi;
+        }
+        // Left of the known stretch only the gap needs searching; right of it, the rest.
+        let limit = if from < self.lo { self.lo } else { line.len() };
+        let found = line.get(from..limit).and_then(|s| s.find(&hit)).map(|e| from + e);
+        match found {
+            Some(at) => self.hi = at,
+            None if from < self.lo => {}
+            None => self.hi = line.len(),
+        }
+        self.lo = from;
+        self.hi
+    }
+}
+
+/// Replace what looks like a credential anywhere in `line` with `***`: `sk-…` keys, `Bearer …`
+/// tokens, `key=`/`token=` query parameters, `user:password@` in URLs. Borrowed when nothing was
+/// found. Used on every line this parser quotes, on top of the per-setting redaction, so a key
+/// in an unexpected place (an `http_headers` table, a URL) is not quoted either.
+pub fn redact_patterns(line: &str) -> Cow<'_, str> {
+    // Most lines hold none of the places a secret starts: say so with SIMD searches.
+    let b = line.as_bytes();
+    if memchr::memchr2(b'?', b'&', b).is_none()
+        && crate::analyze::text::finder!("sk-").find(b).is_none()
+        && crate::analyze::text::finder!("earer ").find(b).is_none()
+        && crate::analyze::text::finder!("://").find(b).is_none()
+    {
+        return Cow::Borrowed(line);
+    }
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut i = 0;
+    let b = line.as_bytes();
+    // Every candidate looks ahead (to its value's end, to a parameter's `=`); on a long line of
+    // candidates (`sk-$sk-$…`, `????…`) looking afresh each time is quadratic. Each kind of
+    // look-ahead starts further right as `i` moves on, so its last answer is remembered.
+    let mut key_end = NextHit::new(line);
+    let mut param_end = NextHit::new(line);
+    let mut name_end = NextHit::new(line);
+    while i < b.len() {
+        let rest = &line[i..];
+        let boundary = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'-');
+        let (skip, ends) = if boundary && rest.starts_with("sk-") {
+            (Some(3), &mut key_end)
+        } else if rest.starts_with("Bearer ") || rest.starts_with("bearer ") {
+            (Some(7), &mut key_end)
+        } else if b[i] == b'?' || b[i] == b'&' {
+            // The parameter's name runs to the first of `=&" ` and must end at `=`; names longer
+            // than `MAX_PARAM_NAME` are not parameters (and would make every `?` cost a long copy).
+            let e = name_end.find(line, i + 1, |c| matches!(c, '=' | '&' | ' ' | '"')) - i;
+            let name =
+                (b.get(i + e) == Some(&b'=') && e <= MAX_PARAM_NAME).then(|| rest[1..e].to_ascii_lowercase());
+            let skip = name.and_then(|name| {
+                (name == "key" || name == "token" || is_secret_name(&name) || name.ends_with("key"))
+                    .then_some(e + 1)
+            });
+            (skip, &mut param_end)
+        } else {
+            (None, &mut key_end)
+        };
+        if let Some(skip) = skip {
+            let start = i + skip;
+            let end = ends.find(line, start, token_end);
+            // Too short to be a credential (`sk-` in prose, `Bearer` followed by a variable).
+            if end - start >= 3 && !line[start..end].starts_with('$') && &line[start..end] != "***" {
+                out.push_str(&line[copied..start]);
+                out.push_str("***");
+                copied = end;
+                i = end;
+                continue;
+            }
+        }
+        i += rest.chars().next().map_or(1, char::len_utf8);
+    }
+    // `scheme://user:password@host`
+    let mut s = if copied == 0 {
+        Cow::Borrowed(line)
+    } else {
+        out.push_str(&line[copied..]);
+        Cow::Owned(out)
+    };
+    if let Some(p) = s.find("://") {
+        let auth_end = s[p + 3..].find(['/', '"', '\'', ' ']).map_or(s.len(), |e| p + 3 + e);
+        if let Some(at) = s[p + 3..auth_end].rfind('@')
+            && let Some(colon) = s[p + 3..p + 3 + at].find(':')
+        {
+            let (from, to) = (p + 3 + colon + 1, p + 3 + at);
+            if &s[from..to] != "***" {
+                s = Cow::Owned(format!("{}***{}", &s[..from], &s[to..]));
+            }
+        }
+    }
+    s
+}
+
+/// A setting or parameter name (lower case, `-` as `_`) that holds a credential.
+pub fn is_secret_name(k: &str) -> bool {
+    k.ends_with("api_key")
+        || k.ends_with("apikey")
+        || k.ends_with("auth_token")
+        || k.ends_with("_token")
+        || k == "token"
+        || k.contains("secret")
+        || k.contains("password")
+        || k == "authorization"
+        || k == "x_api_key"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_straddling_the_cut_leaks_nothing() {
+        let key = "sk-live-0123456789abcdefghij";
+        let s = Secrets::new().with(key);
+        for pad in 0..60 {
+            let text = format!("{}{key} and more", "x".repeat(pad));
+            let e = s.excerpt(&text, 40);
+            assert!(!e.contains("sk-l") && !e.contains("0123"), "{pad}: {e}");
+        }
+        // Without the key known, the pattern still catches it.
+        assert!(!Secrets::new().excerpt(&format!("{}{key}", "x ".repeat(10)), 24).contains("sk-l"));
+    }
+
+    #[test]
+    fn header_values_and_their_tokens_are_secrets() {
+        let s = Secrets::new().with("Bearer tok_ABCDEFGH").with("abc");
+        assert_eq!(s.redact("echo: Bearer tok_ABCDEFGH"), "echo: ***");
+        assert_eq!(s.redact("token was tok_ABCDEFGH."), "token was ***.");
+        // Too short to search for.
+        assert_eq!(s.redact("abc"), "abc");
+    }
+
+    #[test]
+    fn controls_are_escaped_and_text_is_kept() {
+        assert_eq!(escape_controls("plain\ttext\n"), "plain\ttext\n");
+        assert!(matches!(escape_controls("中文 ok"), Cow::Borrowed(_)));
+        assert_eq!(escape_controls("\x1b]0;pwned\x07\x08"), "\\x1b]0;pwned\\x07\\x08");
+        assert_eq!(escape_controls("a\u{9b}31mb\u{202e}c\x7f\r"), "a\\u009b31mb\\u202ec\\x7f\\x0d");
+        let json = serde_json::to_string("x\u{9b}y\u{7f}\u{1b}").unwrap();
+        let safe = escape_json_controls(&json);
+        assert!(!safe.chars().any(is_unsafe_char), "{safe}");
+        assert_eq!(serde_json::from_str::<String>(&safe).unwrap(), "x\u{9b}y\u{7f}\u{1b}");
+    }
+
+    #[test]
+    fn patterns() {
+        assert_eq!(
+            redact("url https://u:pw@h/x?api_key=abcdef&b=1"),
+            "url https://u:***@h/x?api_key=***&b=1"
+        );
+        assert_eq!(redact("Authorization: Bearer abc.def"), "Authorization: Bearer ***");
+        assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
+    }
+}
