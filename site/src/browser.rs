@@ -70,7 +70,10 @@ pub enum FetchError {
 /// The response head.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Head {
+    /// 0 for a redirect the browser hides (`opaqueredirect`).
     pub status: u16,
+    /// The answer was a redirect, which is never followed (it would carry the key elsewhere).
+    pub redirect: bool,
     pub content_type: String,
     pub retry_after: Option<String>,
     /// `performance.now()` when the head arrived.
@@ -116,6 +119,9 @@ pub async fn stream_post(
         let init = web_sys::RequestInit::new();
         init.set_method("POST");
         init.set_mode(web_sys::RequestMode::Cors);
+        // Never follow a redirect: browsers drop `Authorization` on a cross-origin redirect but
+        // keep `x-api-key` and every other header. A 3xx comes back as `opaqueredirect`.
+        init.set_redirect(web_sys::RequestRedirect::Manual);
         init.set_headers(&h);
         init.set_body(&JsValue::from_str(body));
         init.set_signal(Some(&signal));
@@ -128,8 +134,11 @@ pub async fn stream_post(
         })?;
         let resp: web_sys::Response = resp.dyn_into().map_err(|e| FetchError::Rejected(js_message(&e)))?;
         let header = |name: &str| resp.headers().get(name).ok().flatten();
+        let redirect =
+            resp.type_() == web_sys::ResponseType::Opaqueredirect || (300..400).contains(&resp.status());
         on_head(&Head {
             status: resp.status(),
+            redirect,
             content_type: header("content-type").unwrap_or_default(),
             retry_after: header("retry-after"),
             at_ms: now_ms(),

@@ -31,6 +31,21 @@ pub fn feed_reader(a: &mut Analyzer, name: &str, mut r: impl Read) -> std::io::R
     Ok(total)
 }
 
+/// Check that `path` can be read as an input before anything else happens: it exists and is
+/// not a directory. FIFOs, `/dev/fd/N` and process substitutions (`<(cmd)`) are inputs too.
+/// Failures are usage errors (exit 2).
+pub fn check_input(path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => crate::output::usage(format!("{shown}: is a directory")),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::output::usage(format!("{shown}: no such file"))
+        }
+        Err(e) => crate::output::usage(format!("{shown}: {e}")),
+    }
+}
+
 /// Analyse files by path (`-` is stdin). The input names are the paths as given.
 pub fn analyze_paths(paths: &[String]) -> anyhow::Result<Report> {
     analyze_paths_in(paths, Lang::En)

@@ -69,10 +69,10 @@ pub struct ProbeArgs {
     #[arg(long, conflicts_with = "prompt_tokens")]
     pub prompt: Option<String>,
     /// Generate a prompt of about this many tokens instead.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_prompt_tokens)]
     pub prompt_tokens: Option<usize>,
     /// max_tokens of each request.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: u32,
     /// Number of requests.
     #[arg(short = 'n', long = "requests", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -81,7 +81,7 @@ pub struct ProbeArgs {
     #[arg(short = 'c', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub concurrency: u32,
     /// Start this many requests per second (open loop, still capped by --concurrency).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
     /// Hard limit per request, from sending to the end of the stream (e.g. 60s, 500ms, 2m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
@@ -99,7 +99,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// A gap is a stall above max(FACTOR × running median of earlier gaps, --stall-min).
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = parse_stall_factor)]
     pub stall_factor: f64,
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     pub stall_min: Duration,
@@ -323,10 +323,58 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// `Name: value` → (name, value).
+/// `NAME:VALUE`. The name is an HTTP token; neither part may hold CR, LF or other control
+/// characters (they would split the request into two).
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
-    match s.split_once(':') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
-        _ => Err(format!("invalid header {s:?}: expected NAME:VALUE")),
+    let (k, v) = match s.split_once(':') {
+        Some((k, v)) if !k.trim().is_empty() => (k.trim(), v.trim()),
+        _ => return Err(format!("invalid header {s:?}: expected NAME:VALUE")),
+    };
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if !k.chars().all(token) {
+        return Err(format!("invalid header name {k:?}: letters, digits and !#$%&'*+-.^_`|~ only"));
+    }
+    if v.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(format!("invalid value for header {k:?}: it holds a control character (CR, LF, …)"));
+    }
+    Ok((k.to_owned(), v.to_owned()))
+}
+
+/// A finite number above zero.
+fn parse_positive(s: &str, what: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{what} must be a finite number above 0, got {s:?}")),
+    }
+}
+
+/// `--rate`: requests started per second, at most a million.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let v = parse_positive(s, "the rate")?;
+    if v > 1e6 {
+        return Err(format!("the rate {s} is above 1,000,000 requests per second"));
+    }
+    Ok(v)
+}
+
+/// `--stall-factor`: how many times the running median a gap must exceed (≥ 1).
+pub fn parse_stall_factor(s: &str) -> Result<f64, String> {
+    let v = parse_positive(s, "the stall factor")?;
+    if !(1.0..=1e6).contains(&v) {
+        return Err(format!("the stall factor must be between 1 and 1,000,000, got {s:?}"));
+    }
+    Ok(v)
+}
+
+/// Most synthetic prompt tokens: a million is beyond every served context window today, and
+/// the prompt is built in memory (≈ 6 bytes a token).
+pub const MAX_PROMPT_TOKENS: usize = 1 << 20;
+
+/// `--prompt-tokens`: 1 to [`MAX_PROMPT_TOKENS`].
+pub fn parse_prompt_tokens(s: &str) -> Result<usize, String> {
+    match s.trim().replace(['_', ','], "").parse::<usize>() {
+        Ok(n) if (1..=MAX_PROMPT_TOKENS).contains(&n) => Ok(n),
+        _ => Err(format!("--prompt-tokens must be a whole number from 1 to {MAX_PROMPT_TOKENS}, got {s:?}")),
     }
 }
 

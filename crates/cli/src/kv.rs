@@ -19,13 +19,40 @@ use triage_core::kv::report::KvReport;
 use triage_core::kv::request::KvRequest;
 use triage_core::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
 
+/// Largest config or startup log `triage kv` reads (a `config.json` is a few KiB; a startup
+/// log's lines that matter come first).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Read a config or log (`-` is stdin). Every failure is a usage error (exit 2): a missing
+/// file, a directory, binary content, more than [`MAX_INPUT_BYTES`].
 fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
-    if path.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).with_context(|| format!("reading the {what} from stdin"))?;
-        return Ok(s);
+    let shown = path.display();
+    let bytes = if path.as_os_str() == "-" {
+        read_bounded(std::io::stdin().lock()).with_context(|| format!("reading the {what} from stdin"))?
+    } else {
+        crate::analyze::check_input(path)?;
+        let f = std::fs::File::open(path).map_err(|e| crate::output::UsageError(format!("{shown}: {e}")))?;
+        read_bounded(f).with_context(|| format!("reading the {what} {shown}"))?
+    };
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return crate::output::usage(format!(
+            "the {what} {shown} is larger than {} MiB",
+            MAX_INPUT_BYTES >> 20
+        ));
     }
-    std::fs::read_to_string(path).with_context(|| format!("reading the {what} {}", path.display()))
+    String::from_utf8(bytes).or_else(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        crate::output::usage(format!(
+            "the {what} {shown} is not UTF-8 text (a byte at offset {valid} is not); give the JSON config or the text log"
+        ))
+    })
+}
+
+/// Up to one byte more than [`MAX_INPUT_BYTES`], so "too large" can be told.
+fn read_bounded(r: impl Read) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    r.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Run `triage kv`.
@@ -39,8 +66,7 @@ pub fn run(args: &KvArgs) -> anyhow::Result<ExitCode> {
     if args.config.as_deref().is_some_and(|c| c.as_os_str() == "-")
         && args.log.as_deref().is_some_and(|c| c.as_os_str() == "-")
     {
-        eprintln!("triage: error: --config - and --log - cannot both read stdin");
-        return Ok(ExitCode::from(2));
+        return crate::output::usage("--config - and --log - cannot both read stdin");
     }
     let config = args.config.as_deref().map(|p| read_input(p, "config")).transpose()?;
     let log = args.log.as_deref().map(|p| read_input(p, "startup log")).transpose()?;
@@ -49,21 +75,15 @@ pub fn run(args: &KvArgs) -> anyhow::Result<ExitCode> {
             let json = serde_json::to_string_pretty(&report)? + "\n";
             print(args.format, &json, &render_text(&report))
         }
-        Err(e) => {
-            eprintln!("triage: error: {e}");
-            Ok(ExitCode::from(2))
-        }
+        Err(e) => crate::output::usage(e.to_string()),
     }
 }
 
 fn print(format: Format, json: &str, text: &str) -> anyhow::Result<ExitCode> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(match format {
-        Format::Json => json.as_bytes(),
-        Format::Text => text.as_bytes(),
-    })?;
-    out.flush()?;
+    match format {
+        Format::Json => crate::output::json(json)?,
+        Format::Text => crate::output::text(text)?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -196,7 +216,7 @@ pub fn render_text(r: &KvReport) -> String {
     );
     let _ = writeln!(
         out,
-        "  fits           max_model_len ≤ {} · max_num_seqs ≤ {} keeps every {}-token sequence resident",
+        "  fits max_model_len ≤ {} · max_num_seqs ≤ {} keeps every {}-token sequence resident",
         e.max_model_len_fit.map_or("any length (every layer slides)".to_owned(), fmt_int),
         fmt_int(e.max_num_seqs),
         fmt_int(s.max_model_len)

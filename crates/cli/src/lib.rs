@@ -6,6 +6,7 @@ pub mod analyze;
 pub mod args;
 pub mod demo;
 pub mod kv;
+pub mod output;
 pub mod probe;
 pub mod render;
 pub mod scripted_serve;

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use triage_cli::args::{AnalyzeArgs, Cli, Command, Format, ProbeArgs, ReportFormat};
+use triage_cli::output::{self, usage};
 use triage_cli::{analyze, demo, probe, render};
 use triage_core::endpoint;
 use triage_core::timing::{StallConfig, TimerConfig};
@@ -19,8 +20,8 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("triage: error: {e:#}");
-            ExitCode::FAILURE
+            output::error(format_args!("{e:#}"));
+            if output::is_usage(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
     }
 }
@@ -56,16 +57,19 @@ fn run() -> anyhow::Result<ExitCode> {
 }
 
 fn print(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
+    Ok(output::text(text)?)
+}
+
+fn print_json(json: &str) -> anyhow::Result<()> {
+    Ok(output::json(json)?)
 }
 
 fn api_key(args: &ProbeArgs) -> anyhow::Result<Option<String>> {
     if let Some(var) = &args.api_key_env {
         let key = std::env::var(var).ok().filter(|k| !k.is_empty());
-        anyhow::ensure!(key.is_some(), "--api-key-env {var}: that environment variable is not set");
+        if key.is_none() {
+            return usage(format!("--api-key-env {var}: that environment variable is not set (or empty)"));
+        }
         return Ok(key);
     }
     Ok(args.api.default_key_envs().iter().find_map(|v| std::env::var(v).ok().filter(|k| !k.is_empty())))
@@ -98,9 +102,16 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         },
     };
     if let Err(e) = probe::resolve(&opts) {
-        eprintln!("triage: error: {e}");
-        return Ok(ExitCode::from(2));
+        return usage(e.to_string());
     }
+    // Outputs are checked before anything is sent: a run must not be lost to a bad path.
+    let mut out_file = match &args.out {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| output::UsageError(format!("--out {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
     let bar = ProgressBar::new(opts.requests as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {pos}/{len} requests {msg} [{elapsed}]")
@@ -116,33 +127,30 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     };
     let run = probe::run(&opts, Instant::now(), &on_done).await?;
     bar.finish_and_clear();
-    if let Some(path) = &args.out {
-        let mut lines = String::new();
+    if let (Some(f), Some(path)) = (&mut out_file, &args.out) {
+        let mut w = std::io::BufWriter::new(f);
         for r in &run.report.requests {
-            lines.push_str(&serde_json::to_string(r)?);
-            lines.push('\n');
+            serde_json::to_writer(&mut w, r)?;
+            w.write_all(b"\n")?;
         }
-        std::fs::write(path, lines).with_context(|| format!("writing {}", path.display()))?;
+        w.flush().with_context(|| format!("writing {}", path.display()))?;
     }
     match args.format {
-        Format::Json => print(&(serde_json::to_string_pretty(&run.report)? + "\n"))?,
+        Format::Json => print_json(&(serde_json::to_string_pretty(&run.report)? + "\n"))?,
         Format::Text => print(&render::probe_text(&run.report))?,
     }
     Ok(if run.report.summary.ok > 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn cmd_analyze(args: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    for f in &args.files {
-        if f != "-" && !std::path::Path::new(f).is_file() {
-            eprintln!("triage: error: {f}: no such file");
-            return Ok(ExitCode::from(2));
-        }
+    for f in args.files.iter().filter(|f| *f != "-") {
+        analyze::check_input(std::path::Path::new(f))?;
     }
     let lang = args.lang.into();
     let slo = triage_core::analyze::facts::Slo { ttft_ms: args.slo_ttft_ms, itl_ms: args.slo_itl_ms };
     let report = analyze::analyze_paths_with(&args.files, lang, slo)?;
     match args.format {
-        ReportFormat::Json => print(&(serde_json::to_string_pretty(&report)? + "\n"))?,
+        ReportFormat::Json => print_json(&(serde_json::to_string_pretty(&report)? + "\n"))?,
         ReportFormat::Text => print(&render::analyze_text_in(&report, lang))?,
         ReportFormat::Markdown => print(&render::analyze_markdown_in(&report, lang))?,
     }
@@ -157,7 +165,7 @@ async fn cmd_demo(format: Format) -> anyhow::Result<ExitCode> {
     match format {
         Format::Json => {
             run.report.limits.push(line);
-            print(&(serde_json::to_string_pretty(&run.report)? + "\n"))?
+            print_json(&(serde_json::to_string_pretty(&run.report)? + "\n"))?
         }
         Format::Text => {
             print(&render::probe_text(&run.report))?;

@@ -4,6 +4,12 @@
 //! body stream yields it and handed to the core's sans-I/O [`StreamTimer`]; all judgement
 //! (statuses, HTML instead of SSE, incomplete streams) is the core's, so the site's probe says
 //! the same things. Every request is bounded by `timeout`, whatever the server does.
+//!
+//! Hostile servers are expected: no redirect is followed (a 3xx is the `redirect` fault, with
+//! its `Location`), so the key and `--header` values only ever go to the URL the user named;
+//! every string the server sends is redacted (the key, every header value, credential shapes)
+//! before it is cut or kept; a compressed body is reported, not guessed at; and a request's
+//! memory is bounded (`timing::MAX_TOKEN_TIMES`, the SSE parser's limits, 4 KiB of an error body).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +19,7 @@ use tokio::sync::Semaphore;
 use triage_core::endpoint::{self, Api, ProbeRequest, Resolved};
 use triage_core::fault::{self, Fault, FaultKind};
 use triage_core::probe::{ProbeReport, RequestRecord, RunConfig};
+use triage_core::safe::Secrets;
 use triage_core::timing::{RequestTiming, StreamTimer, TimerConfig};
 
 /// Everything a probe run needs.
@@ -56,11 +63,13 @@ fn now_ns(origin: Instant) -> u64 {
     u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Build the HTTP client: rustls with the ring provider, no proxy discovery surprises, Nagle off.
+/// Build the HTTP client: rustls with the ring provider, no proxy discovery surprises, Nagle off,
+/// and no redirects followed (see the module docs).
 pub fn client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
     // Installing twice is harmless (the second call reports the first provider).
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .tcp_nodelay(true)
         .pool_max_idle_per_host(concurrency.max(1))
         .user_agent(concat!("llm-triage/", env!("CARGO_PKG_VERSION")))
@@ -101,6 +110,8 @@ pub async fn run(
     for (k, v) in endpoint::base_headers(opts.api) {
         add(k, v)?;
     }
+    // Timing a compressed stream would time the compressor; ask for none.
+    add("accept-encoding", "identity")?;
     if let Some(key) = &opts.api_key {
         let (k, v) = endpoint::auth_header(opts.api, key);
         add(k, &v)?;
@@ -108,14 +119,16 @@ pub async fn run(
     for (k, v) in &opts.headers {
         add(k, v)?;
     }
+    let secrets = secrets_of(opts);
     let shared = Arc::new(Shared {
         client,
         url: resolved.url.clone(),
+        shown_url: secrets.redact(&resolved.url).into_owned(),
         body,
         headers,
         timeout: opts.timeout,
         timer: opts.timer,
-        key: opts.api_key.clone(),
+        secrets: secrets.clone(),
         origin,
     });
     let run_start = now_ns(origin);
@@ -162,10 +175,8 @@ pub async fn run(
             opts.api.default_key_envs().join(", ")
         ));
     }
-    let redact_all = |s: String| match &opts.api_key {
-        Some(k) => endpoint::redact(&s, k),
-        None => s,
-    };
+    let redact_all = |s: String| secrets.redact(&s).into_owned();
+    let warnings = warnings.into_iter().map(redact_all).collect();
     let config = RunConfig {
         api: opts.api,
         model: opts.model.clone(),
@@ -185,23 +196,34 @@ pub async fn run(
     Ok(ProbeRun { report, timings })
 }
 
+/// The run's secrets: the API key and the value of every header the user added.
+pub fn secrets_of(opts: &ProbeOptions) -> Secrets {
+    let mut s = Secrets::new();
+    if let Some(k) = &opts.api_key {
+        s.add(k);
+    }
+    for (_, v) in &opts.headers {
+        s.add(v);
+    }
+    s
+}
+
 struct Shared {
     client: reqwest::Client,
     url: String,
+    /// `url` redacted, for messages.
+    shown_url: String,
     body: String,
     headers: reqwest::header::HeaderMap,
     timeout: Duration,
     timer: TimerConfig,
-    key: Option<String>,
+    secrets: Secrets,
     origin: Instant,
 }
 
 impl Shared {
-    fn redact(&self, s: String) -> String {
-        match &self.key {
-            Some(k) => endpoint::redact(&s, k),
-            None => s,
-        }
+    fn redact(&self, s: &str) -> String {
+        self.secrets.redact(s).into_owned()
     }
 }
 
@@ -314,27 +336,68 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
             return finish(s, index, run_start, sent, None, None, Some(f));
         }
         Ok(Err(e)) => {
-            let f = classify_send_error(&e, &s.url);
+            let f = classify_send_error(&e, &s.shown_url);
             return finish(s, index, run_start, sent, None, None, Some(f));
         }
         Ok(Ok(r)) => r,
     };
     timer.on_headers(now_ns(s.origin));
     let status = resp.status().as_u16();
-    let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    // Every header value the server chose is redacted before it is kept or cut.
+    let header =
+        |name: &str| resp.headers().get(name).map(|v| s.redact(&String::from_utf8_lossy(v.as_bytes())));
     let content_type = header("content-type").unwrap_or_default();
-    let retry_after = header("retry-after");
+    let retry_after = header("retry-after").map(|r| triage_core::safe::cut(&r, 100));
+    if resp.status().is_redirection() {
+        let location = header("location");
+        let f = fault::from_redirect(status, &s.shown_url, location.as_deref(), triage_core::lang::Lang::En);
+        return finish(
+            s,
+            index,
+            run_start,
+            sent,
+            Some(status),
+            Some(timer.finish_redacted(now_ns(s.origin), &s.secrets)),
+            Some(f),
+        );
+    }
     if !resp.status().is_success() {
-        let body = read_bounded(&mut resp, deadline, 4096).await;
-        let f = fault::from_status(status, &s.url, &body, retry_after.as_deref());
-        let mut obs =
-            finish(s, index, run_start, sent, Some(status), Some(timer.finish(now_ns(s.origin))), Some(f));
+        let body = s.redact(&read_bounded(&mut resp, deadline, 4096).await);
+        let f = fault::from_status(status, &s.shown_url, &body, retry_after.as_deref());
+        let mut obs = finish(
+            s,
+            index,
+            run_start,
+            sent,
+            Some(status),
+            Some(timer.finish_redacted(now_ns(s.origin), &s.secrets)),
+            Some(f),
+        );
         obs.record.retry_after = retry_after;
         return obs;
     }
+    if let Some(enc) = header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity")) {
+        let f = fault::compressed(&enc, &s.shown_url, triage_core::lang::Lang::En);
+        return finish(
+            s,
+            index,
+            run_start,
+            sent,
+            Some(status),
+            Some(timer.finish_redacted(now_ns(s.origin), &s.secrets)),
+            Some(f),
+        );
+    }
     let mut error = None;
     loop {
-        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+        // A server that always has the next chunk ready never lets a timeout fire on its own:
+        // the deadline is checked before every read.
+        let next = if tokio::time::Instant::now() >= deadline {
+            Err(())
+        } else {
+            tokio::time::timeout_at(deadline, resp.chunk()).await.map_err(|_| ())
+        };
+        match next {
             Ok(Ok(Some(bytes))) => {
                 timer.feed(&bytes, now_ns(s.origin));
             }
@@ -373,8 +436,8 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
             }
         }
     }
-    let timing = timer.finish(now_ns(s.origin));
-    let error = error.or_else(|| fault::judge_stream(&content_type, &s.url, &timing));
+    let timing = timer.finish_redacted(now_ns(s.origin), &s.secrets);
+    let error = error.or_else(|| fault::judge_stream(&content_type, &s.shown_url, &timing));
     finish(s, index, run_start, sent, Some(status), Some(timing), error)
 }
 
@@ -387,7 +450,7 @@ fn finish(
     timing: Option<RequestTiming>,
     error: Option<Fault>,
 ) -> Observed {
-    let error = error.map(|f| Fault { kind: f.kind, message: s.redact(f.message) });
+    let error = error.map(|f| Fault { kind: f.kind, message: s.redact(&f.message) });
     let record = RequestRecord::new(index, run_start, sent, status, timing.as_ref(), error);
     Observed { record, timing }
 }

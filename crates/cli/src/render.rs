@@ -86,6 +86,35 @@ pub fn probe_text(r: &ProbeReport) -> String {
             }
         }
     }
+    // What a bounded record left out, said where a person reads.
+    let cut: u64 = r.requests.iter().map(|q| q.cut_events).sum();
+    if cut > 0 {
+        let n = r.requests.iter().filter(|q| q.cut_events > 0).count();
+        let _ = writeln!(
+            out,
+            "\ncut events: {cut} event(s) in {n} request(s) were longer than the SSE parser's limit (a line over 1 MiB, an event over 4 MiB) and could not be read whole"
+        );
+    }
+    let beyond: Vec<_> = r.requests.iter().filter(|q| q.tokens_beyond_cap > 0).collect();
+    if !beyond.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nlong streams: {} request(s) sent more than 65,536 token events; gaps after that are summarised (sketch, ≤ 1 % error), not listed:",
+            beyond.len()
+        );
+        for q in beyond.iter().take(5) {
+            let g = q.gaps_beyond_cap.as_ref();
+            let _ = writeln!(
+                out,
+                "  request #{}: {} more token events, later gaps p50 {} ms p99 {} ms max {} ms",
+                q.index,
+                q.tokens_beyond_cap,
+                cell(g.map(|g| g.p50)),
+                cell(g.map(|g| g.p99)),
+                cell(g.map(|g| g.max)),
+            );
+        }
+    }
     let stalled: Vec<_> = r.requests.iter().filter(|q| !q.stalls.is_empty()).collect();
     if !stalled.is_empty() {
         let _ = writeln!(out, "\nstalls (a gap above max(k × running median of earlier gaps, floor)):");

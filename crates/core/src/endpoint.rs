@@ -49,6 +49,68 @@ pub enum EndpointError {
     Scheme(String),
     #[error("url has no host: {0:?}")]
     NoHost(String),
+    /// The host or port cannot be right: `(url, what is wrong)`.
+    #[error("url {0:?}: {1}")]
+    Authority(String, AuthorityProblem),
+}
+
+/// What is wrong with a URL's `host:port`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuthorityProblem {
+    #[error("the port is not a number from 1 to 65535")]
+    Port,
+    #[error("an IPv6 address must be written in brackets with hex digits, e.g. http://[::1]:8000")]
+    Ipv6,
+    #[error("the host name holds characters a host cannot have")]
+    Host,
+}
+
+impl AuthorityProblem {
+    fn zh(self) -> &'static str {
+        match self {
+            AuthorityProblem::Port => "端口不是 1 到 65535 之间的数字",
+            AuthorityProblem::Ipv6 => "IPv6 地址必须写在方括号里且只含十六进制数字，例如 http://[::1]:8000",
+            AuthorityProblem::Host => "主机名中有主机名不可能含有的字符",
+        }
+    }
+}
+
+/// Check `user@host:port` as it appears after the scheme.
+fn check_authority(authority: &str) -> Result<(), AuthorityProblem> {
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host, port) = if let Some(rest) = host_port.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']').ok_or(AuthorityProblem::Ipv6)?;
+        let zone_free = inside.split('%').next().unwrap_or("");
+        if zone_free.is_empty()
+            || !zone_free.contains(':')
+            || !zone_free.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+        {
+            return Err(AuthorityProblem::Ipv6);
+        }
+        match after {
+            "" => ("", None),
+            p => ("", Some(p.strip_prefix(':').ok_or(AuthorityProblem::Port)?)),
+        }
+    } else {
+        match host_port.split_once(':') {
+            Some((h, p)) if p.contains(':') => {
+                let _ = h;
+                return Err(AuthorityProblem::Ipv6);
+            }
+            Some((h, p)) => (h, Some(p)),
+            None => (host_port, None),
+        }
+    };
+    if host.chars().any(|c| c.is_whitespace() || c.is_control() || "<>\\^`{|}\"".contains(c)) {
+        return Err(AuthorityProblem::Host);
+    }
+    match port {
+        None | Some("") => Ok(()),
+        Some(p) => match p.parse::<u32>() {
+            Ok(1..=65_535) if p.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
+            _ => Err(AuthorityProblem::Port),
+        },
+    }
 }
 
 impl EndpointError {
@@ -60,6 +122,7 @@ impl EndpointError {
                 format!("URL 必须以 http:// 或 https:// 开头（收到的是 {s:?}）")
             }
             (EndpointError::NoHost(s), Lang::Zh) => format!("URL 中没有主机名：{s:?}"),
+            (EndpointError::Authority(s, p), Lang::Zh) => format!("URL {s:?}：{}", p.zh()),
         }
     }
 }
@@ -118,6 +181,7 @@ pub fn resolve_in(input: &str, api: Api, lang: Lang) -> Result<Resolved, Endpoin
     if host.is_empty() {
         return Err(EndpointError::NoHost(input.to_owned()));
     }
+    check_authority(host).map_err(|p| EndpointError::Authority(input.to_owned(), p))?;
     let mut warnings = Vec::new();
     let path = path.trim_end_matches('/');
     let lower_path = path.to_ascii_lowercase();
@@ -301,7 +365,7 @@ mod tests {
             kinds += 1;
         }
         assert_eq!(kinds, 3);
-        for input in ["ftp://x", "https://"] {
+        for input in ["ftp://x", "https://", "http://h:99999/v1"] {
             let e = resolve(input, Api::Openai).unwrap_err();
             assert_eq!(e.message_in(Lang::En), e.to_string());
             let z = e.message_in(Lang::Zh);
@@ -348,6 +412,30 @@ mod tests {
     fn rejects_non_http() {
         assert_eq!(resolve("gw.example/v1", Api::Openai), Err(EndpointError::Scheme("gw.example/v1".into())));
         assert!(matches!(resolve("http:///v1", Api::Openai), Err(EndpointError::NoHost(_))));
+        use AuthorityProblem::*;
+        for (url, problem) in [
+            ("http://h:99999/v1", Some(Port)),
+            ("http://h:0/v1", Some(Port)),
+            ("http://h:80a/v1", Some(Port)),
+            ("http://h:+80/v1", Some(Port)),
+            ("http://::1:8000/v1", Some(Ipv6)),
+            ("http://[::1/v1", Some(Ipv6)),
+            ("http://[::g]:80/v1", Some(Ipv6)),
+            ("http://[::1]x/v1", Some(Port)),
+            ("http://a b/v1", Some(Host)),
+            ("http://[::1]:8000/v1", None),
+            ("http://[fe80::1%25eth0]/v1", None),
+            ("http://user:pw@h:8000/v1", None),
+            ("http://h:/v1", None),
+            ("https://api.example.com/v1", None),
+        ] {
+            let got = match resolve(url, Api::Openai) {
+                Err(EndpointError::Authority(_, p)) => Some(p),
+                Err(e) => panic!("{url}: {e}"),
+                Ok(_) => None,
+            };
+            assert_eq!(got, problem, "{url}");
+        }
     }
 
     #[test]

@@ -42,6 +42,13 @@ pub enum FaultKind {
     IncompleteStream,
     /// Browser only: the response was hidden by the same-origin policy.
     Cors,
+    /// A 3xx answer. The probe follows no redirect: it would carry the key and headers to
+    /// another URL, and 301/302/303 turn the POST into a GET.
+    Redirect,
+    /// A 2xx stream that ended without a single token event.
+    NoTokens,
+    /// The body came compressed (`Content-Encoding`) although the probe asked for `identity`.
+    CompressedBody,
     Other,
 }
 
@@ -69,6 +76,9 @@ impl FaultKind {
             FaultKind::StreamErrorEvent => "stream_error_event",
             FaultKind::IncompleteStream => "incomplete_stream",
             FaultKind::Cors => "cors",
+            FaultKind::Redirect => "redirect",
+            FaultKind::NoTokens => "no_tokens",
+            FaultKind::CompressedBody => "compressed_body",
             FaultKind::Other => "other",
         }
     }
@@ -87,13 +97,52 @@ impl Fault {
     }
 }
 
-/// Up to `max` characters of `s` on one line, for quoting a response body in a message.
+/// Up to `max` characters of `s` on one line, for quoting a response body in a message:
+/// credential-shaped words redacted first, then cut ([`crate::safe`]). Callers that know the
+/// run's exact secrets redact them before (`Secrets::redact`).
 pub fn excerpt(s: &str, max: usize) -> String {
-    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one_line.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &one_line[..i]),
-        None => one_line,
-    }
+    crate::safe::Secrets::new().excerpt(s, max)
+}
+
+/// A 3xx answer, which the probe does not follow. `location` is the `Location` header (already
+/// redacted by the caller), when there was one.
+/// `status` 0 means the status is hidden (a browser's `opaqueredirect`).
+pub fn from_redirect(status: u16, url: &str, location: Option<&str>, lang: Lang) -> Fault {
+    let to = location.map(|l| excerpt(l, 300));
+    let status = if status == 0 { "3xx".to_owned() } else { status.to_string() };
+    Fault::new(
+        FaultKind::Redirect,
+        match to {
+            Some(to) => lang.pick(
+                format!(
+                    "HTTP {status} from {url}: redirected to {to} — the probe follows no redirect (it would carry the key and headers there, and {status} turns a POST into a GET); if you trust that URL, probe it directly"
+                ),
+                format!(
+                    "{url} 返回 HTTP {status}：重定向到 {to}——探测不跟随重定向（那会把 key 和请求头带过去， 而且 {status} 会把 POST 变成 GET）；如果信任那个地址，请直接探测它"
+                ),
+            ),
+            None => lang.pick(
+                format!("HTTP {status} from {url}: a redirect without a Location header — the probe follows no redirect"),
+                format!("{url} 返回 HTTP {status}：没有 Location 头的重定向——探测不跟随重定向"),
+            ),
+        },
+    )
+}
+
+/// The body came with a `Content-Encoding` other than `identity`.
+pub fn compressed(encoding: &str, url: &str, lang: Lang) -> Fault {
+    let e = excerpt(encoding, 40);
+    Fault::new(
+        FaultKind::CompressedBody,
+        lang.pick(
+            format!(
+                "{url} sent the stream compressed (Content-Encoding: {e}) although the probe asked for identity: a proxy compressing text/event-stream also buffers it, so token times would be the compressor's — turn compression off for event streams"
+            ),
+            format!(
+                "{url} 返回了压缩过的流（Content-Encoding: {e}），而探测请求的是 identity： 对 text/event-stream 做压缩的代理也会缓冲它，token 时间就成了压缩器的时间——请对事件流关闭压缩"
+            ),
+        ),
+    )
 }
 
 fn html_title(body: &str) -> Option<&str> {
@@ -226,6 +275,7 @@ pub fn judge_stream_in(content_type: &str, url: &str, t: &RequestTiming, lang: L
         ));
     }
     if let Some(e) = &t.stream_error {
+        let e = excerpt(e, 300);
         return Some(Fault::new(
             FaultKind::StreamErrorEvent,
             lang.pick(format!("the stream carried an error event: {e}"), format!("流中出现了错误事件：{e}")),
@@ -251,7 +301,7 @@ pub fn judge_stream_in(content_type: &str, url: &str, t: &RequestTiming, lang: L
         ));
     }
     if !t.completed() {
-        let tokens = t.token_times_ns.len();
+        let tokens = t.token_events();
         let cut = if t.truncated_event {
             lang.pick(" (the last event was cut off mid-way)", "（最后一个事件在中途被截断）")
         } else {
@@ -264,6 +314,26 @@ pub fn judge_stream_in(content_type: &str, url: &str, t: &RequestTiming, lang: L
                     "the stream ended after {tokens} token events without a finish reason or terminal event{cut}"
                 ),
                 format!("流在 {tokens} 个 token 事件后结束，没有 finish reason，也没有终止事件{cut}"),
+            ),
+        ));
+    }
+    if t.token_events() == 0 {
+        let cut = match t.cut_events {
+            0 => String::new(),
+            n => lang.pick(
+                format!(" ({n} event(s) were cut at the size limit and could not be read)"),
+                format!("（有 {n} 个事件超过大小上限被截断，无法读取）"),
+            ),
+        };
+        return Some(Fault::new(
+            FaultKind::NoTokens,
+            lang.pick(
+                format!(
+                    "the stream ended without a single token event{cut}: the server answered but generated nothing (max_tokens 0, an empty completion, or a broken stream) — not a success"
+                ),
+                format!(
+                    "流结束了，却没有任何 token 事件{cut}：服务端有应答但什么都没生成 （max_tokens 为 0、空补全，或流本身有问题）——不算成功"
+                ),
             ),
         ));
     }
@@ -356,12 +426,28 @@ mod tests {
             assert!(zh.message.contains(url));
             assert_same_fault_in_zh(&en, &zh, &mut seen);
         }
-        let streams: [(&str, &[u8]); 5] = [
+        for (en, zh) in [
+            (
+                from_redirect(302, url, Some("https://evil.example/x?key=abc123"), Lang::En),
+                from_redirect(302, url, Some("https://evil.example/x?key=abc123"), Lang::Zh),
+            ),
+            (from_redirect(307, url, None, Lang::En), from_redirect(307, url, None, Lang::Zh)),
+            (compressed("gzip", url, Lang::En), compressed("gzip", url, Lang::Zh)),
+        ] {
+            assert!(!en.message.contains("abc123"), "{}", en.message);
+            assert_same_fault_in_zh(&en, &zh, &mut seen);
+        }
+        let streams: [(&str, &[u8]); 7] = [
             ("text/html", b"<!DOCTYPE html><html><head><title>Acme AI 3</title>"),
             ("application/json", br#"{"choices":[{"message":{"content":"hi"}}]}"#),
             ("", b"x"),
             ("text/event-stream", b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"),
             ("text/event-stream", b"data: {\"error\":{\"message\":\"engine dead\"}}\n\n"),
+            ("text/event-stream", b"data: [DONE]\n\n"),
+            (
+                "text/event-stream",
+                b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+            ),
         ];
         for (ct, bytes) in streams {
             let mut t = StreamTimer::new(0, TimerConfig::default());
@@ -384,6 +470,9 @@ mod tests {
                 FaultKind::NotSse,
                 FaultKind::StreamErrorEvent,
                 FaultKind::IncompleteStream,
+                FaultKind::Redirect,
+                FaultKind::NoTokens,
+                FaultKind::CompressedBody,
             ]
         );
     }

@@ -68,6 +68,25 @@ pub struct RequestRecord {
     pub response_id: Option<String>,
     pub stalls: Vec<StallRecord>,
     pub retry_after: Option<String>,
+    /// Token events after the first `timing::MAX_TOKEN_TIMES` (65,536): `gaps_ms` lists the
+    /// gaps up to the cap, these events' gaps are summarised in `gaps_beyond_cap`. 0 for any
+    /// ordinary response; present so a bounded record says what it left out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens_beyond_cap: u64,
+    /// Quantiles (from a sketch, ≤ 1 % relative error) of the gaps after the cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gaps_beyond_cap: Option<Quantiles>,
+    /// Stalls found but not listed in `stalls` (more than `timing::MAX_STALLS`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stalls_not_listed: u64,
+    /// Events cut at the SSE parser's size limits (a line over 1 MiB, an event over 4 MiB):
+    /// their data could not be read whole.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut_events: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RequestRecord {
@@ -102,6 +121,10 @@ impl RequestRecord {
             response_id: None,
             stalls: Vec::new(),
             retry_after: None,
+            tokens_beyond_cap: 0,
+            gaps_beyond_cap: None,
+            stalls_not_listed: 0,
+            cut_events: 0,
         };
         if let Some(t) = timing {
             r.ttft_ms = t.ttft_ns().map(ms_u);
@@ -129,6 +152,10 @@ impl RequestRecord {
                     threshold_ms: ms_u(s.threshold_ns),
                 })
                 .collect();
+            r.tokens_beyond_cap = t.tokens_beyond_cap;
+            r.gaps_beyond_cap = t.gaps_beyond_cap.as_ref().and_then(Quantiles::of_sketch_ns);
+            r.stalls_not_listed = t.stalls_not_listed;
+            r.cut_events = t.cut_events;
         }
         r
     }
@@ -158,6 +185,22 @@ impl Quantiles {
             max: r(s.max),
             min: r(s.min),
             n: s.count,
+        })
+    }
+}
+
+impl Quantiles {
+    /// From a sketch of nanoseconds, in milliseconds.
+    pub fn of_sketch_ns(s: &crate::stats::QuantileSketch) -> Option<Quantiles> {
+        let q = |p: f64| s.quantile(p).map(ms);
+        Some(Quantiles {
+            p50: q(0.5)?,
+            p90: q(0.9)?,
+            p99: q(0.99)?,
+            mean: ms(s.mean()?),
+            max: ms(s.max()?),
+            min: ms(s.min()?),
+            n: s.count(),
         })
     }
 }
@@ -202,7 +245,7 @@ impl ProbeSummary {
             ok: requests.iter().filter(|r| r.ok).count(),
             failed: requests.iter().filter(|r| !r.ok).count(),
             failures,
-            stalls: requests.iter().map(|r| r.stalls.len()).sum(),
+            stalls: requests.iter().map(|r| r.stalls.len() + r.stalls_not_listed as usize).sum(),
             output_tokens,
             throughput_tok_s: (wall_ms > 0.0)
                 .then(|| (output_tokens as f64 * 1_000.0 / wall_ms * 10.0).round() / 10.0),

@@ -71,6 +71,24 @@ impl Secrets {
         }
     }
 
+    /// [`Secrets::redact`] for text that was cut *before* it reached us (a body's first 512
+    /// bytes): a trailing fragment of four or more characters that starts a known secret is
+    /// redacted too, so a key straddling that earlier cut leaks nothing.
+    pub fn redact_truncated<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = self.redact(text);
+        for secret in &self.exact {
+            let longest = (MIN_SECRET_LEN..secret.len())
+                .rev()
+                .filter(|&n| secret.is_char_boundary(n))
+                .find(|&n| out.ends_with(&secret[..n]));
+            if let Some(n) = longest {
+                let keep = out.len() - n;
+                out = Cow::Owned(format!("{}***", &out[..keep]));
+            }
+        }
+        out
+    }
+
     /// Up to `max_chars` characters of `text` on one line (whitespace runs become one space),
     /// redacted before it is cut.
     pub fn excerpt(&self, text: &str, max_chars: usize) -> String {
@@ -296,6 +314,13 @@ mod tests {
         }
         // Without the key known, the pattern still catches it.
         assert!(!Secrets::new().excerpt(&format!("{}{key}", "x ".repeat(10)), 24).contains("sk-l"));
+    }
+
+    #[test]
+    fn a_key_cut_before_it_reached_us_is_redacted_too() {
+        let s = Secrets::new().with("abcdefgh12345678");
+        assert_eq!(s.redact_truncated("body: abcdefgh1"), "body: ***");
+        assert_eq!(s.redact_truncated("body: abc"), "body: abc");
     }
 
     #[test]

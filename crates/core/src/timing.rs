@@ -5,7 +5,9 @@
 //! nanoseconds. Any origin works as long as one request uses one clock. The definitions are
 //! the canonical ones of BRIEF.md; each field's rustdoc says what other tools call it.
 
+use crate::safe::{Secrets, cut};
 use crate::sse::{SseItem, SseLimits, SseParser};
+use crate::stats::QuantileSketch;
 use crate::stream::{Classified, Dialect, TokenKind, Usage, classify};
 use serde::{Deserialize, Serialize};
 
@@ -92,8 +94,34 @@ pub struct RequestTiming {
     pub truncated_event: bool,
     /// The first bytes of the body (up to 512), kept to explain what came instead of SSE.
     pub body_prefix: String,
+    /// Stalls, at most [`MAX_STALLS`] of them (the rest are counted in `stalls_not_listed`).
     pub stalls: Vec<Stall>,
+    /// Token events after the first [`MAX_TOKEN_TIMES`], whose arrival times were not kept.
+    #[serde(default)]
+    pub tokens_beyond_cap: u64,
+    /// Arrival of the last token event (kept even when its time is beyond the cap).
+    #[serde(default)]
+    pub last_token_ns: Option<u64>,
+    /// The gaps after the cap, as a sketch (≤ 1 % relative error on quantiles).
+    #[serde(default)]
+    pub gaps_beyond_cap: Option<QuantileSketch>,
+    /// Stalls found but not listed in `stalls` (beyond [`MAX_STALLS`]).
+    #[serde(default)]
+    pub stalls_not_listed: u64,
+    /// Events cut at the parser's size limits ([`SseLimits`]): their data was incomplete.
+    #[serde(default)]
+    pub cut_events: u64,
 }
+
+/// Token events whose arrival times a [`StreamTimer`] keeps exactly (≈ 576 KiB with their
+/// kinds). Later events are counted, their gaps go into a bounded sketch, and stalls among them
+/// are judged against the median gap at the cap — so a request's memory is bounded whatever
+/// the server sends: this, [`MAX_STALLS`], 512 bytes of body prefix and the SSE parser's
+/// [`SseLimits`].
+pub const MAX_TOKEN_TIMES: usize = 65_536;
+
+/// Stalls listed per request; more are counted.
+pub const MAX_STALLS: usize = 1_024;
 
 impl RequestTiming {
     fn since_sent(&self, t: Option<u64>) -> Option<u64> {
@@ -104,6 +132,16 @@ impl RequestTiming {
     /// reasoning or tool call). vLLM bench and aiperf call this TTFT too.
     pub fn ttft_ns(&self) -> Option<u64> {
         self.since_sent(self.token_times_ns.first().copied())
+    }
+
+    /// Token-carrying events, including those beyond [`MAX_TOKEN_TIMES`].
+    pub fn token_events(&self) -> u64 {
+        self.token_times_ns.len() as u64 + self.tokens_beyond_cap
+    }
+
+    /// Arrival of the last token event.
+    pub fn last_token(&self) -> Option<u64> {
+        self.last_token_ns.or_else(|| self.token_times_ns.last().copied())
     }
 
     /// Time to first output: request sent → first *answer* (non-reasoning) token. aiperf TTFO.
@@ -118,7 +156,8 @@ impl RequestTiming {
 
     /// Inter-token gaps: time between successive token-carrying events. vLLM bench calls these
     /// ITL, aiperf ICL (inter-chunk latency); vLLM's Prometheus `inter_token_latency_seconds`
-    /// is the server-side per-step analogue.
+    /// is the server-side per-step analogue. Only the gaps between the first
+    /// [`MAX_TOKEN_TIMES`] events; later ones are summarised in `gaps_beyond_cap`.
     pub fn gaps_ns(&self) -> impl Iterator<Item = u64> + '_ {
         self.token_times_ns.windows(2).map(|w| w[1].saturating_sub(w[0]))
     }
@@ -128,7 +167,7 @@ impl RequestTiming {
     pub fn output_tokens(&self) -> (u64, TokenSource) {
         match self.usage.and_then(|u| u.output_tokens) {
             Some(n) => (n, TokenSource::Usage),
-            None => (self.token_times_ns.len() as u64, TokenSource::Counted),
+            None => (self.token_events(), TokenSource::Counted),
         }
     }
 
@@ -136,13 +175,13 @@ impl RequestTiming {
     /// vLLM bench calls this TPOT; aiperf and guidellm call it ITL. Needs ≥ 2 tokens.
     pub fn tpot_ns(&self) -> Option<f64> {
         let (n, _) = self.output_tokens();
-        let (first, last) = (self.token_times_ns.first()?, self.token_times_ns.last()?);
+        let (first, last) = (*self.token_times_ns.first()?, self.last_token()?);
         (n >= 2 && last > first).then(|| (last - first) as f64 / (n - 1) as f64)
     }
 
     /// End to end: request sent → last token (not socket close).
     pub fn e2e_ns(&self) -> Option<u64> {
-        self.since_sent(self.token_times_ns.last().copied())
+        self.since_sent(self.last_token())
     }
 
     /// The stream ended as a complete response (a finish reason or a terminal event).
@@ -160,6 +199,9 @@ pub struct StreamTimer {
     parser: SseParser,
     t: RequestTiming,
     prefix: Vec<u8>,
+    /// Stall threshold for gaps beyond the cap: the running-median rule frozen at the cap.
+    late_threshold_ns: u64,
+    late_stalls: Vec<Stall>,
 }
 
 impl StreamTimer {
@@ -189,8 +231,15 @@ impl StreamTimer {
                 truncated_event: false,
                 body_prefix: String::new(),
                 stalls: Vec::new(),
+                tokens_beyond_cap: 0,
+                last_token_ns: None,
+                gaps_beyond_cap: None,
+                stalls_not_listed: 0,
+                cut_events: 0,
             },
             prefix: Vec::new(),
+            late_threshold_ns: 0,
+            late_stalls: Vec::new(),
         }
     }
 
@@ -211,24 +260,35 @@ impl StreamTimer {
             let take = (BODY_PREFIX_BYTES - self.prefix.len()).min(chunk.len());
             self.prefix.extend_from_slice(&chunk[..take]);
         }
-        let before = self.t.token_times_ns.len();
-        let t = &mut self.t;
+        let before = self.t.token_events();
+        let (t, late) = (
+            &mut self.t,
+            &mut Late {
+                threshold_ns: &mut self.late_threshold_ns,
+                stalls: &mut self.late_stalls,
+                cfg: self.config.stall,
+            },
+        );
         self.parser.feed(chunk, at_ns, &mut |item| match item {
             SseItem::Event(e) => {
+                if e.truncated {
+                    t.cut_events += 1;
+                }
                 let c = classify(e.event, e.data);
-                record(t, &c, e.at_ns);
+                record(t, late, &c, e.at_ns);
             }
             SseItem::Comment { .. } => t.pings += 1,
         });
-        self.t.token_times_ns.len() - before
+        usize::try_from(self.t.token_events() - before).unwrap_or(usize::MAX)
     }
 
     /// Token events so far (for progress displays).
     pub fn tokens_so_far(&self) -> usize {
-        self.t.token_times_ns.len()
+        usize::try_from(self.t.token_events()).unwrap_or(usize::MAX)
     }
 
-    /// Arrival of every token event so far, in order (a live view's gaps).
+    /// Arrival of every token event so far, in order (a live view's gaps), up to
+    /// [`MAX_TOKEN_TIMES`].
     pub fn token_times_ns(&self) -> &[u64] {
         &self.t.token_times_ns
     }
@@ -238,20 +298,63 @@ impl StreamTimer {
         self.t.token_times_ns.first().copied()
     }
 
-    /// The stream is over (body ended, or the host gave up at `at_ns`).
-    pub fn finish(mut self, at_ns: u64) -> RequestTiming {
+    /// The stream is over (body ended, or the host gave up at `at_ns`). Strings the server
+    /// chose are redacted of credential shapes and bounded ([`RequestTiming::redact`]).
+    pub fn finish(self, at_ns: u64) -> RequestTiming {
+        self.finish_redacted(at_ns, &Secrets::new())
+    }
+
+    /// [`StreamTimer::finish`], redacting the run's exact `secrets` as well (before anything is
+    /// cut).
+    pub fn finish_redacted(mut self, at_ns: u64, secrets: &Secrets) -> RequestTiming {
         let end = self.parser.finish();
         self.t.truncated_event = end.discarded_event;
         if self.t.done_ns.is_none() && self.t.first_byte_ns.is_some() {
             self.t.done_ns = Some(at_ns);
         }
         self.t.body_prefix = String::from_utf8_lossy(&self.prefix).into_owned();
-        self.t.stalls = find_stalls(&self.t.token_times_ns, self.config.stall);
+        let mut stalls = find_stalls(&self.t.token_times_ns, self.config.stall);
+        stalls.append(&mut self.late_stalls);
+        if stalls.len() > MAX_STALLS {
+            self.t.stalls_not_listed += (stalls.len() - MAX_STALLS) as u64;
+            stalls.truncate(MAX_STALLS);
+        }
+        self.t.stalls = stalls;
+        self.t.redact(secrets);
         self.t
     }
 }
 
-fn record(t: &mut RequestTiming, c: &Classified, at_ns: u64) {
+/// Longest a server-chosen string is kept in a [`RequestTiming`] (characters).
+const MAX_SERVER_STRING: usize = 1_000;
+
+impl RequestTiming {
+    /// Redact every string the server chose (body prefix, stream error, finish reason, response
+    /// id) with `secrets` and credential patterns, then cut each to a bound.
+    pub fn redact(&mut self, secrets: &Secrets) {
+        let fix = |s: &mut String, max: usize| {
+            let r = secrets.redact_truncated(s);
+            if r.chars().count() > max || matches!(r, std::borrow::Cow::Owned(_)) {
+                *s = cut(&r, max);
+            }
+        };
+        fix(&mut self.body_prefix, BODY_PREFIX_BYTES);
+        for s in
+            [&mut self.stream_error, &mut self.finish_reason, &mut self.response_id].into_iter().flatten()
+        {
+            fix(s, MAX_SERVER_STRING);
+        }
+    }
+}
+
+/// What the timer keeps about token events beyond [`MAX_TOKEN_TIMES`].
+struct Late<'a> {
+    threshold_ns: &'a mut u64,
+    stalls: &'a mut Vec<Stall>,
+    cfg: StallConfig,
+}
+
+fn record(t: &mut RequestTiming, late: &mut Late<'_>, c: &Classified, at_ns: u64) {
     t.events += 1;
     t.first_event_ns.get_or_insert(at_ns);
     if t.dialect.is_none() {
@@ -261,8 +364,28 @@ fn record(t: &mut RequestTiming, c: &Classified, at_ns: u64) {
         t.response_id.clone_from(&c.response_id);
     }
     if let Some(kind) = c.token {
-        t.token_times_ns.push(at_ns);
-        t.token_kinds.push(kind);
+        if t.token_times_ns.len() < MAX_TOKEN_TIMES {
+            t.token_times_ns.push(at_ns);
+            t.token_kinds.push(kind);
+            if t.token_times_ns.len() == MAX_TOKEN_TIMES {
+                *late.threshold_ns = threshold_at_cap(&t.token_times_ns, late.cfg);
+            }
+        } else {
+            let last = t.last_token().unwrap_or(at_ns);
+            let gap = at_ns.saturating_sub(last);
+            t.gaps_beyond_cap.get_or_insert_with(QuantileSketch::new).insert(gap as f64);
+            // Gap indexes continue the exact list's: gap `i` lies between events `i` and `i + 1`.
+            let index = usize::try_from(t.token_events() - 1).unwrap_or(usize::MAX);
+            if gap > *late.threshold_ns {
+                if late.stalls.len() < MAX_STALLS {
+                    late.stalls.push(Stall { index, gap_ns: gap, threshold_ns: *late.threshold_ns });
+                } else {
+                    t.stalls_not_listed += 1;
+                }
+            }
+            t.tokens_beyond_cap += 1;
+        }
+        t.last_token_ns = Some(at_ns);
         if kind != TokenKind::Reasoning {
             t.first_answer_ns.get_or_insert(at_ns);
         }
@@ -286,6 +409,24 @@ fn record(t: &mut RequestTiming, c: &Classified, at_ns: u64) {
         t.terminal_seen = true;
         t.done_ns = Some(at_ns);
     }
+}
+
+/// The stall threshold after the last exact gap: `max(factor × median of all exact gaps,
+/// threshold)`, as [`find_stalls`] would apply it to the next gap.
+fn threshold_at_cap(token_times_ns: &[u64], cfg: StallConfig) -> u64 {
+    let mut gaps: Vec<u64> = token_times_ns.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
+    let median = match gaps.len() {
+        0 => None,
+        n => {
+            gaps.sort_unstable();
+            Some(if n % 2 == 1 {
+                gaps[n / 2] as f64
+            } else {
+                (gaps[n / 2 - 1] as f64 + gaps[n / 2] as f64) / 2.0
+            })
+        }
+    };
+    median.map(|m| (m * cfg.factor) as u64).unwrap_or(0).max(cfg.threshold_ns)
 }
 
 /// Gaps above `max(factor × median of the earlier gaps, threshold)`. The running median uses
@@ -431,5 +572,49 @@ mod tests {
         assert_eq!(find_stalls(&times, cfg)[0].threshold_ns, 200 * MS);
         assert!(find_stalls(&[], cfg).is_empty());
         assert!(find_stalls(&[5], cfg).is_empty());
+    }
+
+    /// An endless stream keeps a bounded record: exact times up to the cap, counts, a sketch and
+    /// stalls (judged against the median at the cap) beyond it.
+    #[test]
+    fn token_times_are_bounded_and_the_rest_is_counted() {
+        let mut t = StreamTimer::new(0, TimerConfig::default());
+        let chunk = openai_chunk(r#"{"content":"x"}"#);
+        let extra = 5_000u64;
+        let mut at = 0;
+        for i in 0..(MAX_TOKEN_TIMES as u64 + extra) {
+            // 10 ms gaps, one 500 ms stall after the cap.
+            at += if i == MAX_TOKEN_TIMES as u64 + 100 { 500 * MS } else { 10 * MS };
+            t.feed(chunk.as_bytes(), at);
+        }
+        assert_eq!(t.token_times_ns().len(), MAX_TOKEN_TIMES);
+        assert_eq!(t.tokens_so_far() as u64, MAX_TOKEN_TIMES as u64 + extra);
+        let r = t.finish(at + MS);
+        assert_eq!(r.token_times_ns.capacity().min(MAX_TOKEN_TIMES * 2), r.token_times_ns.capacity());
+        assert_eq!(r.token_events(), MAX_TOKEN_TIMES as u64 + extra);
+        assert_eq!(r.output_tokens(), (MAX_TOKEN_TIMES as u64 + extra, TokenSource::Counted));
+        assert_eq!(r.e2e_ns(), Some(at));
+        let tpot = r.tpot_ns().unwrap();
+        assert!((tpot - 10.0 * MS as f64).abs() < 0.01 * MS as f64, "{tpot}");
+        assert_eq!(r.gaps_ns().count(), MAX_TOKEN_TIMES - 1);
+        let late = r.gaps_beyond_cap.as_ref().unwrap();
+        assert_eq!(late.count(), extra);
+        assert_eq!(r.stalls.len(), 1, "{:?}", r.stalls);
+        let s = r.stalls[0];
+        assert_eq!((s.index, s.gap_ns, s.threshold_ns), (MAX_TOKEN_TIMES + 99, 500 * MS, 100 * MS));
+    }
+
+    #[test]
+    fn cut_events_are_counted() {
+        let mut t = StreamTimer::new(
+            0,
+            TimerConfig {
+                limits: SseLimits { max_line_bytes: 64, max_event_bytes: 64 },
+                ..TimerConfig::default()
+            },
+        );
+        t.feed(format!("data: {}\n\ndata: [DONE]\n\n", "x".repeat(1000)).as_bytes(), 1);
+        let r = t.finish(2);
+        assert_eq!((r.cut_events, r.token_events()), (1, 0));
     }
 }

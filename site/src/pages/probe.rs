@@ -36,6 +36,13 @@ struct Opts {
     calls: RefCell<Vec<f64>>,
 }
 
+impl Opts {
+    /// The run's secrets: the key (the page adds no other header a person chose).
+    fn secrets(&self) -> triage_core::safe::Secrets {
+        triage_core::safe::Secrets::new().with(&self.key)
+    }
+}
+
 /// What a request in flight has shown so far, for the live charts (its record replaces it
 /// when it ends).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -165,7 +172,8 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
     .await;
     let end = browser::now_ms();
     let tokens = timer.borrow().tokens_so_far();
-    let mut timing = timer.into_inner().finish(ns(end));
+    let secrets = o.secrets();
+    let mut timing = timer.into_inner().finish_redacted(ns(end), &secrets);
     let head = head.into_inner();
     // The browser's hand-over from fetch() to the socket (2–8 ms in headless Chromium) is not
     // the server's time: where Resource Timing shows when the request went out, measure from
@@ -210,15 +218,18 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
                 FaultKind::ResetMidStream,
                 say(Msg::ProbeBroke, &[("tokens", &n), ("error", msg)]),
             )),
+            (Ok(()), Some(h)) if h.redirect => Some(fault::from_redirect(h.status, &o.url, None, lang)),
             (Ok(()), Some(h)) if !(200..300).contains(&h.status) => {
-                let body = String::from_utf8_lossy(&error_body.borrow()).into_owned();
-                Some(fault::from_status_in(h.status, &o.url, &body, h.retry_after.as_deref(), lang))
+                // Redacted before `from_status` cuts it; so is the header the server chose.
+                let body = secrets.redact(&String::from_utf8_lossy(&error_body.borrow())).into_owned();
+                let retry = h.retry_after.as_deref().map(|r| triage_core::safe::cut(&secrets.redact(r), 100));
+                Some(fault::from_status_in(h.status, &o.url, &body, retry.as_deref(), lang))
             }
             (Ok(()), Some(h)) => fault::judge_stream_in(&h.content_type, &o.url, &timing, lang),
             (Ok(()), None) => Some(Fault::new(FaultKind::Other, t(lang, Msg::ProbeNoResponse))),
             (Err(FetchError::BodyFailed(msg)), None) => Some(Fault::new(FaultKind::Other, msg.clone())),
         };
-        fault.map(|f| Fault { kind: f.kind, message: endpoint::redact(&f.message, &o.key) })
+        fault.map(|f| Fault { kind: f.kind, message: secrets.redact(&f.message).into_owned() })
     };
     // Judged once per language; the record keeps the run's.
     let (en, zh) = (judge(Lang::En), judge(Lang::Zh));
