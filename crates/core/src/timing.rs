@@ -172,11 +172,13 @@ impl RequestTiming {
     }
 
     /// Time per output token: (last token − first token) / (output tokens − 1), per request.
-    /// vLLM bench calls this TPOT; aiperf and guidellm call it ITL. Needs ≥ 2 tokens.
+    /// vLLM bench calls this TPOT; aiperf and guidellm call it ITL. Needs ≥ 2 output tokens and
+    /// a token event. A zero span (every token arrived in one chunk) gives 0, as the definition
+    /// says — the same rule in the proxy filter and the analyzer; the gaps show the coalescing.
     pub fn tpot_ns(&self) -> Option<f64> {
         let (n, _) = self.output_tokens();
         let (first, last) = (*self.token_times_ns.first()?, self.last_token()?);
-        (n >= 2 && last > first).then(|| (last - first) as f64 / (n - 1) as f64)
+        (n >= 2).then(|| last.saturating_sub(first) as f64 / (n - 1) as f64)
     }
 
     /// End to end: request sent → last token (not socket close).
@@ -572,6 +574,23 @@ mod tests {
         assert_eq!(find_stalls(&times, cfg)[0].threshold_ns, 200 * MS);
         assert!(find_stalls(&[], cfg).is_empty());
         assert!(find_stalls(&[5], cfg).is_empty());
+    }
+
+    /// TPOT's zero-span rule: every token at one instant gives 0 (the definition's value); one
+    /// token gives none. The probe's record carries the same.
+    #[test]
+    fn tpot_of_a_zero_span_is_zero() {
+        let mut t = StreamTimer::new(0, TimerConfig::default());
+        let all =
+            openai_chunk(r#"{"content":"a"}"#) + &openai_chunk(r#"{"content":"b"}"#) + "data: [DONE]\n\n";
+        t.feed(all.as_bytes(), 7 * MS);
+        let r = t.finish(8 * MS);
+        assert_eq!(r.tpot_ns(), Some(0.0));
+        let rec = crate::probe::RequestRecord::new(0, 0, 0, Some(200), Some(&r), None);
+        assert_eq!(rec.tpot_ms, Some(0.0));
+        let mut t = StreamTimer::new(0, TimerConfig::default());
+        t.feed(openai_chunk(r#"{"content":"a"}"#).as_bytes(), 7 * MS);
+        assert_eq!(t.finish(8 * MS).tpot_ns(), None);
     }
 
     /// An endless stream keeps a bounded record: exact times up to the cap, counts, a sketch and

@@ -225,10 +225,11 @@ impl Summary {
     pub fn e2e_ns(&self) -> Option<u64> {
         self.since_enqueue(self.last_token_ns)
     }
-    /// (last token − first token) / (output tokens − 1), in whole nanoseconds.
+    /// (last token − first token) / (output tokens − 1), in whole nanoseconds. Needs ≥ 2 output
+    /// tokens; a zero span (every token in one chunk) gives 0, as in `triage_core::timing`.
     pub fn tpot_ns(&self) -> Option<u64> {
         let (first, last) = (self.first_token_ns?, self.last_token_ns?);
-        (self.output_tokens >= 2 && last > first).then(|| (last - first) / (self.output_tokens - 1))
+        (self.output_tokens >= 2).then(|| last.saturating_sub(first) / (self.output_tokens - 1))
     }
 }
 
@@ -497,6 +498,17 @@ mod tests {
         assert_eq!(r.input_tokens, Some(5));
         assert_eq!(r.status, Some(200));
         assert_eq!(r.dialect, Some(Dialect::OpenaiChat));
+    }
+
+    /// TPOT's zero-span rule, as in `triage_core::timing`: every token in one chunk gives 0.
+    #[test]
+    fn tpot_of_a_zero_span_is_zero() {
+        let mut s = Stream::new(0, 100 * MS, SseLimits::default());
+        let all = chunk(r#"{"content":"a"}"#) + &chunk(r#"{"content":"b"}"#) + &chunk(r#"{"content":"c"}"#);
+        s.feed(all.as_bytes(), 5 * MS, &mut |_| {});
+        s.feed(b"data: [DONE]\n\n", 5 * MS, &mut |_| {});
+        let r = s.finish(6 * MS, End::EndOfStream);
+        assert_eq!((r.output_tokens, r.tpot_ns()), (3, Some(0)));
     }
 
     #[test]

@@ -726,6 +726,22 @@ mod tests {
         assert_eq!(f.missing.last_token, 1);
     }
 
+    /// TPOT's zero-span rule (as in `timing::RequestTiming::tpot_ns`): every token at one instant
+    /// gives 0; one output token gives none.
+    #[test]
+    fn tpot_of_a_zero_span_is_zero() {
+        let log = concat!(
+            r#"{"id":"z","enqueue_time":10.0,"first_token_time":11.0,"last_token_time":11.0,"output_tokens":6}"#,
+            "\n",
+            r#"{"id":"one","enqueue_time":10.0,"first_token_time":11.0,"last_token_time":11.0,"output_tokens":1}"#,
+            "\n"
+        );
+        let (f, _) = facts_of(log);
+        let row = |id: &str| f.slowest.iter().find(|r| r.id.as_deref() == Some(id)).unwrap().tpot_ms;
+        assert_eq!(row("z"), Some(0.0));
+        assert_eq!(row("one"), None);
+    }
+
     #[test]
     fn milliseconds_nanoseconds_logfmt_and_csv() {
         let log = "ts=1 level=info request_id=x enqueue_time=1764460800000 first_token_time=1764460800250 prompt_tokens=9\n\
