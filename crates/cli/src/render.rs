@@ -144,25 +144,7 @@ pub fn probe_text(r: &ProbeReport) -> String {
     out
 }
 
-use triage_core::analyze::report::{Figure, Report};
-
-fn figure_value(f: &Figure) -> String {
-    match &f.value {
-        serde_json::Value::Object(m) if m.contains_key("p50") => {
-            let g = |k: &str| m.get(k).map(|v| v.to_string()).unwrap_or_else(|| "-".into());
-            format!(
-                "p50 {}  p90 {}  p99 {}  max {}  mean {}  (n={})",
-                g("p50"),
-                g("p90"),
-                g("p99"),
-                g("max"),
-                g("mean"),
-                g("n")
-            )
-        }
-        v => v.to_string(),
-    }
-}
+use triage_core::analyze::report::Report;
 
 fn opt(v: &serde_json::Value) -> String {
     match v {
@@ -267,7 +249,7 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
     if !plain.is_empty() {
         let _ = writeln!(out, "\n{}", l("figures:", "指标："));
         for (name, f) in plain {
-            let _ = writeln!(out, "  {name}: {} {}", figure_value(f), f.unit);
+            let _ = writeln!(out, "  {name}: {}", f.display(lang));
             let _ = writeln!(out, "      = {}", f.definition);
         }
     }
@@ -398,7 +380,7 @@ pub fn analyze_markdown_in(r: &Report, lang: Lang) -> String {
             let _ = writeln!(
                 out,
                 "| {name} | {} | {} | {} |",
-                md_escape(&figure_value(f)),
+                md_escape(&f.display(lang)),
                 f.unit,
                 md_escape(&f.definition)
             );

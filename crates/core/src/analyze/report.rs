@@ -161,6 +161,210 @@ pub struct Figure {
     pub definition: String,
 }
 
+impl Figure {
+    /// The value as a person would write it, with its unit: `177.34× at 32,768 tokens`,
+    /// `121.92 GiB`, `tried 200.00 GiB of 139.80 GiB; 139.19 GiB free`, `p50 310.2 · p90 … ms
+    /// (n = 120)`. Text, Markdown and the site all show this; the JSON keeps `value` as it is.
+    pub fn display(&self, lang: crate::lang::Lang) -> String {
+        human::value(&self.value, &self.unit, lang)
+    }
+}
+
+mod human {
+    use crate::lang::Lang;
+    use serde_json::{Map, Value};
+
+    pub(super) fn value(v: &Value, unit: &str, lang: Lang) -> String {
+        match v {
+            Value::Null => "-".to_owned(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(_) => with_unit(&scalar(v), unit),
+            // A string that carries its own unit ("121.92 GiB") is shown as it is.
+            Value::String(s) if s.chars().any(char::is_alphabetic) => s.clone(),
+            Value::String(s) => with_unit(s, unit),
+            Value::Array(items) if items.iter().all(is_scalar) => {
+                with_unit(&items.iter().map(scalar).collect::<Vec<_>>().join(", "), unit)
+            }
+            Value::Array(items) => {
+                lang.pick(format!("{} entries", items.len()), format!("{} 项", items.len()))
+            }
+            Value::Object(m) => object(m, unit, lang),
+        }
+    }
+
+    fn object(m: &Map<String, Value>, unit: &str, lang: Lang) -> String {
+        let n = |k: &str| m.get(k).and_then(Value::as_f64);
+        if m.contains_key("p50") && (m.contains_key("p90") || m.contains_key("p99")) {
+            let parts: Vec<String> = ["p50", "p90", "p99", "max", "mean"]
+                .into_iter()
+                .filter_map(|k| m.get(k).map(|v| format!("{k} {}", scalar(v))))
+                .collect();
+            let count = m.get("n").map(|c| format!(" (n = {})", scalar(c))).unwrap_or_default();
+            return format!("{}{count}", with_unit(&parts.join(" · "), unit));
+        }
+        if let (Some(times), Some(tokens)) = (n("times"), n("tokens_per_request")) {
+            return lang.pick(
+                format!("{}× at {} tokens", number(times), number(tokens)),
+                format!("{}×（每个请求 {} token）", number(times), number(tokens)),
+            );
+        }
+        if let Some(tried) = n("tried_gib") {
+            let gib = |k: &str| n(k).map(|v| format!("{v:.2} GiB"));
+            let mut s = match (gib("total_gib"), gib("free_gib")) {
+                (Some(t), Some(f)) => lang.pick(
+                    format!("tried {tried:.2} GiB of {t}; {f} free"),
+                    format!("申请 {tried:.2} GiB，总量 {t}，空闲 {f}"),
+                ),
+                (Some(t), None) => lang
+                    .pick(format!("tried {tried:.2} GiB of {t}"), format!("申请 {tried:.2} GiB，总量 {t}")),
+                _ => lang.pick(format!("tried {tried:.2} GiB"), format!("申请 {tried:.2} GiB")),
+            };
+            if let Some(a) = gib("allocated_by_pytorch_gib") {
+                s.push_str(&lang.pick(format!("; PyTorch allocated {a}"), format!("；PyTorch 已分配 {a}")));
+            }
+            if let Some(r) = gib("reserved_unallocated_gib") {
+                s.push_str(
+                    &lang.pick(format!(", reserved but unallocated {r}"), format!("，已预留未分配 {r}")),
+                );
+            }
+            return s;
+        }
+        if let Some(delta) = n("delta") {
+            let base = number(delta);
+            return match (n("per_s"), n("window_s")) {
+                (Some(r), Some(w)) => lang.pick(
+                    format!("{base} ({}/s over {} s)", number(r), number(w)),
+                    format!("{base}（{} 秒内，每秒 {}）", number(w), number(r)),
+                ),
+                _ => base,
+            };
+        }
+        // Anything else (per-GPU maps, a benchmark's figures): `key value` pairs, the unit once.
+        let parts: Vec<String> = m
+            .iter()
+            .filter(|(k, _)| !k.ends_with("_detail"))
+            .map(|(k, v)| format!("{k}: {}", value(v, "", lang)))
+            .collect();
+        with_unit(&parts.join(" · "), unit)
+    }
+
+    fn is_scalar(v: &Value) -> bool {
+        !matches!(v, Value::Array(_) | Value::Object(_))
+    }
+
+    fn scalar(v: &Value) -> String {
+        match v {
+            Value::Number(x) => x.as_f64().map_or_else(|| x.to_string(), number),
+            Value::String(s) => s.clone(),
+            Value::Null => "-".to_owned(),
+            other => other.to_string(),
+        }
+    }
+
+    /// `32768` → `32,768`; `177.339` → `177.34`; `0.0314159` → `0.0314`.
+    pub(super) fn number(x: f64) -> String {
+        if !x.is_finite() {
+            return x.to_string();
+        }
+        let s = if x.fract() == 0.0 && x.abs() < 1e15 {
+            format!("{x:.0}")
+        } else if x.abs() >= 1.0 {
+            let t = format!("{x:.2}");
+            t.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            let t = format!("{x:.4}");
+            t.trim_end_matches('0').trim_end_matches('.').to_owned()
+        };
+        group_thousands(&s)
+    }
+
+    fn group_thousands(s: &str) -> String {
+        let (sign, rest) = s.strip_prefix('-').map_or(("", s), |r| ("-", r));
+        let (int, frac) = rest.split_once('.').map_or((rest, None), |(i, f)| (i, Some(f)));
+        if int.len() <= 3 {
+            return s.to_owned();
+        }
+        let mut out = String::new();
+        for (i, c) in int.chars().enumerate() {
+            if i > 0 && (int.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        match frac {
+            Some(f) => format!("{sign}{out}.{f}"),
+            None => format!("{sign}{out}"),
+        }
+    }
+
+    fn with_unit(s: &str, unit: &str) -> String {
+        match unit {
+            "" => s.to_owned(),
+            "×" | "%" => format!("{s}{unit}"),
+            u => format!("{s} {u}"),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::super::Figure;
+        use crate::lang::Lang;
+        use serde_json::json;
+
+        fn show(value: serde_json::Value, unit: &str) -> String {
+            Figure { value, unit: unit.to_owned(), definition: String::new() }.display(Lang::En)
+        }
+
+        #[test]
+        fn figures_read_as_a_person_writes_them() {
+            assert_eq!(
+                show(json!({"times": 177.34, "tokens_per_request": 32768}), "×"),
+                "177.34× at 32,768 tokens"
+            );
+            assert_eq!(show(json!("121.92 GiB"), "bytes"), "121.92 GiB");
+            assert_eq!(
+                show(
+                    json!({"tried_gib": 200.0, "total_gib": 139.8, "free_gib": 139.19, "allocated_by_pytorch_gib": null}),
+                    "GiB"
+                ),
+                "tried 200.00 GiB of 139.80 GiB; 139.19 GiB free"
+            );
+            assert_eq!(
+                show(
+                    json!({"p50": 310.2, "p90": 500.0, "p99": 812.5, "max": 900.0, "mean": 350.1, "n": 120}),
+                    "ms"
+                ),
+                "p50 310.2 · p90 500 · p99 812.5 · max 900 · mean 350.1 ms (n = 120)"
+            );
+            assert_eq!(
+                show(json!({"p50": "≤ 0.5", "p99": "1.2", "p50_detail": {"x": 1}, "p99_detail": {}}), "s"),
+                "p50 ≤ 0.5 · p99 1.2 s"
+            );
+            assert_eq!(
+                show(json!({"delta": 1234.0, "per_s": 5.14, "window_s": 240.0}), "count"),
+                "1,234 (5.14/s over 240 s)"
+            );
+            assert_eq!(show(json!({"0": 1980.0, "1": 1410.0}), "MHz"), "0: 1,980 · 1: 1,410 MHz");
+            assert_eq!(show(json!(37), "requests"), "37 requests");
+            assert_eq!(show(json!(12.5), "%"), "12.5%");
+            assert_eq!(show(json!(0.0314159), "GiB"), "0.0314 GiB");
+            assert_eq!(show(json!(1234567.891), "tokens"), "1,234,567.89 tokens");
+            assert_eq!(show(json!(null), "ms"), "-");
+            // No raw JSON braces or quotes in any of them.
+            for v in [json!({"a": {"b": 1}}), json!([{"x": 1}]), json!(["a", "b"])] {
+                let s = show(v, "u");
+                assert!(!s.contains('{') && !s.contains('"'), "{s}");
+            }
+            let zh = Figure {
+                value: json!({"times": 2.5, "tokens_per_request": 4096}),
+                unit: "×".into(),
+                definition: String::new(),
+            };
+            assert!(crate::lang::has_cjk(&zh.display(Lang::Zh)));
+        }
+    }
+}
+
 /// The whole report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
