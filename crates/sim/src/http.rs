@@ -712,6 +712,18 @@ mod tests {
     }
 
     #[test]
+    fn a_client_that_stops_reading_fails_the_write_in_time() {
+        run(async {
+            let (mut conn, _client) = pair(small()).await;
+            let started = Instant::now();
+            let big = vec![b'a'; 64 << 20];
+            let err = send(&mut conn.stream, &big, Duration::from_millis(200)).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+            assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        });
+    }
+
+    #[test]
     fn every_status_the_servers_send_has_its_phrase() {
         for code in [200, 204, 400, 401, 403, 404, 408, 413, 429, 431, 500, 501, 502, 503, 504, 505] {
             assert_ne!(reason(code), "Status", "{code}");
