@@ -184,11 +184,15 @@ pub struct SimArgs {
     /// Seed of the workload and the engine's jitter (same seed, same incident).
     #[arg(long, default_value_t = triage_sim::model::scenario::DEFAULT_SEED)]
     pub seed: u64,
+    /// Offline: replace files that already exist in --out (a symbolic link there is replaced
+    /// itself, never written through).
+    #[arg(long, conflicts_with = "serve")]
+    pub force: bool,
     /// Offline: simulate this long instead of the scenario's own duration (e.g. 10m).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Live: simulated seconds per real second.
-    #[arg(long, default_value_t = 1.0)]
+    /// Live: simulated seconds per real second (0.01 to 1000).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = crate::sim::parse_speed)]
     pub speed: f64,
     /// Live: stop serving after this long.
     #[arg(long, default_value = "30m", value_parser = parse_duration)]

@@ -5,7 +5,7 @@
 //! HTTP. This module only chooses, writes files and prints.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -50,6 +50,23 @@ pub fn answer_key(s: &Scenario, seed: u64) -> serde_json::Value {
     })
 }
 
+/// The slowest and fastest `--speed`: slower leaves a request waiting on a frozen clock, faster
+/// makes the engine spend more than a core simulating.
+pub const SPEED_RANGE: std::ops::RangeInclusive<f64> = 0.01..=1000.0;
+
+/// `--speed`: simulated seconds per real second, a number in [`SPEED_RANGE`] (not NaN, not
+/// infinite, not zero or negative).
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if SPEED_RANGE.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected simulated seconds per real second, from {} to {}, got {s:?}",
+            SPEED_RANGE.start(),
+            SPEED_RANGE.end()
+        )),
+    }
+}
+
 fn unknown(name: &str) -> ExitCode {
     let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
     eprintln!("triage: error: unknown scenario {name:?}; one of: {}", names.join(", "));
@@ -79,7 +96,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let name = args.scenario.as_deref().unwrap_or_default();
     let Some(s) = scenario::find(name) else { return Ok(unknown(name)) };
     match (&args.out, args.serve) {
-        (Some(dir), None) => offline(&s, args.seed, args.duration, dir, args.format),
+        (Some(dir), None) => offline(&s, args.seed, args.duration, dir, args.force, args.format),
         (None, Some(port)) => serve(&s, &args, port).await,
         _ => {
             eprintln!("triage: error: give --out DIR (write the files) or --serve PORT (serve it live)");
@@ -93,6 +110,7 @@ fn offline(
     seed: u64,
     duration: Option<Duration>,
     dir: &Path,
+    force: bool,
     format: Format,
 ) -> anyhow::Result<ExitCode> {
     let until = duration.map_or(s.duration_ns(), |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -101,10 +119,9 @@ fn offline(
     sim.run(until);
     let files = sim.artifacts();
     let took = started.elapsed();
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for f in &files {
-        let path = dir.join(&f.name);
-        std::fs::write(&path, &f.content).with_context(|| format!("writing {}", path.display()))?;
+    if let Err(refusal) = write_files(dir, &files, force)? {
+        eprintln!("triage: error: {refusal}");
+        return Ok(ExitCode::from(2));
     }
     let totals = sim.totals();
     match format {
@@ -126,6 +143,69 @@ fn offline(
         Format::Text => print(&offline_text(s, seed, until, took, dir, &files, &totals))?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Write `files` into `dir` without ever following a symbolic link: `dir` itself must not be
+/// one, and a file that exists is replaced only with `force` — by a new file renamed over it, so
+/// a planted link is replaced, not written through. `Ok(Err(why))` is a refusal (nothing was
+/// written); `Err` an I/O failure.
+fn write_files(dir: &Path, files: &[Artifact], force: bool) -> anyhow::Result<Result<(), String>> {
+    // `out/` and `out` are the same directory; a trailing slash would make the check follow a link.
+    let dir: PathBuf = dir.components().collect();
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Ok(Err(format!(
+                "--out {} is a symbolic link; give the directory it points to",
+                dir.display()
+            )));
+        }
+        Ok(m) if !m.is_dir() => return Ok(Err(format!("--out {} is not a directory", dir.display()))),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    }
+    let mut paths = Vec::with_capacity(files.len());
+    for f in files {
+        if Path::new(&f.name).file_name() != Some(std::ffi::OsStr::new(&f.name)) {
+            anyhow::bail!("the simulator named a file {:?}, which is not a plain file name", f.name);
+        }
+        let path = dir.join(&f.name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => return Ok(Err(format!("{} is a directory", path.display()))),
+            Ok(m) if !force => {
+                let what = if m.file_type().is_symlink() { " (a symbolic link)" } else { "" };
+                return Ok(Err(format!(
+                    "{} exists{what}; nothing was written (--force replaces it)",
+                    path.display()
+                )));
+            }
+            Ok(_) => paths.push((path, true)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => paths.push((path, false)),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+    for (f, (path, exists)) in files.iter().zip(&paths) {
+        if *exists {
+            let tmp = dir.join(format!(".{}.{}.tmp", f.name, std::process::id()));
+            let written = create_new(&tmp, &f.content).and_then(|()| std::fs::rename(&tmp, path));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e).with_context(|| format!("replacing {}", path.display()));
+            }
+        } else {
+            create_new(path, &f.content).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Create `path`, failing if anything is there — a file, or a link (never followed).
+fn create_new(path: &Path, content: &str) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+    file.write_all(content.as_bytes())?;
+    file.flush()
 }
 
 fn offline_text(
@@ -167,7 +247,22 @@ fn offline_text(
     out
 }
 
+/// The most simulated time one run may cover (offline `--duration`, live `--speed` × `--lifetime`):
+/// the simulated service keeps its logs in memory, ~3 MB per simulated hour.
+const MAX_SIMULATED_S: f64 = 86_400.0;
+
 async fn serve(s: &Scenario, args: &SimArgs, port: u16) -> anyhow::Result<ExitCode> {
+    let simulated_s = args.speed * args.lifetime.as_secs_f64();
+    if simulated_s > MAX_SIMULATED_S {
+        eprintln!(
+            "triage: error: --speed {} for --lifetime {:.0} s would simulate {:.0} h; at most {:.0} h (lower either)",
+            args.speed,
+            args.lifetime.as_secs_f64(),
+            simulated_s / 3600.0,
+            MAX_SIMULATED_S / 3600.0
+        );
+        return Ok(ExitCode::from(2));
+    }
     let config = LiveConfig { speed: args.speed, lifetime: args.lifetime, port, ..LiveConfig::default() };
     let server = SimServer::start(s, args.seed, config).await.context("starting the simulator")?;
     let base = server.base_url();

@@ -108,6 +108,81 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn absurd_numbers_are_usage_errors() {
+    let sim = |extra: &[&str]| {
+        let out = triage().args(["sim", "--scenario", "healthy"]).args(extra).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for speed in ["NaN", "inf", "-inf", "0", "-1", "1e9", "0.001", "fast"] {
+        let (code, err) = sim(&["--serve", "0", "--lifetime", "1s", "--speed", speed]);
+        assert_eq!(code, Some(2), "--speed {speed}: {err}");
+        assert!(err.contains("--speed"), "{err}");
+    }
+    // Each allowed, but together 1000 × 2 min is 33 simulated hours of logs in memory.
+    let (code, err) = sim(&["--serve", "0", "--speed", "1000", "--lifetime", "2m"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("at most 24 h"), "{err}");
+    for extra in [["--duration", "0s"], ["--duration", "25h"], ["--lifetime", "-1s"]] {
+        let (code, err) = sim(&[&["--out", "/nonexistent/never"][..], &extra[..]].concat());
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+    }
+    let (code, err) = sim(&["--serve", "0", "--force"]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn out_never_writes_through_a_link_nor_over_a_file_without_force() {
+    let dir = temp_dir("links");
+    std::fs::create_dir_all(&dir).unwrap();
+    let victim = temp_dir("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("vllm.log")).unwrap();
+    let sim = |out: &std::path::Path, force: bool| {
+        let mut c = triage();
+        c.args(["sim", "--scenario", "healthy", "--duration", "10s", "--out"]).arg(out);
+        if force {
+            c.arg("--force");
+        }
+        let out = c.output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // A planted link: refused, naming it, and nothing else written either.
+    let (code, err) = sim(&dir, false);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("vllm.log") && err.contains("symbolic link") && err.contains("--force"), "{err}");
+    assert!(!dir.join("metrics.txt").exists());
+    // --force replaces the link itself; what it pointed to is untouched.
+    let (code, err) = sim(&dir, true);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let log = std::fs::symlink_metadata(dir.join("vllm.log")).unwrap();
+    assert!(log.is_file(), "a plain file now");
+    assert!(std::fs::read_to_string(dir.join("vllm.log")).unwrap().contains("non-default args"));
+    // Files from an earlier run are not replaced silently.
+    let (code, err) = sim(&dir, false);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("exists") && err.contains("--force"), "{err}");
+    // The directory itself must not be a link (with or without a trailing slash).
+    let link = temp_dir("dir-link");
+    std::os::unix::fs::symlink(&dir, &link).unwrap();
+    for out in [link.clone(), link.join("")] {
+        let (code, err) = sim(&out, true);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("symbolic link"), "{err}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_file(&victim);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn demo_names_the_injected_fault() {
     let out = triage().args(["demo", "upstream-cut"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

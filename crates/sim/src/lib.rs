@@ -8,6 +8,7 @@ mod http;
 pub mod live;
 pub mod scripted;
 
+pub use http::Limits;
 pub use live::{LiveConfig, SimServer};
 pub use scripted::{Fault, Record, Script, ScriptedServer, ServerConfig};
 pub use triage_sim_model as model;

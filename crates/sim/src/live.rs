@@ -11,8 +11,9 @@
 //!
 //! Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /metrics`, `GET /health`,
 //! `GET /v1/models`, `GET /logs` (a JSON index) and `GET /logs/NAME`, `GET /scenario` (the answer
-//! key). Bounded like the scripted server: 127.0.0.1 only, at most `max_requests` generations,
-//! and it stops by itself after `lifetime` or when dropped.
+//! key). Bounded like the scripted server: 127.0.0.1 only, every request read within
+//! [`Limits`], at most `max_requests` generations, and it stops by itself after `lifetime` or
+//! when dropped.
 
 use std::collections::HashMap;
 use std::io;
@@ -21,14 +22,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinSet;
 use triage_core::endpoint::Api;
 use triage_sim_model::{Artifact, ExternalEvent, Outcome, Scenario, Sim};
 
-use crate::http::{CORS, Events, read_request, reason, write_chunk};
+use crate::http::{CORS, Conn, Events, Limits, Next, hangup, reason, send, write_chunk};
 
 /// How a live run behaves.
 #[derive(Clone, Copy, Debug)]
@@ -41,11 +41,19 @@ pub struct LiveConfig {
     pub lifetime: Duration,
     /// 0: any free port.
     pub port: u16,
+    /// What a client may send and how long it may take.
+    pub limits: Limits,
 }
 
 impl Default for LiveConfig {
     fn default() -> Self {
-        LiveConfig { speed: 1.0, max_requests: 10_000, lifetime: Duration::from_secs(1800), port: 0 }
+        LiveConfig {
+            speed: 1.0,
+            max_requests: 10_000,
+            lifetime: Duration::from_secs(1800),
+            port: 0,
+            limits: Limits::default(),
+        }
     }
 }
 
@@ -92,6 +100,7 @@ struct Shared {
     scenario_json: String,
     max_requests: usize,
     served: AtomicUsize,
+    limits: Limits,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -139,6 +148,7 @@ impl SimServer {
             scenario_json,
             max_requests: config.max_requests,
             served: AtomicUsize::new(0),
+            limits: config.limits,
         });
         let (stop, stopped) = watch::channel(false);
         let deadline = Instant::now() + config.lifetime;
@@ -230,8 +240,12 @@ async fn accept_loop(
         tokio::select! {
             _ = &mut lifetime => break,
             _ = stopped.changed() => break,
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+            accepted = listener.accept(), if conns.len() < shared.limits.max_connections => {
+                let Ok((stream, _)) = accepted else {
+                    // Out of file descriptors, most likely: wait instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 conns.spawn(serve_connection(stream, Arc::clone(&shared)));
             }
@@ -241,37 +255,48 @@ async fn accept_loop(
     conns.abort_all();
 }
 
-async fn respond(stream: &mut TcpStream, code: u16, content_type: &str, extra: &str, body: &str) -> bool {
+/// One whole response; `close` adds `connection: close` (the connection ends after it).
+async fn respond(
+    stream: &mut TcpStream,
+    limits: &Limits,
+    close: bool,
+    code: u16,
+    content_type: &str,
+    extra: &str,
+    body: &str,
+) -> bool {
+    let close = if close { "connection: close\r\n" } else { "" };
     let head = format!(
-        "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}{CORS}\r\n",
+        "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}{close}{CORS}\r\n",
         reason(code),
         body.len()
     );
-    stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body.as_bytes()).await.is_ok()
+    send(stream, head.as_bytes(), limits.idle_timeout).await.is_ok()
+        && send(stream, body.as_bytes(), limits.idle_timeout).await.is_ok()
 }
 
-async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
-    let mut buf = Vec::new();
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    let limits = shared.limits;
+    let mut conn = Conn::new(stream, limits);
     loop {
-        let req = match read_request(&mut stream, &mut buf).await {
-            Ok(Some(r)) => r,
-            Ok(None) => return,
-            Err(_) => {
-                let _ = stream
-                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                    .await;
-                return;
-            }
+        let req = match conn.next_request().await {
+            Next::Request(r) => r,
+            Next::Closed => return,
+            Next::Refuse(code) => return conn.refuse(code).await,
         };
-        let close = req.headers.iter().any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+        let close = !req.keep_alive;
         let path = req.path.split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
         let json = "application/json";
+        let stream = &mut conn.stream;
+        // Whether the client sent anything while its answer was being written (dropped).
+        let mut spoke = false;
         let keep = match (req.method.as_str(), path) {
             ("OPTIONS", _) => {
                 let head = format!(
-                    "HTTP/1.1 204 No Content\r\n{CORS}access-control-max-age: 600\r\ncontent-length: 0\r\n\r\n"
+                    "HTTP/1.1 204 No Content\r\n{CORS}access-control-max-age: 600\r\ncontent-length: 0\r\n{}\r\n",
+                    if close { "connection: close\r\n" } else { "" }
                 );
-                stream.write_all(head.as_bytes()).await.is_ok()
+                send(stream, head.as_bytes(), limits.idle_timeout).await.is_ok()
             }
             ("GET", "/metrics") => {
                 let text = {
@@ -279,10 +304,13 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
                     st.catch_up();
                     st.sim.metrics_text()
                 };
-                respond(&mut stream, 200, "text/plain; version=0.0.4; charset=utf-8", "", &text).await
+                respond(stream, &limits, close, 200, "text/plain; version=0.0.4; charset=utf-8", "", &text)
+                    .await
             }
-            ("GET", "/health") => respond(&mut stream, 200, "text/plain", "", "").await,
-            ("GET", "/scenario") => respond(&mut stream, 200, json, "", &shared.scenario_json).await,
+            ("GET", "/health") => respond(stream, &limits, close, 200, "text/plain", "", "").await,
+            ("GET", "/scenario") => {
+                respond(stream, &limits, close, 200, json, "", &shared.scenario_json).await
+            }
             ("GET", "/v1/models") => {
                 let (model, len) = {
                     let st = lock(&shared.state);
@@ -292,7 +320,7 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
                 let body = serde_json::json!({"object": "list", "data": [
                     {"id": model, "object": "model", "owned_by": "vllm", "max_model_len": len}
                 ]});
-                respond(&mut stream, 200, json, "", &body.to_string()).await
+                respond(stream, &limits, close, 200, json, "", &body.to_string()).await
             }
             ("GET", "/logs") => {
                 let files = {
@@ -304,7 +332,8 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
                     .iter()
                     .map(|f| serde_json::json!({"name": f.name, "what": f.what, "analyzable": f.analyzable, "bytes": f.content.len()}))
                     .collect();
-                respond(&mut stream, 200, json, "", &serde_json::Value::from(index).to_string()).await
+                let index = serde_json::Value::from(index).to_string();
+                respond(stream, &limits, close, 200, json, "", &index).await
             }
             ("GET", p) if p.starts_with("/logs/") => {
                 let name = &p["/logs/".len()..];
@@ -314,21 +343,26 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
                     st.sim.artifacts().into_iter().find(|f| f.name == name)
                 };
                 match file {
-                    Some(f) => respond(&mut stream, 200, "text/plain; charset=utf-8", "", &f.content).await,
-                    None => respond(&mut stream, 404, json, "", r#"{"detail":"Not Found"}"#).await,
+                    Some(f) => {
+                        respond(stream, &limits, close, 200, "text/plain; charset=utf-8", "", &f.content)
+                            .await
+                    }
+                    None => respond(stream, &limits, close, 404, json, "", r#"{"detail":"Not Found"}"#).await,
                 }
             }
             ("POST", "/v1/chat/completions") => {
-                generate(&mut stream, &mut buf, &shared, Api::Openai, &req.body).await
+                generate(stream, &shared, close, Api::Openai, &req.body, &mut spoke).await
             }
             ("POST", "/v1/messages") => {
-                generate(&mut stream, &mut buf, &shared, Api::Anthropic, &req.body).await
+                generate(stream, &shared, close, Api::Anthropic, &req.body, &mut spoke).await
             }
-            _ => respond(&mut stream, 404, json, "", r#"{"detail":"Not Found"}"#).await,
+            _ => respond(stream, &limits, close, 404, json, "", r#"{"detail":"Not Found"}"#).await,
         };
-        if !keep || close {
-            let _ = stream.shutdown().await;
+        if !keep {
             return;
+        }
+        if close || spoke {
+            return conn.close().await;
         }
     }
 }
@@ -352,7 +386,17 @@ pub fn prompt_tokens(body: &serde_json::Value) -> u32 {
     u32::try_from(n + 6).unwrap_or(u32::MAX)
 }
 
-async fn generate(stream: &mut TcpStream, buf: &mut Vec<u8>, shared: &Shared, api: Api, body: &str) -> bool {
+/// Stream one generation. Returns whether the response was written whole; `spoke` is set when
+/// the client sent anything meanwhile (dropped unread: the connection must close after it).
+async fn generate(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    close: bool,
+    api: Api,
+    body: &str,
+    spoke: &mut bool,
+) -> bool {
+    let limit = shared.limits.idle_timeout;
     if shared.served.fetch_add(1, Ordering::Relaxed) >= shared.max_requests {
         return false;
     }
@@ -380,31 +424,31 @@ async fn generate(stream: &mut TcpStream, buf: &mut Vec<u8>, shared: &Shared, ap
         Ok(a) => a,
         Err(r) => {
             let extra = if r.status == 429 { "retry-after: 1\r\n" } else { "" };
-            return respond(stream, r.status, r.content_type, extra, &r.body).await;
+            return respond(stream, &shared.limits, close, r.status, r.content_type, extra, &r.body).await;
         }
     };
     let rid = if api == Api::Anthropic { rid.replace("chatcmpl-", "msg_") } else { rid };
     let events = Events { api, id: &rid, reasoning: 0, model: &model, prompt_tokens: prompt as usize };
     let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n{CORS}\r\n"
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n{}{CORS}\r\n",
+        if close { "connection: close\r\n" } else { "" }
     );
     let gone = |shared: &Shared| {
         lock(&shared.state).sim.disconnect(id);
         shared.wake.notify_one();
     };
-    if stream.write_all(head.as_bytes()).await.is_err()
-        || write_chunk(stream, events.preamble().as_bytes()).await.is_err()
+    if send(stream, head.as_bytes(), limit).await.is_err()
+        || write_chunk(stream, events.preamble().as_bytes(), limit).await.is_err()
     {
         gone(shared);
         return false;
     }
     let (mut rd, mut wr) = stream.split();
-    let mut scratch = [0u8; 1024];
     loop {
         tokio::select! {
             ev = rx.recv() => match ev {
                 Some(ExternalEvent::Token { index, .. }) => {
-                    if write_chunk(&mut wr, events.token(index as usize).as_bytes()).await.is_err() {
+                    if write_chunk(&mut wr, events.token(index as usize).as_bytes(), limit).await.is_err() {
                         gone(shared);
                         return false;
                     }
@@ -415,20 +459,17 @@ async fn generate(stream: &mut TcpStream, buf: &mut Vec<u8>, shared: &Shared, ap
                         Outcome::Length => events.ending_with(output_tokens as usize, true, true),
                         _ => events.ending(output_tokens as usize, true),
                     };
-                    let ok = write_chunk(&mut wr, text.as_bytes()).await.is_ok()
-                        && write_chunk(&mut wr, b"").await.is_ok();
+                    let ok = write_chunk(&mut wr, text.as_bytes(), limit).await.is_ok()
+                        && write_chunk(&mut wr, b"", limit).await.is_ok();
                     return ok;
                 }
                 None => return false,
             },
-            n = rd.read(&mut scratch) => match n {
-                Ok(0) | Err(_) => {
-                    gone(shared);
-                    return false;
-                }
-                // A client that sends its next request early: keep it for the next read.
-                Ok(n) => buf.extend_from_slice(&scratch[..n]),
-            },
+            // Whatever the client sends meanwhile is dropped; a hang-up is a disconnect.
+            () = hangup(&mut rd, spoke) => {
+                gone(shared);
+                return false;
+            }
         }
     }
 }

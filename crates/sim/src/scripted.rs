@@ -5,15 +5,17 @@
 //! is written by hand on purpose: faults such as a reset in the middle of a stream, a hang before
 //! the headers or an HTML page instead of SSE need control below what an HTTP framework exposes.
 //!
-//! Bounded by construction: it binds 127.0.0.1 only, serves at most `max_requests` requests and
-//! stops by itself after `lifetime`, aborting whatever is still running.
+//! Bounded by construction: it binds 127.0.0.1 only, serves at most `max_requests` requests,
+//! reads every request within [`Limits`], honours `Connection: close`, drops a connection whose
+//! client hung up even while its script hangs, and stops by itself after `lifetime`, aborting
+//! whatever is still running.
 
-use crate::http::{CORS, Events, read_request, reason, write_chunk};
+use crate::http::{CORS, Conn, Events, Limits, Next, hangup, reason, send, write_chunk};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::WriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -134,6 +136,7 @@ struct Shared {
     records: Mutex<Vec<Record>>,
     next: Mutex<usize>,
     max_requests: usize,
+    limits: Limits,
 }
 
 /// A running scripted server. Dropping it stops it.
@@ -150,6 +153,16 @@ impl ScriptedServer {
         script: impl Fn(usize) -> Script + Send + Sync + 'static,
         config: ServerConfig,
     ) -> io::Result<ScriptedServer> {
+        ScriptedServer::start_with_limits(script, config, Limits::default()).await
+    }
+
+    /// [`ScriptedServer::start`] with other bounds on what clients may send (tests shrink the
+    /// timeouts).
+    pub async fn start_with_limits(
+        script: impl Fn(usize) -> Script + Send + Sync + 'static,
+        config: ServerConfig,
+        limits: Limits,
+    ) -> io::Result<ScriptedServer> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
@@ -157,6 +170,7 @@ impl ScriptedServer {
             records: Mutex::new(Vec::new()),
             next: Mutex::new(0),
             max_requests: config.max_requests,
+            limits,
         });
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped, config.lifetime));
@@ -208,8 +222,12 @@ async fn accept_loop(
         tokio::select! {
             _ = &mut deadline => break,
             _ = stopped.changed() => break,
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+            accepted = listener.accept(), if conns.len() < shared.limits.max_connections => {
+                let Ok((stream, _)) = accepted else {
+                    // Out of file descriptors, most likely: wait instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 conns.spawn(serve_connection(stream, Arc::clone(&shared)));
             }
@@ -219,26 +237,26 @@ async fn accept_loop(
     conns.abort_all();
 }
 
-async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
-    let mut buf = Vec::new();
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    let mut conn = Conn::new(stream, shared.limits);
     loop {
-        let req = match read_request(&mut stream, &mut buf).await {
-            Ok(Some(r)) => r,
-            Ok(None) => return,
-            Err(_) => {
-                let _ = stream
-                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                    .await;
-                return;
-            }
+        let req = match conn.next_request().await {
+            Next::Request(r) => r,
+            Next::Closed => return,
+            Next::Refuse(code) => return conn.refuse(code).await,
         };
         let received = Instant::now();
+        let keep_alive = req.keep_alive;
+        let close = if keep_alive { "" } else { "connection: close\r\n" };
         if req.method == "OPTIONS" {
             let head = format!(
-                "HTTP/1.1 204 No Content\r\n{CORS}access-control-max-age: 600\r\ncontent-length: 0\r\n\r\n"
+                "HTTP/1.1 204 No Content\r\n{CORS}access-control-max-age: 600\r\ncontent-length: 0\r\n{close}\r\n"
             );
-            if stream.write_all(head.as_bytes()).await.is_err() {
+            if send(&mut conn.stream, head.as_bytes(), shared.limits.idle_timeout).await.is_err() {
                 return;
+            }
+            if !keep_alive {
+                return conn.close().await;
             }
             continue;
         }
@@ -268,9 +286,20 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             token_written: Vec::new(),
             response_id: response_id.clone(),
         });
-        let keep_going = respond(&mut stream, &shared, index, &script, &response_id).await;
+        // The script runs while the client is watched: a hang-up ends it, even a scripted hang.
+        let mut spoke = false;
+        let keep_going = {
+            let (mut rd, mut wr) = conn.stream.split();
+            tokio::select! {
+                keep = respond(&mut wr, &shared, index, &script, &response_id, close) => keep,
+                () = hangup(&mut rd, &mut spoke) => false,
+            }
+        };
         if !keep_going {
             return;
+        }
+        if spoke || !keep_alive {
+            return conn.close().await;
         }
     }
 }
@@ -281,13 +310,23 @@ fn update(shared: &Shared, index: usize, f: impl FnOnce(&mut Record)) {
     }
 }
 
-fn reset(stream: &TcpStream) {
+fn reset(stream: &WriteHalf<'_>) {
     // SO_LINGER 0 makes close() send RST instead of FIN: the client sees "connection reset".
+    let stream: &TcpStream = stream.as_ref();
     let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
 }
 
-/// Serve one response. Returns whether the connection may serve another request.
-async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: &Script, id: &str) -> bool {
+/// Serve one response. Returns whether the connection may serve another request. `close` is
+/// the `connection: close` header line when the connection ends after this response, else empty.
+async fn respond(
+    stream: &mut WriteHalf<'_>,
+    shared: &Shared,
+    index: usize,
+    script: &Script,
+    id: &str,
+    close: &str,
+) -> bool {
+    let limit = shared.limits.idle_timeout;
     if !script.headers_delay.is_zero() {
         tokio::time::sleep(script.headers_delay).await;
     }
@@ -300,23 +339,23 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
         Fault::Status { code, content_type, body, retry_after } => {
             let retry = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
             let head = format!(
-                "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{retry}{CORS}\r\n",
+                "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{retry}{close}{CORS}\r\n",
                 reason(*code),
                 body.len()
             );
-            let ok = stream.write_all(head.as_bytes()).await.is_ok()
-                && stream.write_all(body.as_bytes()).await.is_ok();
+            let ok = send(stream, head.as_bytes(), limit).await.is_ok()
+                && send(stream, body.as_bytes(), limit).await.is_ok();
             update(shared, index, |r| r.headers_written = Some(Instant::now()));
             return ok;
         }
         Fault::Html => {
             let body = "<!DOCTYPE html>\n<html><head><title>Welcome to Example AI</title></head><body><h1>Build with our models</h1></body></html>\n";
             let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n{CORS}\r\n",
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n{close}{CORS}\r\n",
                 body.len()
             );
-            let ok = stream.write_all(head.as_bytes()).await.is_ok()
-                && stream.write_all(body.as_bytes()).await.is_ok();
+            let ok = send(stream, head.as_bytes(), limit).await.is_ok()
+                && send(stream, body.as_bytes(), limit).await.is_ok();
             update(shared, index, |r| r.headers_written = Some(Instant::now()));
             return ok;
         }
@@ -325,20 +364,20 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
                 r#"{{"id":"{id}","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"hello"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":3,"completion_tokens":1}}}}"#
             );
             let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{CORS}\r\n",
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{close}{CORS}\r\n",
                 body.len()
             );
-            let ok = stream.write_all(head.as_bytes()).await.is_ok()
-                && stream.write_all(body.as_bytes()).await.is_ok();
+            let ok = send(stream, head.as_bytes(), limit).await.is_ok()
+                && send(stream, body.as_bytes(), limit).await.is_ok();
             update(shared, index, |r| r.headers_written = Some(Instant::now()));
             return ok;
         }
         _ => {}
     }
     let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nx-scripted-request: {index}\r\n{CORS}\r\n"
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nx-scripted-request: {index}\r\n{close}{CORS}\r\n"
     );
-    if stream.write_all(head.as_bytes()).await.is_err() || stream.flush().await.is_err() {
+    if send(stream, head.as_bytes(), limit).await.is_err() {
         return false;
     }
     update(shared, index, |r| r.headers_written = Some(Instant::now()));
@@ -349,14 +388,14 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
         model: "scripted",
         prompt_tokens: 12,
     };
-    if write_chunk(stream, events.preamble().as_bytes()).await.is_err() {
+    if write_chunk(stream, events.preamble().as_bytes(), limit).await.is_err() {
         return false;
     }
     for token in 0..script.tokens {
         match script.fault {
             Fault::ErrorEvent { after_tokens } if after_tokens == token => {
-                let _ = write_chunk(stream, events.error().as_bytes()).await;
-                let _ = write_chunk(stream, b"").await;
+                let _ = write_chunk(stream, events.error().as_bytes(), limit).await;
+                let _ = write_chunk(stream, b"", limit).await;
                 return true;
             }
             Fault::ResetAfter { after_tokens } if after_tokens == token => {
@@ -370,7 +409,7 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
                 std::future::pending::<()>().await;
             }
             Fault::EndWithoutDone { after_tokens } if after_tokens == token => {
-                let _ = write_chunk(stream, b"").await;
+                let _ = write_chunk(stream, b"", limit).await;
                 return true;
             }
             _ => {}
@@ -379,14 +418,14 @@ async fn respond(stream: &mut TcpStream, shared: &Shared, index: usize, script: 
         if !gap.is_zero() {
             tokio::time::sleep(gap).await;
         }
-        if write_chunk(stream, events.token(token).as_bytes()).await.is_err() {
+        if write_chunk(stream, events.token(token).as_bytes(), limit).await.is_err() {
             return false;
         }
         let at = Instant::now();
         update(shared, index, |r| r.token_written.push(at));
     }
-    if write_chunk(stream, events.ending(script.tokens, script.usage).as_bytes()).await.is_err() {
+    if write_chunk(stream, events.ending(script.tokens, script.usage).as_bytes(), limit).await.is_err() {
         return false;
     }
-    write_chunk(stream, b"").await.is_ok()
+    write_chunk(stream, b"", limit).await.is_ok()
 }
