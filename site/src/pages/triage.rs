@@ -347,7 +347,7 @@ pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
                             fixed(view! {
                                 <tr>
                                     <td><code>{k.clone()}</code></td>
-                                    <td>{f.display(lang)}</td>
+                                    <td>{f.display(lang.get())}</td>
                                     <td class="def">{f.definition.clone()}</td>
                                 </tr>
                             })
