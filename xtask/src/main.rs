@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
+mod setup;
 mod site;
 #[cfg(test)]
 mod tidy;
@@ -106,6 +107,7 @@ fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
 
 fn ci() -> anyhow::Result<()> {
     let started = Instant::now();
+    setup::ensure_tools()?;
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--", "--check"]);
     step("rustfmt", fmt)?;
