@@ -186,6 +186,9 @@ test('a flashcard review survives a reload', async () => {
   await page.keyboard.press('3');
   await page.waitForFunction((id) => document.querySelector('[data-testid=card-front]')?.getAttribute('data-card') !== id, first);
   assert.equal(await page.textContent('[data-testid=cards-reviewed]'), '1');
+  // The header counts new, learning and due cards apart: a new card on screen is not "0 due".
+  assert.ok(Number(await page.textContent('[data-testid=cards-new]')) > 0);
+  assert.equal(await page.textContent('[data-testid=cards-due]'), '0');
   await page.reload();
   await page.waitForSelector('[data-testid=cards-reviewed]');
   assert.equal(await page.textContent('[data-testid=cards-reviewed]'), '1');
@@ -196,6 +199,9 @@ test('a flashcard review survives a reload', async () => {
 
 test('the language switch changes every label and is remembered', async () => {
   const { page, context } = await open();
+  // Its label reads without a CJK font ("EN" is Latin) and says what it does in words.
+  assert.match(await page.textContent('[data-testid=lang-toggle]'), /EN/);
+  assert.match(await page.getAttribute('[data-testid=lang-toggle]', 'aria-label'), /English/);
   await page.click('[data-testid=lang-toggle]');
   assert.equal(await page.textContent('[data-testid=nav-triage]'), '排查');
   assert.match(await page.getAttribute('[data-testid=paste-input]', 'placeholder'), /粘贴/);

@@ -102,6 +102,8 @@ pub fn App() -> impl IntoView {
             </nav>
             <button
                 data-testid="lang-toggle"
+                title="Language: English / Chinese (中文)"
+                aria-label="Language: English / Chinese"
                 on:click=click(move |_| lang.update(|l| *l = if *l == Lang::Zh { Lang::En } else { Lang::Zh }))
             >
                 {tx(lang, Msg::LangToggle)}

@@ -129,6 +129,8 @@ pub enum Msg {
     Fix,
     // Cards
     CardsDue,
+    CardsNew,
+    CardsLearning,
     CardsShow,
     Again,
     Hard,
@@ -165,7 +167,8 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         NavPlaybook => ("Playbook", "排查树"),
         NavCards => ("Flashcards", "面试卡片"),
         NavDrill => ("Drill", "故障演练"),
-        LangToggle => ("中文", "English"),
+        // Reads in any font: "EN" needs no CJK glyphs, and the button's title says it in words.
+        LangToggle => ("EN / 中文", "EN / 中文"),
         PrivacyNote => (
             "Everything runs in this page (WebAssembly). Nothing you paste is uploaded; the only network request is the probe you start.",
             "所有分析都在本页面内（WebAssembly）完成，粘贴的内容不会上传；唯一的网络请求是你自己发起的探测。",
@@ -312,6 +315,8 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ExampleLabel => ("Example", "示例"),
         Fix => ("What to try", "怎么处理"),
         CardsDue => ("due", "待复习"),
+        CardsNew => ("new", "新卡"),
+        CardsLearning => ("learning", "学习中"),
         CardsShow => ("Show answer (space)", "显示答案（空格）"),
         Again => ("Again (1)", "重来 (1)"),
         Hard => ("Hard (2)", "困难 (2)"),

@@ -28,6 +28,27 @@ fn save(p: &BTreeMap<String, Memory>) {
     }
 }
 
+/// What the header counts, as Anki does: new cards still open today, learning cards due now
+/// (stability under a day: still in short-term memory), review cards due now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub new: usize,
+    pub learning: usize,
+    pub due: usize,
+}
+
+pub fn counts(cards: &[Card], progress: &BTreeMap<String, Memory>, now: f64) -> Counts {
+    let introduced_today = progress.values().filter(|m| m.reviews == 1 && now - m.last_review < 1.0).count();
+    let unseen = cards.iter().filter(|c| !progress.contains_key(&c.id)).count();
+    let due = progress.values().filter(|m| m.due <= now);
+    let learning = due.clone().filter(|m| m.stability < 1.0).count();
+    Counts {
+        new: unseen.min(NEW_PER_DAY.saturating_sub(introduced_today)),
+        learning,
+        due: due.count() - learning,
+    }
+}
+
 /// The next card: the most overdue reviewed card, else a new one (within the daily limit).
 fn next_card(cards: &[Card], progress: &BTreeMap<String, Memory>, now: f64) -> Option<usize> {
     let due = cards
@@ -51,9 +72,9 @@ pub fn CardsPage() -> impl IntoView {
     let progress = RwSignal::new(load());
     let shown = RwSignal::new(false);
     let current = Memo::new(move |_| cards.with_value(|c| next_card(c, &progress.get(), now_days())));
-    let due_count = Memo::new(move |_| {
+    let count = Memo::new(move |_| {
         let now = now_days();
-        progress.with(|p| p.values().filter(|m| m.due <= now).count())
+        cards.with_value(|c| progress.with(|p| counts(c, p, now)))
     });
     let rate = move |rating: Rating| {
         let Some(i) = current.get_untracked() else { return };
@@ -101,7 +122,9 @@ pub fn CardsPage() -> impl IntoView {
     };
     fixed(view! {
         <p class="cards-meta">
-            <span data-testid="cards-due">{move || due_count.get()}</span> " " {tx(lang, Msg::CardsDue)}
+            <span data-testid="cards-new">{move || count.get().new}</span> " " {tx(lang, Msg::CardsNew)} " · "
+            <span data-testid="cards-learning">{move || count.get().learning}</span> " " {tx(lang, Msg::CardsLearning)} " · "
+            <span data-testid="cards-due">{move || count.get().due}</span> " " {tx(lang, Msg::CardsDue)}
             " · " {move || cards.with_value(|c| c.len())} " cards · "
             <span data-testid="cards-reviewed">{move || progress.with(|p| p.len())}</span> " reviewed"
         </p>
