@@ -112,27 +112,19 @@ pub async fn stream_post(
         .unwrap_or(0);
     let signal = controller.signal();
     let result = async {
-        let h = web_sys::Headers::new().map_err(|e| FetchError::Rejected(js_message(&e)))?;
+        let mut builder = gloo_net::http::Request::post(url)
+            .mode(web_sys::RequestMode::Cors)
+            .redirect(web_sys::RequestRedirect::Manual)
+            .abort_signal(Some(&signal));
         for (k, v) in headers {
-            h.set(k, v).map_err(|e| FetchError::Rejected(format!("header {k}: {}", js_message(&e))))?;
+            builder = builder.header(k, v);
         }
-        let init = web_sys::RequestInit::new();
-        init.set_method("POST");
-        init.set_mode(web_sys::RequestMode::Cors);
-        // Never follow a redirect: browsers drop `Authorization` on a cross-origin redirect but
-        // keep `x-api-key` and every other header. A 3xx comes back as `opaqueredirect`.
-        init.set_redirect(web_sys::RequestRedirect::Manual);
-        init.set_headers(&h);
-        init.set_body(&JsValue::from_str(body));
-        init.set_signal(Some(&signal));
-        let req = web_sys::Request::new_with_str_and_init(url, &init)
-            .map_err(|e| FetchError::Rejected(js_message(&e)))?;
-        // "Sent" is the moment the request is handed to the browser, after all set-up.
+        let req = builder.body(body).map_err(|e| FetchError::Rejected(e.to_string()))?;
         on_send(now_ms(), req.url());
-        let resp = JsFuture::from(w.fetch_with_request(&req)).await.map_err(|e| {
-            if signal.aborted() { FetchError::TimedOut } else { FetchError::Rejected(js_message(&e)) }
+        let resp = req.send().await.map_err(|e| {
+            if signal.aborted() { FetchError::TimedOut } else { FetchError::Rejected(e.to_string()) }
         })?;
-        let resp: web_sys::Response = resp.dyn_into().map_err(|e| FetchError::Rejected(js_message(&e)))?;
+        let resp: web_sys::Response = resp.into();
         let header = |name: &str| resp.headers().get(name).ok().flatten();
         let redirect =
             resp.type_() == web_sys::ResponseType::Opaqueredirect || (300..400).contains(&resp.status());
