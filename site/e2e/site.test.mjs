@@ -386,6 +386,32 @@ test('a probe failure is explained, and rewritten when the language switches', a
   await context.close();
 });
 
+test('a redirect is a failure, and nothing (no key) goes to where it points', async () => {
+  const hits = [];
+  const target = http.createServer((req, res) => { hits.push(req.url); res.writeHead(200); res.end('{}'); });
+  await new Promise((r) => target.listen(0, '127.0.0.1', r));
+  const elsewhere = `http://127.0.0.1:${target.address().port}/steal`;
+  const cors = { 'access-control-allow-origin': '*', 'access-control-allow-headers': '*', 'access-control-allow-methods': 'POST, OPTIONS' };
+  const redirector = http.createServer((req, res) => {
+    if (req.method === 'OPTIONS') { res.writeHead(204, cors); res.end(); return; }
+    res.writeHead(307, { ...cors, location: elsewhere });
+    res.end();
+  });
+  await new Promise((r) => redirector.listen(0, '127.0.0.1', r));
+  const { page, context } = await open('#/probe');
+  await page.fill('[data-testid=probe-url]', `http://127.0.0.1:${redirector.address().port}/v1`);
+  await page.fill('[data-testid=probe-key]', 'sk-browser-secret-123456789');
+  await page.fill('[data-testid=probe-n]', '1');
+  await page.click('[data-testid=probe-start]');
+  await page.waitForSelector('[data-testid=probe-failure]', { timeout: 20000 });
+  assert.equal(await page.getAttribute('[data-testid=probe-failure]', 'data-kind'), 'redirect');
+  assert.doesNotMatch(await page.textContent('body'), /sk-browser-secret/);
+  assert.deepEqual(hits, [], 'the redirect target received nothing');
+  await context.close();
+  redirector.close();
+  target.close();
+});
+
 test('probe charts fill while the stream is still running', async () => {
   // One slow stream: 14 tokens 150 ms apart (about 2 s).
   const { base, done } = await scriptedServer(1, { ttftMs: 100, gapMs: 150, tokens: 14 });
