@@ -41,6 +41,7 @@ pub mod estimate;
 pub mod gpus;
 pub mod hf_config;
 pub mod layout;
+pub mod missing;
 pub mod model;
 pub mod params;
 pub mod presets;
