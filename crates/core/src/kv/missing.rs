@@ -21,8 +21,9 @@ pub struct Missing {
     /// Each entry alone settles it: a flag (`--max-model-len`), or the config fields to add
     /// (`config.vocab_size`; several joined by ` + ` are needed together).
     pub settle_with: Vec<String>,
-    /// Other `missing` figures that, once every one of them is known, settle this one too
-    /// (the KV memory of a GPU budget follows from its weights and activation terms).
+    /// Other `missing` figures that, once every one of them is known, settle this one too: one
+    /// more way, besides `settle_with` (the KV memory of a GPU budget follows from its weights
+    /// and activation terms together).
     pub follows_from: Vec<&'static str>,
     /// The report's fields that are `null` because this is unknown (JSON paths: `tokens`,
     /// `settings.max_model_len`, `need.fits`, `reconcile` …).
@@ -68,7 +69,7 @@ pub fn concurrency_len(lang: Lang, fields: Vec<&'static str>) -> Missing {
             "--max-model-len".to_owned(),
             "config.max_position_embeddings".to_owned(),
         ],
-        follows_from: vec!["max_model_len"],
+        follows_from: Vec::new(),
         fields,
         why: lang
             .pick(
@@ -139,17 +140,22 @@ pub fn available(lang: Lang, follows_from: Vec<&'static str>, fields: Vec<&'stat
 /// One line per entry for a person: the figure, why, and what settles it.
 pub fn describe_in(m: &Missing, lang: Lang) -> String {
     let mut ways = m.settle_with.clone();
-    ways.extend(m.follows_from.iter().map(|f| match lang {
-        Lang::En => format!("knowing {f}"),
-        Lang::Zh => format!("确定 {f}"),
-    }));
+    if !m.follows_from.is_empty() {
+        let all = m.follows_from.join(lang.pick(" and ", " 和 "));
+        ways.push(lang.pick(format!("knowing {all}"), format!("先确定 {all}")));
+    }
     let ways = match ways.split_last() {
         None => String::new(),
         Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} {} {last}", rest.join(", "), lang.pick("or", "或")),
+        Some((last, rest)) => {
+            format!("{} {} {last}", rest.join(lang.pick(", ", "、")), lang.pick("or", "或"))
+        }
     };
     let (fig, why) = (m.figure, &m.why);
-    lang.pick(format!("{fig}: {why} — settle with {ways}"), format!("{fig}：{why}——可用 {ways} 确定"))
+    lang.pick(
+        format!("{fig}: {why} — settle with {ways}"),
+        format!("{fig}：{why}——以下任一方式可确定：{ways}"),
+    )
 }
 
 #[cfg(test)]
@@ -167,7 +173,7 @@ mod tests {
                 weights(lang, &needs, vec!["budget.weights_bytes"]),
                 weights(lang, &[], vec!["budget.weights_bytes"]),
                 activation(lang, &needs[..1], vec!["budget.activation_bytes"]),
-                available(lang, vec!["budget.weights_bytes"], vec!["blocks"]),
+                available(lang, vec!["budget.weights_bytes", "budget.activation_bytes"], vec!["blocks"]),
             ]
         };
         for (en, zh) in all(Lang::En).into_iter().zip(all(Lang::Zh)) {
@@ -190,6 +196,12 @@ mod tests {
         assert_eq!(
             w.settle_with,
             ["--weights-gib", "--params-b", "config.vocab_size + config.intermediate_size"]
+        );
+        let a = available(Lang::En, vec!["budget.weights_bytes", "budget.activation_bytes"], Vec::new());
+        let d = describe_in(&a, Lang::En);
+        assert!(
+            d.ends_with("--available-kv-gib or knowing budget.weights_bytes and budget.activation_bytes"),
+            "{d}"
         );
         assert!(
             describe_in(&w, Lang::En)
