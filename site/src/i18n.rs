@@ -108,6 +108,8 @@ pub enum Msg {
     KvFits,
     KvFormula,
     KvAssumptions,
+    KvMissing,
+    KvUnknown,
     KvChart,
     KvChartX,
     // Playbook
@@ -293,6 +295,8 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         KvFits => ("max_num_seqs that keeps KV resident", "保证 KV 常驻的 max_num_seqs"),
         KvFormula => ("Formula", "公式"),
         KvAssumptions => ("Assumptions", "假设"),
+        KvMissing => ("Unknown, and what would settle it", "未知项，以及怎样确定"),
+        KvUnknown => ("unknown", "未知"),
         KvChart => ("Max concurrency against context length", "最大并发 vs 上下文长度"),
         KvChartX => ("context length (tokens)", "上下文长度（token）"),
         PlaybookIntro => (

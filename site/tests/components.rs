@@ -43,6 +43,37 @@ fn the_kv_page_shows_the_estimate_for_the_default_preset() {
     assert!(text_of(&root, "kv-concurrency").ends_with('x'));
 }
 
+/// A pasted config without `vocab_size` still gives the bytes per token; what needs the weights
+/// reads "unknown", and the list says what settles it — until the KV memory is given (#17).
+#[wasm_bindgen_test]
+async fn the_kv_page_answers_what_a_partial_config_determines() {
+    let root = mount_in_div(|| triage_site::pages::kv::KvPage().into_any());
+    let input = |testid: &str, value: &str| {
+        let el = root.query_selector(&format!("[data-testid={testid}]")).unwrap().unwrap();
+        match el.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+            Some(t) => t.set_value(value),
+            None => el.unchecked_ref::<web_sys::HtmlInputElement>().set_value(value),
+        }
+        el.dispatch_event(&web_sys::Event::new("input").unwrap()).unwrap();
+    };
+    input(
+        "kv-config",
+        r#"{"hidden_size":4096,"intermediate_size":14336,"num_hidden_layers":32,"num_attention_heads":32,
+            "num_key_value_heads":8,"max_position_embeddings":131072}"#,
+    );
+    leptos::task::tick().await;
+    assert_eq!(text_of(&root, "kv-error"), "", "not refused");
+    assert_eq!(text_of(&root, "kv-bytes-per-token"), "131,072");
+    assert_eq!(text_of(&root, "kv-tokens"), "unknown");
+    assert_eq!(text_of(&root, "kv-concurrency"), "unknown");
+    let missing = text_of(&root, "kv-missing");
+    assert!(missing.contains("config.vocab_size") && missing.contains("--available-kv-gib"), "{missing}");
+    input("kv-available", "54.62");
+    leptos::task::tick().await;
+    assert_eq!(text_of(&root, "kv-tokens"), "447,440");
+    assert_eq!(text_of(&root, "kv-missing"), "", "nothing left unknown");
+}
+
 #[wasm_bindgen_test]
 fn the_playbook_lists_every_rule_as_a_branch() {
     let root = mount_in_div(|| triage_site::pages::playbook::PlaybookPage().into_any());
@@ -58,6 +89,8 @@ fn the_catalogue_has_both_languages_for_every_message() {
         Msg::Analyze,
         Msg::ProbeStart,
         Msg::KvBytesPerToken,
+        Msg::KvMissing,
+        Msg::KvUnknown,
         Msg::CardsShow,
         Msg::DrillNew,
         Msg::LegendQueue,

@@ -12,12 +12,14 @@ use std::process::ExitCode;
 use triage_core::kv::KvError;
 use triage_core::kv::dtype::KvDtype;
 use triage_core::kv::gpus::GPUS;
+use triage_core::kv::missing::describe_in as describe_missing;
 use triage_core::kv::model::ModelShape;
 use triage_core::kv::presets::PRESETS;
 use triage_core::kv::reconcile::{LoggedFormula, Verdict};
 use triage_core::kv::report::KvReport;
 use triage_core::kv::request::KvRequest;
 use triage_core::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
+use triage_core::lang::Lang;
 
 /// Largest config or startup log `triage kv` reads (a `config.json` is a few KiB; a startup
 /// log's lines that matter come first).
@@ -121,6 +123,11 @@ pub fn build_report(args: &KvArgs, config: Option<&str>, log: Option<&str>) -> R
     triage_core::kv::request::build_report(&request(args), config, log)
 }
 
+/// A figure, or `unknown` (the report's `missing` section says what settles it).
+fn known(v: Option<u64>) -> String {
+    v.map_or_else(|| "unknown".to_owned(), fmt_int)
+}
+
 /// The report as text for a person at a terminal.
 pub fn render_text(r: &KvReport) -> String {
     let e = &r.estimate;
@@ -138,7 +145,7 @@ pub fn render_text(r: &KvReport) -> String {
         s.tp,
         s.pp,
         s.block_size,
-        fmt_int(s.max_model_len)
+        known(s.max_model_len)
     );
     let _ = writeln!(out);
     let gpus = u64::from(s.tp) * u64::from(s.pp);
@@ -189,7 +196,7 @@ pub fn render_text(r: &KvReport) -> String {
             let _ = writeln!(
                 out,
                 "  KV memory/GPU  {} ({})",
-                fmt_gib(e.available_kv_bytes),
+                e.available_kv_bytes.map_or_else(|| "unknown".to_owned(), fmt_gib),
                 e.available_kv_source
             );
         }
@@ -197,29 +204,41 @@ pub fn render_text(r: &KvReport) -> String {
     let _ = writeln!(
         out,
         "  capacity       {} blocks of {} tokens ({} each) · vLLM 0.33 logs \"GPU KV cache size: {} tokens\"{}",
-        fmt_int(e.blocks),
+        known(e.blocks),
         s.block_size,
         fmt_size(e.block_bytes),
-        fmt_int(e.tokens),
-        if e.legacy_tokens == e.tokens {
-            String::new()
-        } else {
-            format!(" (older releases: {})", fmt_int(e.legacy_tokens))
+        known(e.tokens),
+        match e.legacy_tokens {
+            Some(l) if Some(l) != e.tokens => format!(" (older releases: {})", fmt_int(l)),
+            _ => String::new(),
         }
     );
+    let _ = match (e.max_concurrency, e.concurrency_len, e.blocks_per_request, e.max_concurrency_whole) {
+        (Some(c), Some(len), _, Some(whole)) => writeln!(
+            out,
+            "  concurrency    {c}x at {} tokens per request ({} full-length sequences at once)",
+            fmt_int(len),
+            fmt_int(whole)
+        ),
+        (_, Some(len), Some(bpr), _) => writeln!(
+            out,
+            "  concurrency    unknown · one {}-token request takes {} blocks ({})",
+            fmt_int(len),
+            fmt_int(bpr),
+            fmt_size(bpr.saturating_mul(e.block_bytes))
+        ),
+        _ => writeln!(out, "  concurrency    unknown (no request length: pass --at-len or --max-model-len)"),
+    };
+    let fit = match (e.max_model_len_fit, e.available_kv_bytes) {
+        (Some(f), _) => fmt_int(f),
+        (None, Some(_)) => "any length (every layer slides)".to_owned(),
+        (None, None) => "unknown".to_owned(),
+    };
     let _ = writeln!(
         out,
-        "  concurrency    {}x at {} tokens per request ({} full-length sequences at once)",
-        e.max_concurrency,
-        fmt_int(e.concurrency_len),
-        fmt_int(e.max_concurrency_whole)
-    );
-    let _ = writeln!(
-        out,
-        "  fits max_model_len ≤ {} · max_num_seqs ≤ {} keeps every {}-token sequence resident",
-        e.max_model_len_fit.map_or("any length (every layer slides)".to_owned(), fmt_int),
-        fmt_int(e.max_num_seqs),
-        fmt_int(s.max_model_len)
+        "  fits max_model_len ≤ {fit} · max_num_seqs ≤ {} keeps every {}-token sequence resident",
+        known(e.max_num_seqs),
+        known(s.max_model_len)
     );
     if let Some(n) = &e.need {
         let _ = writeln!(
@@ -239,9 +258,20 @@ pub fn render_text(r: &KvReport) -> String {
                 ),
                 _ => String::new(),
             },
-            if n.fits { "fits" } else { "does NOT fit the KV memory" }
+            match n.fits {
+                Some(true) => "fits",
+                Some(false) => "does NOT fit the KV memory",
+                None => "whether it fits is unknown",
+            }
         );
     }
+    section(
+        &mut out,
+        "unknown (each is settled by any one of the ways listed; config fields joined by + go together)",
+        e.missing
+            .iter()
+            .map(|m| format!("? {}\n    null: {}", describe_missing(m, Lang::En), m.fields.join(", "))),
+    );
     section(&mut out, "warnings", e.warnings.iter().map(|w| format!("! {w}")));
     section(&mut out, "formula", e.formula.iter().cloned());
     section(&mut out, "assumptions", e.assumptions.iter().map(|a| format!("- {a}")));

@@ -338,3 +338,59 @@ fn bad_input_is_rejected_with_the_field_named() {
     rejected(&["--model", "llama-3.1-8b", "--need", "lots"], "SEQSxLEN");
     rejected(&[], "--config");
 }
+
+/// A config that lacks fields only some figures need is answered (exit 0): what it determines,
+/// the rest `null` with a `missing` list in JSON and an "unknown" section in text (#17).
+#[test]
+fn a_partial_config_answers_what_it_can() {
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(data("llama-3.1-8b-instruct.config.json")).unwrap())
+            .unwrap();
+    for k in ["max_position_embeddings", "vocab_size", "intermediate_size"] {
+        cfg.as_object_mut().unwrap().remove(k);
+    }
+    let path = std::env::temp_dir().join(format!("triage-kv-partial-{}.json", std::process::id()));
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    let p = path.to_str().unwrap().to_owned();
+
+    let v = json(&["--config", &p, "--gpu", "h100"]);
+    assert_eq!(v["bytes_per_token"], 131_072);
+    assert_eq!(v["layers"][0]["bytes_per_token_per_layer"], 4096);
+    for k in ["tokens", "blocks", "max_concurrency", "max_num_seqs", "available_kv_bytes"] {
+        assert!(v[k].is_null(), "{k}: {}", v[k]);
+    }
+    assert!(v["settings"]["max_model_len"].is_null() && v["budget"]["weights_bytes"].is_null());
+    assert!(v["budget"]["requested_bytes"].as_u64().unwrap() > 0, "the known terms of the budget are given");
+    let missing = v["missing"].as_array().unwrap();
+    let figures: Vec<&str> = missing.iter().map(|m| m["figure"].as_str().unwrap()).collect();
+    assert_eq!(
+        figures,
+        [
+            "max_model_len",
+            "concurrency_len",
+            "budget.weights_bytes",
+            "budget.activation_bytes",
+            "available_kv_bytes"
+        ]
+    );
+    assert_eq!(
+        missing[0]["settle_with"],
+        serde_json::json!(["--max-model-len", "config.max_position_embeddings"])
+    );
+    assert!(missing[4]["fields"].as_array().unwrap().iter().any(|f| f == "tokens"));
+    assert_eq!(missing[4]["settle_with"], serde_json::json!(["--available-kv-gib"]));
+
+    let out = text(&["--config", &p, "--gpu", "h100"]);
+    assert!(out.contains("max_model_len unknown"), "{out}");
+    assert!(out.contains("\nunknown (") && out.contains("settle with --max-model-len"), "{out}");
+    assert!(
+        out.contains("--available-kv-gib") && out.contains("config.vocab_size + config.intermediate_size"),
+        "{out}"
+    );
+
+    // --available-kv-gib and --max-model-len settle every figure: the full config's numbers.
+    let v = json(&["--config", &p, "--available-kv-gib", "54.62", "--max-model-len", "32768"]);
+    assert!(v.get("missing").is_none(), "{}", v["missing"]);
+    assert_eq!((v["blocks"].as_u64(), v["tokens"].as_u64()), (Some(27_965), Some(447_440)));
+    let _ = std::fs::remove_file(&path);
+}

@@ -6,6 +6,7 @@ use crate::fixed::fixed;
 use crate::i18n::{Msg, t};
 use leptos::prelude::*;
 use triage_core::kv::gpus::GPUS;
+use triage_core::kv::missing::describe_in as describe_missing;
 use triage_core::kv::presets::PRESETS;
 use triage_core::kv::report::KvReport;
 use triage_core::kv::request::{KvRequest, build_report_in};
@@ -50,8 +51,11 @@ pub fn KvPage() -> impl IntoView {
         let mut len = 1024u64;
         while len <= top {
             let r = KvRequest { at_len: Some(len), ..request() };
-            if let Ok(rep) = build_report_in(&r, cfg.as_deref(), None, Lang::En) {
-                points.push((len as f64, rep.estimate.max_concurrency));
+            if let Some(c) = build_report_in(&r, cfg.as_deref(), None, Lang::En)
+                .ok()
+                .and_then(|rep| rep.estimate.max_concurrency)
+            {
+                points.push((len as f64, c));
             }
             len *= 2;
         }
@@ -123,16 +127,25 @@ pub fn KvPage() -> impl IntoView {
 fn KvResult(r: KvReport) -> impl IntoView {
     let lang = use_lang();
     let e = r.estimate;
+    // A figure the inputs do not determine reads "unknown"; the list below says what settles it.
+    let unknown = t(lang.get_untracked(), Msg::KvUnknown);
+    let int = |v: Option<u64>| v.map_or_else(|| unknown.to_owned(), fmt_int);
+    let concurrency = e.max_concurrency.map_or_else(|| unknown.to_owned(), |c| format!("{c:.2}x"));
+    let missing: Vec<String> = e.missing.iter().map(|m| describe_missing(m, lang.get_untracked())).collect();
     fixed(view! {
         <table class="kv-result">
             <tbody>
                 <tr><td>{tx(lang, Msg::KvBytesPerToken)}</td><td data-testid="kv-bytes-per-token">{fmt_int(e.bytes_per_token_per_rank)}</td></tr>
-                <tr><td>{tx(lang, Msg::KvBlocks)}</td><td data-testid="kv-blocks">{fmt_int(e.blocks)}</td></tr>
-                <tr><td>{tx(lang, Msg::KvTokens)}</td><td data-testid="kv-tokens">{fmt_int(e.tokens)}</td></tr>
-                <tr><td>{tx(lang, Msg::KvConcurrency)}</td><td data-testid="kv-concurrency">{format!("{:.2}x", e.max_concurrency)}</td></tr>
-                <tr><td>{tx(lang, Msg::KvFits)}</td><td data-testid="kv-max-num-seqs">{fmt_int(e.max_num_seqs)}</td></tr>
+                <tr><td>{tx(lang, Msg::KvBlocks)}</td><td data-testid="kv-blocks">{int(e.blocks)}</td></tr>
+                <tr><td>{tx(lang, Msg::KvTokens)}</td><td data-testid="kv-tokens">{int(e.tokens)}</td></tr>
+                <tr><td>{tx(lang, Msg::KvConcurrency)}</td><td data-testid="kv-concurrency">{concurrency}</td></tr>
+                <tr><td>{tx(lang, Msg::KvFits)}</td><td data-testid="kv-max-num-seqs">{int(e.max_num_seqs)}</td></tr>
             </tbody>
         </table>
+        {(!missing.is_empty()).then(|| fixed(view! {
+            <h3>{tx(lang, Msg::KvMissing)}</h3>
+            <ul class="missing" data-testid="kv-missing">{missing.into_iter().map(|m| fixed(view! { <li>{m}</li> })).collect_view()}</ul>
+        }))}
         {(!e.warnings.is_empty()).then(|| fixed(view! { <ul class="warnings">{e.warnings.iter().map(|w| fixed(view! { <li>{w.clone()}</li> })).collect_view()}</ul> }))}
         <h3>{tx(lang, Msg::KvFormula)}</h3>
         <ul class="formula">{e.formula.iter().map(|f| fixed(view! { <li><code>{f.clone()}</code></li> })).collect_view()}</ul>

@@ -13,6 +13,7 @@
 use crate::kv::KvError;
 use crate::kv::dtype::{ModelDtype, WeightDtype};
 use crate::kv::model::{ModelShape, ParamSource};
+use crate::kv::params::count_needs;
 use crate::kv::units::{GIB, MIB, fmt_gib, fmt_int, fmt_ppm};
 use serde::Serialize;
 
@@ -54,19 +55,44 @@ pub struct Budget {
     pub utilization_ppm: u32,
     /// `total × utilization`, rounded down.
     pub requested_bytes: u64,
-    pub weights_bytes: u64,
+    /// Weights on one GPU; `None` when they cannot be counted (see `weights_needs`).
+    pub weights_bytes: Option<u64>,
     pub weights_how: String,
-    pub activation_bytes: u64,
+    /// Activation peak on one GPU; `None` when it cannot be estimated (see `activation_needs`).
+    pub activation_bytes: Option<u64>,
     pub activation_how: String,
     pub non_torch_bytes: u64,
     pub non_torch_how: String,
-    /// What is left for KV (0 when the rest does not fit).
-    pub available_kv_bytes: u64,
-    /// How far weights + activation + non-torch exceed the requested memory (0 when they fit).
-    pub shortfall_bytes: u64,
+    /// What is left for KV (0 when the rest does not fit); `None` when a term is unknown.
+    pub available_kv_bytes: Option<u64>,
+    /// How far weights + activation + non-torch exceed the requested memory (0 when they fit);
+    /// `None` when a term is unknown.
+    pub shortfall_bytes: Option<u64>,
+    /// The `config.json` fields the parameter count lacks, when the weights are unknown.
+    #[serde(skip)]
+    pub weights_needs: Vec<&'static str>,
+    /// The `config.json` fields the activation estimate lacks, when it is unknown.
+    #[serde(skip)]
+    pub activation_needs: Vec<&'static str>,
 }
 
-/// Compute the budget; fails only when a needed size cannot be estimated from the model.
+/// A term that cannot be computed: the fields it lacks and the words for the `*_how` line.
+fn unknown_term(lang: crate::lang::Lang, needs: &[&'static str], what: (&str, &str), flags: &str) -> String {
+    let fields = needs.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    let (en, zh) = what;
+    match (needs.is_empty(), lang) {
+        (false, crate::lang::Lang::En) => {
+            format!("unknown: {en}, config.json has no {fields}; pass {flags}")
+        }
+        (false, crate::lang::Lang::Zh) => format!("未知：{zh}，config.json 中没有 {fields}；请传 {flags}"),
+        (true, crate::lang::Lang::En) => format!("unknown: {en}; pass {flags}"),
+        (true, crate::lang::Lang::Zh) => format!("未知：{zh}；请传 {flags}"),
+    }
+}
+
+/// Compute the budget. A term the model cannot give (no parameter count, no MLP or vocabulary
+/// size) is `None` with the fields it lacks, and so is what is left for KV; errors are only
+/// for absurd inputs and overflow.
 pub fn plan(model: &ModelShape, ctx: &BudgetContext, inp: &BudgetInputs) -> Result<Budget, KvError> {
     if inp.gpu_total_bytes == 0 {
         return Err(KvError::invalid("--gpu-mem-gib", 0, "a GPU needs some memory"));
@@ -78,11 +104,12 @@ pub fn plan(model: &ModelShape, ctx: &BudgetContext, inp: &BudgetInputs) -> Resu
 
     let lang = ctx.lang;
     let given = || lang.pick("given", "给定").to_owned();
+    let mut weights_needs = Vec::new();
     let (weights, weights_how) = match inp.weights_bytes {
         Some(w) => {
             let g = fmt_gib(w);
             (
-                w.div_ceil(gpus),
+                Some(w.div_ceil(gpus)),
                 lang.pick(
                     format!("given: {g} over {gpus} GPU(s)"),
                     format!("给定 {g}，分布在 {gpus} 张 GPU 上"),
@@ -90,50 +117,81 @@ pub fn plan(model: &ModelShape, ctx: &BudgetContext, inp: &BudgetInputs) -> Resu
             )
         }
         None => {
-            let (params, psrc) = match (inp.params, &model.params) {
-                (Some(p), _) => (p, given()),
+            let known = match (inp.params, &model.params) {
+                (Some(p), _) => Some((p, given())),
                 (None, Some((p, ParamSource::Published(s)))) => {
-                    (*p, lang.pick(format!("published: {s}"), format!("公开数据：{s}")))
+                    Some((*p, lang.pick(format!("published: {s}"), format!("公开数据：{s}"))))
                 }
                 (None, Some((p, _))) => {
-                    (*p, lang.pick("counted from config.json", "按 config.json 统计").to_owned())
+                    Some((*p, lang.pick("counted from config.json", "按 config.json 统计").to_owned()))
                 }
-                (None, None) => {
-                    return Err(KvError::BudgetUnknown(
-                        "the weights size is unknown: config.json lacks hidden_size, vocab_size or \
-                         intermediate_size to count parameters; pass --weights-gib or --params-b"
-                            .to_owned(),
-                    ));
+                (None, None) => None,
+            };
+            match known {
+                Some((params, psrc)) => {
+                    let d = inp
+                        .weights_dtype
+                        .or(model.weight_dtype)
+                        .unwrap_or_else(|| WeightDtype::from_model(ctx.serving_dtype));
+                    let total = u128::from(params) * u128::from(d.millibytes()) / 1000;
+                    let total = u64::try_from(total).map_err(|_| KvError::Overflow("weights size"))?;
+                    let approx = if matches!(d, WeightDtype::Int4 | WeightDtype::Mxfp4) {
+                        lang.pick("about ", "约 ")
+                    } else {
+                        ""
+                    };
+                    let (n, whole, frac, ds, tg) = (
+                        fmt_int(params),
+                        d.millibytes() / 1000,
+                        d.millibytes() % 1000,
+                        d.as_str(),
+                        fmt_gib(total),
+                    );
+                    (
+                        Some(total.div_ceil(gpus)),
+                        lang.pick(
+                            format!(
+                                "estimated: {n} parameters ({psrc}) × {approx}{whole}.{frac:03} B ({ds}) = {tg}, over {gpus} GPU(s)"
+                            ),
+                            format!(
+                                "估算 {n} 个参数（{psrc}）× {approx}{whole}.{frac:03} B（{ds}）= {tg}，分布在 {gpus} 张 GPU 上"
+                            ),
+                        ),
+                    )
                 }
-            };
-            let d = inp
-                .weights_dtype
-                .or(model.weight_dtype)
-                .unwrap_or_else(|| WeightDtype::from_model(ctx.serving_dtype));
-            let total = u128::from(params) * u128::from(d.millibytes()) / 1000;
-            let total = u64::try_from(total).map_err(|_| KvError::Overflow("weights size"))?;
-            let approx = if matches!(d, WeightDtype::Int4 | WeightDtype::Mxfp4) {
-                lang.pick("about ", "约 ")
-            } else {
-                ""
-            };
-            let (n, whole, frac, ds, tg) =
-                (fmt_int(params), d.millibytes() / 1000, d.millibytes() % 1000, d.as_str(), fmt_gib(total));
-            (
-                total.div_ceil(gpus),
-                lang.pick(
-                    format!(
-                        "estimated: {n} parameters ({psrc}) × {approx}{whole}.{frac:03} B ({ds}) = {tg}, over {gpus} GPU(s)"
-                    ),
-                    format!("估算 {n} 个参数（{psrc}）× {approx}{whole}.{frac:03} B（{ds}）= {tg}，分布在 {gpus} 张 GPU 上"),
-                ),
-            )
+                None => {
+                    weights_needs = count_needs(model);
+                    let how = unknown_term(
+                        lang,
+                        &weights_needs,
+                        ("the parameters cannot be counted", "无法统计参数量"),
+                        "--weights-gib or --params-b",
+                    );
+                    (None, how)
+                }
+            }
         }
     };
 
+    let mut activation_needs = Vec::new();
     let (activation, activation_how) = match inp.activation_bytes {
-        Some(a) => (a, given()),
-        None => activation_estimate(model, ctx)?,
+        Some(a) => (Some(a), given()),
+        None => {
+            activation_needs = activation_lacks(model);
+            if activation_needs.is_empty() {
+                let (a, how) = activation_estimate(model, ctx)?;
+                (Some(a), how)
+            } else {
+                let how = unknown_term(
+                    lang,
+                    &activation_needs,
+                    ("the activation peak cannot be estimated", "无法估算激活峰值"),
+                    "--activation-gib (vLLM logs it as \"PyTorch activation peak memory takes …\" / \"torch peak \
+                     memory increase\")",
+                );
+                (None, how)
+            }
+        }
     };
     let (non_torch, non_torch_how) = match inp.non_torch_bytes {
         Some(n) => (n, given()),
@@ -154,7 +212,7 @@ pub fn plan(model: &ModelShape, ctx: &BudgetContext, inp: &BudgetInputs) -> Resu
             .to_owned(),
         ),
     };
-    let used = weights.saturating_add(activation).saturating_add(non_torch);
+    let used = weights.zip(activation).map(|(w, a)| w.saturating_add(a).saturating_add(non_torch));
     Ok(Budget {
         gpu_total_bytes: inp.gpu_total_bytes,
         utilization_ppm: inp.utilization_ppm,
@@ -165,9 +223,26 @@ pub fn plan(model: &ModelShape, ctx: &BudgetContext, inp: &BudgetInputs) -> Resu
         activation_how,
         non_torch_bytes: non_torch,
         non_torch_how,
-        available_kv_bytes: requested.saturating_sub(used),
-        shortfall_bytes: used.saturating_sub(requested),
+        available_kv_bytes: used.map(|u| requested.saturating_sub(u)),
+        shortfall_bytes: used.map(|u| u.saturating_sub(requested)),
+        weights_needs,
+        activation_needs,
     })
+}
+
+/// The `config.json` fields the activation estimate lacks (empty when it can be made).
+pub fn activation_lacks(model: &ModelShape) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if model.hidden_size.is_none() {
+        out.push("hidden_size");
+    }
+    if model.vocab_size.is_none() {
+        out.push("vocab_size");
+    }
+    if model.moe.is_none() && model.intermediate_size.is_none() {
+        out.push("intermediate_size");
+    }
+    out
 }
 
 fn activation_estimate(model: &ModelShape, ctx: &BudgetContext) -> Result<(u64, String), KvError> {
@@ -222,20 +297,21 @@ pub fn describe(b: &Budget) -> String {
 
 /// [`describe`] in `lang`.
 pub fn describe_in(b: &Budget, lang: crate::lang::Lang) -> String {
+    let size = |v: Option<u64>| v.map_or_else(|| lang.pick("unknown", "未知").to_owned(), fmt_gib);
     format!(
         "{} × {} = {} − {} {} − {} {} − {} {} = {}",
         fmt_gib(b.gpu_total_bytes),
         fmt_ppm(b.utilization_ppm),
         fmt_gib(b.requested_bytes),
         lang.pick("weights", "权重"),
-        fmt_gib(b.weights_bytes),
+        size(b.weights_bytes),
         lang.pick("activation", "激活"),
-        fmt_gib(b.activation_bytes),
+        size(b.activation_bytes),
         lang.pick("non-torch", "非 torch"),
         fmt_gib(b.non_torch_bytes),
         lang.pick(
-            format!("{} for KV", fmt_gib(b.available_kv_bytes)),
-            format!("{} 留给 KV", fmt_gib(b.available_kv_bytes))
+            format!("{} for KV", size(b.available_kv_bytes)),
+            format!("{} 留给 KV", size(b.available_kv_bytes))
         )
     )
 }
@@ -278,7 +354,7 @@ mod tests {
         i.non_torch_bytes = Some(193_273_528);
         let b = plan(&m, &ctx(1), &i).unwrap();
         assert_eq!(b.requested_bytes, 76_528_543_334);
-        assert_eq!(fmt_gib(b.available_kv_bytes), "54.86 GiB");
+        assert_eq!(b.available_kv_bytes.map(fmt_gib).as_deref(), Some("54.86 GiB"));
         assert!(describe(&b).contains("for KV"));
     }
 
@@ -286,25 +362,40 @@ mod tests {
     fn estimates_name_their_source() {
         let m = preset("llama-3.1-8b").unwrap().shape().unwrap();
         let b = plan(&m, &ctx(1), &inputs(150_108_651_520)).unwrap();
-        assert_eq!(b.weights_bytes, 16_060_522_496);
+        assert_eq!(b.weights_bytes, Some(16_060_522_496));
         assert!(b.weights_how.contains("published"));
         assert!(b.activation_how.starts_with("estimated"));
-        assert_eq!(b.shortfall_bytes, 0);
+        assert_eq!(b.shortfall_bytes, Some(0));
         // 405B in bf16 does not fit one H200.
         let big = preset("llama-3.1-405b").unwrap().shape().unwrap();
         let b = plan(&big, &ctx(1), &inputs(150_108_651_520)).unwrap();
-        assert_eq!(b.available_kv_bytes, 0);
-        assert!(b.shortfall_bytes > 600 * GIB);
+        assert_eq!(b.available_kv_bytes, Some(0));
+        assert!(b.shortfall_bytes > Some(600 * GIB));
     }
 
     #[test]
     fn unknown_sizes_say_what_to_pass() {
         let m = ModelShape::plain("bare", 2, 8, 8, 64);
-        let e = plan(&m, &ctx(1), &inputs(GIB)).unwrap_err().to_string();
-        assert!(e.contains("--weights-gib"), "{e}");
+        let b = plan(&m, &ctx(1), &inputs(GIB)).unwrap();
+        assert_eq!((b.weights_bytes, b.activation_bytes, b.available_kv_bytes), (None, None, None));
+        assert_eq!(b.shortfall_bytes, None);
+        assert_eq!(b.weights_needs, ["hidden_size", "vocab_size", "intermediate_size"]);
+        assert!(b.weights_how.contains("--weights-gib") && b.weights_how.contains("`vocab_size`"));
+        assert!(b.activation_how.contains("--activation-gib"), "{}", b.activation_how);
+        assert!(describe(&b).contains("weights unknown") && describe(&b).ends_with("unknown for KV"));
+        // The terms that are known are still computed.
+        assert_eq!((b.requested_bytes, b.non_torch_bytes), (GIB * 9 / 10, 256 * MIB));
         let mut i = inputs(GIB);
         i.weights_bytes = Some(1);
-        let e = plan(&m, &ctx(1), &i).unwrap_err().to_string();
-        assert!(e.contains("--activation-gib"), "{e}");
+        let b = plan(&m, &ctx(1), &i).unwrap();
+        assert_eq!((b.weights_bytes, b.activation_bytes), (Some(1), None));
+        assert!(b.weights_needs.is_empty());
+        assert_eq!(b.activation_needs, ["hidden_size", "vocab_size", "intermediate_size"]);
+        i.activation_bytes = Some(2);
+        let b = plan(&m, &ctx(1), &i).unwrap();
+        assert_eq!(b.available_kv_bytes, Some(GIB * 9 / 10 - 3 - 256 * MIB));
+        let zh = plan(&m, &BudgetContext { lang: crate::lang::Lang::Zh, ..ctx(1) }, &inputs(GIB)).unwrap();
+        assert!(crate::lang::has_cjk(&zh.weights_how) && zh.weights_how.contains("--params-b"));
+        assert!(describe_in(&zh, crate::lang::Lang::Zh).contains("权重 未知"));
     }
 }

@@ -677,6 +677,18 @@ mod tests {
     }
 
     #[test]
+    fn fields_only_some_figures_need_may_be_absent() {
+        // No context length, vocabulary or MLP width: the shape is read, they stay unknown
+        // (the estimate leaves what needs them null, #17).
+        let m = strict(
+            r#"{"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8}"#,
+        )
+        .unwrap();
+        assert_eq!((m.num_layers(), m.num_kv_heads, m.head_dim_k), (32, 8, 128));
+        assert_eq!((m.max_model_len, m.vocab_size, m.intermediate_size, m.params), (None, None, None, None));
+    }
+
+    #[test]
     fn absurd_values_are_rejected() {
         for (text, needle) in [
             (

@@ -11,7 +11,8 @@
 //!    [`estimate::estimate`];
 //! 5. what a server actually logged — [`startup::parse_startup`] — and why it differs —
 //!    [`reconcile::reconcile`];
-//! 6. the `triage.kv/v1` JSON — [`report::KvReport`].
+//! 6. the `triage.kv/v1` JSON — [`report::KvReport`]; what the inputs leave unknown is `null`
+//!    there, with a [`missing::Missing`] entry naming the flag or config field that settles it.
 //!
 //! The formulas, checked against vLLM 0.33.0's source (the PyPI wheel; `crate::kv::layout`
 //! cites each function) and its own functions run on the test shapes
@@ -41,6 +42,7 @@ pub mod estimate;
 pub mod gpus;
 pub mod hf_config;
 pub mod layout;
+pub mod missing;
 pub mod model;
 pub mod params;
 pub mod presets;

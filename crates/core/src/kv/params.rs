@@ -61,6 +61,29 @@ pub fn count_params(m: &ModelShape) -> Option<u64> {
     u64::try_from(total).ok()
 }
 
+/// The `config.json` fields [`count_params`] lacks, by their usual names (empty when it can
+/// count, or when only the 64-bit range stops it).
+pub fn count_needs(m: &ModelShape) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if m.hidden_size.is_none() {
+        out.push("hidden_size");
+    }
+    if m.vocab_size.is_none() {
+        out.push("vocab_size");
+    }
+    if m.mla.is_some() && m.mla_nope_v.is_none() {
+        out.extend(["qk_nope_head_dim", "v_head_dim"]);
+    }
+    let dense_mlp = match m.moe {
+        Some(moe) => moe.dense_layers.min(m.num_layers() as u64) > 0,
+        None => true,
+    };
+    if dense_mlp && m.intermediate_size.is_none() {
+        out.push("intermediate_size");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +121,10 @@ mod tests {
     fn unknown_without_sizes() {
         let m = ModelShape::plain("x", 2, 8, 8, 64);
         assert_eq!(count_params(&m), None);
+        assert_eq!(count_needs(&m), ["hidden_size", "vocab_size", "intermediate_size"]);
+        let m = ModelShape { hidden_size: Some(512), vocab_size: Some(1000), ..m };
+        assert_eq!(count_needs(&m), ["intermediate_size"]);
+        let m = ModelShape { intermediate_size: Some(1024), ..m };
+        assert!(count_needs(&m).is_empty() && count_params(&m).is_some());
     }
 }

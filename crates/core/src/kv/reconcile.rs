@@ -219,6 +219,31 @@ pub fn logged_available(s: &StartupCapacity) -> Option<(&Logged<Size>, u64, u64)
     Some((a, lo, hi))
 }
 
+/// The figures of an estimate made here. Every estimate in this module is given its KV memory
+/// and a known `max_model_len` ([`reconcile`] refuses an unknown one before estimating), so
+/// none of these is unknown; the fallbacks only keep the arithmetic total.
+trait Known {
+    fn known_len(&self) -> u64;
+    fn known_blocks(&self) -> u64;
+    fn known_tokens(&self) -> u64;
+    fn known_legacy(&self) -> u64;
+}
+
+impl Known for KvEstimate {
+    fn known_len(&self) -> u64 {
+        self.settings.max_model_len.unwrap_or(1)
+    }
+    fn known_blocks(&self) -> u64 {
+        self.blocks.unwrap_or(0)
+    }
+    fn known_tokens(&self) -> u64 {
+        self.tokens.unwrap_or(0)
+    }
+    fn known_legacy(&self) -> u64 {
+        self.legacy_tokens.unwrap_or(0)
+    }
+}
+
 /// The estimates at the two ends of the available range.
 struct Band {
     lo: KvEstimate,
@@ -232,22 +257,22 @@ impl Band {
         let lo = estimate(model, o, &KvBudget::Available(lo))?;
         let hi = estimate(model, o, &KvBudget::Available(hi))?;
         let layout = Layout::new(model, &layout_options(&lo))?;
-        let bpr = layout.blocks_per_request(lo.settings.max_model_len, lo.settings.in_flight_tokens);
+        let bpr = layout.blocks_per_request(lo.known_len(), lo.settings.in_flight_tokens);
         Ok(Band { lo, hi, bpr })
     }
 
     /// Tokens one pool block adds to vLLM 0.33's count: `ceil(max_model_len / blocks per
     /// request)` — the block size for dense and MLA models, less for hybrid ones.
     fn step(&self) -> u64 {
-        self.lo.settings.max_model_len.div_ceil(self.bpr.max(1)).max(1)
+        self.lo.known_len().div_ceil(self.bpr.max(1)).max(1)
     }
 
     /// The formula `t` falls within one block of, and its band; vLLM 0.33's first unless
     /// `legacy_first` (a V0 log, which gives blocks: `# GPU blocks` × block size).
     fn fit(&self, t: u64, legacy_first: bool) -> Option<(LoggedFormula, u64, u64)> {
         let bs = u64::from(self.lo.settings.block_size);
-        let new = (LoggedFormula::Vllm033, self.lo.tokens, self.hi.tokens, self.step());
-        let old = (LoggedFormula::Legacy, self.lo.legacy_tokens, self.hi.legacy_tokens, bs);
+        let new = (LoggedFormula::Vllm033, self.lo.known_tokens(), self.hi.known_tokens(), self.step());
+        let old = (LoggedFormula::Legacy, self.lo.known_legacy(), self.hi.known_legacy(), bs);
         let order = if legacy_first { [old, new] } else { [new, old] };
         order
             .into_iter()
@@ -277,13 +302,23 @@ fn blocks_away(diff: i64, step: u64) -> i64 {
     if diff < 0 { -m } else { m }
 }
 
-/// Compare `model` under `opts` with what `startup` logged.
+/// Compare `model` under `opts` with what `startup` logged. Fails when `max_model_len` is unknown
+/// (neither the options, the log nor the model give it): the logged count depends on it.
 pub fn reconcile(
     model: &ModelShape,
     opts: &KvOptions,
     s: &StartupCapacity,
 ) -> Result<Reconciliation, KvError> {
     let (o, mut explanations) = merge_logged_settings(opts, s);
+    if o.max_model_len.is_none() && model.max_model_len.is_none() {
+        return Err(KvError::MissingField {
+            field: "max_position_embeddings",
+            aliases: " (nor n_positions, max_seq_len, seq_length)".to_owned(),
+            why: "the logged capacity depends on max_model_len, which neither the log nor the model gives; pass \
+                  --max-model-len"
+                .to_owned(),
+        });
+    }
     let mut r = Reconciliation {
         engine: s.engine,
         available_kv_printed: None,
@@ -381,13 +416,13 @@ pub fn reconcile(
             None => (lo, hi),
         };
         let b = band(model, &o, lo, hi)?;
-        let (t_lo, t_hi) = (b.lo.tokens, b.hi.tokens);
+        let (t_lo, t_hi) = (b.lo.known_tokens(), b.hi.known_tokens());
         r.expected_tokens_min = Some(t_lo);
         r.expected_tokens_max = Some(t_hi);
-        r.expected_tokens_legacy_min = Some(b.lo.legacy_tokens);
-        r.expected_tokens_legacy_max = Some(b.hi.legacy_tokens);
-        r.expected_blocks_min = Some(b.lo.blocks);
-        r.expected_blocks_max = Some(b.hi.blocks);
+        r.expected_tokens_legacy_min = Some(b.lo.known_legacy());
+        r.expected_tokens_legacy_max = Some(b.hi.known_legacy());
+        r.expected_blocks_min = Some(b.lo.known_blocks());
+        r.expected_blocks_max = Some(b.hi.known_blocks());
         let block = b.lo.block_bytes.max(1);
         if s.num_gpu_blocks_override.is_none() {
             explanations.push(ex(
@@ -403,8 +438,8 @@ pub fn reconcile(
                     fmt_int(hi.saturating_sub(lo) / 2),
                     fmt_centi((u128::from(hi.saturating_sub(lo)) * 50 / u128::from(block)) as u64),
                     fmt_size(block),
-                    fmt_int(b.lo.blocks),
-                    fmt_int(b.hi.blocks),
+                    fmt_int(b.lo.known_blocks()),
+                    fmt_int(b.hi.known_blocks()),
                     fmt_int(t_lo),
                     fmt_int(t_hi)
                 ),
@@ -423,8 +458,8 @@ pub fn reconcile(
                     String::new()
                 },
                 fmt_int(b.bpr),
-                fmt_int(settings.max_model_len),
-                fmt_int(settings.max_model_len)
+                fmt_int(base.known_len()),
+                fmt_int(base.known_len())
             ),
         ));
         if let Some((t, line)) = logged_tokens {
@@ -443,7 +478,7 @@ pub fn reconcile(
             // Bytes of the pool one logged token stands for, as the model says: one block per
             // `max_model_len / blocks_per_request` tokens.
             let per_logged = u64::try_from(
-                u128::from(b.lo.block_bytes) * u128::from(b.bpr) / u128::from(settings.max_model_len.max(1)),
+                u128::from(b.lo.block_bytes) * u128::from(b.bpr) / u128::from(base.known_len()),
             )
             .unwrap_or(u64::MAX);
             if t > 0 {
@@ -505,12 +540,10 @@ pub fn reconcile(
             }
         }
     } else if let Some((t, line)) = logged_tokens {
-        let bpr = layout.blocks_per_request(settings.max_model_len, settings.in_flight_tokens).max(1);
+        let bpr = layout.blocks_per_request(base.known_len(), settings.in_flight_tokens).max(1);
         // Invert vLLM 0.33's count: the fewest blocks that log at least `t` tokens.
-        let blocks = u64::try_from(
-            (u128::from(t) * u128::from(bpr)).div_ceil(u128::from(settings.max_model_len.max(1))),
-        )
-        .unwrap_or(u64::MAX);
+        let blocks = u64::try_from((u128::from(t) * u128::from(bpr)).div_ceil(u128::from(base.known_len())))
+            .unwrap_or(u64::MAX);
         explanations.push(ex(
             Why::Settings,
             Some(line),
@@ -1070,7 +1103,7 @@ fn fatal(s: &StartupCapacity, layout: &Layout, e: &KvEstimate, out: &mut Vec<Exp
     for f in &s.fatal {
         let msg = match &f.value {
             Fatal::KvNeededExceedsAvailable { max_seq_len, needed, available, estimated_max_len } => {
-                let len = max_seq_len.unwrap_or(e.settings.max_model_len);
+                let len = max_seq_len.unwrap_or(e.known_len());
                 let ours = layout.request_bytes(len, mnbt);
                 let mut m = format!(
                     "vLLM refused to start: one request of {} tokens needs {} of KV per GPU{}, more than the {} \

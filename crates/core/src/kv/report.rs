@@ -7,7 +7,9 @@
 //! "kv_cache_groups","pool_tensors","padding_layers","page_bytes","block_bytes","budget",
 //! "available_kv_bytes","available_kv_source","blocks","tokens","concurrency_len","blocks_per_request",
 //! "max_concurrency","max_concurrency_whole","max_model_len_fit","max_num_seqs","need",
-//! "article_bytes_per_token","formula":[…],"assumptions":[…],"warnings":[…],"reconcile"}`.
+//! "article_bytes_per_token","formula":[…],"assumptions":[…],"warnings":[…],"missing":[…],
+//! "reconcile"}` — `missing` ([`crate::kv::missing`]) only when a figure is unknown (then
+//! `null`).
 //! Bytes, blocks and tokens are integers; `max_concurrency` has two decimals (rounded half
 //! up); "per rank" means one GPU (the busiest pipeline stage); `bytes_per_token` sums all
 //! `tp × pp` GPUs including replicated heads and MLA latents.

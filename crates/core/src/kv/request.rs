@@ -232,7 +232,18 @@ pub fn build_report_in(
     }
     est.assumptions.extend(log_notes);
     est.assumptions.extend(extra);
-    let rec = startup.as_ref().map(|s| reconcile(&model, &opts, s)).transpose()?;
+    // The logged count depends on max_model_len: without it there is nothing to compare, and
+    // `missing` says so.
+    let rec = match &startup {
+        Some(_) if est.settings.max_model_len.is_none() => {
+            if let Some(m) = est.missing.iter_mut().find(|m| m.figure == "max_model_len") {
+                m.fields.push("reconcile");
+            }
+            None
+        }
+        Some(s) => Some(reconcile(&model, &opts, s)?),
+        None => None,
+    };
     Ok(KvReport::new(est, rec))
 }
 
@@ -268,7 +279,289 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!((r.estimate.bytes_per_token, r.estimate.tokens), (131_072, 447_440));
+        assert_eq!((r.estimate.bytes_per_token, r.estimate.tokens), (131_072, Some(447_440)));
+    }
+
+    /// Llama-3.1-8B's shape with `drop` removed from its config.
+    fn llama_without(drop: &[&str]) -> String {
+        let mut v = serde_json::json!({
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+            "tie_word_embeddings": false, "torch_dtype": "bfloat16"
+        });
+        for k in drop {
+            v.as_object_mut().unwrap().remove(*k);
+        }
+        v.to_string()
+    }
+
+    fn report(cfg: &str, req: KvRequest) -> KvReport {
+        build_report(&req, Some(cfg), None).unwrap()
+    }
+
+    fn figures(r: &KvReport) -> Vec<(&'static str, &'static [&'static str])> {
+        r.estimate.missing.iter().map(|m| (m.figure, Vec::leak(m.fields.clone()) as &[_])).collect()
+    }
+
+    /// The JSON fields that are null, of those a partial config may leave unknown.
+    fn nulls(r: &KvReport) -> Vec<&'static str> {
+        let v = serde_json::to_value(r).unwrap();
+        [
+            "settings.max_model_len",
+            "budget.weights_bytes",
+            "budget.activation_bytes",
+            "budget.available_kv_bytes",
+            "budget.shortfall_bytes",
+            "available_kv_bytes",
+            "blocks",
+            "tokens",
+            "legacy_tokens",
+            "concurrency_len",
+            "blocks_per_request",
+            "max_concurrency",
+            "max_concurrency_whole",
+            "max_model_len_fit",
+            "max_num_seqs",
+            "need.fits",
+            "need.gpu_bytes_per_rank",
+        ]
+        .into_iter()
+        .filter(|path| {
+            let mut at = &v;
+            for k in path.split('.') {
+                at = &at[k];
+            }
+            at.is_null() && (!path.contains('.') || !v[path.split('.').next().unwrap()].is_null())
+        })
+        .collect()
+    }
+
+    #[test]
+    fn no_context_length_answers_everything_but_what_needs_max_model_len() {
+        let cfg = llama_without(&["max_position_embeddings"]);
+        let given = KvRequest { available_kv_gib: Some("54.62".into()), ..KvRequest::default() };
+        let r = report(&cfg, given.clone());
+        let e = &r.estimate;
+        assert_eq!((e.bytes_per_token, e.bytes_per_token_per_rank), (131_072, 131_072));
+        assert_eq!(e.layers[0].bytes_per_token_per_layer, 4096);
+        assert_eq!((e.blocks, e.legacy_tokens), (Some(27_965), Some(27_965 * 16)));
+        assert_eq!(
+            e.max_model_len_fit,
+            Some(447_424),
+            "the longest request that fits needs no max_model_len"
+        );
+        assert_eq!(
+            nulls(&r),
+            [
+                "settings.max_model_len",
+                "tokens",
+                "concurrency_len",
+                "blocks_per_request",
+                "max_concurrency",
+                "max_concurrency_whole",
+                "max_num_seqs"
+            ]
+        );
+        assert_eq!(
+            figures(&r),
+            [
+                ("max_model_len", &["settings.max_model_len", "tokens", "max_num_seqs"][..]),
+                (
+                    "concurrency_len",
+                    &["concurrency_len", "blocks_per_request", "max_concurrency", "max_concurrency_whole"]
+                ),
+            ]
+        );
+        assert_eq!(e.missing[0].settle_with, ["--max-model-len", "config.max_position_embeddings"]);
+        assert!(e.missing[1].settle_with.contains(&"--at-len".to_owned()));
+        // The formula shows the lines it can: bytes and blocks, not tokens.
+        assert!(e.formula.iter().any(|l| l.starts_with("num_blocks = floor")));
+        assert!(!e.formula.iter().any(|l| l.starts_with("tokens") || l.starts_with("max concurrency")));
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v["tokens"].is_null() && v["settings"]["max_model_len"].is_null());
+        assert_eq!(v["missing"][0]["figure"], "max_model_len");
+
+        // --at-len answers the concurrency; --max-model-len answers everything, as the full config does.
+        let r = report(&cfg, KvRequest { at_len: Some(32_768), ..given.clone() });
+        assert_eq!((r.estimate.max_concurrency, r.estimate.blocks_per_request), (Some(13.65), Some(2048)));
+        assert_eq!(figures(&r).iter().map(|f| f.0).collect::<Vec<_>>(), ["max_model_len"]);
+        let with_len = KvRequest { max_model_len: Some(32_768), ..given };
+        let r = report(&cfg, with_len.clone());
+        let full = report(&llama_without(&[]), with_len);
+        assert!(r.estimate.missing.is_empty() && nulls(&r).is_empty());
+        assert_eq!(r.estimate.tokens, Some(447_440));
+        assert_eq!(
+            (r.estimate.blocks, r.estimate.tokens, r.estimate.max_num_seqs),
+            (full.estimate.blocks, full.estimate.tokens, full.estimate.max_num_seqs)
+        );
+        assert!(!serde_json::to_string(&full).unwrap().contains("\"missing\""), "absent when nothing is");
+
+        // With a GPU budget (the weights and activation are counted from the config).
+        let r = report(&cfg, KvRequest { gpu: Some("h100".into()), ..KvRequest::default() });
+        assert!(r.estimate.blocks.is_some() && r.estimate.budget.as_ref().unwrap().weights_bytes.is_some());
+        assert_eq!(figures(&r).iter().map(|f| f.0).collect::<Vec<_>>(), ["max_model_len", "concurrency_len"]);
+    }
+
+    #[test]
+    fn no_vocab_or_mlp_size_leaves_the_gpu_budget_open_not_the_bytes() {
+        for (drop, fields) in [
+            (&["vocab_size"][..], "config.vocab_size"),
+            (&["intermediate_size"][..], "config.intermediate_size"),
+            (&["vocab_size", "intermediate_size"][..], "config.vocab_size + config.intermediate_size"),
+        ] {
+            let cfg = llama_without(drop);
+            let gpu = KvRequest {
+                gpu: Some("h100".into()),
+                max_model_len: Some(32_768),
+                need: Some("8x4096".into()),
+                ..KvRequest::default()
+            };
+            let r = report(&cfg, gpu.clone());
+            let e = &r.estimate;
+            assert_eq!(e.bytes_per_token, 131_072, "{drop:?}");
+            assert_eq!(
+                e.blocks_per_request,
+                Some(2048),
+                "{drop:?}: a request's blocks need no memory figure"
+            );
+            assert_eq!(e.need.as_ref().unwrap().kv_bytes_per_rank, 8 * 256 * 2 * 1024 * 1024);
+            let b = e.budget.as_ref().unwrap();
+            assert_eq!(b.requested_bytes, crate::kv::gpus::gpu("h100").unwrap().total_bytes() * 9 / 10);
+            assert_eq!(
+                nulls(&r),
+                [
+                    "budget.weights_bytes",
+                    "budget.activation_bytes",
+                    "budget.available_kv_bytes",
+                    "budget.shortfall_bytes",
+                    "available_kv_bytes",
+                    "blocks",
+                    "tokens",
+                    "legacy_tokens",
+                    "max_concurrency",
+                    "max_concurrency_whole",
+                    "max_model_len_fit",
+                    "max_num_seqs",
+                    "need.fits",
+                    "need.gpu_bytes_per_rank",
+                ],
+                "{drop:?}"
+            );
+            let m = &e.missing;
+            assert_eq!(
+                m.iter().map(|m| m.figure).collect::<Vec<_>>(),
+                ["budget.weights_bytes", "budget.activation_bytes", "available_kv_bytes"]
+            );
+            assert_eq!(m[0].settle_with, ["--weights-gib", "--params-b", fields], "{drop:?}");
+            assert_eq!(m[1].settle_with, ["--activation-gib", fields], "{drop:?}");
+            assert_eq!(m[2].settle_with, ["--available-kv-gib"]);
+            assert_eq!(m[2].follows_from, ["budget.weights_bytes", "budget.activation_bytes"]);
+            assert!(m[2].fields.contains(&"need.fits") && m[0].fields.contains(&"need.gpu_bytes_per_rank"));
+            assert!(e.assumptions.iter().any(|a| a.contains("weights unknown")), "{:?}", e.assumptions);
+            assert!(!e.formula.iter().any(|l| l.starts_with("num_blocks")));
+
+            // --params-b settles the weights; the activation peak is still open.
+            let r = report(&cfg, KvRequest { params_b: Some("8.03".into()), ..gpu.clone() });
+            assert_eq!(
+                r.estimate.missing.iter().map(|m| m.figure).collect::<Vec<_>>(),
+                ["budget.activation_bytes", "available_kv_bytes"]
+            );
+            assert_eq!(r.estimate.missing[1].follows_from, ["budget.activation_bytes"]);
+            // Both terms given: everything is known.
+            let both = KvRequest {
+                weights_gib: Some("14.96".into()),
+                activation_gib: Some("1.24".into()),
+                ..gpu.clone()
+            };
+            assert!(report(&cfg, both).estimate.missing.is_empty());
+            // --available-kv-gib makes the weights irrelevant: the full config's figures.
+            let given = KvRequest { available_kv_gib: Some("54.62".into()), ..gpu };
+            let (r, full) = (report(&cfg, given.clone()), report(&llama_without(&[]), given));
+            assert!(r.estimate.missing.is_empty(), "{drop:?}");
+            // Null as with a full config: no GPU budget to add the KV to.
+            assert_eq!(nulls(&r), ["need.gpu_bytes_per_rank"], "{drop:?}");
+            assert_eq!(
+                serde_json::to_value(&r).unwrap()["tokens"],
+                serde_json::to_value(&full).unwrap()["tokens"]
+            );
+            assert_eq!(r.estimate.tokens, Some(447_440));
+        }
+    }
+
+    #[test]
+    fn nothing_but_the_attention_shape_still_answers_bytes_per_token() {
+        let cfg = llama_without(&["vocab_size", "intermediate_size", "max_position_embeddings"]);
+        let r = report(&cfg, KvRequest::default());
+        assert_eq!(r.estimate.bytes_per_token, 131_072);
+        assert_eq!(
+            r.estimate.missing.iter().map(|m| m.figure).collect::<Vec<_>>(),
+            [
+                "max_model_len",
+                "concurrency_len",
+                "budget.weights_bytes",
+                "budget.activation_bytes",
+                "available_kv_bytes"
+            ]
+        );
+        // A startup log without max_model_len: the KV memory comes from it, the comparison is open.
+        let log = "Available KV cache memory: 54.62 GiB\nGPU KV cache size: 447,088 tokens\n";
+        let r = build_report(&KvRequest::default(), Some(&cfg), Some(log)).unwrap();
+        assert!(r.reconcile.is_none());
+        assert_eq!(r.estimate.blocks, Some(27_965));
+        assert_eq!(r.estimate.missing[0].fields.last(), Some(&"reconcile"));
+        assert_eq!(r.estimate.missing.len(), 2, "the log's KV memory settles the budget");
+        // With max_model_len the log is compared as before.
+        let req = KvRequest { max_model_len: Some(32_768), ..KvRequest::default() };
+        let r = build_report(&req, Some(&cfg), Some(log)).unwrap();
+        assert!(r.reconcile.is_some() && r.estimate.missing.is_empty());
+
+        // What every figure needs is still an error that names the field (exit 2 in the CLI).
+        for (drop, field) in [
+            ("num_hidden_layers", "num_hidden_layers"),
+            ("num_attention_heads", "num_attention_heads"),
+            ("num_key_value_heads", "num_key_value_heads"),
+        ] {
+            let e = build_report(&KvRequest::default(), Some(&llama_without(&[drop])), None).unwrap_err();
+            assert!(e.to_string().contains(field), "{e}");
+        }
+        let e =
+            build_report(&KvRequest::default(), Some(&llama_without(&["hidden_size"])), None).unwrap_err();
+        assert!(e.to_string().contains("head_dim"), "{e}");
+    }
+
+    #[test]
+    fn missing_reads_in_chinese_with_the_same_figures_and_flags() {
+        let cfg = llama_without(&["vocab_size", "max_position_embeddings"]);
+        let req = KvRequest { need: Some("4x1024".into()), ..KvRequest::default() };
+        let en = build_report(&req, Some(&cfg), None).unwrap();
+        let zh = build_report_in(&req, Some(&cfg), None, Lang::Zh).unwrap();
+        assert_eq!(en.estimate.missing.len(), 5);
+        for (e, z) in en.estimate.missing.iter().zip(&zh.estimate.missing) {
+            assert_eq!(
+                (e.figure, &e.settle_with, &e.follows_from, &e.fields),
+                (z.figure, &z.settle_with, &z.follows_from, &z.fields)
+            );
+            assert!(crate::lang::has_cjk(&z.why) && !crate::lang::has_cjk(&e.why), "{}", z.why);
+            assert_eq!(numbers(&e.why), numbers(&z.why), "\n{}\n{}", e.why, z.why);
+        }
+        let strip = |r: &KvReport| {
+            let mut v = serde_json::to_value(r).unwrap();
+            for k in ["assumptions", "warnings", "formula"] {
+                v[k] = serde_json::Value::Null;
+            }
+            for m in v["missing"].as_array_mut().unwrap() {
+                m["why"] = serde_json::Value::Null;
+            }
+            for k in ["weights_how", "activation_how", "non_torch_how"] {
+                v["budget"][k] = serde_json::Value::Null;
+            }
+            v
+        };
+        assert_eq!(strip(&en), strip(&zh));
+        for (a, b) in en.estimate.assumptions.iter().zip(&zh.estimate.assumptions) {
+            assert_eq!(numbers(a), numbers(b), "\n{a}\n{b}");
+        }
     }
 
     /// The runs of digits in `s`, sorted (the numbers a text carries, whatever its word order).

@@ -226,15 +226,16 @@ fn kv_context(f: &Facts, lang: Lang) -> Option<String> {
         ..KvOptions::default()
     };
     let est = estimate(&shape, &opts, &KvBudget::Available(available.unwrap_or(0))).ok()?;
-    let per_seq = est.bytes_per_token_per_rank.saturating_mul(est.concurrency_len);
-    let (id, per_token, seq_gib, seq_len) =
-        (preset.id, est.bytes_per_token_per_rank, crate::kv::units::fmt_gib(per_seq), est.concurrency_len);
+    let seq_len = est.concurrency_len?;
+    let per_seq = est.bytes_per_token_per_rank.saturating_mul(seq_len);
+    let (id, per_token, seq_gib) =
+        (preset.id, est.bytes_per_token_per_rank, crate::kv::units::fmt_gib(per_seq));
     let mut s = lang.pick(
         format!("KV estimate for {id} ({model}): {per_token} B per token on each GPU, {seq_gib} for one {seq_len}-token sequence"),
         format!("{id}（{model}）的 KV 估算：每张 GPU 每 token {per_token} B，一条 {seq_len} token 的序列需要 {seq_gib}"),
     );
-    if let Some(avail) = available {
-        let (avail, tokens, times) = (crate::kv::units::fmt_gib(avail), est.tokens, est.max_concurrency);
+    if let (Some(avail), Some(tokens), Some(times)) = (available, est.tokens, est.max_concurrency) {
+        let avail = crate::kv::units::fmt_gib(avail);
         s.push_str(&lang.pick(
             format!("; the logged {avail} of KV memory holds {tokens} tokens ({times:.2}× that sequence)"),
             format!("；日志记录的 {avail} KV 显存可容纳 {tokens} token（该序列的 {times:.2} 倍）"),
