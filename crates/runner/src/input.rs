@@ -16,6 +16,9 @@ pub struct BadLine {
     pub message: String,
 }
 
+/// Most bad lines reported one by one; past it they are counted in one last entry (line 0).
+pub const MAX_BAD_LINES: usize = 100;
+
 /// `bytes` as text, line numbers kept: a line that is not UTF-8 becomes an empty line (which
 /// the series readers skip) and is reported. No copy when everything is UTF-8.
 pub fn text_by_lines(bytes: Vec<u8>) -> (String, Vec<BadLine>) {
@@ -25,9 +28,16 @@ pub fn text_by_lines(bytes: Vec<u8>) -> (String, Vec<BadLine>) {
     };
     let mut text = String::with_capacity(bytes.len());
     let mut bad = Vec::new();
+    let mut more = 0usize;
     for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
         match std::str::from_utf8(line) {
             Ok(l) => text.push_str(l),
+            Err(_) if bad.len() >= MAX_BAD_LINES => {
+                more += 1;
+                if line.ends_with(b"\n") {
+                    text.push('\n');
+                }
+            }
             Err(e) => {
                 let at = e.valid_up_to();
                 bad.push(BadLine {
@@ -43,6 +53,9 @@ pub fn text_by_lines(bytes: Vec<u8>) -> (String, Vec<BadLine>) {
                 }
             }
         }
+    }
+    if more > 0 {
+        bad.push(BadLine { line: 0, message: format!("{more} more lines are not UTF-8; skipped") });
     }
     (text, bad)
 }
@@ -208,5 +221,13 @@ mod tests {
         assert!(bad[0].message.contains("0xff at column 3"), "{bad:?}");
         let (text, bad) = text_by_lines(b"fine\n".to_vec());
         assert_eq!((text.as_str(), bad.len()), ("fine\n", 0));
+        // Reported one by one up to a bound, then counted.
+        let (text, bad) = text_by_lines(b"\xff\n".repeat(1000));
+        assert_eq!(text, "\n".repeat(1000));
+        assert_eq!(bad.len(), MAX_BAD_LINES + 1);
+        assert_eq!(
+            bad[MAX_BAD_LINES],
+            BadLine { line: 0, message: "900 more lines are not UTF-8; skipped".into() }
+        );
     }
 }

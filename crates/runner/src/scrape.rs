@@ -140,8 +140,8 @@ impl EngineUrl {
         })?;
         let mut buf = Vec::new();
         let mut chunk = [0u8; 16 << 10];
-        // Where the body starts and how long it is, once the header is in.
-        let mut framing: Option<(usize, Option<usize>)> = None;
+        // Where the body starts, how long it is and whether it is chunked, once the header is in.
+        let mut framing: Option<(usize, Option<usize>, bool)> = None;
         loop {
             let wait = left().ok_or_else(|| late("reading"))?;
             s.set_read_timeout(Some(wait)).ok();
@@ -160,13 +160,16 @@ impl EngineUrl {
             }
             buf.extend_from_slice(&chunk[..n]);
             if framing.is_none() {
-                framing = header_end(&buf).map(|end| (end, content_length(&buf[..end])));
+                framing = header_end(&buf).map(|end| {
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    (end, content_length(&buf[..end]), head.contains("transfer-encoding: chunked"))
+                });
             }
             // Done when the declared length is in, or a chunked body's last chunk came: an
             // engine that keeps the connection open after answering costs nothing.
             match framing {
-                Some((start, Some(len))) if buf.len() >= start + len => break,
-                Some((start, None)) if buf.len() > start && buf.ends_with(b"0\r\n\r\n") => break,
+                Some((start, Some(len), false)) if buf.len() >= start + len => break,
+                Some((start, _, true)) if buf.len() > start && buf.ends_with(b"0\r\n\r\n") => break,
                 _ => {}
             }
         }
