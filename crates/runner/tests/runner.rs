@@ -376,18 +376,23 @@ fn run_scrapes_the_engine_records_the_series_and_logs_findings() {
 }
 
 /// A server on 127.0.0.1 that answers each connection with a 200 header, then trickles its body
-/// one byte every 200 ms; it stops by itself after `for_at_most`.
+/// one byte every 200 ms; it stops by itself `for_at_most` after its first connection (or after
+/// two minutes without one: a slow start of the runner under test must not find it gone).
 fn trickling_engine(for_at_most: Duration) -> String {
     use std::io::Write;
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     l.set_nonblocking(true).unwrap();
     std::thread::spawn(move || {
-        let until = Instant::now() + for_at_most;
+        let mut until = Instant::now() + Duration::from_secs(120);
+        let mut first = true;
         let mut open = Vec::new();
         let mut last_byte = Instant::now();
         while Instant::now() < until {
             if let Ok((mut c, _)) = l.accept() {
+                if std::mem::take(&mut first) {
+                    until = Instant::now() + for_at_most;
+                }
                 let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n# HELP");
                 open.push(c);
             }
