@@ -397,6 +397,13 @@ fn analyze(
         }
     }
     flush(&mut batch, &mut batch_len)?;
+    if files.is_empty() {
+        // No input: the component's report on nothing, as one call on an empty list gives.
+        let json = component.run(Vec::new()).map_err(|e| anyhow::anyhow!(e))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&json).context("the analyzer's report is not JSON")?;
+        writeln!(stdout.lock(), "{}", out::json_pretty(&value)?)?;
+    }
     if reports > 1 {
         say!(
             "{reports} reports, one per section of at most {section_mib} MiB (--builtin-rules gives one report)"
