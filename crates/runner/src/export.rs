@@ -11,13 +11,14 @@
 //! `DCGM_FI_DEV_XID_ERRORS` (the last XID code). Labels as DCGM's: `gpu`, `UUID`, `device`,
 //! `modelName`.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use triage_core::gpu::series::Meta;
+use triage_core::gpu::series::{Meta, MetaGpu};
 use triage_core::gpu::{GpuFinding, GpuSample};
 
 use crate::host::PluginStatus;
@@ -34,10 +35,21 @@ pub struct Counters {
     pub last_tick_seconds: f64,
     /// Last XID code per GPU.
     pub last_xid: std::collections::BTreeMap<u32, u64>,
+    /// Failed engine scrapes by reason (`ScrapeErrorKind::as_str`).
+    pub engine_failures: std::collections::BTreeMap<String, u64>,
+    /// GPU-rules plugins loaded now; `None` with the built-in rules.
+    pub plugins_loaded: Option<usize>,
 }
 
+/// A label value: the exposition format's three escapes, and the characters a terminal acts
+/// on (a plugin's rule id, a file name) replaced, since the format has no escape for them.
 fn esc(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.chars()
+        .map(|c| if triage_core::safe::is_unsafe_char(c) && c != '\t' { '\u{fffd}' } else { c })
+        .collect::<String>()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// Render the exposition for the latest tick.
@@ -49,23 +61,24 @@ pub fn render(
     c: &Counters,
 ) -> String {
     let mut out = String::new();
-    let labels = |s: &GpuSample| {
-        let uuid = s
-            .uuid
-            .clone()
-            .or_else(|| meta.and_then(|m| m.gpus.iter().find(|g| g.index == s.gpu)).map(|g| g.uuid.clone()));
-        let model = meta
-            .and_then(|m| m.gpus.iter().find(|g| g.index == s.gpu))
-            .map(|g| g.name.clone())
-            .unwrap_or_default();
-        format!(
-            "gpu=\"{}\",UUID=\"{}\",device=\"nvidia{}\",modelName=\"{}\"",
-            s.gpu,
-            esc(&uuid.unwrap_or_default()),
-            s.gpu,
-            esc(&model)
-        )
-    };
+    // Each GPU's labels, made once per sample with the meta looked up by index: linear in the
+    // GPUs (a search of the meta per sample and gauge was quadratic).
+    let by_index: HashMap<u32, &MetaGpu> =
+        meta.map(|m| m.gpus.iter().map(|g| (g.index, g)).collect()).unwrap_or_default();
+    let label_of: Vec<String> = samples
+        .iter()
+        .map(|s| {
+            let g = by_index.get(&s.gpu);
+            let uuid = s.uuid.as_deref().or(g.map(|g| g.uuid.as_str())).unwrap_or_default();
+            format!(
+                "gpu=\"{}\",UUID=\"{}\",device=\"nvidia{}\",modelName=\"{}\"",
+                s.gpu,
+                esc(uuid),
+                s.gpu,
+                esc(g.map(|g| g.name.as_str()).unwrap_or_default())
+            )
+        })
+        .collect();
     type Get = fn(&GpuSample) -> Option<f64>;
     let gauges: [(&str, &str, &str, Get); 13] = [
         ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", |s| s.sm_clock_mhz.map(f64::from)),
@@ -120,8 +133,11 @@ pub fn render(
         ),
     ];
     for (name, kind, help, get) in gauges {
-        let rows: Vec<String> =
-            samples.iter().filter_map(|s| get(s).map(|v| format!("{name}{{{}}} {v}\n", labels(s)))).collect();
+        let rows: Vec<String> = samples
+            .iter()
+            .zip(&label_of)
+            .filter_map(|(s, l)| get(s).map(|v| format!("{name}{{{l}}} {v}\n")))
+            .collect();
         if rows.is_empty() {
             continue;
         }
@@ -130,22 +146,17 @@ pub fn render(
     }
     let ecc: Vec<String> = samples
         .iter()
-        .filter_map(|s| {
-            s.ecc_uncorrected.map(|v| format!("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{}}} {v}\n", labels(s)))
-        })
+        .zip(&label_of)
+        .filter_map(|(s, l)| s.ecc_uncorrected.map(|v| format!("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{l}}} {v}\n")))
         .collect();
     if !ecc.is_empty() {
         out.push_str("# HELP DCGM_FI_DEV_ECC_DBE_VOL_TOTAL Total number of double-bit volatile ECC errors.\n# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n");
         ecc.iter().for_each(|r| out.push_str(r));
     }
     out.push_str("# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered (0: none seen).\n# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n");
-    for s in samples {
-        let _ = writeln!(
-            out,
-            "DCGM_FI_DEV_XID_ERRORS{{{}}} {}",
-            labels(s),
-            c.last_xid.get(&s.gpu).copied().unwrap_or(0)
-        );
+    for (s, l) in samples.iter().zip(&label_of) {
+        let _ =
+            writeln!(out, "DCGM_FI_DEV_XID_ERRORS{{{l}}} {}", c.last_xid.get(&s.gpu).copied().unwrap_or(0));
     }
 
     out.push_str("# HELP triage_finding_active A finding of the GPU rules is active (1) on this GPU (gpu=\"\" for node-wide ones).\n# TYPE triage_finding_active gauge\n");
@@ -195,6 +206,19 @@ pub fn render(
             out,
             "# HELP triage_runner_engine_up The last scrape of the engine's /metrics succeeded.\n# TYPE triage_runner_engine_up gauge\ntriage_runner_engine_up {}",
             u8::from(up)
+        );
+    }
+    if !c.engine_failures.is_empty() {
+        out.push_str("# HELP triage_runner_engine_scrape_failures_total Failed scrapes of the engine's /metrics since start, by reason (connect, timeout, io, status, malformed, too_large).\n# TYPE triage_runner_engine_scrape_failures_total counter\n");
+        for (reason, n) in &c.engine_failures {
+            let _ =
+                writeln!(out, "triage_runner_engine_scrape_failures_total{{reason=\"{}\"}} {n}", esc(reason));
+        }
+    }
+    if let Some(n) = c.plugins_loaded {
+        let _ = writeln!(
+            out,
+            "# HELP triage_runner_plugins_loaded GPU-rules plugins loaded from the plugin folder (0: no rules run).\n# TYPE triage_runner_plugins_loaded gauge\ntriage_runner_plugins_loaded {n}"
         );
     }
     out.push_str("# HELP triage_runner_plugin_disabled A plugin was disabled after repeated failures (1) until its file changes.\n# TYPE triage_runner_plugin_disabled gauge\n");

@@ -169,6 +169,10 @@ pub struct PluginHost {
     ticker: Arc<Ticker>,
     /// Files that failed to load, with their stamp (retried when it changes) and why.
     failed: BTreeMap<String, (Stamp, String)>,
+    /// Could the folder be read at the last scan.
+    dir_readable: bool,
+    /// What changed that a person should hear about once ([`PluginHost::take_notices`]).
+    notices: Vec<String>,
 }
 
 /// The epoch ticker's switch. It advances the epoch only while a call runs and sleeps on the
@@ -265,8 +269,30 @@ fn failure(e: &wasmtime::Error) -> Failure {
     {
         Failure::Memory
     } else {
-        Failure::Trap(text)
+        Failure::Trap(one_line(e))
     }
+}
+
+/// Most characters of a plugin's or wasmtime's message quoted in one of ours.
+const MAX_MESSAGE: usize = 300;
+
+/// A wasmtime error as one line: its top message and, when different, its root cause (the
+/// middle of the chain and any backtrace left out), redacted, then cut.
+pub fn one_line(e: &wasmtime::Error) -> String {
+    let top = e.to_string();
+    let root = e.root_cause().to_string();
+    let first = |s: &str| s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_owned();
+    let (top, root) = (first(&top), first(&root));
+    let text = if root.is_empty() || top.contains(&root) { top } else { format!("{top}: {root}") };
+    crate::out::quote(&text, MAX_MESSAGE)
+}
+
+/// Why `bytes` could not be compiled, in one line.
+fn compile_error(bytes: &[u8], e: &wasmtime::Error) -> String {
+    if !bytes.starts_with(b"\0asm") {
+        return "not a WebAssembly file (bad magic number)".to_owned();
+    }
+    format!("not a valid component: {}", one_line(e))
 }
 
 impl PluginHost {
@@ -287,6 +313,8 @@ impl PluginHost {
             plugins: BTreeMap::new(),
             ticker,
             failed: BTreeMap::new(),
+            dir_readable: true,
+            notices: Vec::new(),
         })
     }
 
@@ -297,7 +325,7 @@ impl PluginHost {
             anyhow::bail!("plugin folder {} does not exist", dir.display());
         }
         host.dir = Some(dir.to_path_buf());
-        host.reload();
+        host.scan(false);
         Ok(host)
     }
 
@@ -307,8 +335,7 @@ impl PluginHost {
 
     /// Compile a component and tell which world it implements.
     pub fn compile(&self, bytes: &[u8]) -> Result<(Component, World), String> {
-        let component =
-            Component::new(&self.engine, bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
+        let component = Component::new(&self.engine, bytes).map_err(|e| compile_error(bytes, &e))?;
         let ty = component.component_type();
         let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_owned()).collect();
         let world = if exports.iter().any(|e| e == "analyze") {
@@ -327,17 +354,39 @@ impl PluginHost {
     /// Scan the folder: load new files, re-load changed ones, forget removed ones. Returns the
     /// names of plugins (re)loaded. Cheap when nothing changed (one `stat` per file).
     pub fn reload(&mut self) -> Vec<String> {
+        self.scan(true)
+    }
+
+    /// [`PluginHost::reload`]; `announce`: note each plugin (re)loaded (not at start-up).
+    fn scan(&mut self, announce: bool) -> Vec<String> {
         let Some(dir) = self.dir.clone() else { return Vec::new() };
-        let mut seen = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
         let mut loaded = Vec::new();
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
+        let before = self.loaded(World::GpuRules);
+        let mut entries: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+            Ok(rd) => {
+                if !self.dir_readable {
+                    self.notices.push(format!("plugin folder {} is back", dir.display()));
+                }
+                self.dir_readable = true;
+                rd.filter_map(|e| e.ok().map(|e| e.path())).collect()
+            }
+            Err(e) => {
+                if self.dir_readable {
+                    self.notices.push(format!(
+                        "plugin folder {} cannot be read ({e}); its plugins are unloaded until it is back",
+                        dir.display()
+                    ));
+                }
+                self.dir_readable = false;
+                Vec::new()
+            }
+        };
         entries.sort();
         for path in entries.into_iter().filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
         {
             let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            seen.push(name.clone());
+            seen.insert(name.clone());
             let st = stamp(&path);
             if self.plugins.get(&name).is_some_and(|p| p.stamp == st)
                 || self.failed.get(&name).is_some_and(|(s, _)| *s == st)
@@ -352,13 +401,39 @@ impl PluginHost {
                 }
                 Err(e) => {
                     self.plugins.remove(&name);
+                    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                    self.notices.push(format!("plugin {file}: {e}"));
                     self.failed.insert(name, (st, e));
                 }
             }
         }
         self.plugins.retain(|name, _| seen.contains(name));
         self.failed.retain(|name, _| seen.contains(name));
+        if announce {
+            for name in &loaded {
+                self.notices.push(format!("plugin {name} (re)loaded"));
+            }
+        }
+        let after = self.loaded(World::GpuRules);
+        if after == 0 && before > 0 && self.dir_readable {
+            self.notices.push(format!(
+                "no GPU-rules plugin left in {}: no rules run until one is back",
+                dir.display()
+            ));
+        }
         loaded
+    }
+
+    /// What changed since the last call that a person should hear about once: files that
+    /// failed to load (each time a file fails anew), plugins (re)loaded, the folder gone or
+    /// back, no GPU-rules plugin left.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// How many plugins implementing `world` are loaded.
+    pub fn loaded(&self, world: World) -> usize {
+        self.plugins.values().filter(|p| p.world == world).count()
     }
 
     /// Files that could not be loaded, with why; each is retried when it changes.
@@ -527,23 +602,41 @@ impl PluginHost {
 
     /// Run a text-analyzer component once on `inputs`; returns the `triage.report/v1` JSON.
     pub fn analyze_text(&self, bytes: &[u8], inputs: &[(String, String)]) -> Result<String, String> {
+        self.text_analyzer(bytes)?.run(inputs.to_vec())
+    }
+
+    /// Compile a text-analyzer component once, to run it on several inputs.
+    pub fn text_analyzer(&self, bytes: &[u8]) -> Result<TextAnalyzer<'_>, String> {
         let (component, world) = self.compile(bytes)?;
         if world != World::TextAnalyzer {
             return Err("this component does not implement the text-analyzer world".into());
         }
-        let mut store = self.store();
-        let _calling = Calling::start(&self.ticker);
-        self.arm(&mut store);
-        let inst = text_analyzer::TextAnalyzer::instantiate(&mut store, &component, &self.linker)
+        Ok(TextAnalyzer { host: self, component })
+    }
+}
+
+/// A compiled text-analyzer component ([`PluginHost::text_analyzer`]).
+pub struct TextAnalyzer<'h> {
+    host: &'h PluginHost,
+    component: Component,
+}
+
+impl TextAnalyzer<'_> {
+    /// One call on `inputs` (name, text), in a fresh sandbox dropped afterwards (its memory
+    /// with it); returns the `triage.report/v1` JSON. The texts are moved, not copied, into
+    /// the call.
+    pub fn run(&self, inputs: Vec<(String, String)>) -> Result<String, String> {
+        let host = self.host;
+        let mut store = host.store();
+        let _calling = Calling::start(&host.ticker);
+        host.arm(&mut store);
+        let inst = text_analyzer::TextAnalyzer::instantiate(&mut store, &self.component, &host.linker)
             .map_err(|e| format!("instantiating: {}", failure(&e)))?;
         let inputs: Vec<text_analyzer::triage::plugin::types::TextInput> = inputs
-            .iter()
-            .map(|(name, text)| text_analyzer::triage::plugin::types::TextInput {
-                name: name.clone(),
-                text: text.clone(),
-            })
+            .into_iter()
+            .map(|(name, text)| text_analyzer::triage::plugin::types::TextInput { name, text })
             .collect();
-        self.arm(&mut store);
+        host.arm(&mut store);
         let report = inst
             .call_analyze_text(&mut store, &inputs)
             .map_err(|e| format!("the analyzer {}", failure(&e)))?;
@@ -582,7 +675,11 @@ fn class_of(name: &str) -> Class {
 
 fn from_wit(f: wit::Finding) -> GpuFinding {
     // A plugin's strings are bounded here: its memory is bounded, but not what it says.
-    let cut = |s: String, n: usize| if s.len() > n { s.chars().take(n).collect() } else { s };
+    // Redacted first (a plugin may quote a credential it saw), then cut.
+    let cut = |s: String, n: usize| {
+        let r = triage_core::safe::redact(&s);
+        if r.chars().nth(n).is_some() { triage_core::safe::cut(&r, n) } else { r.into_owned() }
+    };
     GpuFinding {
         t: f.t,
         gpu: f.gpu,

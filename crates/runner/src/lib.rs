@@ -10,9 +10,13 @@
 
 pub mod export;
 pub mod host;
+pub mod input;
 pub mod nvml;
+pub mod out;
 pub mod scrape;
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -79,7 +83,7 @@ pub struct Tick {
     pub raised: Vec<(String, GpuFinding)>,
     pub cleared: Vec<(String, GpuFinding)>,
     pub calls: Vec<CallReport>,
-    pub engine_error: Option<String>,
+    pub engine_error: Option<scrape::ScrapeError>,
 }
 
 pub struct Runner {
@@ -124,6 +128,7 @@ impl Runner {
                 }
                 Err(e) => {
                     self.counters.engine_up = Some(false);
+                    *self.counters.engine_failures.entry(e.kind.as_str().to_owned()).or_default() += 1;
                     out.engine_error = Some(e);
                     None
                 }
@@ -160,19 +165,19 @@ impl Runner {
                 host.findings()
             }
         };
-        // Raised/cleared per plugin, by the finding's identity (core's `GpuFinding::same_as`).
-        let same = |(p, f): &(String, GpuFinding), (q, g): &(String, GpuFinding)| p == q && f.same_as(g);
-        for item in &now {
-            if !self.active.iter().any(|a| same(a, item)) {
-                *self.counters.raised.entry(item.1.rule.clone()).or_default() += 1;
-                out.raised.push(item.clone());
-            }
+        // Raised/cleared per plugin, by the finding's identity (core's `GpuFinding::same_as`),
+        // in time linear in the findings.
+        let (raised, cleared) = changes(
+            &self.active,
+            &now,
+            |(p, f)| (p.clone(), f.gpu, f.rule.clone()),
+            |(p, f), (q, g)| p == q && f.same_as(g),
+        );
+        for item in raised {
+            *self.counters.raised.entry(item.1.rule.clone()).or_default() += 1;
+            out.raised.push(item.clone());
         }
-        for item in &self.active {
-            if !now.iter().any(|n| same(n, item)) {
-                out.cleared.push(item.clone());
-            }
-        }
+        out.cleared = cleared.into_iter().cloned().collect();
         self.active = now;
         self.counters.ticks += 1;
         self.counters.samples += samples.len() as u64;
@@ -187,11 +192,12 @@ impl Runner {
 
     /// The Prometheus exposition after the last tick.
     pub fn exposition(&self) -> String {
-        let plugins = match &self.rules {
-            Rules::Plugins(h) => h.status(),
-            Rules::Builtin(_) => Vec::new(),
+        let (plugins, loaded) = match &self.rules {
+            Rules::Plugins(h) => (h.status(), Some(h.loaded(host::World::GpuRules))),
+            Rules::Builtin(_) => (Vec::new(), None),
         };
-        export::render(self.meta.as_ref(), &self.last_samples, &self.active, &plugins, &self.counters)
+        let c = Counters { plugins_loaded: loaded, ..self.counters.clone() };
+        export::render(self.meta.as_ref(), &self.last_samples, &self.active, &plugins, &c)
     }
 }
 
@@ -202,10 +208,57 @@ pub fn write_lines(
     items: &[(String, GpuFinding)],
 ) -> std::io::Result<()> {
     for (plugin, f) in items {
-        serde_json::to_writer(&mut *w, &LogLine::new(event, plugin, f))?;
+        let line = out::json_line(&LogLine::new(event, plugin, f))?;
+        w.write_all(line.as_bytes())?;
         w.write_all(b"\n")?;
     }
     Ok(())
+}
+
+/// A finding as text (`replay --format text`): a head line and one indented line per piece of
+/// evidence, each made safe for a terminal.
+pub fn finding_text(plugin: &str, f: &GpuFinding) -> String {
+    let mut s = out::line(&format!(
+        "t={:.1} {} [{}] {} (confidence {:.2}, {plugin})",
+        f.t,
+        f.class.as_str(),
+        f.rule,
+        f.title,
+        f.confidence
+    ))
+    .into_owned();
+    s.push('\n');
+    for e in &f.evidence {
+        s.push_str("    ");
+        s.push_str(&out::line(e));
+        s.push('\n');
+    }
+    s
+}
+
+/// The items of `now` not in `before` (raised) and of `before` not in `now` (cleared), in
+/// their order, where `same` tells identity. Linear: items are grouped by `bucket` (which two
+/// items that are the same must share) and `same` is asked only within a group.
+pub fn changes<'a, T, K: Hash + Eq>(
+    before: &'a [T],
+    now: &'a [T],
+    bucket: impl Fn(&T) -> K,
+    same: impl Fn(&T, &T) -> bool,
+) -> (Vec<&'a T>, Vec<&'a T>) {
+    let group = |items: &'a [T]| {
+        let mut m: HashMap<K, Vec<&'a T>> = HashMap::with_capacity(items.len());
+        for it in items {
+            m.entry(bucket(it)).or_default().push(it);
+        }
+        m
+    };
+    let (b, n) = (group(before), group(now));
+    let missing = |item: &T, other: &HashMap<K, Vec<&'a T>>| {
+        other.get(&bucket(item)).is_none_or(|peers| !peers.iter().any(|p| same(p, item)))
+    };
+    let raised = now.iter().filter(|it| missing(it, &b)).collect();
+    let cleared = before.iter().filter(|it| missing(it, &n)).collect();
+    (raised, cleared)
 }
 
 /// Replay a series through `runner` as fast as possible; every finding raised, in order.
@@ -220,4 +273,71 @@ pub fn replay_all(runner: &mut Runner, series: &Series) -> Vec<(String, GpuFindi
 /// The core's own replay, for comparing the plugin's answers with the native rules.
 pub fn native_replay(series: &Series, engine: Option<&EngineSeries>) -> Vec<GpuFinding> {
     gpu::replay(series, engine, WatchConfig::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// How many identity checks telling raised from cleared takes for `n` findings before and
+    /// after (half of them the same): the tick's work must grow linearly with the GPUs.
+    fn identity_checks(n: u32) -> usize {
+        let finding = |gpu: u32, t: f64| GpuFinding {
+            t,
+            gpu: Some(gpu),
+            class: triage_core::analyze::report::Class::TbtTail,
+            rule: "slow-gpu".into(),
+            title: format!("GPU {gpu} slow"),
+            confidence: 0.5,
+            evidence: Vec::new(),
+            remediation: String::new(),
+        };
+        let before: Vec<(String, GpuFinding)> = (0..n).map(|g| ("p".to_owned(), finding(g, 1.0))).collect();
+        let now: Vec<(String, GpuFinding)> =
+            (0..n).map(|g| ("p".to_owned(), finding(g, if g % 2 == 0 { 1.0 } else { 2.0 }))).collect();
+        let checks = Cell::new(0usize);
+        let (raised, cleared) = changes(
+            &before,
+            &now,
+            |(p, f)| (p.clone(), f.gpu, f.rule.clone()),
+            |(p, f), (q, g)| {
+                checks.set(checks.get() + 1);
+                p == q && f.same_as(g)
+            },
+        );
+        assert_eq!((raised.len(), cleared.len()), ((n / 2) as usize, (n / 2) as usize));
+        assert!(raised.iter().all(|(_, f)| f.t == 2.0) && cleared.iter().all(|(_, f)| f.t == 1.0));
+        checks.get()
+    }
+
+    #[test]
+    fn telling_raised_from_cleared_is_linear_in_the_findings() {
+        let (small, large) = (identity_checks(2_000), identity_checks(8_000));
+        assert_eq!(small, 2 * 2_000, "one check per finding on each side");
+        assert_eq!(large, 4 * small, "4× the findings, 4× the work (was n²: 16×)");
+    }
+
+    #[test]
+    fn text_findings_are_safe_for_a_terminal() {
+        let f = GpuFinding {
+            t: 1.0,
+            gpu: Some(0),
+            class: triage_core::analyze::report::Class::TbtTail,
+            rule: "r".into(),
+            title: "title \x1b]0;pwned\x07 \u{9b}2J".into(),
+            confidence: 0.5,
+            evidence: vec!["ev\nforged".into()],
+            remediation: String::new(),
+        };
+        let text = finding_text("plug\x1b[31m", &f);
+        assert!(!text.contains('\x1b') && !text.contains('\u{9b}') && !text.contains('\x07'), "{text}");
+        assert!(text.contains("\\x1b]0;pwned\\x07 \\u009b2J"), "{text}");
+        assert_eq!(text.lines().count(), 2, "{text}");
+        let mut json = Vec::new();
+        write_lines(&mut json, None, &[("p".into(), f)]).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        assert!(!json.contains('\x1b') && !json.contains('\u{9b}'), "{json}");
+    }
 }

@@ -11,13 +11,73 @@ use clap::{Parser, Subcommand, ValueEnum};
 use triage_core::gpu::engine::EngineSeries;
 use triage_core::gpu::series::{self, Series};
 use triage_runner::host::{Limits, PluginHost, World};
+use triage_runner::input::{self, Sectioner};
 use triage_runner::nvml::NvmlSource;
+use triage_runner::out;
 use triage_runner::scrape::EngineUrl;
-use triage_runner::{EngineSource, Rules, Runner, Tick, write_lines};
+use triage_runner::{EngineSource, Rules, Runner, Tick, say, write_lines};
 
 /// Exit code when NVML (the NVIDIA driver) is not there.
 const EXIT_NO_NVML: u8 = 3;
 const DEFAULT_PLUGINS: &str = "/usr/local/lib/triage-runner/plugins";
+/// How long one scrape of the engine may take, all of it (connect, send, every read).
+const SCRAPE_DEADLINE: Duration = Duration::from_millis(500);
+
+// Value checks are clap value parsers, so a bad value is a usage error (exit 2) with its reason.
+
+/// A whole number from `lo` to `hi`.
+fn whole(s: &str, lo: u64, hi: u64, unit: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let v: u64 = t.parse().map_err(|_| {
+        if t.starts_with('-') {
+            format!("must be at least {lo} {unit}, not negative")
+        } else {
+            format!("{t:?} is not a whole number of {unit}")
+        }
+    })?;
+    if v < lo || v > hi {
+        return Err(format!("must be from {lo} to {hi} {unit}, not {v}"));
+    }
+    Ok(v)
+}
+
+/// Milliseconds, 1 ms to a day.
+fn millis(s: &str) -> Result<u64, String> {
+    whole(s, 1, 86_400_000, "ms")
+}
+
+/// MiB of plugin memory, 1 MiB to 64 GiB.
+fn mebibytes(s: &str) -> Result<usize, String> {
+    whole(s, 1, 65_536, "MiB").map(|v| v as usize)
+}
+
+/// Seconds: a finite number above zero.
+fn seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !v.is_finite() {
+        return Err(format!("must be a finite number of seconds, not {s}"));
+    }
+    if v <= 0.0 {
+        return Err(format!("must be above 0 seconds, not {s}"));
+    }
+    Ok(v)
+}
+
+/// How fast to go through a recorded series.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pace(Option<f64>);
+
+/// `max` → no waiting; `recorded` → 1; `10` or `10x` → 10× faster.
+fn pace(s: &str) -> Result<Pace, String> {
+    match s.trim() {
+        "max" => Ok(Pace(None)),
+        "recorded" => Ok(Pace(Some(1.0))),
+        x => match x.trim_end_matches('x').parse::<f64>() {
+            Ok(f) if f > 0.0 && f.is_finite() => Ok(Pace(Some(f))),
+            _ => Err(format!("must be max, recorded or a factor above 0 (like 10), not {x:?}")),
+        },
+    }
+}
 
 #[derive(Parser)]
 #[command(
@@ -39,10 +99,10 @@ struct PluginArgs {
     #[arg(long, conflicts_with = "plugins")]
     builtin_rules: bool,
     /// Memory limit per plugin instance, MiB.
-    #[arg(long, default_value_t = 64, value_name = "MIB")]
+    #[arg(long, default_value = "64", value_name = "MIB", value_parser = mebibytes)]
     plugin_memory_mib: usize,
     /// Wall-time limit per plugin call, milliseconds.
-    #[arg(long, default_value_t = 250, value_name = "MS")]
+    #[arg(long, default_value = "250", value_name = "MS", value_parser = millis)]
     plugin_deadline_ms: u64,
 }
 
@@ -60,7 +120,7 @@ enum Command {
         #[command(flatten)]
         plugins: PluginArgs,
         /// Sampling period, milliseconds (default 1000: 1 Hz).
-        #[arg(long, default_value_t = 1000, value_name = "MS")]
+        #[arg(long, default_value = "1000", value_name = "MS", value_parser = millis)]
         interval_ms: u64,
         /// Serve the exposition here (loopback by default).
         #[arg(long, default_value = "127.0.0.1:9477", value_name = "ADDR")]
@@ -77,15 +137,16 @@ enum Command {
         /// One tick, print the exposition to stdout, exit.
         #[arg(long)]
         once: bool,
-        /// Stop after this many seconds.
-        #[arg(long, value_name = "S")]
+        /// Stop after this many seconds (a slow engine scrape or plugin call does not delay it
+        /// by more than the scrape deadline, 0.5 s, or the plugin deadline).
+        #[arg(long, value_name = "S", value_parser = seconds)]
         duration_s: Option<f64>,
         /// Take samples from a recorded series instead of NVML.
         #[arg(long, value_name = "FILE")]
         replay: Option<PathBuf>,
         /// With --replay: recorded (default), max, or a factor like 10.
-        #[arg(long, default_value = "recorded")]
-        speed: String,
+        #[arg(long, default_value = "recorded", value_parser = pace)]
+        speed: Pace,
         /// Also write every sample taken to this series file (as `record` does).
         #[arg(long, value_name = "FILE")]
         record: Option<PathBuf>,
@@ -100,8 +161,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         engine: Option<PathBuf>,
         /// max (default), recorded, or a factor like 10.
-        #[arg(long, default_value = "max")]
-        speed: String,
+        #[arg(long, default_value = "max", value_parser = pace)]
+        speed: Pace,
         #[arg(long, value_enum, default_value_t = Format::Jsonl)]
         format: Format,
         #[command(flatten)]
@@ -111,19 +172,31 @@ enum Command {
     Record {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
-        #[arg(long, default_value_t = 100, value_name = "MS")]
+        #[arg(long, default_value = "100", value_name = "MS", value_parser = millis)]
         interval_ms: u64,
-        #[arg(long, default_value_t = 20.0, value_name = "S")]
+        #[arg(long, default_value = "20", value_name = "S", value_parser = seconds)]
         duration_s: f64,
     },
     /// Run the text-analyzer component on files; print the triage.report/v1 JSON.
+    ///
+    /// Files are read in 64 KiB pieces and handed to the component in sections of at most
+    /// --section-mib, cut at line ends: inputs up to that size give one report, exactly as one
+    /// call would; larger ones give one report per section, one JSON document after another.
+    /// --builtin-rules streams every file into one report with the analyzer compiled into the
+    /// runner (as `triage analyze`), in a few MiB whatever the size.
     Analyze {
         files: Vec<PathBuf>,
         /// The component (default: analyzer.wasm in the plugin folder).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "builtin_rules")]
         plugin: Option<PathBuf>,
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with = "builtin_rules")]
         plugins: Option<PathBuf>,
+        /// Analyse with the analyzer compiled into the runner (no sandbox), streaming.
+        #[arg(long)]
+        builtin_rules: bool,
+        /// Most text handed to the component in one call, MiB.
+        #[arg(long, default_value = "32", value_name = "MIB", value_parser = mebibytes)]
+        section_mib: usize,
     },
 }
 
@@ -133,10 +206,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if let Some(no) = e.downcast_ref::<triage_runner::nvml::NoNvml>() {
-                eprintln!("triage-runner: {no}");
+                say!("{no}");
                 return ExitCode::from(EXIT_NO_NVML);
             }
-            eprintln!("triage-runner: error: {e:#}");
+            say!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -158,9 +231,9 @@ fn rules(args: &PluginArgs) -> anyhow::Result<Rules> {
         deadline: Duration::from_millis(args.plugin_deadline_ms),
         ..Limits::default()
     };
-    let host = PluginHost::open(&dir, limits)?;
-    for (name, err) in host.errors() {
-        eprintln!("triage-runner: plugin {name}: {err}");
+    let mut host = PluginHost::open(&dir, limits)?;
+    for n in host.take_notices() {
+        say!("{n}");
     }
     if host.paths(World::GpuRules).is_empty() {
         bail!(
@@ -171,28 +244,38 @@ fn rules(args: &PluginArgs) -> anyhow::Result<Rules> {
     Ok(Rules::Plugins(Box::new(host)))
 }
 
-/// `max` → None (no waiting); `recorded` → 1; `10` → 10× faster.
-fn speed(s: &str) -> anyhow::Result<Option<f64>> {
-    match s {
-        "max" => Ok(None),
-        "recorded" => Ok(Some(1.0)),
-        x => match x.trim_end_matches('x').parse::<f64>() {
-            Ok(f) if f > 0.0 && f.is_finite() => Ok(Some(f)),
-            _ => bail!("--speed must be max, recorded or a positive factor, not {x:?}"),
-        },
-    }
-}
-
 fn unix_now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-fn read_series(path: &Path) -> anyhow::Result<Series> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let series = Series::parse(&text);
-    for i in series.issues.iter().take(5) {
-        eprintln!("triage-runner: {}:{}: {}", path.display(), i.line, i.message);
+/// A file as text, line by line: a line that is not UTF-8 is reported (with the first lines
+/// the reader could not use) and skipped; the rest is read.
+fn read_lines(path: &Path) -> anyhow::Result<(String, Vec<(usize, String)>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let (text, bad) = input::text_by_lines(bytes);
+    Ok((text, bad.into_iter().map(|b| (b.line, b.message)).collect()))
+}
+
+/// Report the issues of a file: the first five by line, then how many more.
+fn report_issues(path: &Path, mut issues: Vec<(usize, String)>) {
+    issues.sort_by_key(|(line, _)| if *line == 0 { usize::MAX } else { *line });
+    for (line, message) in issues.iter().take(5) {
+        match line {
+            0 => say!("{}: {message}", path.display()),
+            n => say!("{}:{n}: {message}", path.display()),
+        }
     }
+    if issues.len() > 5 {
+        say!("{}: {} more issues", path.display(), issues.len() - 5);
+    }
+}
+
+fn read_series(path: &Path) -> anyhow::Result<Series> {
+    let (text, mut issues) = read_lines(path)?;
+    let series = Series::parse(&text);
+    drop(text);
+    issues.extend(series.issues.iter().map(|i| (i.line, i.message.clone())));
+    report_issues(path, issues);
     if series.ticks.is_empty() {
         bail!("{} holds no NVML samples", path.display());
     }
@@ -202,16 +285,16 @@ fn read_series(path: &Path) -> anyhow::Result<Series> {
 fn report_tick(tick: &Tick, log: &mut Option<std::fs::File>) -> anyhow::Result<()> {
     for c in &tick.calls {
         if let Err(f) = &c.result {
-            eprintln!(
-                "triage-runner: plugin {} {f} after {:.1} ms{}",
+            say!(
+                "plugin {} {f} after {:.1} ms{}",
                 c.plugin,
                 c.took.as_secs_f64() * 1e3,
                 if c.disabled { "; disabled until its file changes" } else { "" }
             );
         }
         if c.truncated {
-            eprintln!(
-                "triage-runner: plugin {} answered more than {} findings; the rest were dropped",
+            say!(
+                "plugin {} answered more than {} findings; the rest were dropped",
                 c.plugin,
                 triage_runner::host::MAX_FINDINGS
             );
@@ -224,26 +307,128 @@ fn report_tick(tick: &Tick, log: &mut Option<std::fs::File>) -> anyhow::Result<(
     Ok(())
 }
 
+/// Sleep `d`, but not past `end`.
+fn nap(d: Duration, end: Option<Instant>) {
+    let d = end.map_or(d, |e| d.min(e.saturating_duration_since(Instant::now())));
+    if !d.is_zero() {
+        std::thread::sleep(d);
+    }
+}
+
+/// `triage-runner analyze`: every file read in [`input::READ_CHUNK`] pieces.
+fn analyze(
+    files: &[PathBuf],
+    plugin: Option<PathBuf>,
+    plugins: Option<PathBuf>,
+    builtin: bool,
+    section_mib: usize,
+) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    if builtin {
+        let mut a = triage_core::analyze::Analyzer::new();
+        for f in files {
+            let file = std::fs::File::open(f).with_context(|| format!("opening {}", f.display()))?;
+            a.begin(&f.display().to_string());
+            input::stream(file, |piece| a.feed(piece)).with_context(|| format!("reading {}", f.display()))?;
+            a.end();
+        }
+        let mut o = stdout.lock();
+        writeln!(o, "{}", out::json_pretty(&a.finish())?)?;
+        return Ok(());
+    }
+    let path = plugin.unwrap_or_else(|| plugin_dir(plugins.as_deref()).join("analyzer.wasm"));
+    let bytes =
+        std::fs::read(&path).with_context(|| format!("reading the analyzer component {}", path.display()))?;
+    let limits = Limits { memory_bytes: 1 << 30, fuel: u64::MAX / 2, deadline: Duration::from_secs(120) };
+    let host = PluginHost::new(limits)?;
+    let component = host
+        .text_analyzer(&bytes)
+        .map_err(|e| anyhow::anyhow!("plugin {}: {e}", path.file_name().unwrap_or_default().display()))?;
+    let max = section_mib << 20;
+    // The inputs of the next call, and their size: a call gets whole files while they fit,
+    // and one section of a file larger than a section.
+    let mut batch: Vec<(String, String)> = Vec::new();
+    let mut batch_len = 0usize;
+    let mut reports = 0usize;
+    let mut flush = |batch: &mut Vec<(String, String)>, batch_len: &mut usize| -> anyhow::Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        *batch_len = 0;
+        let json = component.run(std::mem::take(batch)).map_err(|e| anyhow::anyhow!(e))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&json).context("the analyzer's report is not JSON")?;
+        drop(json);
+        writeln!(stdout.lock(), "{}", out::json_pretty(&value)?)?;
+        reports += 1;
+        Ok(())
+    };
+    let mut failed: Option<anyhow::Error> = None;
+    for f in files {
+        let name = f.display().to_string();
+        let file = std::fs::File::open(f).with_context(|| format!("opening {name}"))?;
+        let mut sections = Sectioner::new(max);
+        let mut add = |sec: input::Section| {
+            if failed.is_some() {
+                return;
+            }
+            let label = if sec.index == 0 {
+                name.clone()
+            } else {
+                format!("{name} (section {} from line {})", sec.index + 1, sec.first_line)
+            };
+            if sec.index == 1 {
+                say!("{name} is larger than a section ({section_mib} MiB): one report per section");
+            }
+            if batch_len + sec.text.len() > max
+                && let Err(e) = flush(&mut batch, &mut batch_len)
+            {
+                failed = Some(e);
+                return;
+            }
+            batch_len += sec.text.len();
+            batch.push((label, sec.text));
+        };
+        input::stream(file, |piece| sections.push(piece, &mut add))
+            .with_context(|| format!("reading {name}"))?;
+        sections.finish(&mut add);
+        if let Some(e) = failed.take() {
+            return Err(e);
+        }
+    }
+    flush(&mut batch, &mut batch_len)?;
+    if files.is_empty() {
+        // No input: the component's report on nothing, as one call on an empty list gives.
+        let json = component.run(Vec::new()).map_err(|e| anyhow::anyhow!(e))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&json).context("the analyzer's report is not JSON")?;
+        writeln!(stdout.lock(), "{}", out::json_pretty(&value)?)?;
+    }
+    if reports > 1 {
+        say!(
+            "{reports} reports, one per section of at most {section_mib} MiB (--builtin-rules gives one report)"
+        );
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Replay { file, engine, speed: s, format, plugins } => {
+        Command::Replay { file, engine, speed: Pace(pace), format, plugins } => {
             let series = read_series(&file)?;
             let engine = match engine {
                 Some(p) => {
-                    let e = EngineSeries::parse(
-                        &std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?,
-                    );
-                    for i in e.issues.iter().take(5) {
-                        eprintln!("triage-runner: {}:{}: {}", p.display(), i.line, i.message);
-                    }
+                    let (text, mut issues) = read_lines(&p)?;
+                    let e = EngineSeries::parse(&text);
+                    issues.extend(e.issues.iter().map(|i| (i.line, i.message.clone())));
+                    report_issues(&p, issues);
                     EngineSource::Recorded(e)
                 }
                 None => EngineSource::None,
             };
-            let pace = speed(&s)?;
             let mut runner = Runner::new(rules(&plugins)?, engine, series.meta.clone());
             let stdout = std::io::stdout();
-            let mut out = stdout.lock();
+            let mut o = stdout.lock();
             let mut prev_t: Option<f64> = None;
             let mut no_log = None;
             for tick in &series.ticks {
@@ -258,25 +443,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let done = runner.tick(tick.clone());
                 report_tick(&done, &mut no_log)?;
                 match format {
-                    Format::Jsonl => write_lines(&mut out, None, &done.raised)?,
+                    Format::Jsonl => write_lines(&mut o, None, &done.raised)?,
                     Format::Text => {
                         for (plugin, f) in &done.raised {
-                            writeln!(
-                                out,
-                                "t={:.1} {} [{}] {} (confidence {:.2}, {plugin})",
-                                f.t,
-                                f.class.as_str(),
-                                f.rule,
-                                f.title,
-                                f.confidence
-                            )?;
-                            for e in &f.evidence {
-                                writeln!(out, "    {e}")?;
-                            }
+                            o.write_all(triage_runner::finding_text(plugin, f).as_bytes())?;
                         }
                     }
                 }
-                out.flush()?;
+                o.flush()?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -287,7 +461,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             writeln!(f, "{}", series::meta_line(nvml.meta()))?;
             let started = Instant::now();
-            let period = Duration::from_millis(interval_ms.max(1));
+            let end = started.checked_add(Duration::from_secs_f64(duration_s.min(1e9)));
+            let period = Duration::from_millis(interval_ms);
             let mut next = Instant::now();
             while started.elapsed().as_secs_f64() < duration_s {
                 for s in nvml.sample(unix_now()) {
@@ -295,27 +470,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     f.write_all(b"\n")?;
                 }
                 next += period;
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                nap(next.saturating_duration_since(Instant::now()), end);
             }
             f.flush()?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Analyze { files, plugin, plugins } => {
-            let path = plugin.unwrap_or_else(|| plugin_dir(plugins.as_deref()).join("analyzer.wasm"));
-            let bytes = std::fs::read(&path)
-                .with_context(|| format!("reading the analyzer component {}", path.display()))?;
-            let mut inputs = Vec::new();
-            for f in &files {
-                let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
-                inputs.push((f.display().to_string(), String::from_utf8_lossy(&bytes).into_owned()));
-            }
-            let limits =
-                Limits { memory_bytes: 1 << 30, fuel: u64::MAX / 2, deadline: Duration::from_secs(120) };
-            let host = PluginHost::new(limits)?;
-            let json = host.analyze_text(&bytes, &inputs).map_err(|e| anyhow::anyhow!(e))?;
-            let value: serde_json::Value =
-                serde_json::from_str(&json).context("the analyzer's report is not JSON")?;
-            println!("{}", serde_json::to_string_pretty(&value)?);
+        Command::Analyze { files, plugin, plugins, builtin_rules, section_mib } => {
+            analyze(&files, plugin, plugins, builtin_rules, section_mib)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
@@ -328,7 +489,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             once,
             duration_s,
             replay,
-            speed: s,
+            speed: Pace(pace),
             record,
             stats,
         } => {
@@ -349,19 +510,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     (Some(n), None, meta)
                 }
             };
-            let pace = speed(&s)?;
             let rules = rules(&plugins)?;
             let mut runner = Runner::new(rules, engine, meta.clone());
-            let page = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            runner.scrape_timeout = SCRAPE_DEADLINE;
+            // Served from the start: before the first tick, the runner's own gauges.
+            let page = std::sync::Arc::new(std::sync::Mutex::new(runner.exposition()));
             if !no_listen && !once {
                 if !listen.ip().is_loopback() {
-                    eprintln!(
-                        "triage-runner: serving metrics on {listen}, which is not a loopback address: anyone who reaches it reads the GPUs' state"
+                    say!(
+                        "serving metrics on {listen}, which is not a loopback address: anyone who reaches it reads the GPUs' state"
                     );
                 }
                 let bound = triage_runner::export::serve(listen, page.clone())
                     .with_context(|| format!("listening on {listen}"))?;
-                eprintln!("triage-runner: metrics on http://{bound}/metrics");
+                say!("metrics on http://{bound}/metrics");
             }
             let mut log = match &findings_log {
                 Some(p) => Some(
@@ -386,13 +548,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             let started = Instant::now();
-            let period = Duration::from_millis(interval_ms.max(1));
+            // When the run ends: every wait and every scrape stops there.
+            let end = duration_s.and_then(|d| started.checked_add(Duration::from_secs_f64(d.min(1e9))));
+            let over = || end.is_some_and(|e| Instant::now() >= e);
+            let period = Duration::from_millis(interval_ms);
             let mut next = Instant::now();
             let mut replay_pos = 0usize;
             let mut last_reload = Instant::now();
             let mut engine_said = false;
             let mut first_tick: Option<(Instant, f64)> = None;
             loop {
+                if last_reload.elapsed() >= Duration::from_secs(2) {
+                    last_reload = Instant::now();
+                    if let Rules::Plugins(host) = &mut runner.rules {
+                        host.reload();
+                        for n in host.take_notices() {
+                            say!("{n}");
+                        }
+                    }
+                }
                 let samples = match (&mut nvml, &replayed) {
                     (Some(n), _) => n.sample(unix_now()),
                     (None, Some(series)) => match series.ticks.get(replay_pos) {
@@ -402,13 +576,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         }
                         // The series is over: with --duration-s, keep serving the last state
                         // until it has passed (a scraper still reads the end of the replay).
-                        None => match duration_s {
-                            Some(d) if started.elapsed().as_secs_f64() < d => {
-                                std::thread::sleep(Duration::from_millis(100));
-                                continue;
-                            }
-                            _ => break,
-                        },
+                        None if end.is_some() && !over() => {
+                            nap(Duration::from_millis(100), end);
+                            continue;
+                        }
+                        None => break,
                     },
                     (None, None) => break,
                 };
@@ -419,6 +591,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 }
                 let t = samples.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
+                runner.scrape_timeout = end.map_or(SCRAPE_DEADLINE, |e| {
+                    SCRAPE_DEADLINE.min(e.saturating_duration_since(Instant::now()))
+                });
                 let tick = runner.tick(samples);
                 if first_tick.is_none() {
                     first_tick = Some((Instant::now(), usage().0));
@@ -426,13 +601,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 if let Some(e) = &tick.engine_error
                     && !engine_said
                 {
-                    eprintln!("triage-runner: engine metrics: {e} (said once; see triage_runner_engine_up)");
+                    say!("engine metrics: {e} (said once; see triage_runner_engine_up)");
                     engine_said = true;
                 }
                 report_tick(&tick, &mut log)?;
                 for (plugin, f) in &tick.raised {
-                    eprintln!(
-                        "triage-runner: raised {} on {} ({plugin}): {}",
+                    say!(
+                        "raised {} on {} ({plugin}): {}",
                         f.rule,
                         f.gpu.map_or("node".into(), |g| format!("GPU {g}")),
                         f.title
@@ -440,26 +615,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 let text = runner.exposition();
                 if once {
-                    print!("{text}");
-                    write_lines(&mut std::io::stdout(), Some("active"), runner.active())?;
+                    let stdout = std::io::stdout();
+                    let mut o = stdout.lock();
+                    o.write_all(out::block(&text).as_bytes())?;
+                    write_lines(&mut o, Some("active"), runner.active())?;
                     break;
                 }
                 if let Ok(mut p) = page.lock() {
                     *p = text;
                 }
-                if duration_s.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
+                if over() {
                     break;
-                }
-                if last_reload.elapsed() >= Duration::from_secs(2) {
-                    last_reload = Instant::now();
-                    if let Rules::Plugins(host) = &mut runner.rules {
-                        for name in host.reload() {
-                            eprintln!("triage-runner: plugin {name} (re)loaded");
-                        }
-                        for (name, err) in host.errors() {
-                            eprintln!("triage-runner: plugin {name}: {err}");
-                        }
-                    }
                 }
                 // Pace: NVML by the interval; a replay by its own timestamps.
                 match (&replayed, pace) {
@@ -469,14 +635,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             let nt = next_tick.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
                             let wait = (nt - t) / factor;
                             if wait > 0.0 && wait < 3600.0 {
-                                std::thread::sleep(Duration::from_secs_f64(wait));
+                                nap(Duration::from_secs_f64(wait), end);
                             }
                         }
                     }
                     (None, _) => {
                         next += period;
-                        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                        nap(next.saturating_duration_since(Instant::now()), end);
                     }
+                }
+                if over() {
+                    break;
                 }
             }
             if let Some(f) = rec.as_mut() {

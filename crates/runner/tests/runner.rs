@@ -374,3 +374,284 @@ fn run_scrapes_the_engine_records_the_series_and_logs_findings() {
     assert_eq!(a.ticks, b.ticks);
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+/// A server on 127.0.0.1 that answers each connection with a 200 header, then trickles its body
+/// one byte every 200 ms; it stops by itself `for_at_most` after its first connection (or after
+/// two minutes without one: a slow start of the runner under test must not find it gone).
+fn trickling_engine(for_at_most: Duration) -> String {
+    use std::io::Write;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let mut until = Instant::now() + Duration::from_secs(120);
+        let mut first = true;
+        let mut open = Vec::new();
+        let mut last_byte = Instant::now();
+        while Instant::now() < until {
+            if let Ok((mut c, _)) = l.accept() {
+                if std::mem::take(&mut first) {
+                    until = Instant::now() + for_at_most;
+                }
+                let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n# HELP");
+                open.push(c);
+            }
+            if last_byte.elapsed() >= Duration::from_millis(200) {
+                last_byte = Instant::now();
+                open.retain_mut(|c| c.write_all(b"#").is_ok());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    format!("http://{addr}/metrics")
+}
+
+#[test]
+fn a_trickling_engine_fails_its_scrape_at_the_deadline_and_the_run_ends_on_time() {
+    let dir = plugin_folder("trickle");
+    let url = trickling_engine(Duration::from_secs(8));
+    let out = Command::new(RUNNER)
+        .args(["run", "--replay"])
+        .arg(data("nvml/h200_series.jsonl"))
+        .args([
+            "--speed",
+            "max",
+            "--no-listen",
+            "--duration-s",
+            "1.5",
+            "--stats",
+            "--engine-url",
+            &url,
+            "--plugins",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The run's own wall time (from the first tick, start-up excluded): 1.5 s + at most one
+    // scrape deadline (0.5 s); before, the first scrape lasted as long as the engine trickled.
+    let wall: f64 = err
+        .split("stats: wall ")
+        .nth(1)
+        .and_then(|w| w.split(' ').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no stats line: {err}"));
+    assert!((1.4..3.0).contains(&wall), "ran {wall} s: {err}");
+    assert!(err.contains("engine metrics:") && err.contains("scrape deadline"), "{err}");
+}
+
+#[test]
+fn replay_skips_a_line_that_is_not_utf8_and_says_which() {
+    let dir = plugin_folder("utf8");
+    let mut bytes = std::fs::read(data("nvml/h200x8_one_slow.jsonl")).unwrap();
+    // Line 3 (a sample of GPU 1) gets a byte that is not UTF-8 inside a key.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1))
+        .collect();
+    bytes.insert(starts[2] + 3, 0xff);
+    let file = std::env::temp_dir().join(format!("triage-runner-utf8-{}.jsonl", std::process::id()));
+    std::fs::write(&file, &bytes).unwrap();
+    let out = Command::new(RUNNER).arg("replay").arg(&file).arg("--plugins").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains(":3: not UTF-8 (byte 0xff at column 4); line skipped"), "{err}");
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().any(|l| l["rule"] == "slow-gpu" && l["gpu"] == 5), "{lines:?}");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn a_removed_plugin_folder_is_said_once_and_counted_until_it_is_back() {
+    let dir = plugin_folder("gone");
+    let host = PluginHost::open(&dir, Limits::default()).unwrap();
+    let mut runner = Runner::new(Rules::Plugins(Box::new(host)), EngineSource::None, None);
+    runner.tick(tick_with("ok", 1.0));
+    assert!(runner.exposition().contains("\ntriage_runner_plugins_loaded 1\n"));
+    fn reload(r: &mut Runner) -> Vec<String> {
+        match &mut r.rules {
+            Rules::Plugins(h) => {
+                h.reload();
+                h.take_notices()
+            }
+            Rules::Builtin(_) => unreachable!(),
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    let said = reload(&mut runner);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("cannot be read") && said[0].contains("unloaded"), "{said:?}");
+    runner.tick(tick_with("ok", 2.0));
+    assert!(runner.exposition().contains("\ntriage_runner_plugins_loaded 0\n"));
+    assert!(reload(&mut runner).is_empty(), "said once");
+    // Back: said again, and the rules run again.
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(components().0, dir.join("gpu-rules.wasm")).unwrap();
+    let said = reload(&mut runner);
+    assert!(said.iter().any(|n| n.contains("is back")), "{said:?}");
+    assert!(said.iter().any(|n| n.contains("gpu-rules (re)loaded")), "{said:?}");
+    let tick = runner.tick(tick_with("ok", 3.0));
+    assert_eq!(tick.calls.len(), 1);
+    assert!(runner.exposition().contains("\ntriage_runner_plugins_loaded 1\n"));
+    // Emptied rather than removed: said too.
+    std::fs::remove_file(dir.join("gpu-rules.wasm")).unwrap();
+    let said = reload(&mut runner);
+    assert!(said.len() == 1 && said[0].contains("no GPU-rules plugin left"), "{said:?}");
+}
+
+#[test]
+fn a_file_that_is_not_a_component_is_one_line_with_its_name() {
+    let (rules, _, _) = components();
+    let dir = plugin_folder("magic");
+    std::fs::write(dir.join("foo.wasm"), b"#!/bin/sh\necho not wasm\n").unwrap();
+    let real = std::fs::read(&rules).unwrap();
+    std::fs::write(dir.join("cut.wasm"), &real[..real.len() / 2]).unwrap();
+    let out = Command::new(RUNNER)
+        .arg("replay")
+        .arg(data("nvml/h200_series.jsonl"))
+        .arg("--plugins")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "one line per broken file: {err}");
+    assert_eq!(lines[1], "triage-runner: plugin foo.wasm: not a WebAssembly file (bad magic number)");
+    assert!(lines[0].starts_with("triage-runner: plugin cut.wasm: not a valid component: "), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2_with_the_reason() {
+    let series = data("nvml/h200_series.jsonl");
+    let s = series.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["replay", s, "--plugin-memory-mib", "0"], "--plugin-memory-mib"),
+        (&["replay", s, "--plugin-memory-mib=-1"], "not negative"),
+        (&["replay", s, "--plugin-memory-mib", "99999999999999"], "from 1 to 65536"),
+        (&["replay", s, "--plugin-deadline-ms", "0"], "--plugin-deadline-ms"),
+        (&["replay", s, "--speed", "NaN"], "factor above 0"),
+        (&["replay", s, "--speed", "inf"], "factor above 0"),
+        (&["replay", s, "--speed", "0"], "factor above 0"),
+        (&["replay", s, "--speed=-2"], "factor above 0"),
+        (&["run", "--once", "--interval-ms", "0"], "--interval-ms"),
+        (&["run", "--once", "--duration-s", "NaN"], "finite"),
+        (&["run", "--once", "--duration-s", "inf"], "finite"),
+        (&["run", "--once", "--duration-s=-1"], "above 0"),
+        (&["run", "--once", "--duration-s", "0"], "above 0"),
+        (&["run", "--once", "--speed", "nan"], "factor above 0"),
+        (&["record", "--out", "/nonexistent/x", "--duration-s", "nan"], "finite"),
+        (&["record", "--out", "/nonexistent/x", "--interval-ms=-5"], "not negative"),
+        (&["analyze", "--section-mib", "0", "x"], "--section-mib"),
+    ];
+    for (args, says) in cases {
+        let out = Command::new(RUNNER).args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.lines().count() <= 4, "{args:?}: short: {err}");
+    }
+}
+
+#[test]
+fn text_from_outside_cannot_drive_the_terminal() {
+    let (_, _, hostile) = components();
+    let evil = "ev\x1b]0;pwned\x07il\u{9b}2J";
+    let dir = std::env::temp_dir().join(format!("triage-runner-test-evil-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // A plugin whose name (its file name) carries the sequences, and a broken one likewise.
+    std::fs::copy(&hostile, dir.join(format!("{evil}.wasm"))).unwrap();
+    std::fs::write(dir.join(format!("{evil}-broken.wasm")), b"nope").unwrap();
+    let raw = |s: &str| s.contains('\x1b') || s.contains('\x07') || s.contains('\u{9b}');
+    for format in ["text", "jsonl"] {
+        let out = Command::new(RUNNER)
+            .arg("replay")
+            .arg(data("nvml/h200_series.jsonl"))
+            .args(["--format", format, "--plugins"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let (stdout, stderr) =
+            (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stdout.is_empty() && !raw(&stdout) && !raw(&stderr), "{stdout}\n{stderr}");
+        if format == "text" {
+            assert!(stdout.contains("ev\\x1b]0;pwned\\x07il\\u009b2J"), "{stdout}");
+        } else {
+            let first: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+            assert_eq!(first["plugin"], evil, "JSON keeps the value");
+        }
+        assert!(
+            stderr.contains("ev\\x1b]0;pwned\\x07il\\u009b2J-broken.wasm: not a WebAssembly file"),
+            "{stderr}"
+        );
+    }
+    // An engine whose status line carries them.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/metrics", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for c in l.incoming().take(3) {
+            let Ok(mut c) = c else { continue };
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(
+                "HTTP/1.1 500 ev\x1b]0;pwned\x07il\u{9b}2J\r\nContent-Length: 0\r\n\r\n".as_bytes(),
+            );
+        }
+    });
+    let rules_dir = plugin_folder("evil-engine");
+    let out = Command::new(RUNNER)
+        .args(["run", "--once", "--replay"])
+        .arg(data("nvml/h200_series.jsonl"))
+        .args(["--engine-url", &url, "--plugins"])
+        .arg(&rules_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !raw(&stderr) && stderr.contains("answered \"HTTP/1.1 500 ev\\x1b]0;pwned\\x07il\\u009b2J\""),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("triage_runner_engine_scrape_failures_total{reason=\"status\"} 1")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn analyze_streams_natively_and_in_bounded_sections() {
+    let (_, analyzer, _) = components();
+    let files = [data("smi/synthetic_8gpu_one_slow.txt"), data("oom/h200_200gib.txt")];
+    let run = |extra: &[&str], files: &[PathBuf]| {
+        let out = Command::new(RUNNER).arg("analyze").args(files).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&out.stdout)
+            .into_iter::<serde_json::Value>()
+            .map(Result::unwrap)
+            .collect();
+        (docs, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (native, _) = run(&["--builtin-rules"], &files);
+    let (plugged, _) = run(&["--plugin", analyzer.to_str().unwrap()], &files);
+    assert_eq!(native.len(), 1);
+    assert_eq!(native, plugged, "small inputs: one call, the same report");
+    // A file larger than a section: one report per section, each bounded, nothing lost.
+    let big = std::env::temp_dir().join(format!("triage-runner-big-{}.log", std::process::id()));
+    let one = std::fs::read_to_string(data("oom/h200_200gib.txt")).unwrap();
+    let copies = (3 << 20) / one.len() + 1;
+    std::fs::write(&big, one.repeat(copies)).unwrap();
+    let (reports, err) =
+        run(&["--plugin", analyzer.to_str().unwrap(), "--section-mib", "1"], std::slice::from_ref(&big));
+    assert!(reports.len() >= 3, "{} reports: {err}", reports.len());
+    assert!(reports.iter().all(|r| r["schema"] == "triage.report/v1"));
+    assert!(err.contains("one report per section"), "{err}");
+    let names: Vec<&str> = reports.iter().map(|r| r["inputs"][0]["name"].as_str().unwrap_or("")).collect();
+    assert!(names[1].contains("(section 2 from line "), "{names:?}");
+    let _ = std::fs::remove_file(&big);
+}
