@@ -226,6 +226,17 @@ fn rules(args: &PluginArgs) -> anyhow::Result<Rules> {
         return Ok(Runner::builtin());
     }
     let dir = plugin_dir(args.plugins.as_deref());
+    // Nothing named a folder and the install path is absent (a developer machine, a replay on a
+    // laptop): the built-in rules are the same rules, compiled in. Say so, and how to get plugins.
+    let implicit = args.plugins.is_none() && std::env::var_os("TRIAGE_RUNNER_PLUGINS").is_none();
+    if implicit && !dir.exists() {
+        say!(
+            "no plugins at {} (the install path): using the built-in rules; build the plugins with \
+             `cargo xtask plugins` and pass --plugins <target>/plugins, or pass --builtin-rules to say so",
+            dir.display()
+        );
+        return Ok(Runner::builtin());
+    }
     let limits = Limits {
         memory_bytes: args.plugin_memory_mib << 20,
         deadline: Duration::from_millis(args.plugin_deadline_ms),

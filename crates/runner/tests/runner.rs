@@ -655,3 +655,23 @@ fn analyze_streams_natively_and_in_bounded_sections() {
     assert!(names[1].contains("(section 2 from line "), "{names:?}");
     let _ = std::fs::remove_file(&big);
 }
+
+/// Without `--plugins`, `$TRIAGE_RUNNER_PLUGINS` or the install path, `replay` falls back to the
+/// built-in rules and says so (a developer machine has no /usr/local/lib/triage-runner).
+#[test]
+fn replay_without_plugins_falls_back_to_the_builtin_rules_with_a_note() {
+    if std::path::Path::new("/usr/local/lib/triage-runner/plugins").exists() {
+        return; // an installed runner: the install path is used, as documented
+    }
+    let out = Command::new(RUNNER)
+        .arg("replay")
+        .arg(data("nvml/h200x8_one_slow.jsonl"))
+        .env_remove("TRIAGE_RUNNER_PLUGINS")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("using the built-in rules") && err.contains("cargo xtask plugins"), "{err}");
+    assert_eq!(err.lines().filter(|l| l.contains("built-in rules")).count(), 1, "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("slow-gpu"), "the rules ran");
+}

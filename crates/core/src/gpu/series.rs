@@ -53,6 +53,9 @@ impl Series {
     pub fn parse(text: &str) -> Series {
         let mut out = Series::default();
         let mut current: Vec<GpuSample> = Vec::new();
+        // The GPUs of the tick being read: a repeat starts the next tick. A set, not a search
+        // of `current`, so reading a tick is linear in its GPUs (it was quadratic).
+        let mut in_tick: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
         let mut dropped = 0usize;
         for (i, line) in text.lines().enumerate() {
             let no = i + 1;
@@ -88,11 +91,13 @@ impl Series {
                     continue;
                 }
             };
-            let new_tick = current.iter().any(|s| s.gpu == sample.gpu)
+            let new_tick = in_tick.contains(&sample.gpu)
                 || current.first().is_some_and(|first| (sample.t - first.t).abs() > TICK_GAP_S);
             if new_tick {
                 out.ticks.push(std::mem::take(&mut current));
+                in_tick.clear();
             }
+            in_tick.insert(sample.gpu);
             current.push(sample);
         }
         if !current.is_empty() {
