@@ -383,6 +383,7 @@ async fn respond(
     update(shared, index, |r| r.headers_written = Some(Instant::now()));
     let events = Events {
         api: script.api,
+        legacy: false,
         id,
         reasoning: script.reasoning_tokens,
         model: "scripted",
