@@ -11,7 +11,8 @@
 //!
 //! The Python side runs in a venv this test creates from PyPI with every package pinned
 //! (`tests/interop/requirements.txt`, installed `--no-deps --only-binary :all:`), cached under
-//! the cargo target directory by the hash of that file: cold, a minute or two; warm, seconds.
+//! the cargo target directory by the hash of that file and of python3: cold, a minute or two;
+//! warm, seconds.
 //! Every process is bounded by a deadline and killed when the test ends; the servers listen on
 //! 127.0.0.1 only and stop by themselves (their lifetime, or their standard input closing).
 
@@ -92,7 +93,7 @@ fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-/// FNV-1a: a stable name for the venv of one requirements file.
+/// FNV-1a: a stable name for the venv of one requirements file and interpreter.
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
@@ -139,8 +140,12 @@ fn python() -> &'static Path {
 
 fn make_venv() -> Result<PathBuf, String> {
     let requirements = interop("requirements.txt");
-    let pins = std::fs::read(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("interop-venv-{:016x}", fnv(&pins)));
+    let mut key = std::fs::read(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+    // A venv belongs to the interpreter that made it: a new python3 gets a new venv.
+    let mut c = Command::new("python3");
+    c.args(["-c", "import sys; print(sys.version, sys.executable)"]);
+    key.extend(run_bounded(c, Duration::from_secs(60)).map(|o| o.stdout).unwrap_or_default());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("interop-venv-{:016x}", fnv(&key)));
     let python = dir.join("bin/python");
     if dir.join("complete").exists() {
         return Ok(python);
