@@ -281,7 +281,7 @@ async fn serve(s: &Scenario, args: &SimArgs, port: u16) -> anyhow::Result<ExitCo
                 + "\n"),
         )?,
         Format::Text => print(&format!(
-            "scenario {} fast-forwarded to {:.0} s; serving live on 127.0.0.1 for {:.0} s (Ctrl-C stops it):\n  OpenAI     POST {base}/chat/completions\n  Anthropic  POST {base}/messages\n  metrics    GET  {root}/metrics\n  logs       GET  {root}/logs  and  {root}/logs/NAME\n  try: triage probe {base} --model {} -n 8 -c 4\n",
+            "scenario {} fast-forwarded to {:.0} s; serving live on 127.0.0.1 for {:.0} s (Ctrl-C stops it):\n  OpenAI     POST {base}/chat/completions  (and {base}/completions; \"stream\": true or not)\n  Anthropic  POST {base}/messages\n  metrics    GET  {root}/metrics\n  logs       GET  {root}/logs  and  {root}/logs/NAME\n  try: triage probe {base} --model {} -n 8 -c 4\n",
             s.name,
             s.incident_at_s,
             args.lifetime.as_secs_f64(),

@@ -395,9 +395,16 @@ pub(crate) fn reason(code: u16) -> &'static str {
     }
 }
 
+/// The `created` stamp of every OpenAI object the servers write (fixed: answers are
+/// reproducible byte for byte).
+const CREATED: u64 = 1_764_460_800;
+
 /// The event texts of one response, in the dialect's exact shapes.
 pub(crate) struct Events<'a> {
     pub api: Api,
+    /// OpenAI's legacy completions (`/v1/completions`: `text_completion` objects) rather than
+    /// chat completions. Ignored for Anthropic.
+    pub legacy: bool,
     pub id: &'a str,
     pub reasoning: usize,
     pub model: &'a str,
@@ -407,13 +414,28 @@ pub(crate) struct Events<'a> {
 impl Events<'_> {
     fn openai_chunk(&self, delta: &str, finish: &str) -> String {
         format!(
-            "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":1764460800,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
+            "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":{CREATED},\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
             self.id, self.model
         )
     }
 
+    /// One `text_completion` chunk as vLLM streams it; `text` is a JSON string.
+    fn completion_chunk(&self, text: &str, finish: &str) -> String {
+        format!(
+            "data: {{\"id\":\"{}\",\"object\":\"text_completion\",\"created\":{CREATED},\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":{text},\"logprobs\":null,\"finish_reason\":{finish},\"stop_reason\":null}}]}}\n\n",
+            self.id, self.model
+        )
+    }
+
+    fn legacy(&self) -> bool {
+        self.legacy && self.api == Api::Openai
+    }
+
+    /// What the stream starts with before its first token; empty for legacy completions, whose
+    /// first chunk carries the first token.
     pub(crate) fn preamble(&self) -> String {
         match self.api {
+            Api::Openai if self.legacy() => String::new(),
             Api::Openai => self.openai_chunk(r#"{"role":"assistant","content":""}"#, "null"),
             Api::Anthropic => {
                 let block = if self.reasoning > 0 {
@@ -432,6 +454,7 @@ impl Events<'_> {
     pub(crate) fn token(&self, i: usize) -> String {
         let reasoning = i < self.reasoning;
         match self.api {
+            Api::Openai if self.legacy() => self.completion_chunk(&format!("\"tok{i} \""), "null"),
             Api::Openai if reasoning => {
                 self.openai_chunk(&format!(r#"{{"reasoning_content":"think{i} "}}"#), "null")
             }
@@ -462,10 +485,15 @@ impl Events<'_> {
     pub(crate) fn ending_with(&self, tokens: usize, usage: bool, length: bool) -> String {
         match self.api {
             Api::Openai => {
-                let mut s = self.openai_chunk("{}", if length { "\"length\"" } else { "\"stop\"" });
+                let finish = if length { "\"length\"" } else { "\"stop\"" };
+                let (mut s, object) = if self.legacy() {
+                    (self.completion_chunk("\"\"", finish), "text_completion")
+                } else {
+                    (self.openai_chunk("{}", finish), "chat.completion.chunk")
+                };
                 if usage {
                     s.push_str(&format!(
-                        "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":1764460800,\"model\":\"{}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\n",
+                        "data: {{\"id\":\"{}\",\"object\":\"{object}\",\"created\":{CREATED},\"model\":\"{}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\n",
                         self.id,
                         self.model,
                         self.prompt_tokens,
@@ -505,6 +533,82 @@ impl Events<'_> {
             }
         }
     }
+
+    /// The whole answer as one JSON body, for a request that did not ask to stream: what the
+    /// stream would have carried, with `usage` (`length`: it reached max_tokens).
+    pub(crate) fn whole(&self, tokens: usize, length: bool) -> String {
+        use serde_json::json;
+        let thinking: String = (0..tokens.min(self.reasoning)).map(|i| format!("think{i} ")).collect();
+        let text: String = (self.reasoning.min(tokens)..tokens).map(|i| format!("tok{i} ")).collect();
+        let (prompt, id, model) = (self.prompt_tokens, self.id, self.model);
+        let usage = json!({"prompt_tokens": prompt, "total_tokens": prompt + tokens, "completion_tokens": tokens, "prompt_tokens_details": null});
+        let finish = if length { "length" } else { "stop" };
+        let body = match self.api {
+            Api::Openai if self.legacy() => json!({
+                "id": id, "object": "text_completion", "created": CREATED, "model": model,
+                "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": finish,
+                             "stop_reason": null, "prompt_logprobs": null}],
+                "service_tier": null, "system_fingerprint": null, "usage": usage,
+            }),
+            Api::Openai => json!({
+                "id": id, "object": "chat.completion", "created": CREATED, "model": model,
+                "choices": [{"index": 0,
+                             "message": {"role": "assistant", "content": text, "refusal": null,
+                                         "annotations": null, "audio": null, "function_call": null,
+                                         "tool_calls": [],
+                                         "reasoning_content": if thinking.is_empty() { None } else { Some(thinking) }},
+                             "logprobs": null, "finish_reason": finish, "stop_reason": null}],
+                "service_tier": null, "system_fingerprint": null, "usage": usage, "prompt_logprobs": null,
+            }),
+            Api::Anthropic => {
+                let mut content = Vec::new();
+                if !thinking.is_empty() {
+                    content.push(json!({"type": "thinking", "thinking": thinking, "signature": ""}));
+                }
+                content.push(json!({"type": "text", "text": text}));
+                json!({
+                    "id": id, "type": "message", "role": "assistant", "content": content, "model": model,
+                    "stop_reason": if length { "max_tokens" } else { "end_turn" }, "stop_sequence": null,
+                    "usage": {"input_tokens": prompt, "output_tokens": tokens},
+                })
+            }
+        };
+        body.to_string()
+    }
+}
+
+/// An error answer's body in the API's own shape: vLLM's OpenAI `{"error": {message, type,
+/// param, code}}`, or Anthropic's `{"type": "error", "error": {type, message}}` with the error
+/// type the Anthropic SDKs dispatch on.
+pub(crate) fn error_body(api: Api, code: u16, message: &str) -> String {
+    let body = match api {
+        Api::Openai => {
+            let kind = match code {
+                400 => "BadRequestError",
+                404 => "NotFoundError",
+                422 => "UnprocessableEntityError",
+                500 => "InternalServerError",
+                503 => "ServiceUnavailableError",
+                _ => reason(code),
+            };
+            serde_json::json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+        }
+        Api::Anthropic => {
+            let kind = match code {
+                400 => "invalid_request_error",
+                401 => "authentication_error",
+                403 => "permission_error",
+                404 => "not_found_error",
+                413 => "request_too_large",
+                429 => "rate_limit_error",
+                503 | 529 => "overloaded_error",
+                500.. => "api_error",
+                _ => "invalid_request_error",
+            };
+            serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
+    };
+    body.to_string()
 }
 
 #[cfg(test)]

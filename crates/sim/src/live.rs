@@ -9,11 +9,16 @@
 //! written to the socket when the step that produced it ends. A client that hangs up is a
 //! disconnect to the model (aborted — or leaked, in the leak scenario).
 //!
-//! Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /metrics`, `GET /health`,
-//! `GET /v1/models`, `GET /logs` (a JSON index) and `GET /logs/NAME`, `GET /scenario` (the answer
-//! key). Bounded like the scripted server: 127.0.0.1 only, every request read within
-//! [`Limits`], at most `max_requests` generations, and it stops by itself after `lifetime` or
-//! when dropped.
+//! Routes: `POST /v1/chat/completions`, `POST /v1/completions` (legacy `text_completion`),
+//! `POST /v1/messages`, `GET /metrics`, `GET /health`, `GET /v1/models` (vLLM's list, or
+//! Anthropic's page when the request carries `anthropic-version`), `GET /logs` (a JSON index) and
+//! `GET /logs/NAME`, `GET /scenario` (the answer key). Generations follow vLLM's OpenAI server:
+//! `"stream": true` gets SSE, anything else one JSON body with `usage` once the whole simulated
+//! generation has ended; the node's refusals (400 past `max_model_len`, 429 with `Retry-After`)
+//! and a mid-generation OOM (500) come in the API's own error shape, a gateway's 503 as the
+//! gateway writes it. Bounded like the scripted server: 127.0.0.1 only, every request read
+//! within [`Limits`], at most `max_requests` generations, and it stops by itself after
+//! `lifetime` or when dropped.
 
 use std::collections::HashMap;
 use std::io;
@@ -22,13 +27,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::io::AsyncWrite;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinSet;
 use triage_core::endpoint::Api;
 use triage_sim_model::{Artifact, ExternalEvent, Outcome, Scenario, Sim};
 
-use crate::http::{CORS, Conn, Events, Limits, Next, hangup, reason, send, write_chunk};
+use crate::http::{CORS, Conn, Events, Limits, Next, error_body, hangup, reason, send, write_chunk};
 
 /// How a live run behaves.
 #[derive(Clone, Copy, Debug)]
@@ -256,8 +262,8 @@ async fn accept_loop(
 }
 
 /// One whole response; `close` adds `connection: close` (the connection ends after it).
-async fn respond(
-    stream: &mut TcpStream,
+async fn respond<W: AsyncWrite + Unpin>(
+    stream: &mut W,
     limits: &Limits,
     close: bool,
     code: u16,
@@ -317,10 +323,8 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                     let e = &st.sim.config().engine;
                     (e.model.clone(), e.max_model_len)
                 };
-                let body = serde_json::json!({"object": "list", "data": [
-                    {"id": model, "object": "model", "owned_by": "vllm", "max_model_len": len}
-                ]});
-                respond(stream, &limits, close, 200, json, "", &body.to_string()).await
+                let body = models(&model, len, dialect(&req.headers, Api::Openai));
+                respond(stream, &limits, close, 200, json, "", &body).await
             }
             ("GET", "/logs") => {
                 let files = {
@@ -351,10 +355,17 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                 }
             }
             ("POST", "/v1/chat/completions") => {
-                generate(stream, &shared, close, Api::Openai, &req.body, &mut spoke).await
+                generate(stream, &shared, close, Route::Chat, &req.body, &mut spoke).await
+            }
+            ("POST", "/v1/completions") => {
+                generate(stream, &shared, close, Route::Completions, &req.body, &mut spoke).await
             }
             ("POST", "/v1/messages") => {
-                generate(stream, &shared, close, Api::Anthropic, &req.body, &mut spoke).await
+                generate(stream, &shared, close, Route::Messages, &req.body, &mut spoke).await
+            }
+            (_, "/v1/chat/completions" | "/v1/completions" | "/v1/messages") => {
+                let body = r#"{"detail":"Method Not Allowed"}"#;
+                respond(stream, &limits, close, 405, json, "allow: POST\r\n", body).await
             }
             _ => respond(stream, &limits, close, 404, json, "", r#"{"detail":"Not Found"}"#).await,
         };
@@ -386,21 +397,74 @@ pub fn prompt_tokens(body: &serde_json::Value) -> u32 {
     u32::try_from(n + 6).unwrap_or(u32::MAX)
 }
 
-/// Stream one generation. Returns whether the response was written whole; `spoke` is set when
+/// The generation routes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    /// `POST /v1/chat/completions`
+    Chat,
+    /// `POST /v1/completions` (OpenAI's legacy `text_completion`)
+    Completions,
+    /// `POST /v1/messages` (Anthropic)
+    Messages,
+}
+
+impl Route {
+    fn api(self) -> Api {
+        match self {
+            Route::Chat | Route::Completions => Api::Openai,
+            Route::Messages => Api::Anthropic,
+        }
+    }
+}
+
+/// Anthropic's SDKs send `anthropic-version` on every request; a route both APIs share
+/// (`/v1/models`) answers in that dialect then.
+fn dialect(headers: &[(String, String)], default: Api) -> Api {
+    if headers.iter().any(|(k, _)| k == "anthropic-version") { Api::Anthropic } else { default }
+}
+
+/// `GET /v1/models`: vLLM's model list, or Anthropic's page of models.
+fn models(model: &str, max_model_len: u32, api: Api) -> String {
+    let body = match api {
+        Api::Openai => serde_json::json!({"object": "list", "data": [{
+            "id": model, "object": "model", "created": 1_764_460_800u64, "owned_by": "vllm",
+            "root": model, "parent": null, "max_model_len": max_model_len, "permission": [],
+        }]}),
+        Api::Anthropic => serde_json::json!({
+            "data": [{"type": "model", "id": model, "display_name": model,
+                      "created_at": "2025-11-30T00:00:00Z", "lifecycle": "active"}],
+            "has_more": false, "first_id": model, "last_id": model,
+        }),
+    };
+    body.to_string()
+}
+
+/// Serve one generation, streamed (`"stream": true`) or as one JSON body after the whole
+/// simulated generation. Returns whether the response was written whole; `spoke` is set when
 /// the client sent anything meanwhile (dropped unread: the connection must close after it).
 async fn generate(
     stream: &mut TcpStream,
     shared: &Shared,
     close: bool,
-    api: Api,
+    route: Route,
     body: &str,
     spoke: &mut bool,
 ) -> bool {
-    let limit = shared.limits.idle_timeout;
+    let limits = &shared.limits;
+    let limit = limits.idle_timeout;
+    let api = route.api();
+    let json = "application/json";
+    let parsed = match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        Ok(_) | Err(_) => {
+            let body = error_body(api, 400, "The request body is not a JSON object.");
+            return respond(stream, limits, close, 400, json, "", &body).await;
+        }
+    };
     if shared.served.fetch_add(1, Ordering::Relaxed) >= shared.max_requests {
         return false;
     }
-    let parsed: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let streaming = parsed["stream"].as_bool().unwrap_or(false);
     let prompt = prompt_tokens(&parsed);
     let max_tokens = parsed["max_tokens"]
         .as_u64()
@@ -424,21 +488,75 @@ async fn generate(
         Ok(a) => a,
         Err(r) => {
             let extra = if r.status == 429 { "retry-after: 1\r\n" } else { "" };
-            return respond(stream, &shared.limits, close, r.status, r.content_type, extra, &r.body).await;
+            // A gateway's own answer (text) is passed on as it is; the node's errors are
+            // written in the API's shape.
+            if r.content_type != json {
+                return respond(stream, limits, close, r.status, r.content_type, extra, &r.body).await;
+            }
+            let message = serde_json::from_str::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| reason(r.status).to_owned());
+            let body = error_body(api, r.status, &message);
+            return respond(stream, limits, close, r.status, json, extra, &body).await;
         }
     };
-    let rid = if api == Api::Anthropic { rid.replace("chatcmpl-", "msg_") } else { rid };
-    let events = Events { api, id: &rid, reasoning: 0, model: &model, prompt_tokens: prompt as usize };
-    let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n{}{CORS}\r\n",
-        if close { "connection: close\r\n" } else { "" }
-    );
+    let rid = match route {
+        Route::Chat => rid,
+        Route::Completions => rid.replacen("chatcmpl-", "cmpl-", 1),
+        Route::Messages => rid.replacen("chatcmpl-", "msg_", 1),
+    };
+    let events = Events {
+        api,
+        legacy: route == Route::Completions,
+        id: &rid,
+        reasoning: 0,
+        model: &model,
+        prompt_tokens: prompt as usize,
+    };
     let gone = |shared: &Shared| {
         lock(&shared.state).sim.disconnect(id);
         shared.wake.notify_one();
     };
+    if !streaming {
+        // The answer is written when the generation has ended; a hang-up before is a disconnect.
+        let done = {
+            let (mut rd, _) = stream.split();
+            loop {
+                tokio::select! {
+                    ev = rx.recv() => match ev {
+                        Some(ExternalEvent::Token { .. }) => {}
+                        Some(ExternalEvent::Done { outcome, output_tokens, error, .. }) => {
+                            break Some((outcome, output_tokens, error));
+                        }
+                        None => break None,
+                    },
+                    () = hangup(&mut rd, spoke) => {
+                        gone(shared);
+                        break None;
+                    }
+                }
+            }
+        };
+        return match done {
+            Some((Outcome::Oom, _, error)) => {
+                let body = error_body(api, 500, error.as_deref().unwrap_or("CUDA out of memory"));
+                respond(stream, limits, close, 500, json, "", &body).await
+            }
+            Some((outcome, tokens, _)) => {
+                let body = events.whole(tokens as usize, outcome == Outcome::Length);
+                respond(stream, limits, close, 200, json, "", &body).await
+            }
+            None => false,
+        };
+    }
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n{}{CORS}\r\n",
+        if close { "connection: close\r\n" } else { "" }
+    );
+    let preamble = events.preamble();
     if send(stream, head.as_bytes(), limit).await.is_err()
-        || write_chunk(stream, events.preamble().as_bytes(), limit).await.is_err()
+        || (!preamble.is_empty() && write_chunk(stream, preamble.as_bytes(), limit).await.is_err())
     {
         gone(shared);
         return false;

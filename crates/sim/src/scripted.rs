@@ -5,6 +5,11 @@
 //! is written by hand on purpose: faults such as a reset in the middle of a stream, a hang before
 //! the headers or an HTML page instead of SSE need control below what an HTTP framework exposes.
 //!
+//! The script decides the timing, the dialect and the faults; the request decides two things, as
+//! vLLM's server does: `POST /v1/completions` gets legacy `text_completion` chunks, and a request
+//! that says `"stream": false` (with no fault scripted) gets one JSON body with `usage` after the
+//! scripted generation. A request that does not say streams, as this server always has.
+//!
 //! Bounded by construction: it binds 127.0.0.1 only, serves at most `max_requests` requests,
 //! reads every request within [`Limits`], honours `Connection: close`, drops a connection whose
 //! client hung up even while its script hangs, and stops by itself after `lifetime`, aborting
@@ -270,7 +275,9 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             return;
         }
         let script = (shared.script)(index);
+        let asked = Asked::of(&req.path, &req.body);
         let response_id = match script.api {
+            Api::Openai if asked.legacy => format!("cmpl-scripted-{index}"),
             Api::Openai => format!("chatcmpl-scripted-{index}"),
             Api::Anthropic => format!("msg_scripted_{index}"),
         };
@@ -291,7 +298,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         let keep_going = {
             let (mut rd, mut wr) = conn.stream.split();
             tokio::select! {
-                keep = respond(&mut wr, &shared, index, &script, &response_id, close) => keep,
+                keep = respond(&mut wr, &shared, index, &script, &response_id, close, asked) => keep,
                 () = hangup(&mut rd, &mut spoke) => false,
             }
         };
@@ -301,6 +308,25 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         if spoke || !keep_alive {
             return conn.close().await;
         }
+    }
+}
+
+/// What the request asked for that the script does not decide.
+#[derive(Clone, Copy, Debug)]
+struct Asked {
+    /// `POST /v1/completions`: OpenAI's legacy `text_completion` objects.
+    legacy: bool,
+    /// `"stream": false` said explicitly: one JSON body after the scripted timing (a request
+    /// that does not say streams, as this server always has).
+    whole: bool,
+}
+
+impl Asked {
+    fn of(path: &str, body: &str) -> Asked {
+        let path = path.split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
+        let whole = serde_json::from_str::<serde_json::Value>(body)
+            .is_ok_and(|v| v.get("stream") == Some(&serde_json::Value::Bool(false)));
+        Asked { legacy: path.ends_with("/v1/completions"), whole }
     }
 }
 
@@ -325,6 +351,7 @@ async fn respond(
     script: &Script,
     id: &str,
     close: &str,
+    asked: Asked,
 ) -> bool {
     let limit = shared.limits.idle_timeout;
     if !script.headers_delay.is_zero() {
@@ -374,6 +401,28 @@ async fn respond(
         }
         _ => {}
     }
+    let events = Events {
+        api: script.api,
+        legacy: asked.legacy,
+        id,
+        reasoning: script.reasoning_tokens,
+        model: "scripted",
+        prompt_tokens: 12,
+    };
+    if asked.whole && script.fault == Fault::None {
+        // The whole scripted generation, then the answer at once.
+        let total: Duration = (0..script.tokens).map(|t| script.gap_before(t)).sum();
+        tokio::time::sleep(total).await;
+        let body = events.whole(script.tokens, false);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-scripted-request: {index}\r\n{close}{CORS}\r\n",
+            body.len()
+        );
+        let ok = send(stream, head.as_bytes(), limit).await.is_ok()
+            && send(stream, body.as_bytes(), limit).await.is_ok();
+        update(shared, index, |r| r.headers_written = Some(Instant::now()));
+        return ok;
+    }
     let head = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nx-scripted-request: {index}\r\n{close}{CORS}\r\n"
     );
@@ -381,14 +430,8 @@ async fn respond(
         return false;
     }
     update(shared, index, |r| r.headers_written = Some(Instant::now()));
-    let events = Events {
-        api: script.api,
-        id,
-        reasoning: script.reasoning_tokens,
-        model: "scripted",
-        prompt_tokens: 12,
-    };
-    if write_chunk(stream, events.preamble().as_bytes(), limit).await.is_err() {
+    let preamble = events.preamble();
+    if !preamble.is_empty() && write_chunk(stream, preamble.as_bytes(), limit).await.is_err() {
         return false;
     }
     for token in 0..script.tokens {

@@ -21,9 +21,20 @@ async fn start(name: &str) -> SimServer {
 /// Send one request with `connection: close` and return (status line, headers, body), the body
 /// de-chunked.
 async fn call(server: &SimServer, method: &str, path: &str, body: &str) -> (String, String, String) {
+    call_with(server, method, path, "", body).await
+}
+
+/// [`call`] with more header lines (`extra`, each ending in CRLF).
+async fn call_with(
+    server: &SimServer,
+    method: &str,
+    path: &str,
+    extra: &str,
+    body: &str,
+) -> (String, String, String) {
     let mut s = TcpStream::connect(server.addr()).await.unwrap();
     let req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n{body}",
         body.len()
     );
     s.write_all(req.as_bytes()).await.unwrap();
@@ -193,5 +204,178 @@ fn it_stops_by_itself() {
         let addr = server.addr();
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert!(TcpStream::connect(addr).await.is_err(), "still listening after its lifetime");
+    });
+}
+
+/// A request body with `stream` set as given (`None`: not said, which means not streamed).
+fn request(words: usize, max_tokens: u32, stream: Option<bool>, route: &str) -> String {
+    let prompt = vec!["word"; words].join(" ");
+    let mut v = if route == "/v1/completions" {
+        serde_json::json!({"model": "m", "prompt": prompt, "max_tokens": max_tokens})
+    } else {
+        serde_json::json!({"model": "m", "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens})
+    };
+    if let Some(stream) = stream {
+        v["stream"] = stream.into();
+    }
+    v.to_string()
+}
+
+fn json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+#[test]
+fn without_stream_the_answer_is_one_json_body_after_the_generation() {
+    rt().block_on(async {
+        let server = start("healthy").await;
+        let t0 = Instant::now();
+        let (status, headers, body) =
+            call(&server, "POST", "/v1/chat/completions", &request(94, 8, None, "chat")).await;
+        assert!(t0.elapsed() > Duration::from_millis(400), "after the whole generation: {:?}", t0.elapsed());
+        assert!(status.starts_with("HTTP/1.1 200 OK"), "{status}");
+        assert!(headers.contains("content-type: application/json") && headers.contains("content-length: "));
+        let v = json(&body);
+        assert_eq!(v["object"], "chat.completion");
+        assert!(v["id"].as_str().unwrap().starts_with("chatcmpl-"));
+        assert_eq!(v["choices"][0]["message"]["role"], "assistant");
+        assert_eq!(v["choices"][0]["message"]["content"], "tok0 tok1 tok2 tok3 tok4 tok5 tok6 tok7 ");
+        assert_eq!(v["choices"][0]["finish_reason"], "length");
+        assert_eq!(v["usage"], serde_json::json!({"prompt_tokens": 100, "completion_tokens": 8, "total_tokens": 108, "prompt_tokens_details": null}));
+        let (status, _, body) =
+            call(&server, "POST", "/v1/messages", &request(10, 3, Some(false), "messages")).await;
+        assert!(status.contains("200"), "{status}");
+        let v = json(&body);
+        assert_eq!((v["type"].as_str(), v["role"].as_str()), (Some("message"), Some("assistant")));
+        assert!(v["id"].as_str().unwrap().starts_with("msg_"));
+        assert_eq!(v["content"], serde_json::json!([{"type": "text", "text": "tok0 tok1 tok2 "}]));
+        assert_eq!(v["stop_reason"], "max_tokens");
+        assert_eq!(v["usage"], serde_json::json!({"input_tokens": 16, "output_tokens": 3}));
+        // The request log has both, finished.
+        let (_, _, log) = call(&server, "GET", "/logs/requests.jsonl", "").await;
+        let id = v["id"].as_str().unwrap().replacen("msg_", "chatcmpl-", 1);
+        assert!(log.lines().any(|l| l.contains(&id) && l.contains("\"output_tokens\":3")), "{id}");
+    });
+}
+
+#[test]
+fn legacy_completions_stream_text_completion_chunks_or_answer_whole() {
+    rt().block_on(async {
+        let server = start("healthy").await;
+        let (status, headers, body) =
+            call(&server, "POST", "/v1/completions", &request(10, 4, Some(true), "/v1/completions")).await;
+        assert!(status.contains("200") && headers.contains("text/event-stream"), "{status}");
+        let events: Vec<&str> = body.split("\n\n").filter(|e| !e.is_empty()).collect();
+        assert_eq!(events.len(), 4 + 2 + 1, "{body}");
+        for (i, e) in events[..4].iter().enumerate() {
+            let v = json(e.strip_prefix("data: ").unwrap());
+            assert_eq!(v["object"], "text_completion");
+            assert!(v["id"].as_str().unwrap().starts_with("cmpl-"));
+            assert_eq!(v["choices"][0]["text"], format!("tok{i} "));
+            assert_eq!(v["choices"][0]["finish_reason"], serde_json::Value::Null);
+        }
+        let last = json(events[4].strip_prefix("data: ").unwrap());
+        assert_eq!(
+            (last["choices"][0]["text"].as_str(), last["choices"][0]["finish_reason"].as_str()),
+            (Some(""), Some("length"))
+        );
+        let usage = json(events[5].strip_prefix("data: ").unwrap());
+        assert_eq!(usage["usage"]["completion_tokens"], 4);
+        assert_eq!(usage["choices"], serde_json::json!([]));
+        assert_eq!(events[6], "data: [DONE]");
+        let (status, _, body) =
+            call(&server, "POST", "/v1/completions", &request(10, 4, None, "/v1/completions")).await;
+        assert!(status.contains("200"), "{status}");
+        let v = json(&body);
+        assert_eq!(v["object"], "text_completion");
+        assert_eq!(v["choices"][0]["text"], "tok0 tok1 tok2 tok3 ");
+        assert_eq!(v["usage"]["prompt_tokens"], 16);
+    });
+}
+
+#[test]
+fn models_answer_in_the_dialect_of_the_client() {
+    rt().block_on(async {
+        let server = start("healthy").await;
+        let (_, _, body) = call(&server, "GET", "/v1/models", "").await;
+        let v = json(&body);
+        assert_eq!(v["object"], "list");
+        let m = &v["data"][0];
+        assert_eq!(m["id"], "sim/llama-1.1b-h200");
+        assert_eq!((m["object"].as_str(), m["owned_by"].as_str()), (Some("model"), Some("vllm")));
+        assert!(m["created"].is_u64() && m["max_model_len"] == 32768);
+        let (_, _, body) =
+            call_with(&server, "GET", "/v1/models?limit=20", "anthropic-version: 2023-06-01\r\n", "").await;
+        let v = json(&body);
+        assert_eq!(v["has_more"], false);
+        assert_eq!(v["data"][0]["type"], "model");
+        assert_eq!(v["data"][0]["id"], "sim/llama-1.1b-h200");
+        assert!(v["data"][0]["created_at"].as_str().unwrap().ends_with('Z'));
+    });
+}
+
+#[test]
+fn errors_come_in_each_apis_shape() {
+    rt().block_on(async {
+        let server = start("healthy").await;
+        let long = request(40_000, 4, Some(true), "chat");
+        let (status, _, body) = call(&server, "POST", "/v1/chat/completions", &long).await;
+        assert!(status.starts_with("HTTP/1.1 400 Bad Request"), "{status}");
+        let v = json(&body);
+        assert_eq!(
+            (v["error"]["type"].as_str(), v["error"]["code"].as_u64()),
+            (Some("BadRequestError"), Some(400))
+        );
+        assert!(v["error"]["message"].as_str().unwrap().contains("maximum context length is 32768"));
+        let (status, _, body) = call(&server, "POST", "/v1/messages", &long).await;
+        assert!(status.contains("400"), "{status}");
+        let v = json(&body);
+        assert_eq!(
+            (v["type"].as_str(), v["error"]["type"].as_str()),
+            (Some("error"), Some("invalid_request_error"))
+        );
+        assert!(v["error"]["message"].as_str().unwrap().contains("maximum context length"));
+        let (status, _, body) = call(&server, "POST", "/v1/messages", "{not json").await;
+        assert!(
+            status.contains("400") && json(&body)["error"]["type"] == "invalid_request_error",
+            "{status} {body}"
+        );
+        let (status, headers, _) = call(&server, "GET", "/v1/chat/completions", "").await;
+        assert!(
+            status.starts_with("HTTP/1.1 405 Method Not Allowed") && headers.contains("allow: post"),
+            "{status}"
+        );
+        // A failed generation that was not streamed: 500 in the same shape.
+        let server = start("oom-long-input").await;
+        let (status, _, body) =
+            call(&server, "POST", "/v1/messages", &request(65_530, 4, None, "messages")).await;
+        assert!(status.starts_with("HTTP/1.1 500 Internal Server Error"), "{status}");
+        let v = json(&body);
+        assert_eq!(v["error"]["type"], "api_error");
+        assert!(v["error"]["message"].as_str().unwrap().starts_with("CUDA out of memory"), "{body}");
+    });
+}
+
+#[test]
+fn rate_limited_requests_get_429_with_retry_after_in_each_shape() {
+    rt().block_on(async {
+        let server = start("client-retries").await;
+        let mut seen = Vec::new();
+        for i in 0..60 {
+            let route = if i % 2 == 0 { "/v1/chat/completions" } else { "/v1/messages" };
+            let (status, headers, body) = call(&server, "POST", route, &request(5, 1, None, route)).await;
+            if status.contains("429") {
+                assert!(status.starts_with("HTTP/1.1 429 Too Many Requests"), "{status}");
+                assert!(headers.contains("retry-after: 1"), "{headers}");
+                let v = json(&body);
+                let kind = if route == "/v1/messages" { &v["error"]["type"] } else { &v["error"]["code"] };
+                seen.push((route, kind.clone()));
+            }
+            if seen.iter().any(|s| s.0 == "/v1/messages") && seen.iter().any(|s| s.0 != "/v1/messages") {
+                break;
+            }
+        }
+        assert!(seen.contains(&("/v1/messages", serde_json::json!("rate_limit_error"))), "{seen:?}");
+        assert!(seen.contains(&("/v1/chat/completions", serde_json::json!(429))), "{seen:?}");
     });
 }
