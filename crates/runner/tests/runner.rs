@@ -660,7 +660,7 @@ fn analyze_streams_natively_and_in_bounded_sections() {
 /// built-in rules and says so (a developer machine has no /usr/local/lib/triage-runner).
 #[test]
 fn replay_without_plugins_falls_back_to_the_builtin_rules_with_a_note() {
-    if std::path::Path::new("/usr/local/lib/triage-runner/plugins").exists() {
+    if Path::new("/usr/local/lib/triage-runner/plugins").exists() {
         return; // an installed runner: the install path is used, as documented
     }
     let out = Command::new(RUNNER)
