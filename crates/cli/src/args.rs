@@ -44,6 +44,11 @@ pub enum Command {
     ///
     /// Exit status: 0 when the estimate ran, 2 on bad input (config, options).
     Kv(Box<KvArgs>),
+    /// Print the interview flashcard deck (concepts, log excerpts, numbers to compute, log-line
+    /// anatomy) as JSON (`triage.cards/v1`) or as a TSV file Anki imports as it is.
+    ///
+    /// Exit status: 0 when printed, 2 on usage errors (an unknown tag).
+    Cards(CardsArgs),
     /// Serve scripted SSE streams with CORS and print the server's record (for browser tests).
     #[command(hide = true)]
     ScriptedServe(crate::scripted_serve::ScriptedServeArgs),
@@ -408,4 +413,25 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CardsFormat {
+    /// `{"schema":"triage.cards/v1","cards":[…]}`.
+    Json,
+    /// Anki's import format: front, back, tags; `#separator:tab`, `#html:true`, `#tags column:3`.
+    Tsv,
+}
+
+#[derive(Args, Debug)]
+pub struct CardsArgs {
+    /// Language of the cards' text (ids, tags, numbers and quoted lines are the same in both).
+    #[arg(long, value_enum, default_value = "en")]
+    pub lang: LangArg,
+    /// Only cards with this topic: ttft, tbt, oom, throughput, kv, gpu, client_config, metrics,
+    /// engines (repeatable: cards with any of them).
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: CardsFormat,
 }

@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod args;
+pub mod cards;
 pub mod demo;
 pub mod kv;
 pub mod output;

@@ -37,6 +37,9 @@ fn run() -> anyhow::Result<ExitCode> {
     if let Command::Analyze(args) = &cli.command {
         return cmd_analyze(args);
     }
+    if let Command::Cards(args) = &cli.command {
+        return triage_cli::cards::run(args);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -50,6 +53,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Sim(args) => rt.block_on(triage_cli::sim::run(*args)),
         Command::Analyze(args) => cmd_analyze(&args),
         Command::Kv(args) => triage_cli::kv::run(&args),
+        Command::Cards(args) => triage_cli::cards::run(&args),
         Command::ScriptedServe(args) => {
             rt.block_on(triage_cli::scripted_serve::run(args)).map(|()| ExitCode::SUCCESS)
         }

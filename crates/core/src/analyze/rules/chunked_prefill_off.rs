@@ -17,7 +17,7 @@ pub(crate) const RULE: Rule = Rule {
             title: "chunked prefill 没有开启",
             detects: "vLLM 打印的引擎参数中出现 `enable_chunked_prefill: False`（或 `chunked_prefill_enabled=False`）。",
             why: "不分块时，一个长 prefill 会独占整个引擎调度步：decode 停顿，排队的请求也要等它算完。chunked prefill 把 prefill 按 token 预算切成小块，与 decode 交织执行。",
-            example: "一台会收到 3 万 token prompt 的服务，启动日志却是 `non-default args: {'enable_chunked_prefill': False, 'max_model_len': 131072}`。",
+            example: "一台会收到 30k token prompt 的服务，启动日志却是 `non-default args: {'enable_chunked_prefill': False, 'max_model_len': 131072}`。",
             fix: "用 `--enable-chunked-prefill --max-num-batched-tokens 8192` 启动引擎（V1 默认开启，要查清是什么把它关掉了）。",
         },
     },

@@ -11,7 +11,7 @@ pub(crate) const RULE: Rule = Rule {
         title: "NCCL collective timeout: the GPU group is stuck",
         detects: "`Watchdog caught collective operation timeout`, `NCCL error`, `ncclInternalError` / `ncclSystemError` in the engine log.",
         why: "With tensor or pipeline parallelism every step needs all ranks; if one rank dies, hangs or loses its link, the others wait in an all-reduce until the watchdog fires. Throughput is zero until the whole group restarts.",
-        example: "`[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.`",
+        example: "After another rank went silent, rank 0 logs `[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.`",
         fix: "Restart the whole group; find the rank that failed first (its own log, XID errors in `dmesg`, `nvidia-smi nvlink -e`), run with `NCCL_DEBUG=INFO` to see the failing link.",
         zh: RuleText {
             title: "NCCL 集合通信超时：GPU 组卡住了",

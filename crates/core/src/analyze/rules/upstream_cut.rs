@@ -15,7 +15,7 @@ pub(crate) const RULE: Rule = Rule {
         fix: "Check the gateway's upstream health for this node, the health-check timeout (it must tolerate a loaded engine), service discovery and DNS; send one request straight to the node to prove it serves.",
         zh: RuleText {
             title: "流量断了：上游断流，或健康检查把节点摘掉了",
-            detects: "引擎原本在忙，之后统计行全部归零：没有运行、没有等待、prompt 和生成吞吐都是 0，而进程还在继续打日志。",
+            detects: "引擎原本在忙，之后统计行全部归零：没有运行、没有等待、prompt 和生成吞吐都归零，而进程还在继续打日志。",
             why: "QPS 为零而引擎活着且空闲，说明请求根本没到它这里：网关把它标成了不健康（负载高时健康检查太严），服务发现丢了它，或者网络链路断了。",
             example: "10:00 还是 `Running: 32 reqs`，从 10:02 起每一行都是 `Running: 0 reqs, Waiting: 0 reqs`、0.0 tokens/s。",
             fix: "检查网关里这个节点的上游健康状态、健康检查超时（必须能容忍高负载的引擎）、服务发现和 DNS；直接向节点发一个请求，确认它能正常服务。",
