@@ -250,7 +250,8 @@ def _(urls):
             )
         except openai.APIStatusError as e:
             expect(isinstance(e, openai.InternalServerError), type(e))
-            expect(e.status_code == 503 and e.response.text == "no healthy upstream", e.response)
+            expect(e.status_code == 503 and e.response.json()["error"]["message"] == "no healthy upstream", e.response)
+            expect(e.response.json()["error"]["type"] == "ServiceUnavailableError", e.response)
             expect(e.response.reason_phrase == "Service Unavailable", e.response)
             continue
         raise AssertionError("no error")
@@ -266,6 +267,7 @@ def _(urls):
         except anthropic.APIStatusError as e:
             expect(isinstance(e, anthropic.InternalServerError), type(e))
             expect(e.status_code == 503 and "no healthy upstream" in e.message, e)
+            expect(e.body["error"]["type"] == "overloaded_error", e.body)
             continue
         raise AssertionError("no error")
 

@@ -488,15 +488,17 @@ async fn generate(
         Ok(a) => a,
         Err(r) => {
             let extra = if r.status == 429 { "retry-after: 1\r\n" } else { "" };
-            // A gateway's own answer (text) is passed on as it is; the node's errors are
-            // written in the API's shape.
-            if r.content_type != json {
-                return respond(stream, limits, close, r.status, r.content_type, extra, &r.body).await;
-            }
-            let message = serde_json::from_str::<serde_json::Value>(&r.body)
-                .ok()
-                .and_then(|v| v["message"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| reason(r.status).to_owned());
+            // Every refusal is written in the API's error shape, as the SDKs parse it: the node's
+            // own (a JSON `message`) and a gateway's (its text, e.g. `no healthy upstream`,
+            // becomes the message, so the cause stays readable).
+            let message = if r.content_type != json {
+                r.body.trim().to_owned()
+            } else {
+                serde_json::from_str::<serde_json::Value>(&r.body)
+                    .ok()
+                    .and_then(|v| v["message"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| reason(r.status).to_owned())
+            };
             let body = error_body(api, r.status, &message);
             return respond(stream, limits, close, r.status, json, extra, &body).await;
         }

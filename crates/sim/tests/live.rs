@@ -137,7 +137,10 @@ fn a_cut_upstream_answers_503_and_the_node_logs_nothing() {
         let before = call(&server, "GET", "/logs/vllm.log", "").await.2.len();
         let (status, _, body) = call(&server, "POST", "/v1/chat/completions", &chat(10, 4)).await;
         assert!(status.contains("503"), "{status}");
-        assert_eq!(body, "no healthy upstream");
+        // In the API's error shape, the gateway's words as the message.
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["error"]["message"], "no healthy upstream", "{body}");
+        assert_eq!(v["error"]["code"], 503, "{body}");
         let log = call(&server, "GET", "/logs/vllm.log", "").await.2;
         assert!(!log[before..].contains("POST"), "the node never saw it");
     });
