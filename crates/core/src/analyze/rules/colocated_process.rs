@@ -175,16 +175,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         ));
         evidence.extend(said);
     }
-    if reasons.is_empty() {
-        return None;
-    }
-    Some(RULE.doc.finding(
+    RULE.doc.finding_from_reasons(
         lang,
         confidence,
-        lang.pick(
-            format!("Another process is using the GPU's memory: {}.", reasons.join("; ")),
-            format!("有别的进程在用这张 GPU 的显存：{}。", reasons.join("；")),
-        ),
+        ("Another process is using the GPU's memory", "有别的进程在用这张 GPU 的显存"),
+        &reasons,
         evidence,
         texts(lang, &[
             (
@@ -204,7 +199,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             "check whether the other process is a zombie worker from a previous run (same command, older start time)",
             "确认另一个进程是不是上次运行留下的僵尸 worker（命令相同、启动时间更早）",
         )]),
-    ))
+    )
 }
 
 #[cfg(test)]

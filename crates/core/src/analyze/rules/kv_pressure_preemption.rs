@@ -115,16 +115,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         ));
         evidence.push(sgl_full[0].evidence.clone());
     }
-    if reasons.is_empty() {
-        return None;
-    }
-    Some(RULE.doc.finding(
+    RULE.doc.finding_from_reasons(
         lang,
         confidence,
-        lang.pick(
-            format!("The KV cache is the bottleneck: {}.", reasons.join("; ")),
-            format!("瓶颈在 KV 缓存：{}。", reasons.join("；")),
-        ),
+        ("The KV cache is the bottleneck", "瓶颈在 KV 缓存"),
+        &reasons,
         evidence,
         texts(lang, &[
             ("lower --max-num-seqs so the running batch fits the cache", "调低 --max-num-seqs，让运行中的批能放进缓存"),
@@ -145,7 +140,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             "run `triage kv` for this model to see how many tokens the cache holds at your max_model_len",
             "对这个模型跑 `triage kv`，看在你的 max_model_len 下缓存能容纳多少 token",
         )]),
-    ))
+    )
 }
 
 #[cfg(test)]

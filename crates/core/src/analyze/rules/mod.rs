@@ -134,6 +134,30 @@ impl RuleDoc {
             next_checks,
         }
     }
+
+    /// The ending of a rule that collects reasons: none, no finding; else a finding whose summary
+    /// is `"{lead}: {reason}; {reason}."` (`"{lead}：{reason}；{reason}。"` in Chinese), the rest
+    /// as given.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn finding_from_reasons(
+        &self,
+        lang: Lang,
+        confidence: f64,
+        lead: (&str, &str),
+        reasons: &[String],
+        evidence: Vec<EvidenceLine>,
+        remediation: Vec<String>,
+        next_checks: Vec<String>,
+    ) -> Option<Finding> {
+        if reasons.is_empty() {
+            return None;
+        }
+        let summary = match lang {
+            Lang::En => format!("{}: {}.", lead.0, reasons.join("; ")),
+            Lang::Zh => format!("{}：{}。", lead.1, reasons.join("；")),
+        };
+        Some(self.finding(lang, confidence, summary, evidence, remediation, next_checks))
+    }
 }
 
 /// Every rule, in the order of the article's trees.

@@ -143,16 +143,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         ));
         evidence.push(d.evidence.clone());
     }
-    if reasons.is_empty() {
-        return None;
-    }
-    Some(RULE.doc.finding(
+    RULE.doc.finding_from_reasons(
         lang,
         confidence,
-        lang.pick(
-            format!("Arrivals exceed what the engine can serve: {}.", reasons.join("; ")),
-            format!("到达的请求超过了引擎的服务能力：{}。", reasons.join("；")),
-        ),
+        ("Arrivals exceed what the engine can serve", "到达的请求超过了引擎的服务能力"),
+        &reasons,
         evidence,
         texts(lang, &[
             (
@@ -182,7 +177,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "看 GPU KV 缓存使用率：接近 100% 说明批已无法再变大，只有加卡才有用",
             ),
         ]),
-    ))
+    )
 }
 
 #[cfg(test)]

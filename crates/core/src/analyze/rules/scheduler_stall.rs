@@ -113,16 +113,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         ));
         evidence.extend(watchdog);
     }
-    if reasons.is_empty() {
-        return None;
-    }
-    Some(RULE.doc.finding(
+    RULE.doc.finding_from_reasons(
         lang,
         confidence,
-        lang.pick(
-            format!("The engine holds requests but generates nothing: {}.", reasons.join("; ")),
-            format!("引擎占着请求却什么都不生成：{}。", reasons.join("；")),
-        ),
+        ("The engine holds requests but generates nothing", "引擎占着请求却什么都不生成"),
+        &reasons,
         evidence,
         texts(lang, &[
             (
@@ -148,7 +143,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "找出运行时间最长的请求：一个异常请求就可能霸占整个批",
             ),
         ]),
-    ))
+    )
 }
 
 #[cfg(test)]
