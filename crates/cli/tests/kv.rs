@@ -73,7 +73,7 @@ fn llama_3_1_8b_reconciles_the_brief_log_lines() {
     assert_eq!(r["expected_tokens_max"], 447_488);
     // FIXME(data): the brief's pair of lines is 19 blocks (304 tokens, 38–48 MiB) apart, beyond the
     // log's rounding and block rounding, and no vLLM 0.33.0 code path explains it (see the
-    // FIXME in crates/core/src/kv/reconcile.rs): the two figures are not from one run. The
+    // FIXME in crates/core/src/kv/reconcile/tests.rs): the two figures are not from one run. The
     // reconciler reports it as unexplained and confirms the model shape (131,072 B/token is
     // within 0.5 % of what the log implies).
     assert_eq!(r["within_one_block"], false);
