@@ -348,45 +348,26 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
         |name: &str| resp.headers().get(name).map(|v| s.redact(&String::from_utf8_lossy(v.as_bytes())));
     let content_type = header("content-type").unwrap_or_default();
     let retry_after = header("retry-after").map(|r| triage_core::safe::cut(&r, 100));
+    // An answer that is refused or unusable ends the request here, its timing kept.
+    let end_with = |timer: StreamTimer, f: Fault| {
+        let timing = timer.finish_redacted(now_ns(s.origin), &s.secrets);
+        finish(s, index, run_start, sent, Some(status), Some(timing), Some(f))
+    };
     if resp.status().is_redirection() {
         let location = header("location");
         let f = fault::from_redirect(status, &s.shown_url, location.as_deref(), triage_core::lang::Lang::En);
-        return finish(
-            s,
-            index,
-            run_start,
-            sent,
-            Some(status),
-            Some(timer.finish_redacted(now_ns(s.origin), &s.secrets)),
-            Some(f),
-        );
+        return end_with(timer, f);
     }
     if !resp.status().is_success() {
         let body = s.redact(&read_bounded(&mut resp, deadline, 4096).await);
         let f = fault::from_status(status, &s.shown_url, &body, retry_after.as_deref());
-        let mut obs = finish(
-            s,
-            index,
-            run_start,
-            sent,
-            Some(status),
-            Some(timer.finish_redacted(now_ns(s.origin), &s.secrets)),
-            Some(f),
-        );
+        let mut obs = end_with(timer, f);
         obs.record.retry_after = retry_after;
         return obs;
     }
     if let Some(enc) = header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity")) {
         let f = fault::compressed(&enc, &s.shown_url, triage_core::lang::Lang::En);
-        return finish(
-            s,
-            index,
-            run_start,
-            sent,
-            Some(status),
-            Some(timer.finish_redacted(now_ns(s.origin), &s.secrets)),
-            Some(f),
-        );
+        return end_with(timer, f);
     }
     let mut error = None;
     loop {
