@@ -330,6 +330,9 @@ mod tests {
         assert_eq!(s.redact("token was tok_ABCDEFGH."), "token was ***.");
         // Too short to search for.
         assert_eq!(s.redact("abc"), "abc");
+        assert_eq!(Secrets::new().with("ab").redact("abc"), "abc");
+        let key = Secrets::new().with("sk-abcdef123");
+        assert_eq!(key.redact("auth failed for sk-abcdef123"), "auth failed for ***");
     }
 
     #[test]

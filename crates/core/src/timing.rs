@@ -416,18 +416,12 @@ fn record(t: &mut RequestTiming, late: &mut Late<'_>, c: &Classified, at_ns: u64
 /// The stall threshold after the last exact gap: `max(factor × median of all exact gaps,
 /// threshold)`, as [`find_stalls`] would apply it to the next gap.
 fn threshold_at_cap(token_times_ns: &[u64], cfg: StallConfig) -> u64 {
-    let mut gaps: Vec<u64> = token_times_ns.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
-    let median = match gaps.len() {
-        0 => None,
-        n => {
-            gaps.sort_unstable();
-            Some(if n % 2 == 1 {
-                gaps[n / 2] as f64
-            } else {
-                (gaps[n / 2 - 1] as f64 + gaps[n / 2] as f64) / 2.0
-            })
-        }
-    };
+    let mut gaps: Vec<f64> = token_times_ns.windows(2).map(|w| w[1].saturating_sub(w[0]) as f64).collect();
+    stall_threshold(crate::stats::median(&mut gaps), cfg)
+}
+
+/// `max(factor × median, threshold)`; the threshold alone while there is no median yet.
+fn stall_threshold(median: Option<f64>, cfg: StallConfig) -> u64 {
     median.map(|m| (m * cfg.factor) as u64).unwrap_or(0).max(cfg.threshold_ns)
 }
 
@@ -446,7 +440,7 @@ pub fn find_stalls(token_times_ns: &[u64], cfg: StallConfig) -> Vec<Stall> {
             (Some(&l), Some(&Reverse(h))) if low.len() == high.len() => Some((l as f64 + h as f64) / 2.0),
             (Some(&l), _) => Some(l as f64),
         };
-        let threshold = median.map(|m| (m * cfg.factor) as u64).unwrap_or(0).max(cfg.threshold_ns);
+        let threshold = stall_threshold(median, cfg);
         if gap > threshold {
             stalls.push(Stall { index, gap_ns: gap, threshold_ns: threshold });
         }
