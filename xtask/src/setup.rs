@@ -81,12 +81,17 @@ pub fn ensure_tools() -> anyhow::Result<()> {
         run(&packages.join(", "), install)?;
     }
     if !wasm_bindgen_ok() {
-        let mut install = Command::new("cargo");
-        install.args(["install", "wasm-bindgen-cli", "--locked", "--version", WASM_BINDGEN_VERSION]);
-        run(
-            &format!("wasm-bindgen-cli {WASM_BINDGEN_VERSION} (cargo install, ~6–11 min on 2 cores)"),
-            install,
-        )?;
+        let what = format!("wasm-bindgen-cli {WASM_BINDGEN_VERSION} (cargo install, ~6–11 min on 2 cores)");
+        let mut locked = Command::new("cargo");
+        locked.args(["install", "wasm-bindgen-cli", "--locked", "--version", WASM_BINDGEN_VERSION]);
+        if let Err(e) = run(&what, locked) {
+            // The CLI's own lock file can name a release the index no longer offers (seen
+            // 2026-12-04: webpki-roots 1.0.11, yanked): resolve its dependencies afresh then.
+            println!("ci setup: {e}; trying again without its lock file");
+            let mut unlocked = Command::new("cargo");
+            unlocked.args(["install", "wasm-bindgen-cli", "--version", WASM_BINDGEN_VERSION]);
+            run(&what, unlocked)?;
+        }
         if !wasm_bindgen_ok() {
             bail!(
                 "wasm-bindgen {WASM_BINDGEN_VERSION} is still not on PATH after cargo install: add ~/.cargo/bin to PATH"
