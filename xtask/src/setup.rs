@@ -2,7 +2,7 @@
 //! installed (or named, in one line, when it cannot be), with what was installed and how long it
 //! took. `.ci/run` only installs the pinned toolchain (cargo needs it to run this) and calls us.
 //!
-//! - the wasm-bindgen CLI pinned to the site crate's version (`cargo install`, ~6–11 min cold);
+//! - the wasm-bindgen CLI pinned to the site crate's version (`cargo install`, 109 s measured cold on 2 cores);
 //! - Debian's `chromium`, `chromium-driver`, `prometheus` (for `prometheus` and `promtool`) and
 //!   `npm`, with apt-get when running as root;
 //! - the browser tests' npm packages, from the lock file (`npm ci`, in `site::browser_tests`).
@@ -81,7 +81,7 @@ pub fn ensure_tools() -> anyhow::Result<()> {
         run(&packages.join(", "), install)?;
     }
     if !wasm_bindgen_ok() {
-        let what = format!("wasm-bindgen-cli {WASM_BINDGEN_VERSION} (cargo install, ~6–11 min on 2 cores)");
+        let what = format!("wasm-bindgen-cli {WASM_BINDGEN_VERSION} (cargo install, ~2 min on 2 cores)");
         let mut locked = Command::new("cargo");
         locked.args(["install", "wasm-bindgen-cli", "--locked", "--version", WASM_BINDGEN_VERSION]);
         if let Err(e) = run(&what, locked) {
