@@ -14,6 +14,8 @@ pub mod report;
 pub mod rules;
 mod signal_table;
 pub mod signals;
+#[cfg(test)]
+pub(crate) mod testutil;
 pub mod text;
 pub mod time;
 
@@ -270,7 +272,13 @@ impl Analyzer {
     }
 
     /// Run the rules and build the report.
-    pub fn finish(mut self) -> Report {
+    pub fn finish(self) -> Report {
+        self.finish_with_facts().0
+    }
+
+    /// As [`Analyzer::finish`], also handing back the facts the rules read (the test harness,
+    /// `testutil`, asserts on both).
+    pub(crate) fn finish_with_facts(mut self) -> (Report, Facts) {
         self.end();
         if self.sections_dropped > 0
             && let Some(last) = self.sections.last_mut()
@@ -325,14 +333,15 @@ impl Analyzer {
             let f = findings.remove(i);
             findings.insert(0, f);
         }
-        Report {
+        let report = Report {
             schema: report::SCHEMA.to_owned(),
             verdict,
             findings,
             inputs: self.sections,
             figures: figures::figures(&facts, lang),
             series: figures::series(&facts),
-        }
+        };
+        (report, facts)
     }
 }
 
