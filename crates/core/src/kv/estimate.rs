@@ -10,6 +10,7 @@
 use crate::kv::KvError;
 use crate::kv::article::article_kv_bytes;
 use crate::kv::budget::{self, Budget, BudgetContext, BudgetInputs};
+use crate::kv::defaults;
 use crate::kv::dtype::{KvDtype, ModelDtype};
 use crate::kv::layout::{Layout, LayoutOptions};
 use crate::kv::missing::{self, Missing};
@@ -18,8 +19,8 @@ use crate::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
 use crate::lang::Lang;
 use serde::Serialize;
 
-/// vLLM's default `--block-size` on CUDA.
-pub const DEFAULT_BLOCK_SIZE: u32 = 16;
+/// vLLM's default `--block-size` on CUDA ([`defaults::BLOCK_SIZE`]).
+pub const DEFAULT_BLOCK_SIZE: u32 = defaults::BLOCK_SIZE;
 
 /// "Memory for `seqs` sequences of `len` tokens each?"
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -59,16 +60,16 @@ pub struct KvOptions {
 impl Default for KvOptions {
     fn default() -> Self {
         KvOptions {
-            kv_dtype: KvDtype::Auto,
+            kv_dtype: defaults::KV_DTYPE,
             dtype: None,
-            tp: 1,
-            pp: 1,
+            tp: defaults::TP,
+            pp: defaults::PP,
             block_size: None,
             max_model_len: None,
             max_num_seqs: None,
             max_num_batched_tokens: None,
-            hybrid: true,
-            async_scheduling: true,
+            hybrid: defaults::HYBRID,
+            async_scheduling: defaults::ASYNC_SCHEDULING,
             at_len: None,
             need: None,
             large_gpu: None,
@@ -1112,15 +1113,7 @@ mod tests {
     #[test]
     fn gpu_budget_path() {
         let m = preset("llama-3.1-8b").unwrap().shape().unwrap();
-        let inp = BudgetInputs {
-            gpu_total_bytes: crate::kv::gpus::gpu("h200").unwrap().total_bytes(),
-            utilization_ppm: 900_000,
-            weights_bytes: None,
-            params: None,
-            weights_dtype: None,
-            activation_bytes: None,
-            non_torch_bytes: None,
-        };
+        let inp = BudgetInputs::new(crate::kv::gpus::gpu("h200").unwrap().total_bytes());
         let o = KvOptions { large_gpu: Some(true), ..KvOptions::default() };
         let e = estimate(&m, &o, &KvBudget::Gpu(inp)).unwrap();
         let b = e.budget.as_ref().unwrap();
