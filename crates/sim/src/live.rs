@@ -28,13 +28,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWrite;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::task::JoinSet;
 use triage_core::endpoint::Api;
 use triage_sim_model::{Artifact, ExternalEvent, Outcome, Scenario, Sim};
 
-use crate::http::{CORS, Conn, Events, Limits, Next, error_body, hangup, reason, send, write_chunk};
+use crate::http::{CORS, Conn, Events, Limits, Next, Serving, error_body, hangup, reason, send, write_chunk};
 
 /// How a live run behaves.
 #[derive(Clone, Copy, Debug)]
@@ -115,9 +114,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A running live simulation. Dropping it stops it.
 pub struct SimServer {
-    addr: SocketAddr,
+    serving: Serving,
     shared: Arc<Shared>,
-    stop: watch::Sender<bool>,
 }
 
 impl SimServer {
@@ -139,8 +137,6 @@ impl SimServer {
 
     /// Serve an already built (and possibly fast-forwarded) simulation from its current time.
     pub async fn start_sim(sim: Sim, scenario_json: String, config: LiveConfig) -> io::Result<SimServer> {
-        let listener = TcpListener::bind(("127.0.0.1", config.port)).await?;
-        let addr = listener.local_addr()?;
         let base_ns = sim.now_ns();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -156,21 +152,26 @@ impl SimServer {
             served: AtomicUsize::new(0),
             limits: config.limits,
         });
-        let (stop, stopped) = watch::channel(false);
         let deadline = Instant::now() + config.lifetime;
-        tokio::spawn(engine_loop(Arc::clone(&shared), stopped.clone(), deadline));
-        tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped, deadline));
-        Ok(SimServer { addr, shared, stop })
+        let serving = {
+            let shared = Arc::clone(&shared);
+            Serving::start(config.port, deadline, shared.limits.max_connections, move |stream| {
+                serve_connection(stream, Arc::clone(&shared))
+            })
+            .await?
+        };
+        tokio::spawn(engine_loop(Arc::clone(&shared), serving.stopped(), deadline));
+        Ok(SimServer { serving, shared })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.serving.addr()
     }
 
     /// `http://127.0.0.1:PORT/v1` — OpenAI clients append `/chat/completions`, Anthropic ones
     /// `/messages`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        self.serving.base_url()
     }
 
     /// Every file the simulated service has written up to now.
@@ -203,14 +204,9 @@ impl SimServer {
         st.sim_time(Instant::now()) as f64 / 1e9
     }
 
+    /// Stop serving (dropping the server does too).
     pub fn shutdown(&self) {
-        let _ = self.stop.send(true);
-    }
-}
-
-impl Drop for SimServer {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.serving.shutdown();
     }
 }
 
@@ -231,34 +227,6 @@ async fn engine_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>, de
             break;
         }
     }
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut stopped: watch::Receiver<bool>,
-    deadline: Instant,
-) {
-    let lifetime = tokio::time::sleep_until(deadline.into());
-    tokio::pin!(lifetime);
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = &mut lifetime => break,
-            _ = stopped.changed() => break,
-            accepted = listener.accept(), if conns.len() < shared.limits.max_connections => {
-                let Ok((stream, _)) = accepted else {
-                    // Out of file descriptors, most likely: wait instead of spinning.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                conns.spawn(serve_connection(stream, Arc::clone(&shared)));
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.abort_all();
 }
 
 /// One whole response; `close` adds `connection: close` (the connection ends after it).
