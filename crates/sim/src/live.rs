@@ -229,16 +229,29 @@ async fn engine_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>, de
     }
 }
 
-/// One whole response; `close` adds `connection: close` (the connection ends after it).
+/// One whole response: status, content type, extra header lines (each ending in CRLF) and body.
+#[derive(Clone, Copy)]
+struct Reply<'a> {
+    code: u16,
+    content_type: &'a str,
+    extra: &'a str,
+    body: &'a str,
+}
+
+impl<'a> Reply<'a> {
+    fn new(code: u16, content_type: &'a str, body: &'a str) -> Reply<'a> {
+        Reply { code, content_type, extra: "", body }
+    }
+}
+
+/// Write `reply`; `close` adds `connection: close` (the connection ends after it).
 async fn respond<W: AsyncWrite + Unpin>(
     stream: &mut W,
     limits: &Limits,
     close: bool,
-    code: u16,
-    content_type: &str,
-    extra: &str,
-    body: &str,
+    reply: Reply<'_>,
 ) -> bool {
+    let Reply { code, content_type, extra, body } = reply;
     let close = if close { "connection: close\r\n" } else { "" };
     let head = format!(
         "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}{close}{CORS}\r\n",
@@ -278,12 +291,17 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                     st.catch_up();
                     st.sim.metrics_text()
                 };
-                respond(stream, &limits, close, 200, "text/plain; version=0.0.4; charset=utf-8", "", &text)
-                    .await
+                respond(
+                    stream,
+                    &limits,
+                    close,
+                    Reply::new(200, "text/plain; version=0.0.4; charset=utf-8", &text),
+                )
+                .await
             }
-            ("GET", "/health") => respond(stream, &limits, close, 200, "text/plain", "", "").await,
+            ("GET", "/health") => respond(stream, &limits, close, Reply::new(200, "text/plain", "")).await,
             ("GET", "/scenario") => {
-                respond(stream, &limits, close, 200, json, "", &shared.scenario_json).await
+                respond(stream, &limits, close, Reply::new(200, json, &shared.scenario_json)).await
             }
             ("GET", "/v1/models") => {
                 let (model, len) = {
@@ -292,7 +310,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                     (e.model.clone(), e.max_model_len)
                 };
                 let body = models(&model, len, dialect(&req.headers, Api::Openai));
-                respond(stream, &limits, close, 200, json, "", &body).await
+                respond(stream, &limits, close, Reply::new(200, json, &body)).await
             }
             ("GET", "/logs") => {
                 let files = {
@@ -305,7 +323,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                     .map(|f| serde_json::json!({"name": f.name, "what": f.what, "analyzable": f.analyzable, "bytes": f.content.len()}))
                     .collect();
                 let index = serde_json::Value::from(index).to_string();
-                respond(stream, &limits, close, 200, json, "", &index).await
+                respond(stream, &limits, close, Reply::new(200, json, &index)).await
             }
             ("GET", p) if p.starts_with("/logs/") => {
                 let name = &p["/logs/".len()..];
@@ -316,10 +334,18 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                 };
                 match file {
                     Some(f) => {
-                        respond(stream, &limits, close, 200, "text/plain; charset=utf-8", "", &f.content)
+                        respond(
+                            stream,
+                            &limits,
+                            close,
+                            Reply::new(200, "text/plain; charset=utf-8", &f.content),
+                        )
+                        .await
+                    }
+                    None => {
+                        respond(stream, &limits, close, Reply::new(404, json, r#"{"detail":"Not Found"}"#))
                             .await
                     }
-                    None => respond(stream, &limits, close, 404, json, "", r#"{"detail":"Not Found"}"#).await,
                 }
             }
             ("POST", "/v1/chat/completions") => {
@@ -333,9 +359,15 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             }
             (_, "/v1/chat/completions" | "/v1/completions" | "/v1/messages") => {
                 let body = r#"{"detail":"Method Not Allowed"}"#;
-                respond(stream, &limits, close, 405, json, "allow: POST\r\n", body).await
+                respond(
+                    stream,
+                    &limits,
+                    close,
+                    Reply { extra: "allow: POST\r\n", ..Reply::new(405, json, body) },
+                )
+                .await
             }
-            _ => respond(stream, &limits, close, 404, json, "", r#"{"detail":"Not Found"}"#).await,
+            _ => respond(stream, &limits, close, Reply::new(404, json, r#"{"detail":"Not Found"}"#)).await,
         };
         if !keep {
             return;
@@ -426,7 +458,7 @@ async fn generate(
         Ok(v @ serde_json::Value::Object(_)) => v,
         Ok(_) | Err(_) => {
             let body = error_body(api, 400, "The request body is not a JSON object.");
-            return respond(stream, limits, close, 400, json, "", &body).await;
+            return respond(stream, limits, close, Reply::new(400, json, &body)).await;
         }
     };
     if shared.served.fetch_add(1, Ordering::Relaxed) >= shared.max_requests {
@@ -468,7 +500,8 @@ async fn generate(
                     .unwrap_or_else(|| reason(r.status).to_owned())
             };
             let body = error_body(api, r.status, &message);
-            return respond(stream, limits, close, r.status, json, extra, &body).await;
+            return respond(stream, limits, close, Reply { extra, ..Reply::new(r.status, json, &body) })
+                .await;
         }
     };
     let rid = match route {
@@ -511,11 +544,11 @@ async fn generate(
         return match done {
             Some((Outcome::Oom, _, error)) => {
                 let body = error_body(api, 500, error.as_deref().unwrap_or("CUDA out of memory"));
-                respond(stream, limits, close, 500, json, "", &body).await
+                respond(stream, limits, close, Reply::new(500, json, &body)).await
             }
             Some((outcome, tokens, _)) => {
                 let body = events.whole(tokens as usize, outcome == Outcome::Length);
-                respond(stream, limits, close, 200, json, "", &body).await
+                respond(stream, limits, close, Reply::new(200, json, &body)).await
             }
             None => false,
         };

@@ -266,7 +266,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         let keep_going = {
             let (mut rd, mut wr) = conn.stream.split();
             tokio::select! {
-                keep = respond(&mut wr, &shared, index, &script, &response_id, close, asked) => keep,
+                keep = respond(&mut wr, &shared, Answer { index, script: &script, id: &response_id, asked }, close) => keep,
                 () = hangup(&mut rd, &mut spoke) => false,
             }
         };
@@ -312,15 +312,18 @@ fn reset(stream: &WriteHalf<'_>) {
 
 /// Serve one response. Returns whether the connection may serve another request. `close` is
 /// the `connection: close` header line when the connection ends after this response, else empty.
-async fn respond(
-    stream: &mut WriteHalf<'_>,
-    shared: &Shared,
+/// The request being answered: its place in arrival order, its script, the response id it gets
+/// and what it asked for.
+#[derive(Clone, Copy)]
+struct Answer<'a> {
     index: usize,
-    script: &Script,
-    id: &str,
-    close: &str,
+    script: &'a Script,
+    id: &'a str,
     asked: Asked,
-) -> bool {
+}
+
+async fn respond(stream: &mut WriteHalf<'_>, shared: &Shared, answer: Answer<'_>, close: &str) -> bool {
+    let Answer { index, script, id, asked } = answer;
     let limit = shared.limits.idle_timeout;
     if !script.headers_delay.is_zero() {
         tokio::time::sleep(script.headers_delay).await;
