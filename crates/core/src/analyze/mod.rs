@@ -14,6 +14,8 @@ pub mod report;
 pub mod rules;
 mod signal_table;
 pub mod signals;
+#[cfg(test)]
+pub(crate) mod testutil;
 pub mod text;
 pub mod time;
 
@@ -195,6 +197,7 @@ impl Analyzer {
             let name = &state.name;
             self.facts.llama.line(line, || report::EvidenceLine::quoted(name, no, line));
         }
+        let read = ReadLine { no, text: line, cut, vllm_needles: seen.vllm };
 
         if let Some(kind) = state.forced {
             let open = state.open.get_or_insert_with(|| {
@@ -208,7 +211,7 @@ impl Analyzer {
                     head: Head::Fresh,
                 }
             });
-            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm);
+            feed_open(&mut self.facts, &state.name, open, read, lang);
             return;
         }
         // Fast path: the open section's parser claims the line without recognition.
@@ -216,13 +219,13 @@ impl Analyzer {
             && open.kind != InputKind::Unknown
             && open.parser.continues(line, seen.bare, seen.vllm)
         {
-            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm);
+            feed_open(&mut self.facts, &state.name, open, read, lang);
             return;
         }
         let recognised = recognize(line);
         match (recognised, state.open.as_mut()) {
             (Some(kind), Some(open)) if kind == open.kind => {
-                feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm)
+                feed_open(&mut self.facts, &state.name, open, read, lang)
             }
             (Some(kind), _) => {
                 let mut start = no;
@@ -245,12 +248,10 @@ impl Analyzer {
                     issues: Vec::new(),
                     head: Head::Fresh,
                 };
-                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang, seen.vllm);
+                feed_open(&mut self.facts, &state.name, &mut open, read, lang);
                 state.open = Some(open);
             }
-            (None, Some(open)) => {
-                feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm)
-            }
+            (None, Some(open)) => feed_open(&mut self.facts, &state.name, open, read, lang),
             (None, None) => {
                 if line.trim().is_empty() {
                     return;
@@ -263,14 +264,20 @@ impl Analyzer {
                     issues: Vec::new(),
                     head: Head::Fresh,
                 };
-                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang, seen.vllm);
+                feed_open(&mut self.facts, &state.name, &mut open, read, lang);
                 state.open = Some(open);
             }
         }
     }
 
     /// Run the rules and build the report.
-    pub fn finish(mut self) -> Report {
+    pub fn finish(self) -> Report {
+        self.finish_with_facts().0
+    }
+
+    /// As [`Analyzer::finish`], also handing back the facts the rules read (the test harness,
+    /// `testutil`, asserts on both).
+    pub(crate) fn finish_with_facts(mut self) -> (Report, Facts) {
         self.end();
         if self.sections_dropped > 0
             && let Some(last) = self.sections.last_mut()
@@ -325,14 +332,15 @@ impl Analyzer {
             let f = findings.remove(i);
             findings.insert(0, f);
         }
-        Report {
+        let report = Report {
             schema: report::SCHEMA.to_owned(),
             verdict,
             findings,
             inputs: self.sections,
             figures: figures::figures(&facts, lang),
             series: figures::series(&facts),
-        }
+        };
+        (report, facts)
     }
 }
 
@@ -379,17 +387,20 @@ impl Head {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn feed_open(
-    facts: &mut Facts,
-    name: &str,
-    open: &mut Open,
+/// One line as the analyzer read it, on its way to a section's parser.
+#[derive(Clone, Copy)]
+struct ReadLine<'a> {
     no: usize,
-    line: &str,
+    /// ANSI codes and a trailing CR stripped, cut at [`MAX_LINE_BYTES`].
+    text: &'a str,
+    /// The line was longer than [`MAX_LINE_BYTES`].
     cut: bool,
-    lang: Lang,
+    /// The vLLM parser's dispatch needles the signal scan found ([`parsers::Cx::vllm_needles`]).
     vllm_needles: u64,
-) {
+}
+
+fn feed_open(facts: &mut Facts, name: &str, open: &mut Open, read: ReadLine<'_>, lang: Lang) {
+    let ReadLine { no, text: line, cut, vllm_needles } = read;
     open.end = no;
     if open.kind == InputKind::Unknown {
         open.head = open.head.next(line);
@@ -491,6 +502,7 @@ pub(crate) fn assert_same_but_text(en: &Report, zh: &Report, ctx: &str) {
 
 #[cfg(test)]
 mod tests {
+    use super::testutil::fixture;
     use super::*;
     use proptest::prelude::*;
 
@@ -616,27 +628,18 @@ mod tests {
     #[test]
     fn chinese_reports_match_english_ones() {
         const FIXTURES: &[(&str, &str)] = &[
-            ("healthy.log", include_str!("../../../../tests/data/incidents/healthy.log")),
-            ("tbt_preemption.log", include_str!("../../../../tests/data/incidents/tbt_preemption.log")),
-            (
-                "throughput_kv_leak.prom",
-                include_str!("../../../../tests/data/incidents/throughput_kv_leak.prom"),
-            ),
-            (
-                "throughput_nccl_dead.log",
-                include_str!("../../../../tests/data/incidents/throughput_nccl_dead.log"),
-            ),
-            ("throughput_stall.log", include_str!("../../../../tests/data/incidents/throughput_stall.log")),
-            (
-                "ttft_long_prompts.jsonl",
-                include_str!("../../../../tests/data/incidents/ttft_long_prompts.jsonl"),
-            ),
-            ("ttft_queueing.log", include_str!("../../../../tests/data/incidents/ttft_queueing.log")),
-            ("h200_200gib.txt", include_str!("../../../../tests/data/oom/h200_200gib.txt")),
-            ("8gpu.txt", include_str!("../../../../tests/data/smi/synthetic_8gpu_one_slow.txt")),
-            ("settings.json", include_str!("../../../../tests/data/configs/claude_settings.json")),
-            ("config.toml", include_str!("../../../../tests/data/configs/codex_config.toml")),
-            ("oom.log", include_str!("../../../../tests/data/kv/vllm-v1-oom-max-model-len.log")),
+            ("healthy.log", fixture!("incidents/healthy.log")),
+            ("tbt_preemption.log", fixture!("incidents/tbt_preemption.log")),
+            ("throughput_kv_leak.prom", fixture!("incidents/throughput_kv_leak.prom")),
+            ("throughput_nccl_dead.log", fixture!("incidents/throughput_nccl_dead.log")),
+            ("throughput_stall.log", fixture!("incidents/throughput_stall.log")),
+            ("ttft_long_prompts.jsonl", fixture!("incidents/ttft_long_prompts.jsonl")),
+            ("ttft_queueing.log", fixture!("incidents/ttft_queueing.log")),
+            ("h200_200gib.txt", fixture!("oom/h200_200gib.txt")),
+            ("8gpu.txt", fixture!("smi/synthetic_8gpu_one_slow.txt")),
+            ("settings.json", fixture!("configs/claude_settings.json")),
+            ("config.toml", fixture!("configs/codex_config.toml")),
+            ("oom.log", fixture!("kv/vllm-v1-oom-max-model-len.log")),
         ];
         let mut fired = std::collections::BTreeSet::new();
         for (name, text) in FIXTURES {
