@@ -90,6 +90,8 @@ struct Client<'a> {
     secrets: &'a Secrets,
     per_query: Duration,
     deadline: Instant,
+    /// The overall deadline as given, for the message.
+    total: Duration,
     max_body: usize,
 }
 
@@ -130,23 +132,19 @@ impl Client<'_> {
                 }
                 body.extend_from_slice(&chunk);
             }
-            Ok((status, body))
+            Ok::<_, anyhow::Error>((status, body))
         };
         match tokio::time::timeout(limit, fut).await {
             Ok(r) => r,
             Err(_) if limit < self.per_query => anyhow::bail!(
                 "{what}: no complete answer before the overall deadline ({} s, --prometheus-timeout)",
-                secs(self.deadline_total())
+                secs(self.total)
             ),
             Err(_) => anyhow::bail!(
                 "{what}: no complete answer within {} s (--prometheus-query-timeout); the server is slow or the window too large",
                 secs(self.per_query)
             ),
         }
-    }
-
-    fn deadline_total(&self) -> Duration {
-        self.deadline.saturating_duration_since(Instant::now())
     }
 
     fn transport(&self, what: &str, e: &reqwest::Error) -> anyhow::Error {
@@ -192,6 +190,7 @@ pub async fn analyze(opts: &PromOptions, lang: Lang, slo: Slo, files: Option<Rep
         secrets: &secrets,
         per_query: opts.query_timeout,
         deadline: Instant::now() + opts.total_timeout,
+        total: opts.total_timeout,
         max_body: opts.max_body_bytes,
     };
     let matcher = query::series_matcher(&user);

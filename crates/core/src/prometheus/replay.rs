@@ -198,7 +198,7 @@ fn gpus<'a>(m: &'a Matrix, members: &[usize], secrets: &Secrets) -> Vec<Gpu<'a>>
 }
 
 /// An `nvidia-smi --query-gpu` CSV series of a node's GPUs.
-fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>], secrets: &Secrets) -> Built {
+fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>]) -> Built {
     let mut b = Built { text: String::new(), lines: BTreeMap::new() };
     let has = |names: &[&str]| gpus.iter().any(|g| names.iter().any(|n| g.fields.contains_key(n)));
     let mem_total = has(&["DCGM_FI_DEV_FB_FREE"]) && has(&["DCGM_FI_DEV_FB_USED"]);
@@ -254,7 +254,6 @@ fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>], secrets: &Secrets) -> Built {
                 continue;
             }
             no += 1;
-            let _ = secrets;
             b.text.push_str(&row.join(", "));
             b.text.push('\n');
             // Cite the SM clock (what the straggler rule compares), else the first field read.
@@ -362,7 +361,7 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
             built.push((name.clone(), b));
         } else {
             let node_gpus = gpus(m, &part.members, cfg.secrets);
-            let b = smi_csv(m, &node_gpus, cfg.secrets);
+            let b = smi_csv(m, &node_gpus);
             a.begin_as(&name, InputKind::NvidiaSmi);
             a.feed(b.text.as_bytes());
             a.end();
@@ -419,18 +418,19 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
         }
     }
     // Each group's verdict is decided by its own analyzer; across groups the most urgent cause
-    // names the incident, in the analyzer's own order (outage, confidence, severity).
-    let verdicts: Vec<Verdict> =
-        reports.iter().map(|r| r.verdict).chain(files.as_ref().map(|r| r.verdict)).collect();
-    let cause_of = |gi: usize| -> Option<&Finding> {
-        let r = if gi == usize::MAX { files.as_ref()? } else { &reports[gi] };
-        r.findings.iter().find(|f| Verdict::from(f.class) == r.verdict)
-    };
-    let mut causes: Vec<&Finding> = (0..reports.len()).chain(files.as_ref().map(|_| usize::MAX)).filter_map(cause_of).collect();
+    // names the incident, in the analyzer's own order (outage, confidence, severity). A group
+    // left INCONCLUSIVE (an unexplained error) keeps the whole from HEALTHY, not from a cause
+    // found elsewhere: its finding is listed either way.
+    let all: Vec<&Report> = reports.iter().chain(files.iter()).collect();
+    let mut causes: Vec<&Finding> = all
+        .iter()
+        .filter(|r| !matches!(r.verdict, Verdict::Healthy | Verdict::Inconclusive))
+        .filter_map(|r| r.findings.iter().find(|f| Verdict::from(f.class) == r.verdict))
+        .collect();
     causes.sort_by(|a, b| rank(a, b));
     let verdict = match causes.first() {
         Some(f) => Verdict::from(f.class),
-        None if verdicts.iter().all(|v| *v == Verdict::Healthy) => Verdict::Healthy,
+        None if all.iter().all(|r| r.verdict == Verdict::Healthy) => Verdict::Healthy,
         None => Verdict::Inconclusive,
     };
     tagged.sort_by(|a, b| rank(&a.finding, &b.finding).then(a.group.cmp(&b.group)));
