@@ -56,7 +56,10 @@ pub fn base_url(raw: &str) -> Result<String, UsageError> {
     let t = raw.trim();
     let url = reqwest::Url::parse(t).map_err(|e| UsageError(format!("--prometheus {t:?}: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(UsageError(format!("--prometheus: expected an http:// or https:// URL, got {:?}", url.scheme())));
+        return Err(UsageError(format!(
+            "--prometheus: expected an http:// or https:// URL, got {:?}",
+            url.scheme()
+        )));
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(UsageError(
@@ -64,7 +67,9 @@ pub fn base_url(raw: &str) -> Result<String, UsageError> {
         ));
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(UsageError("--prometheus: give the server's base URL, without ?query or #fragment".into()));
+        return Err(UsageError(
+            "--prometheus: give the server's base URL, without ?query or #fragment".into(),
+        ));
     }
     Ok(url.as_str().trim_end_matches('/').to_owned())
 }
@@ -116,7 +121,8 @@ impl Client<'_> {
             let mut resp = req.send().await.map_err(|e| self.transport(&what, &e))?;
             let status = resp.status().as_u16();
             if resp.status().is_redirection() {
-                let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("");
+                let to =
+                    resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("");
                 anyhow::bail!(
                     "{what}: the server redirects (HTTP {status} to {:?}); give the final URL (redirects are not followed, so credentials only go where you said)",
                     self.secrets.excerpt(to, 200)
@@ -171,7 +177,12 @@ fn prom_err(e: PromError) -> anyhow::Error {
 }
 
 /// Ask Prometheus for the window and analyse it, with the report of the files given alongside.
-pub async fn analyze(opts: &PromOptions, lang: Lang, slo: Slo, files: Option<Report>) -> anyhow::Result<Report> {
+pub async fn analyze(
+    opts: &PromOptions,
+    lang: Lang,
+    slo: Slo,
+    files: Option<Report>,
+) -> anyhow::Result<Report> {
     let base = base_url(&opts.url)?;
     let user = query::parse_selector(&opts.selector).map_err(prom_err)?;
     // Check the window before anything is sent.
@@ -248,7 +259,8 @@ pub async fn analyze(opts: &PromOptions, lang: Lang, slo: Slo, files: Option<Rep
             expected = n;
         }
     }
-    let (w, note) = w.fitted(expected.min(opts.limits.max_series), opts.limits.max_points).map_err(prom_err)?;
+    let (w, note) =
+        w.fitted(expected.min(opts.limits.max_series), opts.limits.max_points).map_err(prom_err)?;
     cut.extend(note);
     let mut queries = vec![QueryRecord {
         api: "/api/v1/series".into(),
@@ -260,8 +272,9 @@ pub async fn analyze(opts: &PromOptions, lang: Lang, slo: Slo, files: Option<Rep
 
     // 2. The window itself.
     let (status, body) = client.post("/api/v1/query_range", range_form(&expr, &w)).await?;
-    let m: Matrix = answer::parse_matrix(status, &body, &secrets, opts.limits.max_series, opts.limits.max_points)
-        .map_err(prom_err)?;
+    let m: Matrix =
+        answer::parse_matrix(status, &body, &secrets, opts.limits.max_series, opts.limits.max_points)
+            .map_err(prom_err)?;
     drop(body);
     queries.push(QueryRecord {
         api: "/api/v1/query_range".into(),
@@ -274,7 +287,12 @@ pub async fn analyze(opts: &PromOptions, lang: Lang, slo: Slo, files: Option<Rep
 }
 
 fn series_form(matcher: &str, w: &Window) -> String {
-    format!("match%5B%5D={}&start={}&end={}", query::encode(matcher), query::secs(w.start_s), query::secs(w.end_s))
+    format!(
+        "match%5B%5D={}&start={}&end={}",
+        query::encode(matcher),
+        query::secs(w.start_s),
+        query::secs(w.end_s)
+    )
 }
 
 fn range_form(expr: &str, w: &Window) -> String {
@@ -306,7 +324,8 @@ pub fn parse_time(s: &str) -> Result<f64, String> {
         Ok(x) => triage_core::analyze::time::from_number(x),
         Err(_) => triage_core::analyze::time::parse_iso(t),
     };
-    parsed.ok_or_else(|| format!("expected unix seconds or an RFC 3339 time (2026-12-04T10:00:00Z), got {t:?}"))
+    parsed
+        .ok_or_else(|| format!("expected unix seconds or an RFC 3339 time (2026-12-04T10:00:00Z), got {t:?}"))
 }
 
 #[cfg(test)]
@@ -316,7 +335,10 @@ mod tests {
     #[test]
     fn base_urls_are_checked() {
         assert_eq!(base_url("http://prom:9090/").unwrap(), "http://prom:9090");
-        assert_eq!(base_url("https://thanos.example/prometheus").unwrap(), "https://thanos.example/prometheus");
+        assert_eq!(
+            base_url("https://thanos.example/prometheus").unwrap(),
+            "https://thanos.example/prometheus"
+        );
         assert!(base_url("http://u:p@prom:9090").unwrap_err().0.contains("environment variable"));
         assert!(base_url("ftp://prom").is_err());
         assert!(base_url("prom:9090/x?y=1").is_err());

@@ -496,11 +496,37 @@ fn prometheus_text(out: &mut String, p: &triage_core::prometheus::PrometheusInpu
             );
         }
     }
+    if !p.fleet.gateways.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            l("gateways (llm_stream_*, as clients saw it):", "网关（llm_stream_*，客户端视角）：")
+        );
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>22} {:>22} {:>8} {:>8}",
+            "instance", "TTFT p99 (s)", "ITL p99 (s)", "req/s", "err/s"
+        );
+        for g in &p.fleet.gateways {
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>22} {:>22} {:>8} {:>8}",
+                g.subject.instance.as_deref().or(g.subject.pod.as_deref()).unwrap_or("-"),
+                g.ttft_p99.as_deref().unwrap_or("-"),
+                g.itl_p99.as_deref().unwrap_or("-"),
+                opt_num(g.requests_per_s),
+                opt_num(g.errors_per_s)
+            );
+        }
+    }
     if !p.fleet.gpus.is_empty() {
         let _ = writeln!(
             out,
             "\n{}",
-            l("fleet — GPUs ranked by SM clock against their node's peers", "集群 — GPU 按 SM 时钟与同节点其他卡之比排序")
+            l(
+                "fleet — GPUs ranked by SM clock against their node's peers",
+                "集群 — GPU 按 SM 时钟与同节点其他卡之比排序"
+            )
         );
         let _ = writeln!(
             out,
@@ -523,7 +549,11 @@ fn prometheus_text(out: &mut String, p: &triage_core::prometheus::PrometheusInpu
         }
         if p.fleet.gpus.len() > 32 {
             let more = p.fleet.gpus.len() - 32;
-            let _ = writeln!(out, "{}", lang.pick(format!("  … {more} more GPU(s)"), format!("  … 另有 {more} 张 GPU")));
+            let _ = writeln!(
+                out,
+                "{}",
+                lang.pick(format!("  … {more} more GPU(s)"), format!("  … 另有 {more} 张 GPU"))
+            );
         }
     }
 }
@@ -532,13 +562,36 @@ fn prometheus_markdown(out: &mut String, p: &triage_core::prometheus::Prometheus
     let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let _ = writeln!(out, "## {}\n", l("From Prometheus", "来自 Prometheus"));
     let _ = writeln!(out, "- {} `{}`", l("server:", "服务器："), p.url.replace('`', "'"));
-    let _ = writeln!(out, "- {} {} → {} ({} {} s)", l("window:", "时间窗："), p.start, p.end, l("step", "步长"), p.step_s);
+    let _ = writeln!(
+        out,
+        "- {} {} → {} ({} {} s)",
+        l("window:", "时间窗："),
+        p.start,
+        p.end,
+        l("step", "步长"),
+        p.step_s
+    );
     if !p.selector.trim().is_empty() {
         let _ = writeln!(out, "- {} `{}`", l("selector:", "选择器："), p.selector.replace('`', "'"));
     }
-    let _ = writeln!(out, "- {}", lang.pick(format!("read: {} series, {} points", p.series, p.points), format!("读取：{} 个序列，{} 个点", p.series, p.points)));
+    let _ = writeln!(
+        out,
+        "- {}",
+        lang.pick(
+            format!("read: {} series, {} points", p.series, p.points),
+            format!("读取：{} 个序列，{} 个点", p.series, p.points)
+        )
+    );
     for q in &p.queries {
-        let _ = writeln!(out, "- `{}` `{}` ({} series, [{}]({}))", q.api, q.expr.replace('`', "'"), q.series, l("graph", "图表"), md_url(&q.graph_url));
+        let _ = writeln!(
+            out,
+            "- `{}` `{}` ({} series, [{}]({}))",
+            q.api,
+            q.expr.replace('`', "'"),
+            q.series,
+            l("graph", "图表"),
+            md_url(&q.graph_url)
+        );
     }
     for c in &p.cut {
         let _ = writeln!(out, "- {} {}", l("cut:", "截断："), md_escape(c));
@@ -546,7 +599,10 @@ fn prometheus_markdown(out: &mut String, p: &triage_core::prometheus::Prometheus
     out.push('\n');
     if !p.fleet.replicas.is_empty() {
         let _ = writeln!(out, "{} `{}`\n", l("Replicas ranked by", "副本排序依据"), p.fleet.ranked_by);
-        let _ = writeln!(out, "| replica | verdict | TTFT p99 (s) | ITL p99 (s) | waiting | KV | gen tok/s |\n| --- | --- | --- | --- | --- | --- | --- |");
+        let _ = writeln!(
+            out,
+            "| replica | verdict | TTFT p99 (s) | ITL p99 (s) | waiting | KV | gen tok/s |\n| --- | --- | --- | --- | --- | --- | --- |"
+        );
         for r in &p.fleet.replicas {
             let who = r.subject.instance.as_deref().or(r.subject.pod.as_deref()).unwrap_or("-");
             let _ = writeln!(
@@ -563,9 +619,42 @@ fn prometheus_markdown(out: &mut String, p: &triage_core::prometheus::Prometheus
         }
         out.push('\n');
     }
+    if !p.fleet.gateways.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}\n",
+            l("Gateways (llm_stream_*, as clients saw it):", "网关（llm_stream_*，客户端视角）：")
+        );
+        let _ = writeln!(
+            out,
+            "| instance | TTFT p99 (s) | ITL p99 (s) | req/s | err/s |\n| --- | --- | --- | --- | --- |"
+        );
+        for g in &p.fleet.gateways {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                md_escape(g.subject.instance.as_deref().or(g.subject.pod.as_deref()).unwrap_or("-")),
+                md_escape(g.ttft_p99.as_deref().unwrap_or("-")),
+                md_escape(g.itl_p99.as_deref().unwrap_or("-")),
+                opt_num(g.requests_per_s),
+                opt_num(g.errors_per_s)
+            );
+        }
+        out.push('\n');
+    }
     if !p.fleet.gpus.is_empty() {
-        let _ = writeln!(out, "{}\n", l("GPUs ranked by SM clock against their node's peers:", "GPU 按 SM 时钟与同节点其他卡之比排序："));
-        let _ = writeln!(out, "| Hostname | gpu | UUID | SM MHz | peers | ratio | °C | util % |\n| --- | --- | --- | --- | --- | --- | --- | --- |");
+        let _ = writeln!(
+            out,
+            "{}\n",
+            l(
+                "GPUs ranked by SM clock against their node's peers:",
+                "GPU 按 SM 时钟与同节点其他卡之比排序："
+            )
+        );
+        let _ = writeln!(
+            out,
+            "| Hostname | gpu | UUID | SM MHz | peers | ratio | °C | util % |\n| --- | --- | --- | --- | --- | --- | --- | --- |"
+        );
         for g in p.fleet.gpus.iter().take(32) {
             let _ = writeln!(
                 out,

@@ -45,7 +45,13 @@ const POINTS: u64 = 41;
 /// One series of the fleet: name, labels, value at step k.
 type Gen = (&'static str, Vec<(&'static str, String)>, Box<dyn Fn(u64) -> f64>);
 
-fn replica(fleet: &'static str, instance: &str, waiting: f64, slow_ttft: bool, gen_per_step: f64) -> Vec<Gen> {
+fn replica(
+    fleet: &'static str,
+    instance: &str,
+    waiting: f64,
+    slow_ttft: bool,
+    gen_per_step: f64,
+) -> Vec<Gen> {
     let l = |extra: &[(&'static str, &str)]| {
         let mut v = vec![
             ("fleet", fleet.to_owned()),
@@ -64,9 +70,15 @@ fn replica(fleet: &'static str, instance: &str, waiting: f64, slow_ttft: bool, g
         ("vllm:generation_tokens_total", l(&[]), Box::new(move |k| 1e5 + k as f64 * gen_per_step)),
         ("vllm:num_preemptions_total", l(&[]), Box::new(|_| 3.0)),
     ];
-    for (le, fast, slow) in [("0.1", 50.0, 1.0), ("1.0", 100.0, 2.0), ("10.0", 100.0, 100.0), ("+Inf", 100.0, 100.0)] {
+    for (le, fast, slow) in
+        [("0.1", 50.0, 1.0), ("1.0", 100.0, 2.0), ("10.0", 100.0, 100.0), ("+Inf", 100.0, 100.0)]
+    {
         let per = if slow_ttft { slow } else { fast };
-        out.push(("vllm:time_to_first_token_seconds_bucket", l(&[("le", le)]), Box::new(move |k| per * k as f64)));
+        out.push((
+            "vllm:time_to_first_token_seconds_bucket",
+            l(&[("le", le)]),
+            Box::new(move |k| per * k as f64),
+        ));
     }
     out
 }
@@ -84,7 +96,8 @@ fn node(fleet: &'static str, host: &str, slow: Option<u32>) -> Vec<Gen> {
             ("modelName", "NVIDIA H200".to_owned()),
         ];
         let is_slow = slow == Some(gpu);
-        let c = |v: f64, s: f64| -> Box<dyn Fn(u64) -> f64> { Box::new(move |_| if is_slow { s } else { v }) };
+        let c =
+            |v: f64, s: f64| -> Box<dyn Fn(u64) -> f64> { Box::new(move |_| if is_slow { s } else { v }) };
         out.push(("DCGM_FI_DEV_SM_CLOCK", l.clone(), c(1980.0, 840.0)));
         out.push(("DCGM_FI_DEV_GPU_UTIL", l.clone(), c(100.0, 100.0)));
         out.push(("DCGM_FI_DEV_GPU_TEMP", l.clone(), c(62.0, 87.0)));
@@ -157,7 +170,9 @@ fn start_prometheus(t0: u64) -> Option<Prom> {
             eprintln!("skipped: no /usr/bin/prometheus and TRIAGE_SKIP_PROMETHEUS is set");
             return None;
         }
-        panic!("this test needs a real Prometheus: `apt-get install prometheus` (or set TRIAGE_SKIP_PROMETHEUS=1)");
+        panic!(
+            "this test needs a real Prometheus: `apt-get install prometheus` (or set TRIAGE_SKIP_PROMETHEUS=1)"
+        );
     }
     let dir = std::env::temp_dir().join(format!("triage-cli-prom-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -236,19 +251,30 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert_eq!(p["series"], 18);
     assert_eq!(p["queries"].as_array().unwrap().len(), 2);
     let e = &r["findings"][0]["evidence"][0];
-    let c = p["citations"].as_array().unwrap().iter().find(|c| c["input"] == e["input"] && c["line"] == e["line"]).unwrap();
+    let c = p["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["input"] == e["input"] && c["line"] == e["line"])
+        .unwrap();
     assert_eq!(c["labels"]["__name__"], "vllm:num_requests_waiting");
     assert_eq!(c["value"], 45.0);
     assert_eq!(c["at_unix_s"].as_f64(), Some((t0 + (POINTS - 1) * STEP) as f64));
     // The graph link opens the same series in Prometheus's own UI, which answers it.
     let link = c["graph_url"].as_str().unwrap();
-    assert!(link.starts_with(&format!("{}/graph?g0.expr=vllm%3Anum_requests_waiting%7B", prom.url)), "{link}");
+    assert!(
+        link.starts_with(&format!("{}/graph?g0.expr=vllm%3Anum_requests_waiting%7B", prom.url)),
+        "{link}"
+    );
 
     let r = run("gpu");
     assert_eq!(r["verdict"], "TBT_TAIL", "{r:#}");
     assert_eq!(r["findings"][0]["rule"], "slow-gpu");
     let about = &r["findings"][0]["subject"];
-    assert_eq!((&about["Hostname"], &about["gpu"], &about["UUID"]), (&"node-g".into(), &"2".into(), &"GPU-node-g-0002".into()));
+    assert_eq!(
+        (&about["Hostname"], &about["gpu"], &about["UUID"]),
+        (&"node-g".into(), &"2".into(), &"GPU-node-g-0002".into())
+    );
     assert_eq!(r["prometheus"]["fleet"]["gpus"][0]["subject"]["gpu"], "2");
 
     let r = run("stall");
@@ -268,7 +294,10 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert!(t.contains("about: instance=\"queue-b:8000\""), "{t}");
     assert!(t.contains("/graph?g0.expr="), "{t}");
     assert!(t.contains("fleet — replicas ranked by ttft_p99"), "{t}");
-    let out = analyze(&prom.url, &["--from", &from, "--to", &to, "--selector", "{fleet=\"gpu\"}", "--format", "markdown"]);
+    let out = analyze(
+        &prom.url,
+        &["--from", &from, "--to", &to, "--selector", "{fleet=\"gpu\"}", "--format", "markdown"],
+    );
     let t = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(t.contains("## From Prometheus") && t.contains("| node-g | 2 | GPU-node-g-0002 | 840 |"), "{t}");
 
@@ -277,7 +306,10 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     std::fs::create_dir_all(&dir).unwrap();
     let oom = dir.join("oom.txt");
     std::fs::write(&oom, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free.\n").unwrap();
-    let out = analyze(&prom.url, &[&window[..], &["--selector", "{fleet=\"healthy\"}"], &[oom.to_str().unwrap()]].concat());
+    let out = analyze(
+        &prom.url,
+        &[&window[..], &["--selector", "{fleet=\"healthy\"}"], &[oom.to_str().unwrap()]].concat(),
+    );
     let r = json(&out);
     assert_eq!(r["verdict"], "OOM", "{r:#}");
     assert!(r["inputs"].as_array().unwrap().iter().any(|i| i["name"] == oom.to_str().unwrap()));
@@ -295,7 +327,10 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert!(text(&out).contains("bad --selector"), "{}", text(&out));
 
     // Bounds: fewer series than match — whole instances are left out, and the report says so.
-    let out = analyze(&prom.url, &[&window[..], &["--selector", "{fleet=\"queue\"}", "--max-series", "10"]].concat());
+    let out = analyze(
+        &prom.url,
+        &[&window[..], &["--selector", "{fleet=\"queue\"}", "--max-series", "10"]].concat(),
+    );
     let r = json(&out);
     assert_eq!(r["prometheus"]["series"], 9, "{r:#}");
     assert!(r["prometheus"]["cut"][0].as_str().unwrap().contains("18 series in 2 instances match"), "{r:#}");
@@ -376,18 +411,32 @@ fn hostile_servers_end_in_clear_errors_within_the_deadlines() {
     assert!(text(&out).contains("overall deadline"), "{}", text(&out));
 
     // An error status without Prometheus's JSON.
-    let (url, _) = serve(1, |s| respond(s, "503 Service Unavailable", "text/plain", "upstream connect error"));
+    let (url, _) =
+        serve(1, |s| respond(s, "503 Service Unavailable", "text/plain", "upstream connect error"));
     let out = analyze(&url, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("HTTP 503") && text(&out).contains("upstream connect error"), "{}", text(&out));
+    assert!(
+        text(&out).contains("HTTP 503") && text(&out).contains("upstream connect error"),
+        "{}",
+        text(&out)
+    );
 
     // Prometheus's own error that is not the user's fault.
     let (url, _) = serve(1, |s| {
-        respond(s, "503 Service Unavailable", "application/json", r#"{"status":"error","errorType":"unavailable","error":"TSDB not ready"}"#)
+        respond(
+            s,
+            "503 Service Unavailable",
+            "application/json",
+            r#"{"status":"error","errorType":"unavailable","error":"TSDB not ready"}"#,
+        )
     });
     let out = analyze(&url, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("Prometheus refused the query (HTTP 503, unavailable): TSDB not ready"), "{}", text(&out));
+    assert!(
+        text(&out).contains("Prometheus refused the query (HTTP 503, unavailable): TSDB not ready"),
+        "{}",
+        text(&out)
+    );
 
     // Not Prometheus: a login page.
     let (url, _) = serve(1, |s| respond(s, "200 OK", "text/html", "<html><title>Grafana</title></html>"));
@@ -462,17 +511,27 @@ fn credentials_are_sent_and_never_printed() {
 
     // Usage errors: a variable that is not set, credentials in the URL, flags without --prometheus.
     let out = triage()
-        .args(["analyze", "--prometheus", "http://127.0.0.1:9", "--prometheus-token-env", "TRIAGE_NO_SUCH_VAR"])
+        .args([
+            "analyze",
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--prometheus-token-env",
+            "TRIAGE_NO_SUCH_VAR",
+        ])
         .env_remove("TRIAGE_NO_SUCH_VAR")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let out = triage().args(["analyze", "--prometheus", "http://admin:hunter22@127.0.0.1:9"]).output().unwrap();
+    let out =
+        triage().args(["analyze", "--prometheus", "http://admin:hunter22@127.0.0.1:9"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!text(&out).contains("hunter22"), "{}", text(&out));
     let out = triage().args(["analyze", "--since", "30m"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let out = triage().args(["analyze", "--prometheus", "http://127.0.0.1:9", "--from", "2000", "--to", "1000"]).output().unwrap();
+    let out = triage()
+        .args(["analyze", "--prometheus", "http://127.0.0.1:9", "--from", "2000", "--to", "1000"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("bad window"), "{}", text(&out));
 }

@@ -71,16 +71,25 @@ fn quote(secrets: &Secrets, text: &str) -> String {
 }
 
 /// Read the envelope every `/api/v1` answer has; anything else is not Prometheus.
-fn envelope<'a, T: Deserialize<'a>>(status: u16, body: &'a [u8], secrets: &Secrets) -> Result<(T, Vec<String>), PromError> {
+fn envelope<'a, T: Deserialize<'a>>(
+    status: u16,
+    body: &'a [u8],
+    secrets: &Secrets,
+) -> Result<(T, Vec<String>), PromError> {
     let env: Envelope<T> = match serde_json::from_slice(body) {
         Ok(e) => e,
         Err(_) => {
             let text = String::from_utf8_lossy(&body[..body.len().min(4096)]);
             let shown = quote(secrets, text.trim());
             return Err(if (200..300).contains(&status) {
-                PromError::NotPrometheus(format!("HTTP {status}, the body is not a Prometheus API answer: {shown:?}"))
+                PromError::NotPrometheus(format!(
+                    "HTTP {status}, the body is not a Prometheus API answer: {shown:?}"
+                ))
             } else {
-                PromError::Server { status, message: format!("the body is not a Prometheus API answer: {shown:?}") }
+                PromError::Server {
+                    status,
+                    message: format!("the body is not a Prometheus API answer: {shown:?}"),
+                }
             });
         }
     };
@@ -122,10 +131,16 @@ pub fn parse_matrix(
     }
     let mut raw = data.result;
     raw.sort_by(|a, b| a.metric.cmp(&b.metric));
-    let mut m = Matrix { cut: warnings.into_iter().map(|w| format!("Prometheus warned: {w}")).collect(), ..Matrix::default() };
+    let mut m = Matrix {
+        cut: warnings.into_iter().map(|w| format!("Prometheus warned: {w}")).collect(),
+        ..Matrix::default()
+    };
     let total = raw.len();
     if total > max_series {
-        m.cut.push(format!("{} of {total} series dropped: at most {max_series} are read (narrow --selector)", total - max_series));
+        m.cut.push(format!(
+            "{} of {total} series dropped: at most {max_series} are read (narrow --selector)",
+            total - max_series
+        ));
         raw.truncate(max_series);
     }
     let (mut dropped_points, mut bad_values) = (0u64, 0u64);
@@ -208,12 +223,19 @@ mod tests {
         assert!(matches!(e, PromError::NotPrometheus(ref m) if m.contains("Grafana")), "{e:?}");
         let e = parse_matrix(502, b"bad gateway", &s, 10, 10).unwrap_err();
         assert!(matches!(e, PromError::Server { status: 502, .. }), "{e:?}");
-        let e = parse_matrix(200, br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#, &s, 10, 10)
-            .unwrap_err();
+        let e = parse_matrix(
+            200,
+            br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#,
+            &s,
+            10,
+            10,
+        )
+        .unwrap_err();
         assert!(matches!(e, PromError::NotPrometheus(_)), "{e:?}");
         let e = parse_series(200, br#"{"status":"success"}"#, &s).unwrap_err();
         assert!(matches!(e, PromError::NotPrometheus(_)), "{e:?}");
-        let ok = parse_series(200, br#"{"status":"success","data":[{"__name__":"up","job":"x"}]}"#, &s).unwrap();
+        let ok =
+            parse_series(200, br#"{"status":"success","data":[{"__name__":"up","job":"x"}]}"#, &s).unwrap();
         assert_eq!(ok[0]["job"], "x");
     }
 }

@@ -92,7 +92,9 @@ pub struct QueryRecord {
 pub struct Group {
     /// The input name its findings' evidence lines cite.
     pub input: String,
-    /// `replica` (an engine's series) or `gpus` (a node's DCGM series).
+    /// `replica` (an engine's series), `gpus` (a node's DCGM series) or `gateway` (the proxy
+    /// filter's `llm_stream_*` series: listed in the fleet view, not analysed; its verdict is
+    /// `INCONCLUSIVE`).
     pub role: String,
     pub subject: Subject,
     pub series: usize,
@@ -146,6 +148,28 @@ pub struct GpuRank {
     pub util_pct: Option<f64>,
 }
 
+/// A gateway (the proxy filter's `llm_stream_*` series of one `instance`): what clients saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GatewayRank {
+    pub subject: Subject,
+    pub input: String,
+    /// TTFT p99 as the gateway timed it (µs buckets, shown in seconds), bucket-honest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_p99: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_p99_s: Option<f64>,
+    /// Streams ended per second over the window (`llm_stream_requests_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_s: Option<f64>,
+    /// Failed streams per second, every `reason` (`llm_stream_errors_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors_per_s: Option<f64>,
+}
+
 /// Replicas ranked by the incident's symptom, GPUs by their clock against their peers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Fleet {
@@ -154,6 +178,10 @@ pub struct Fleet {
     pub ranked_by: String,
     pub replicas: Vec<ReplicaRank>,
     pub gpus: Vec<GpuRank>,
+    /// Gateways ranked by their TTFT tail. No rule reads these series yet: they are shown,
+    /// never counted as evidence of health.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gateways: Vec<GatewayRank>,
 }
 
 /// Where an evidence line came from: the series, the instant, the value and a link.

@@ -6,8 +6,10 @@ use super::PromError;
 
 /// Metric families the analyzer reads: the engines' `/metrics` (vLLM, SGLang, TGI), the GPUs
 /// (DCGM exporter, or `triage-runner`'s DCGM-named gauges and `triage_*`), and the gateway's
-/// proxy filter (`llm_stream_*`). One regular expression on `__name__`.
-pub const FAMILIES: &str = "vllm:.+|sglang:.+|tgi_.+|DCGM_FI_.+|llm_stream_.+|triage_.+";
+/// proxy filter (`llm_stream_*`, `envoy_wasmcustom_llm_stream_*` on older Envoys). One regular
+/// expression on `__name__`.
+pub const FAMILIES: &str =
+    "vllm:.+|sglang:.+|tgi_.+|DCGM_FI_.+|(envoy_)?(wasmcustom_)?llm_stream_.+|triage_.+";
 
 /// Prometheus refuses a range query of more points than this per series.
 pub const MAX_STEPS: u64 = 11_000;
@@ -162,7 +164,11 @@ pub fn series_selector(labels: &std::collections::BTreeMap<String, String>) -> S
         .filter(|(k, _)| k.as_str() != "__name__")
         .map(|(k, v)| format!("{k}=\"{}\"", escape_value(v)))
         .collect();
-    if name.is_empty() || !rest.is_empty() { format!("{name}{{{}}}", rest.join(",")) } else { name.to_owned() }
+    if name.is_empty() || !rest.is_empty() {
+        format!("{name}{{{}}}", rest.join(","))
+    } else {
+        name.to_owned()
+    }
 }
 
 /// Percent-encode a query-string component (RFC 3986 unreserved characters kept).
@@ -201,7 +207,9 @@ impl Window {
             return Err(PromError::BadWindow("the window's bounds must be numbers".into()));
         }
         if self.end_s <= self.start_s {
-            return Err(PromError::BadWindow("the window ends before it starts (--from must be before --to)".into()));
+            return Err(PromError::BadWindow(
+                "the window ends before it starts (--from must be before --to)".into(),
+            ));
         }
         if self.step_s <= 0.0 {
             return Err(PromError::BadWindow("--step must be positive".into()));
@@ -245,7 +253,11 @@ pub fn range_path(expr: &str, w: &Window) -> String {
 pub fn iso(unix_s: f64) -> String {
     let (date, time) = civil(unix_s);
     let frac = unix_s - unix_s.floor();
-    if frac.abs() < 5e-4 { format!("{date}T{time}Z") } else { format!("{date}T{time}.{:03}Z", (frac * 1000.0).round() as u32 % 1000) }
+    if frac.abs() < 5e-4 {
+        format!("{date}T{time}Z")
+    } else {
+        format!("{date}T{time}.{:03}Z", (frac * 1000.0).round() as u32 % 1000)
+    }
 }
 
 /// (`YYYY-MM-DD`, `HH:MM:SS`) of a unix time, UTC.
@@ -262,10 +274,7 @@ fn civil(unix_s: f64) -> (String, String) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        format!("{y:04}-{m:02}-{d:02}"),
-        format!("{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60),
-    )
+    (format!("{y:04}-{m:02}-{d:02}"), format!("{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60))
 }
 
 /// A duration as the graph UI's range field takes it: `30m`, `2h`, `90s`.
@@ -313,7 +322,9 @@ mod tests {
         assert_eq!(parse_selector("").unwrap(), vec![]);
         assert_eq!(parse_selector("{}").unwrap(), vec![]);
         assert_eq!(parse_selector(r#"a!~"b""#).unwrap()[0].op, MatchOp::NotRe);
-        for bad in ["{a=b}", "{a=\"b\"", "a=\"b\"}", "{1a=\"b\"}", "{a=\"b\" c=\"d\"}", "{a~\"b\"}", "{a=\"b}"] {
+        for bad in
+            ["{a=b}", "{a=\"b\"", "a=\"b\"}", "{1a=\"b\"}", "{a=\"b\" c=\"d\"}", "{a~\"b\"}", "{a=\"b}"]
+        {
             let e = parse_selector(bad).unwrap_err();
             assert!(matches!(e, PromError::BadSelector(_)), "{bad}: {e:?}");
         }
@@ -324,7 +335,10 @@ mod tests {
         let m = series_matcher(&parse_selector(r#"{namespace="llm"}"#).unwrap());
         assert_eq!(m, format!(r#"{{__name__=~"{FAMILIES}",namespace="llm"}}"#));
         let w = Window { start_s: 100.0, end_s: 160.0, step_s: 15.0 };
-        assert_eq!(series_path("{a=\"b\"}", &w), "/api/v1/series?match%5B%5D=%7Ba%3D%22b%22%7D&start=100&end=160");
+        assert_eq!(
+            series_path("{a=\"b\"}", &w),
+            "/api/v1/series?match%5B%5D=%7Ba%3D%22b%22%7D&start=100&end=160"
+        );
         assert_eq!(range_path("up", &w), "/api/v1/query_range?query=up&start=100&end=160&step=15");
     }
 
@@ -348,10 +362,7 @@ mod tests {
         assert_eq!(iso(1_764_460_800.0), "2025-11-30T00:00:00Z");
         assert_eq!(iso(0.0), "1970-01-01T00:00:00Z");
         assert_eq!(iso(951_825_600.25), "2000-02-29T12:00:00.250Z");
-        assert_eq!(
-            crate::analyze::time::parse_iso(&iso(1_800_000_123.0)),
-            Some(1_800_000_123.0)
-        );
+        assert_eq!(crate::analyze::time::parse_iso(&iso(1_800_000_123.0)), Some(1_800_000_123.0));
         let w = Window { start_s: 1_764_460_800.0, end_s: 1_764_462_600.0, step_s: 15.0 };
         assert_eq!(
             graph_url("http://prom:9090/", "rate(x_total[5m])", &w),

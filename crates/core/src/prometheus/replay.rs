@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::answer::{Matrix, RangeSeries};
 use super::query::{self, Window};
-use super::{Citation, Fleet, GpuRank, Group, PrometheusInput, QueryRecord, ReplicaRank};
+use super::{Citation, Fleet, GatewayRank, GpuRank, Group, PrometheusInput, QueryRecord, ReplicaRank};
 use crate::analyze::facts::Slo;
 use crate::analyze::kind::InputKind;
 use crate::analyze::report::{Class, Finding, Report, Subject, Verdict};
@@ -48,13 +48,22 @@ pub struct Config<'a> {
     pub secrets: &'a Secrets,
 }
 
+/// The proxy filter's name without an Envoy prefix (`envoy_wasmcustom_llm_stream_x` →
+/// `llm_stream_x`).
+fn gateway_name(name: &str) -> Option<&str> {
+    name.find("llm_stream_").map(|i| &name[i..])
+}
+
 fn is_gpu_series(name: &str) -> bool {
     name.starts_with("DCGM_FI_") || name.starts_with("triage_")
 }
 
 /// Counter-like by name: totals, histogram buckets, counts and sums.
 fn is_counter(name: &str) -> bool {
-    name.ends_with("_total") || name.ends_with("_bucket") || name.ends_with("_count") || name.ends_with("_sum")
+    name.ends_with("_total")
+        || name.ends_with("_bucket")
+        || name.ends_with("_count")
+        || name.ends_with("_sum")
 }
 
 /// A label value made safe to keep: secrets and credential shapes redacted, then cut, control
@@ -100,14 +109,19 @@ fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets) -> Built {
     let mut no = 0;
     for (which, ts) in [(0, start_ts), (1, end_ts)] {
         no += 1;
-        b.text.push_str(&format!("# prometheus: the window's {} point of each series\n", ["first", "last"][which]));
+        b.text.push_str(&format!(
+            "# prometheus: the window's {} point of each series\n",
+            ["first", "last"][which]
+        ));
         for (i, (first, last)) in &ends {
             let s = &m.series[*i];
             let labels: Vec<String> = s
                 .labels
                 .iter()
                 .filter(|(k, _)| k.as_str() != "__name__")
-                .map(|(k, v)| format!("{}=\"{}\"", clean(secrets, k), query::escape_value(&clean(secrets, v))))
+                .map(|(k, v)| {
+                    format!("{}=\"{}\"", clean(secrets, k), query::escape_value(&clean(secrets, v)))
+                })
                 .collect();
             let (value, raw_at, raw) = if which == 0 {
                 (first.1, first.0, first.1)
@@ -117,7 +131,12 @@ fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets) -> Built {
             };
             no += 1;
             let ts_ms = (ts * 1000.0).round() as i64;
-            b.text.push_str(&format!("{}{{{}}} {} {ts_ms}\n", clean(secrets, s.name()), labels.join(","), fmt_value(value)));
+            b.text.push_str(&format!(
+                "{}{{{}}} {} {ts_ms}\n",
+                clean(secrets, s.name()),
+                labels.join(","),
+                fmt_value(value)
+            ));
             b.lines.insert(no, (*i, raw_at, raw));
         }
     }
@@ -153,7 +172,10 @@ const GPU_COLUMNS: &[(&str, &[&str])] = &[
     ("memory.used [MiB]", &["DCGM_FI_DEV_FB_USED"]),
     ("memory.total [MiB]", &[]),
     ("temperature.gpu", &["DCGM_FI_DEV_GPU_TEMP"]),
-    ("clocks_event_reasons.active", &["DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"]),
+    (
+        "clocks_event_reasons.active",
+        &["DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"],
+    ),
 ];
 
 /// One GPU of a node: its index and its series by DCGM field name.
@@ -220,7 +242,8 @@ fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>]) -> Built {
     } else {
         (0..MAX_INSTANTS).map(|k| times[k * (times.len() - 1) / (MAX_INSTANTS - 1)]).collect()
     };
-    let header: Vec<&str> = ["index", "uuid", "name"].into_iter().chain(cols.iter().map(|(h, _)| *h)).collect();
+    let header: Vec<&str> =
+        ["index", "uuid", "name"].into_iter().chain(cols.iter().map(|(h, _)| *h)).collect();
     b.text.push_str(&header.join(", "));
     b.text.push('\n');
     let mut no = 1;
@@ -244,7 +267,9 @@ fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>]) -> Built {
                         _ => None,
                     }
                 } else if *h == "clocks_event_reasons.active" {
-                    value(names).filter(|(_, p)| p.1.is_finite() && p.1 >= 0.0).map(|(_, p)| format!("0x{:016x}", p.1 as u64))
+                    value(names)
+                        .filter(|(_, p)| p.1.is_finite() && p.1 >= 0.0)
+                        .map(|(_, p)| format!("0x{:016x}", p.1 as u64))
                 } else {
                     value(names).filter(|(_, p)| p.1.is_finite()).map(|(_, p)| format!("{}", p.1))
                 };
@@ -257,8 +282,8 @@ fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>]) -> Built {
             b.text.push_str(&row.join(", "));
             b.text.push('\n');
             // Cite the SM clock (what the straggler rule compares), else the first field read.
-            let cite = value(&["DCGM_FI_DEV_SM_CLOCK"])
-                .or_else(|| cols.iter().find_map(|(_, names)| value(names)));
+            let cite =
+                value(&["DCGM_FI_DEV_SM_CLOCK"]).or_else(|| cols.iter().find_map(|(_, names)| value(names)));
             if let Some((i, (ts, v))) = cite {
                 b.lines.insert(no, (i, ts, v));
             }
@@ -297,16 +322,22 @@ fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
     for (i, s) in m.series.iter().enumerate() {
         let l = |k: &str| s.label(k).map(|v| clean(secrets, v));
         let (key, part) = if is_gpu_series(s.name()) {
-            let host = s.label("Hostname").or_else(|| s.label("instance").and_then(|x| host_of_instance.get(x).copied()));
+            let host = s
+                .label("Hostname")
+                .or_else(|| s.label("instance").and_then(|x| host_of_instance.get(x).copied()));
             let subject = match host {
                 Some(h) => Subject { hostname: Some(clean(secrets, h)), ..Subject::default() },
                 None => Subject { instance: l("instance"), ..Subject::default() },
             };
-            ((1, subject.hostname.clone().or(subject.instance.clone()).unwrap_or_default()), Part { role: "gpus", subject, members: Vec::new() })
+            (
+                (1, subject.hostname.clone().or(subject.instance.clone()).unwrap_or_default()),
+                Part { role: "gpus", subject, members: Vec::new() },
+            )
         } else {
             let subject = Subject { instance: l("instance"), pod: l("pod"), ..Subject::default() };
             let key = subject.instance.clone().or(subject.pod.clone()).unwrap_or_default();
-            ((0, key), Part { role: "replica", subject, members: Vec::new() })
+            let (rank, role) = if gateway_name(s.name()).is_some() { (2, "gateway") } else { (0, "replica") };
+            ((rank, key), Part { role, subject, members: Vec::new() })
         };
         let p = parts.entry(key).or_insert(part);
         if p.role == "replica" {
@@ -334,7 +365,12 @@ fn outage(f: &Finding) -> bool {
 
 /// Analyse the window (and the report of files given alongside, when there is one) into one
 /// report. `Err(PromError::Empty)` when the window holds no series.
-pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>) -> Result<Report, super::PromError> {
+pub fn analyze(
+    m: &Matrix,
+    asked: Asked,
+    cfg: &Config<'_>,
+    files: Option<Report>,
+) -> Result<Report, super::PromError> {
     if m.series.is_empty() {
         return Err(super::PromError::Empty(format!(
             "nothing matched {} between {} and {} (check --selector, the window, and that Prometheus scrapes the engines and the DCGM exporter)",
@@ -346,12 +382,24 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
     let w = asked.window;
     let parts = partition(m, cfg.secrets);
     let mut groups: Vec<Group> = Vec::new();
-    let mut reports: Vec<Report> = Vec::new();
+    let mut reports: Vec<Option<Report>> = Vec::new();
     let mut built: Vec<(String, Built)> = Vec::new();
     let mut gpu_ranks: Vec<GpuRank> = Vec::new();
     let mut replica_parts: Vec<usize> = Vec::new();
     for part in &parts {
         let name = input_name(part.role, &part.subject);
+        if part.role == "gateway" {
+            groups.push(Group {
+                input: name,
+                role: part.role.to_owned(),
+                subject: part.subject.clone(),
+                series: part.members.len(),
+                verdict: Verdict::Inconclusive,
+                top_rule: None,
+            });
+            reports.push(None);
+            continue;
+        }
         let mut a = Analyzer::new().with_lang(cfg.lang).with_slo(cfg.slo);
         if part.role == "replica" {
             let b = exposition(m, &part.members, cfg.secrets);
@@ -390,7 +438,7 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
             verdict: r.verdict,
             top_rule: r.findings.first().map(|f| f.rule.clone()),
         });
-        reports.push(r);
+        reports.push(Some(r));
     }
 
     // Findings, each with its subject: the group's, refined to the GPU its first cited row names.
@@ -402,6 +450,7 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
     };
     let mut tagged: Vec<Tagged> = Vec::new();
     for (gi, r) in reports.iter().enumerate() {
+        let Some(r) = r else { continue };
         for f in &r.findings {
             let mut f = f.clone();
             let gpu = f.evidence.iter().find_map(|e| row_subject(&e.input, e.line));
@@ -421,7 +470,7 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
     // names the incident, in the analyzer's own order (outage, confidence, severity). A group
     // left INCONCLUSIVE (an unexplained error) keeps the whole from HEALTHY, not from a cause
     // found elsewhere: its finding is listed either way.
-    let all: Vec<&Report> = reports.iter().chain(files.iter()).collect();
+    let all: Vec<&Report> = reports.iter().flatten().chain(files.iter()).collect();
     let mut causes: Vec<&Finding> = all
         .iter()
         .filter(|r| !matches!(r.verdict, Verdict::Healthy | Verdict::Inconclusive))
@@ -430,13 +479,18 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
     causes.sort_by(|a, b| rank(a, b));
     let verdict = match causes.first() {
         Some(f) => Verdict::from(f.class),
-        None if all.iter().all(|r| r.verdict == Verdict::Healthy) => Verdict::Healthy,
+        // Gateways are not analysed, so a window of gateways alone shows no health.
+        None if !all.is_empty() && all.iter().all(|r| r.verdict == Verdict::Healthy) => Verdict::Healthy,
         None => Verdict::Inconclusive,
     };
     tagged.sort_by(|a, b| rank(&a.finding, &b.finding).then(a.group.cmp(&b.group)));
     if let Some(top) = causes.first() {
         // The finding that names the verdict leads, wherever the confidences of others fall.
-        if let Some(i) = tagged.iter().position(|t| t.finding.rule == top.rule && t.finding.class == top.class && t.finding.confidence == top.confidence) {
+        if let Some(i) = tagged.iter().position(|t| {
+            t.finding.rule == top.rule
+                && t.finding.class == top.class
+                && t.finding.confidence == top.confidence
+        }) {
             let t = tagged.remove(i);
             tagged.insert(0, t);
         }
@@ -451,13 +505,18 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
     let mut citations: Vec<Citation> = Vec::new();
     for t in &tagged {
         for e in &t.finding.evidence {
-            if citations.len() >= MAX_CITATIONS || citations.iter().any(|c| c.input == e.input && c.line == e.line) {
+            if citations.len() >= MAX_CITATIONS
+                || citations.iter().any(|c| c.input == e.input && c.line == e.line)
+            {
                 continue;
             }
             let Some((_, b)) = built.iter().find(|(n, _)| *n == e.input) else { continue };
             let Some(&(i, ts, v)) = b.lines.get(&e.line) else { continue };
-            let labels: BTreeMap<String, String> =
-                m.series[i].labels.iter().map(|(k, v)| (clean(cfg.secrets, k), clean(cfg.secrets, v))).collect();
+            let labels: BTreeMap<String, String> = m.series[i]
+                .labels
+                .iter()
+                .map(|(k, v)| (clean(cfg.secrets, k), clean(cfg.secrets, v)))
+                .collect();
             let expr = query::series_selector(&labels);
             citations.push(Citation {
                 input: e.input.clone(),
@@ -488,6 +547,7 @@ pub fn analyze(m: &Matrix, asked: Asked, cfg: &Config<'_>, files: Option<Report>
         out.series.extend(files.series);
     }
     for (g, r) in groups.iter().zip(reports) {
+        let Some(r) = r else { continue };
         out.inputs.extend(r.inputs);
         out.figures.extend(r.figures.into_iter().map(|(k, v)| (format!("{} · {k}", g.input), v)));
         out.series.extend(r.series.into_iter().map(|(k, v)| (format!("{} · {k}", g.input), v)));
@@ -523,17 +583,28 @@ fn rank(a: &Finding, b: &Finding) -> std::cmp::Ordering {
 
 /// Summed cumulative buckets `(le, count)` of a histogram among `members`, at the window's
 /// first point and last point (resets corrected).
-fn buckets(m: &Matrix, members: &[usize], bases: &[&str]) -> Option<(Vec<(f64, f64)>, Vec<(f64, f64)>)> {
+/// Bucket bounds are divided by `per_s` (1e6: the gateway's µs buckets read in seconds); a name
+/// is matched without an Envoy prefix.
+fn buckets(
+    m: &Matrix,
+    members: &[usize],
+    bases: &[&str],
+    per_s: f64,
+) -> Option<(Vec<(f64, f64)>, Vec<(f64, f64)>)> {
     for base in bases {
         let name = format!("{base}_bucket");
         let mut first: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
         let mut last: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
         for &i in members {
             let s = &m.series[i];
-            if s.name() != name {
+            if s.name() != name && gateway_name(s.name()) != Some(name.as_str()) {
                 continue;
             }
-            let Some(le) = s.label("le").and_then(crate::analyze::parsers::prom::parse_value) else { continue };
+            let Some(le) =
+                s.label("le").and_then(crate::analyze::parsers::prom::parse_value).map(|le| le / per_s)
+            else {
+                continue;
+            };
             let Some((a, z)) = ends(s) else { continue };
             first.entry(le.to_bits()).or_insert((le, 0.0)).1 += a.1;
             last.entry(le.to_bits()).or_insert((le, 0.0)).1 += z.1;
@@ -551,8 +622,8 @@ fn buckets(m: &Matrix, members: &[usize], bases: &[&str]) -> Option<(Vec<(f64, f
 }
 
 /// p99 over the window: (bucket-honest text, an upper bound in seconds for sorting).
-fn p99(m: &Matrix, members: &[usize], bases: &[&str]) -> (Option<String>, Option<f64>) {
-    let Some((a, z)) = buckets(m, members, bases) else { return (None, None) };
+fn p99(m: &Matrix, members: &[usize], bases: &[&str], per_s: f64) -> (Option<String>, Option<f64>) {
+    let Some((a, z)) = buckets(m, members, bases, per_s) else { return (None, None) };
     let Ok(d) = crate::stats::delta(&a, &z) else { return (None, None) };
     let (q, _) = histogram_quantile(0.99, &d);
     let sort_key = match q {
@@ -585,7 +656,7 @@ fn counter_rate(m: &Matrix, members: &[usize], names: &[&str]) -> Option<f64> {
         let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
         for &i in members {
             let s = &m.series[i];
-            if s.name() != *n {
+            if s.name() != *n && gateway_name(s.name()) != Some(*n) {
                 continue;
             }
             let (a, z) = ends(s)?;
@@ -634,8 +705,12 @@ fn fleet(
         .iter()
         .map(|&gi| {
             let members = &parts[gi].members;
-            let (ttft_p99, ttft_p99_s) =
-                p99(m, members, &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"]);
+            let (ttft_p99, ttft_p99_s) = p99(
+                m,
+                members,
+                &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"],
+                1.0,
+            );
             let (itl_p99, itl_p99_s) = p99(
                 m,
                 members,
@@ -645,6 +720,7 @@ fn fleet(
                     "sglang:inter_token_latency_seconds",
                     "sglang:time_per_output_token_seconds",
                 ],
+                1.0,
             );
             ReplicaRank {
                 subject: groups[gi].subject.clone(),
@@ -654,7 +730,11 @@ fn fleet(
                 ttft_p99_s,
                 itl_p99,
                 itl_p99_s,
-                waiting_max: gauge_max(m, members, &["vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"]),
+                waiting_max: gauge_max(
+                    m,
+                    members,
+                    &["vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"],
+                ),
                 kv_usage_max: gauge_max(
                     m,
                     members,
@@ -670,24 +750,52 @@ fn fleet(
         })
         .collect();
     let desc = |x: Option<f64>| std::cmp::Reverse(x.map(|v| (v * 1e6) as i64).unwrap_or(i64::MIN));
+    // The symptom's own measure when some replica has it; else the TTFT tail, else the queue.
+    let has = |f: fn(&ReplicaRank) -> Option<f64>| replicas.iter().any(|r| f(r).is_some());
     let ranked_by = match verdict {
-        Verdict::TbtTail => "itl_p99",
-        Verdict::ThroughputZero => "generation_rate",
-        Verdict::Oom => "kv_usage",
-        _ if replicas.iter().any(|r| r.ttft_p99_s.is_some()) => "ttft_p99",
+        Verdict::TbtTail if has(|r| r.itl_p99_s) => "itl_p99",
+        Verdict::ThroughputZero if has(|r| r.generation_tokens_per_s) => "generation_rate",
+        Verdict::Oom if has(|r| r.kv_usage_max) => "kv_usage",
+        _ if has(|r| r.ttft_p99_s) => "ttft_p99",
         _ => "waiting",
     };
     match ranked_by {
         "itl_p99" => replicas.sort_by_key(|r| desc(r.itl_p99_s)),
-        "generation_rate" => replicas.sort_by_key(|r| r.generation_tokens_per_s.map_or(i64::MAX, |v| (v * 1e6) as i64)),
+        "generation_rate" => {
+            replicas.sort_by_key(|r| r.generation_tokens_per_s.map_or(i64::MAX, |v| (v * 1e6) as i64))
+        }
         "kv_usage" => replicas.sort_by_key(|r| desc(r.kv_usage_max)),
         "ttft_p99" => replicas.sort_by_key(|r| (desc(r.ttft_p99_s), desc(r.waiting_max))),
         _ => replicas.sort_by_key(|r| desc(r.waiting_max)),
     }
+    let mut gateways: Vec<GatewayRank> = parts
+        .iter()
+        .zip(groups)
+        .filter(|(p, _)| p.role == "gateway")
+        .map(|(p, g)| {
+            let (ttft_p99, ttft_p99_s) = p99(m, &p.members, &["llm_stream_time_to_first_token_us"], 1e6);
+            let (itl_p99, itl_p99_s) = p99(m, &p.members, &["llm_stream_inter_token_latency_us"], 1e6);
+            let per_s = |n: &str| counter_rate(m, &p.members, &[n]).map(|r| (r * 1000.0).round() / 1000.0);
+            GatewayRank {
+                subject: g.subject.clone(),
+                input: g.input.clone(),
+                ttft_p99,
+                ttft_p99_s,
+                itl_p99,
+                itl_p99_s,
+                requests_per_s: per_s("llm_stream_requests_total"),
+                errors_per_s: per_s("llm_stream_errors_total"),
+            }
+        })
+        .collect();
+    gateways.sort_by_key(|g| (desc(g.ttft_p99_s), desc(g.errors_per_s)));
     gpus.sort_by(|a, b| {
-        a.ratio.unwrap_or(f64::INFINITY).total_cmp(&b.ratio.unwrap_or(f64::INFINITY)).then(a.subject.cmp(&b.subject))
+        a.ratio
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&b.ratio.unwrap_or(f64::INFINITY))
+            .then(a.subject.cmp(&b.subject))
     });
-    Fleet { ranked_by: ranked_by.to_owned(), replicas, gpus }
+    Fleet { ranked_by: ranked_by.to_owned(), replicas, gpus, gateways }
 }
 
 #[cfg(test)]
