@@ -41,7 +41,7 @@ pub enum Command {
     /// Exit status: 0 when the analysis ran (whatever it found), 1 when Prometheus could not be
     /// read (unreachable, slow, not Prometheus, an empty window), 2 on usage errors (a bad
     /// selector or window, a missing credential variable).
-    Analyze(AnalyzeArgs),
+    Analyze(Box<AnalyzeArgs>),
     /// Estimate the KV cache vLLM allocates for a model (config.json or preset) on a GPU:
     /// bytes per token, blocks, tokens, concurrency, the max_model_len and max_num_seqs that
     /// fit; with --log, reconcile with the server's startup lines.

@@ -280,9 +280,9 @@ fn civil(unix_s: f64) -> (String, String) {
 /// A duration as the graph UI's range field takes it: `30m`, `2h`, `90s`.
 fn ui_duration(secs: f64) -> String {
     let s = secs.round().max(1.0) as u64;
-    if s % 3600 == 0 {
+    if s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s % 60 == 0 {
+    } else if s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")

@@ -76,8 +76,15 @@ fn clean(secrets: &Secrets, v: &str) -> String {
         .collect()
 }
 
+/// A sample: (unix s, value).
+type Point = (f64, f64);
+/// A series' first point and last point (the last corrected for counter resets).
+type Ends = (Point, Point);
+/// Cumulative histogram buckets `(le, count)`.
+type Buckets = Vec<(f64, f64)>;
+
 /// First value and last value of a series, the last corrected for counter resets.
-fn ends(s: &RangeSeries) -> Option<((f64, f64), (f64, f64))> {
+fn ends(s: &RangeSeries) -> Option<Ends> {
     let first = *s.points.first()?;
     let last = *s.points.last()?;
     if !is_counter(s.name()) {
@@ -102,8 +109,7 @@ struct Built {
 /// Two exposition scrapes of a replica's series.
 fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets) -> Built {
     let mut b = Built { text: String::new(), lines: BTreeMap::new() };
-    let ends: Vec<(usize, ((f64, f64), (f64, f64)))> =
-        members.iter().filter_map(|&i| Some((i, ends(&m.series[i])?))).collect();
+    let ends: Vec<(usize, Ends)> = members.iter().filter_map(|&i| Some((i, ends(&m.series[i])?))).collect();
     let start_ts = ends.iter().map(|(_, (a, _))| a.0).fold(f64::INFINITY, f64::min);
     let end_ts = ends.iter().map(|(_, (_, z))| z.0).fold(f64::NEG_INFINITY, f64::max);
     let mut no = 0;
@@ -585,12 +591,7 @@ fn rank(a: &Finding, b: &Finding) -> std::cmp::Ordering {
 /// first point and last point (resets corrected).
 /// Bucket bounds are divided by `per_s` (1e6: the gateway's µs buckets read in seconds); a name
 /// is matched without an Envoy prefix.
-fn buckets(
-    m: &Matrix,
-    members: &[usize],
-    bases: &[&str],
-    per_s: f64,
-) -> Option<(Vec<(f64, f64)>, Vec<(f64, f64)>)> {
+fn buckets(m: &Matrix, members: &[usize], bases: &[&str], per_s: f64) -> Option<(Buckets, Buckets)> {
     for base in bases {
         let name = format!("{base}_bucket");
         let mut first: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
