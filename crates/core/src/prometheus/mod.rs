@@ -136,9 +136,13 @@ pub struct GpuRank {
     pub subject: Subject,
     /// Median SM clock over the window.
     pub sm_clock_mhz: f64,
-    /// Median of the other GPUs' medians on the same node.
+    /// Median of the peers' medians: the other GPUs of the same node, or — a node with one GPU —
+    /// the fleet's other GPUs of the same model ([`GpuRank::peers`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_median_mhz: Option<f64>,
+    /// `node` or `fleet`: who the peers are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peers: Option<String>,
     /// `sm_clock_mhz / peer_median_mhz`: below 0.75 is a straggler (rule `slow-gpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,

@@ -199,7 +199,8 @@ fn gpu_subject(s: &RangeSeries, secrets: &Secrets) -> Subject {
         hostname: l("Hostname"),
         model_name: l("modelName"),
         instance: if s.label("Hostname").is_none() { l("instance") } else { None },
-        pod: None,
+        // dcgm-exporter's Kubernetes mapping names the pod the GPU is given to.
+        pod: l("pod"),
     }
 }
 
@@ -686,6 +687,7 @@ fn rank_gpus(m: &Matrix, gpus: &[Gpu<'_>]) -> Vec<GpuRank> {
                 subject: gpus[k].subject.clone(),
                 sm_clock_mhz: clock,
                 peer_median_mhz: peer,
+                peers: peer.map(|_| "node".to_owned()),
                 ratio: peer.filter(|p| *p > 0.0).map(|p| (clock / p * 1000.0).round() / 1000.0),
                 temp_c: med(&gpus[k], "DCGM_FI_DEV_GPU_TEMP"),
                 util_pct: med(&gpus[k], "DCGM_FI_DEV_GPU_UTIL"),
@@ -790,6 +792,26 @@ fn fleet(
         })
         .collect();
     gateways.sort_by_key(|g| (desc(g.ttft_p99_s), desc(g.errors_per_s)));
+    // A node with one GPU has no peers of its own: compare it with the fleet's GPUs of its model
+    // (not tensor-parallel peers, so no rule judges it; the ranking still shows an outlier).
+    let all: Vec<(Option<String>, f64)> =
+        gpus.iter().map(|g| (g.subject.model_name.clone(), g.sm_clock_mhz)).collect();
+    for (k, g) in gpus.iter_mut().enumerate() {
+        if g.peer_median_mhz.is_some() {
+            continue;
+        }
+        let mut peers: Vec<f64> = all
+            .iter()
+            .enumerate()
+            .filter(|(j, (model, _))| *j != k && *model == g.subject.model_name)
+            .map(|(_, (_, c))| *c)
+            .collect();
+        if let Some(p) = median(&mut peers) {
+            g.peer_median_mhz = Some(p);
+            g.peers = Some("fleet".to_owned());
+            g.ratio = (p > 0.0).then(|| (g.sm_clock_mhz / p * 1000.0).round() / 1000.0);
+        }
+    }
     gpus.sort_by(|a, b| {
         a.ratio
             .unwrap_or(f64::INFINITY)

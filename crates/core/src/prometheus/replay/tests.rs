@@ -153,6 +153,19 @@ fn the_straggler_gpu_is_named_among_its_peers() {
         .find(|c| c.input == top.evidence[0].input && c.line == top.evidence[0].line)
         .unwrap();
     assert_eq!((c.labels["__name__"].as_str(), c.value), ("DCGM_FI_DEV_SM_CLOCK", 840.0));
+    assert_eq!(p.fleet.gpus[0].peers.as_deref(), Some("node"));
+    // node-b's GPUs have node peers; a lone GPU is compared with the fleet's.
+    let mut lone = replica("10.0.0.1:8000", 0.0, false, 500.0);
+    lone.extend(gpu("node-c", "0", 1000.0, 0.0, 60.0));
+    lone.extend(gpu("node-d", "0", 1980.0, 0.0, 60.0));
+    lone.extend(gpu("node-e", "0", 1980.0, 0.0, 60.0));
+    let r = run(&matrix(lone), Lang::En);
+    assert_eq!(r.verdict, Verdict::Healthy, "no rule compares GPUs of different nodes: {:#?}", r.findings);
+    let g = &r.prometheus.as_ref().unwrap().fleet.gpus[0];
+    assert_eq!(
+        (g.subject.hostname.as_deref(), g.peers.as_deref(), g.ratio),
+        (Some("node-c"), Some("fleet"), Some(0.505))
+    );
     // Chinese: the same verdict, subjects and citations.
     let zh = run(&matrix(replica("10.0.0.1:8000", 0.0, false, 500.0)), Lang::Zh);
     assert_eq!(zh.verdict, Verdict::Healthy);
