@@ -25,6 +25,10 @@ use crate::output::UsageError;
 /// fits well within it.
 pub const MAX_BODY_BYTES: usize = 256 << 20;
 
+/// Largest `/api/v1/series` answer read (about 200,000 label sets): more matching series than
+/// that is a selector to narrow, not a fleet to count.
+pub const MAX_SERIES_BODY_BYTES: usize = 64 << 20;
+
 /// How to authenticate, read from the environment by the caller; never printed.
 #[derive(Clone, Debug, Default)]
 pub enum Auth {
@@ -97,12 +101,11 @@ struct Client<'a> {
     deadline: Instant,
     /// The overall deadline as given, for the message.
     total: Duration,
-    max_body: usize,
 }
 
 impl Client<'_> {
-    /// POST `path` with a form body; `(status, body)` within the deadlines and the byte bound.
-    async fn post(&self, path: &str, form: String) -> anyhow::Result<(u16, Vec<u8>)> {
+    /// POST `path` with a form body; `(status, body)` within the deadlines and `max_body` bytes.
+    async fn post(&self, path: &str, form: String, max_body: usize) -> anyhow::Result<(u16, Vec<u8>)> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         let limit = self.per_query.min(left);
         let what = format!("{}{path}", self.base);
@@ -130,10 +133,10 @@ impl Client<'_> {
             }
             let mut body = Vec::new();
             while let Some(chunk) = resp.chunk().await.map_err(|e| self.transport(&what, &e))? {
-                if body.len() + chunk.len() > self.max_body {
+                if body.len() + chunk.len() > max_body {
                     anyhow::bail!(
                         "{what}: the answer is larger than {} MiB (--max-body-mib); narrow --selector, shorten the window or lower --max-series",
-                        self.max_body >> 20
+                        max_body >> 20
                     );
                 }
                 body.extend_from_slice(&chunk);
@@ -202,7 +205,6 @@ pub async fn analyze(
         per_query: opts.query_timeout,
         deadline: Instant::now() + opts.total_timeout,
         total: opts.total_timeout,
-        max_body: opts.max_body_bytes,
     };
     let matcher = query::series_matcher(&user);
     let w = opts.window;
@@ -210,7 +212,9 @@ pub async fn analyze(
 
     // 1. Which series exist: the count bounds the range query before it is asked.
     let form = series_form(&matcher, &w);
-    let (status, body) = client.post("/api/v1/series", form).await?;
+    // Label sets are parsed whole: their answer is held to less than a range answer's.
+    let (status, body) =
+        client.post("/api/v1/series", form, opts.max_body_bytes.min(MAX_SERIES_BODY_BYTES)).await?;
     let sets = answer::parse_series(status, &body, &secrets).map_err(prom_err)?;
     drop(body);
     if sets.is_empty() {
@@ -286,7 +290,8 @@ pub async fn analyze(
     drop(sets);
 
     // 2. The window itself.
-    let (status, body) = client.post("/api/v1/query_range", range_form(&expr, &w)).await?;
+    let (status, body) =
+        client.post("/api/v1/query_range", range_form(&expr, &w), opts.max_body_bytes).await?;
     let m: Matrix =
         answer::parse_matrix(status, &body, &secrets, opts.limits.max_series, opts.limits.max_points)
             .map_err(prom_err)?;
