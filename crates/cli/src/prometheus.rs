@@ -274,8 +274,10 @@ pub async fn analyze(
         .collect();
     engines.sort_unstable();
     engines.dedup();
-    if let Some(live) = query::liveness_matcher(&user, &engines) {
-        expr = format!("{expr} or {live}");
+    // Asked apart, not with `or`: `or` drops a right-hand series whose labels (name aside) equal
+    // a left-hand one's, and `up` carries exactly an engine gauge's target labels.
+    let live = query::liveness_matcher(&user, &engines);
+    if live.is_some() {
         expected += 2 * engines.len();
     }
     let (w, note) =
@@ -292,7 +294,7 @@ pub async fn analyze(
     // 2. The window itself.
     let (status, body) =
         client.post("/api/v1/query_range", range_form(&expr, &w), opts.max_body_bytes).await?;
-    let m: Matrix =
+    let mut m: Matrix =
         answer::parse_matrix(status, &body, &secrets, opts.limits.max_series, opts.limits.max_points)
             .map_err(prom_err)?;
     drop(body);
@@ -302,6 +304,25 @@ pub async fn analyze(
         graph_url: query::graph_url(&base, &expr, &w),
         series: m.series.len(),
     });
+    // 3. When the engines started and whether Prometheus reached them, within what is left of
+    // the bounds.
+    if let Some(live) = live {
+        let (status, body) =
+            client.post("/api/v1/query_range", range_form(&live, &w), opts.max_body_bytes).await?;
+        let series_left = opts.limits.max_series.saturating_sub(m.series.len());
+        let points_left = opts.limits.max_points.saturating_sub(m.points);
+        let more =
+            answer::parse_matrix(status, &body, &secrets, series_left, points_left).map_err(prom_err)?;
+        queries.push(QueryRecord {
+            api: "/api/v1/query_range".into(),
+            expr: live.clone(),
+            graph_url: query::graph_url(&base, &live, &w),
+            series: more.series.len(),
+        });
+        m.series.extend(more.series);
+        m.points += more.points;
+        m.cut.extend(more.cut);
+    }
     let asked = Asked { url: base, selector: opts.selector.clone(), window: w, queries, cut };
     replay::analyze(&m, asked, &Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
 }
