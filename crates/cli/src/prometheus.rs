@@ -1,6 +1,7 @@
 //! `triage analyze --prometheus URL`: the HTTP half. Core's `prometheus` module builds the
-//! questions, reads the answers and turns them into findings; this file only sends two POSTs
-//! (`/api/v1/series`, then `/api/v1/query_range`) and brings back bounded bytes.
+//! questions, reads the answers and turns them into findings; this file only sends the POSTs
+//! (`/api/v1/series`, then `/api/v1/query_range` for the families and for the engines' `up` and
+//! `process_start_time_seconds`) and brings back bounded bytes.
 //!
 //! Hostile or broken servers are expected: no redirect is followed (credentials go only to the
 //! URL the user named), every request has a deadline and so does the whole run, a body larger
