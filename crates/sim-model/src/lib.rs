@@ -21,6 +21,7 @@
 pub mod calibration;
 pub mod drill;
 pub mod engine;
+pub mod fleet;
 pub mod output;
 pub mod rng;
 pub mod scenario;

@@ -104,7 +104,8 @@ fn base(seed: u64, engine: EngineConfig, streams: Vec<Stream>) -> SimConfig {
     }
 }
 
-fn one_gpu(engine: &EngineConfig, count: u32) -> GpuSetup {
+/// `count` H200s holding what vLLM reserves at start (`gpu_memory_utilization` of each).
+pub(crate) fn one_gpu(engine: &EngineConfig, count: u32) -> GpuSetup {
     GpuSetup {
         count,
         slow: None,

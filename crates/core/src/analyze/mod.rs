@@ -339,6 +339,7 @@ impl Analyzer {
             inputs: self.sections,
             figures: figures::figures(&facts, lang),
             series: figures::series(&facts),
+            prometheus: None,
         };
         (report, facts)
     }

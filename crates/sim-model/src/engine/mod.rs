@@ -45,6 +45,7 @@ pub use config::{
 pub use record::{ExternalEvent, Totals};
 pub use request::Outcome;
 
+use crate::output::gpu::Tick;
 use crate::output::metrics::{CacheInfo, Metrics};
 use crate::output::vllm_log;
 use crate::output::{Artifact, Recorder, SCRAPE_EVERY_NS};
@@ -240,6 +241,21 @@ impl Sim {
     /// The `/metrics` page as of now.
     pub fn metrics_text(&self) -> String {
         self.current_metrics().render(&self.rec.model, &self.rec.cache)
+    }
+
+    /// The engine's figures as of now (what `/metrics` shows).
+    pub fn metrics(&self) -> Metrics {
+        self.current_metrics()
+    }
+
+    /// What `vllm:cache_config_info` carries.
+    pub fn cache_info(&self) -> &CacheInfo {
+        &self.rec.cache
+    }
+
+    /// The GPU seconds closed so far, one a second from 1 s (empty without GPUs).
+    pub fn gpu_ticks(&self) -> &[Tick] {
+        &self.rec.ticks
     }
 
     fn current_metrics(&self) -> Metrics {

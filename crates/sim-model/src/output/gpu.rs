@@ -34,7 +34,9 @@ pub struct GpuSetup {
 
 pub const H200_MEM_TOTAL_MIB: u64 = 143_771;
 pub const H200_MAX_SM_MHZ: u32 = 1980;
-const POWER_LIMIT_W: f64 = 700.0;
+/// The memory clock the captures show, busy or idle.
+pub const H200_MEM_MHZ: u32 = 3201;
+pub const POWER_LIMIT_W: f64 = 700.0;
 
 /// One second of the engine's life.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -44,12 +46,16 @@ pub struct Tick {
     pub busy: f64,
 }
 
-struct Reading {
-    sm: u32,
-    power_w: f64,
-    temp: u32,
-    util: u32,
-    reasons: u64,
+/// One GPU's reading at one tick: what nvidia-smi, NVML and the DCGM exporter all report.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reading {
+    pub sm: u32,
+    pub power_w: f64,
+    pub temp: u32,
+    /// `utilization.gpu`, %.
+    pub util: u32,
+    /// NVML clock-event reason bits.
+    pub reasons: u64,
 }
 
 /// Small reproducible wobble in [-1, 1] for sample `tick` of GPU `gpu`.
@@ -62,7 +68,8 @@ fn wobble(tick: u64, gpu: u32, salt: u64) -> f64 {
 }
 
 impl GpuSetup {
-    fn reading(&self, i: u64, tick: &Tick, gpu: u32) -> Reading {
+    /// GPU `gpu`'s reading at `tick`, the `i`-th of the series (the wobble is drawn per index).
+    pub fn reading(&self, i: u64, tick: &Tick, gpu: u32) -> Reading {
         let util = (tick.busy * 100.0).round() as u32;
         let slow = self.slow.filter(|s| s.index == gpu && tick.t_ns >= s.from_ns);
         let idle = util < 2;
@@ -132,7 +139,7 @@ impl GpuSetup {
                 let busy = tick.busy;
                 let _ = writeln!(
                     s,
-                    "{{\"t\": {:.6}, \"gpu\": {gpu}, \"sm_clock_mhz\": {}, \"graphics_clock_mhz\": {}, \"mem_clock_mhz\": 3201, \"max_sm_clock_mhz\": {H200_MAX_SM_MHZ}, \"power_mw\": {}, \"power_limit_mw\": 700000, \"util_gpu_pct\": {}, \"util_mem_pct\": {}, \"mem_used_bytes\": {}, \"mem_total_bytes\": {}, \"temp_c\": {}, \"pstate\": 0, \"clock_event_reasons\": {}, \"pcie_tx_kbps\": {}, \"pcie_rx_kbps\": {}}}",
+                    "{{\"t\": {:.6}, \"gpu\": {gpu}, \"sm_clock_mhz\": {}, \"graphics_clock_mhz\": {}, \"mem_clock_mhz\": {H200_MEM_MHZ}, \"max_sm_clock_mhz\": {H200_MAX_SM_MHZ}, \"power_mw\": {}, \"power_limit_mw\": 700000, \"util_gpu_pct\": {}, \"util_mem_pct\": {}, \"mem_used_bytes\": {}, \"mem_total_bytes\": {}, \"temp_c\": {}, \"pstate\": 0, \"clock_event_reasons\": {}, \"pcie_tx_kbps\": {}, \"pcie_rx_kbps\": {}}}",
                     unix_s(tick.t_ns),
                     r.sm,
                     r.sm,

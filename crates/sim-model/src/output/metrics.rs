@@ -115,47 +115,109 @@ pub struct CacheInfo {
     pub gpu_memory_utilization: f64,
 }
 
+/// What kind of metric a family is, as both exposition formats name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    /// Samples end in `_total`; text format 0.0.4 names the family with the suffix, OpenMetrics
+    /// without it.
+    Counter,
+    /// Samples end in `_bucket` (cumulative, `le` last), `_count` and `_sum`.
+    Histogram,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// One sample of a family: the suffix after the family name (`_total`, `_bucket`, `""`), its
+/// labels in the order they are printed, and its value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub suffix: &'static str,
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+}
+
+/// A metric family of one scrape: what both the `/metrics` page and the OpenMetrics time series
+/// (`openmetrics.rs`) are written from, so the two cannot disagree on a name or a label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Family {
+    /// Without the counter's `_total`.
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+    pub points: Vec<Point>,
+}
+
+impl Family {
+    fn new(name: &'static str, kind: Kind, help: &'static str) -> Family {
+        Family { name, kind, help, points: Vec::new() }
+    }
+
+    fn one(mut self, suffix: &'static str, labels: Vec<(&'static str, String)>, value: f64) -> Family {
+        self.points.push(Point { suffix, labels, value });
+        self
+    }
+}
+
 impl Metrics {
-    /// One scrape, as `GET /metrics` returns it.
-    pub fn render(&self, model: &str, cache: &CacheInfo) -> String {
-        let labels = format!("engine=\"0\",model_name=\"{model}\"");
-        let mut s = String::with_capacity(16 * 1024);
-        let head = |s: &mut String, name: &str, kind: &str, help: &str| {
-            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        };
-        head(&mut s, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.");
-        let _ = writeln!(s, "vllm:num_requests_running{{{labels}}} {}", py_float(f64::from(self.running)));
-        head(&mut s, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.");
-        let _ = writeln!(s, "vllm:num_requests_waiting{{{labels}}} {}", py_float(f64::from(self.waiting)));
-        head(&mut s, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.");
-        let usage = (self.kv_usage * 1e6).round() / 1e6;
-        let _ = writeln!(s, "vllm:kv_cache_usage_perc{{{labels}}} {}", py_float(usage));
-        head(
-            &mut s,
-            "vllm:num_preemptions_total",
-            "counter",
-            "Cumulative number of preemption from the engine.",
-        );
-        let _ = writeln!(s, "vllm:num_preemptions_total{{{labels}}} {}", py_float(self.preemptions as f64));
-        head(&mut s, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
-        let _ = writeln!(s, "vllm:prompt_tokens_total{{{labels}}} {}", py_float(self.prompt_tokens as f64));
-        head(&mut s, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
-        let _ = writeln!(
-            s,
-            "vllm:generation_tokens_total{{{labels}}} {}",
-            py_float(self.generation_tokens as f64)
-        );
-        head(&mut s, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
+    /// Every family of one scrape, in the order `GET /metrics` prints them.
+    pub fn families(&self, model: &str, cache: &CacheInfo) -> Vec<Family> {
+        let labels = || vec![("engine", "0".to_owned()), ("model_name", model.to_owned())];
+        let mut out = vec![
+            Family::new(
+                "vllm:num_requests_running",
+                Kind::Gauge,
+                "Number of requests in model execution batches.",
+            )
+            .one("", labels(), f64::from(self.running)),
+            Family::new(
+                "vllm:num_requests_waiting",
+                Kind::Gauge,
+                "Number of requests waiting to be processed.",
+            )
+            .one("", labels(), f64::from(self.waiting)),
+            Family::new(
+                "vllm:kv_cache_usage_perc",
+                Kind::Gauge,
+                "KV-cache usage. 1 means 100 percent usage.",
+            )
+            .one("", labels(), (self.kv_usage * 1e6).round() / 1e6),
+            Family::new(
+                "vllm:num_preemptions",
+                Kind::Counter,
+                "Cumulative number of preemption from the engine.",
+            )
+            .one("_total", labels(), self.preemptions as f64),
+            Family::new("vllm:prompt_tokens", Kind::Counter, "Number of prefill tokens processed.").one(
+                "_total",
+                labels(),
+                self.prompt_tokens as f64,
+            ),
+            Family::new("vllm:generation_tokens", Kind::Counter, "Number of generation tokens processed.")
+                .one("_total", labels(), self.generation_tokens as f64),
+        ];
+        let mut success =
+            Family::new("vllm:request_success", Kind::Counter, "Count of successfully processed requests.");
         for (reason, n) in
             [("abort", self.success_abort), ("length", self.success_length), ("stop", self.success_stop)]
         {
-            let _ = writeln!(
-                s,
-                "vllm:request_success_total{{engine=\"0\",finished_reason=\"{reason}\",model_name=\"{model}\"}} {}",
-                py_float(n as f64)
-            );
+            let l = vec![
+                ("engine", "0".to_owned()),
+                ("finished_reason", reason.to_owned()),
+                ("model_name", model.to_owned()),
+            ];
+            success = success.one("_total", l, n as f64);
         }
-        let hists: [(&str, &str, &Histogram); 9] = [
+        out.push(success);
+        let hists: [(&'static str, &'static str, &Histogram); 9] = [
             ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", &self.ttft),
             ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", &self.itl),
             ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", &self.e2e),
@@ -187,26 +249,62 @@ impl Metrics {
             ),
         ];
         for (name, help, h) in hists {
-            head(&mut s, name, "histogram", help);
+            let mut f = Family::new(name, Kind::Histogram, help);
             let mut cumulative = 0;
             for (i, n) in h.counts.iter().enumerate() {
                 cumulative += n;
                 let le = h.bounds.get(i).map_or_else(|| "+Inf".to_owned(), |b| py_float(*b));
-                let _ = writeln!(s, "{name}_bucket{{{labels},le=\"{le}\"}} {}", py_float(cumulative as f64));
+                let mut l = labels();
+                l.push(("le", le));
+                f = f.one("_bucket", l, cumulative as f64);
             }
-            let _ = writeln!(s, "{name}_count{{{labels}}} {}", py_float(h.count as f64));
-            let _ = writeln!(s, "{name}_sum{{{labels}}} {}", py_float((h.sum * 1e6).round() / 1e6));
+            f = f.one("_count", labels(), h.count as f64);
+            out.push(f.one("_sum", labels(), (h.sum * 1e6).round() / 1e6));
         }
-        head(&mut s, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
-        let _ = writeln!(
-            s,
-            "vllm:cache_config_info{{block_size=\"{}\",cache_dtype=\"auto\",enable_prefix_caching=\"False\",engine=\"0\",gpu_memory_utilization=\"{}\",num_gpu_blocks=\"{}\"}} 1.0",
-            cache.block_size,
-            py_float(cache.gpu_memory_utilization),
-            cache.num_gpu_blocks
+        out.push(
+            Family::new("vllm:cache_config_info", Kind::Gauge, "Information of the LLMEngine CacheConfig")
+                .one(
+                    "",
+                    vec![
+                        ("block_size", cache.block_size.to_string()),
+                        ("cache_dtype", "auto".to_owned()),
+                        ("enable_prefix_caching", "False".to_owned()),
+                        ("engine", "0".to_owned()),
+                        ("gpu_memory_utilization", py_float(cache.gpu_memory_utilization)),
+                        ("num_gpu_blocks", cache.num_gpu_blocks.to_string()),
+                    ],
+                    1.0,
+                ),
         );
+        out
+    }
+
+    /// One scrape, as `GET /metrics` returns it.
+    pub fn render(&self, model: &str, cache: &CacheInfo) -> String {
+        let mut s = String::with_capacity(16 * 1024);
+        for f in self.families(model, cache) {
+            let head = if f.kind == Kind::Counter { format!("{}_total", f.name) } else { f.name.to_owned() };
+            let _ = writeln!(s, "# HELP {head} {}\n# TYPE {head} {}", f.help, f.kind.as_str());
+            for p in &f.points {
+                let _ =
+                    writeln!(s, "{}{}{{{}}} {}", f.name, p.suffix, label_text(&p.labels), py_float(p.value));
+            }
+        }
         s
     }
+}
+
+/// `a="x",b="y"`, values escaped as the exposition formats escape them.
+pub fn label_text(labels: &[(&str, String)]) -> String {
+    let mut s = String::new();
+    for (i, (k, v)) in labels.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let v = v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+        let _ = write!(s, "{k}=\"{v}\"");
+    }
+    s
 }
 
 #[cfg(test)]

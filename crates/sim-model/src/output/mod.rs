@@ -6,6 +6,7 @@ pub mod client;
 pub mod clock;
 pub mod gpu;
 pub mod metrics;
+pub mod openmetrics;
 pub mod vllm_log;
 
 use clock::unix_s;
