@@ -249,7 +249,10 @@ pub enum WorkerInput<'a> {
 pub enum WorkerDone {
     /// The `triage.report/v1` JSON and the source view's excerpts as JSON
     /// ([`crate::Excerpt`]s).
-    Report { report: String, excerpts: String },
+    Report {
+        report: String,
+        excerpts: String,
+    },
     Failed(String),
     Cancelled,
 }

@@ -95,7 +95,14 @@ pub struct ExcerptReader {
 impl ExcerptReader {
     /// Read input `name` for the evidence lines `wanted` (sorted) names.
     pub fn new(name: &str, wanted: Vec<usize>) -> ExcerptReader {
-        ExcerptReader { name: name.to_owned(), wanted, line_no: 1, partial: Vec::new(), len: 0, lines: Vec::new() }
+        ExcerptReader {
+            name: name.to_owned(),
+            wanted,
+            line_no: 1,
+            partial: Vec::new(),
+            len: 0,
+            lines: Vec::new(),
+        }
     }
 
     fn shown(&self, n: usize) -> bool {
@@ -257,7 +264,8 @@ impl AnalysisSession {
 
     /// The `triage.report/v1` report as JSON; ends the analysis.
     pub fn finish(&mut self) -> Result<String, JsValue> {
-        let report = self.analyzer.take().ok_or_else(|| JsValue::from_str("analysis already finished"))?.finish();
+        let report =
+            self.analyzer.take().ok_or_else(|| JsValue::from_str("analysis already finished"))?.finish();
         let json = serde_json::to_string(&report).map_err(|e| JsValue::from_str(&e.to_string()))?;
         self.report = Some(report);
         Ok(json)

@@ -1,50 +1,34 @@
-// The analysis worker: the same wasm module, off the page's thread. It is started (and the
-// module compiled) when the triage page opens, so a click does not wait for it.
-//
-// Messages in:  {run: id, lang, inputs: [{name, file: File} | {name, bytes: Uint8Array}]}
-//               (a paste's bytes arrive transferred, not copied), {cancel: id}.
-// Messages out: {id, progress: 0..1} (at most every PROGRESS_MS), then one of
-//               {id, report: JSON, excerpts: JSON}, {id, error}, {id, cancelled: true}.
-//
-// Files are read here, as bytes, from `File.stream()`: each chunk goes straight into wasm memory
-// and into the streaming analyzer (`AnalysisSession`), which splits lines and UTF-8 wherever the
-// chunks end. No input ever becomes a JS string. The inputs with evidence are read a second time
-// (up to their last evidence line) for the source view's excerpts.
-//
-// Stages are recorded with `performance.measure` (names `triage:*`) on this worker's timeline,
-// which `cargo xtask bench site` reads.
+// The analysis worker: files read as bytes (File.stream) straight into the wasm analyzer.
+// Protocol and stages: ARCHITECTURE.md, "site".
 import init, { AnalysisSession } from './triage_site.js';
 
 const ready = init({ module_or_path: new URL('./triage_site_bg.wasm', import.meta.url) });
 
-/** Bytes of a paste fed per piece, with a turn of the event loop between (a cancel gets in). */
 const PIECE = 1 << 20;
-/** Least time between two progress messages. */
 const PROGRESS_MS = 50;
-/** File bytes read between two forced turns of the event loop. */
 const TURN_EVERY = 4 << 20;
 
 const CANCELLED = Symbol('cancelled');
-/** The run in progress: {id, cancelled}. A new run cancels the previous one. */
 let current = null;
 
-/** One turn of the event loop (a task, not a microtask), so that messages are handled. */
 const turn = () => new Promise((resolve) => {
   const c = new MessageChannel();
   c.port1.onmessage = () => { c.port1.close(); resolve(); };
   c.port2.postMessage(null);
 });
 
-/** Read `input`'s bytes in pieces into `each(bytes)`; stop early when it returns false. */
 async function read(job, input, each) {
   if (input.file) {
     const reader = input.file.stream().getReader();
     let sinceTurn = 0;
     try {
+      // The next chunk is asked for before this one is fed: reading and analysing overlap.
+      let next = reader.read();
       for (;;) {
-        const { done, value } = await reader.read();
+        const { done, value } = await next;
         if (job.cancelled) throw CANCELLED;
         if (done) return;
+        next = reader.read();
         if (each(value) === false) return;
         sinceTurn += value.length;
         if (sinceTurn >= TURN_EVERY) { sinceTurn = 0; await turn(); }

@@ -65,7 +65,10 @@ impl Input {
 }
 
 fn list_files(list: web_sys::FileList) -> Vec<Input> {
-    (0..list.length()).filter_map(|i| list.get(i)).map(|file| Input::File { name: file.name(), file }).collect()
+    (0..list.length())
+        .filter_map(|i| list.get(i))
+        .map(|file| Input::File { name: file.name(), file })
+        .collect()
 }
 
 /// The inputs as text, files read here (`File.text()`: UTF-8, invalid bytes replaced, a BOM
@@ -129,7 +132,8 @@ pub fn TriagePage() -> impl IntoView {
             return;
         };
         if texts_only && size < WORKER_THRESHOLD_BYTES as f64 {
-            let texts = inputs.iter().filter_map(|i| if let Input::Text(t) = i { Some(t.clone()) } else { None });
+            let texts =
+                inputs.iter().filter_map(|i| if let Input::Text(t) = i { Some(t.clone()) } else { None });
             on_page(texts.collect(), inputs);
             return;
         }
