@@ -1,5 +1,6 @@
 // `cargo xtask bench site`: the site's analysis speed in Debian's Chromium, as a ratio against
-// the native analyzer (`triage analyze`, release build) reading the same file in the same run.
+// the native analyzer (`triage analyze`, release build) reading the same file in the same run,
+// and the probe's TTFT error against a bare fetch reader in the same page (see probeRun).
 //
 // A 30 MiB vLLM log (the corpus' `ttft_queueing.log` repeated) is chosen with "Add files"; the
 // figure is the time from the Analyze click to the verdict on screen, measured in the page
@@ -10,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -100,6 +101,67 @@ for (let i = 0; i < RUNS; i++) {
   verdicts.add(n.verdict);
   if (!s.verdict.includes(n.verdict)) throw new Error(`site verdict ${s.verdict} != native ${n.verdict}`);
 }
+// The probe: 20 requests at concurrency 1 against the scripted SSE server (CORS,
+// Timing-Allow-Origin), whose record says when it wrote each first token. Baseline in the same
+// page and run: a bare fetch reader (fetch(), read the body, stamp the first token with
+// performance.now(), from the fetch() call). Errors are TTFT minus the server's record; the first
+// request of each group pays for the preflight and the connection and is left out.
+const PROBE_N = 20;
+async function probeRun() {
+  const proc = spawn(triageBin, ['scripted-serve', '--requests', String(2 * PROBE_N), '--ttft-ms', '150', '--gap-ms', '15', '--tokens', '12', '--lifetime-s', '120']);
+  let text = '';
+  proc.stdout.on('data', (d) => { text += d; });
+  const exited = new Promise((r) => proc.on('exit', r));
+  const deadline = Date.now() + 10000;
+  while (!text.includes('\n')) {
+    if (Date.now() > deadline) throw new Error('scripted server did not start');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const base = JSON.parse(text.split('\n')[0]).listening;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${origin}/#/probe`);
+  await page.waitForSelector('[data-testid=probe-start]');
+  const bare = await page.evaluate(async ({ base, n }) => {
+    const res = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const r = await fetch(`${base}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: '{"model":"m","stream":true}' });
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '', first = null;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        if (first === null && buf.includes('"content":"tok0')) first = performance.now();
+      }
+      res.push([(buf.match(/chatcmpl-scripted-\d+/) || [''])[0], first - t0]);
+    }
+    return res;
+  }, { base, n: PROBE_N });
+  await page.fill('[data-testid=probe-url]', base);
+  await page.fill('[data-testid=probe-model]', 'scripted');
+  await page.fill('[data-testid=probe-n]', String(PROBE_N));
+  await page.click('[data-testid=probe-start]');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=probe-start]')?.disabled, null, { timeout: 60000 });
+  const probed = await page.$$eval('[data-testid=probe-request]', (rows) => rows.map((r) => [r.dataset.responseId, Number(r.dataset.ttft)]));
+  await context.close();
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10000))]);
+  proc.kill();
+  const records = text.trim().split('\n').slice(1).map((l) => JSON.parse(l));
+  const errors = (pairs) => pairs.slice(1).map(([id, t]) => {
+    const rec = records.find((r) => r.response_id === id);
+    if (!rec) throw new Error(`no server record for ${id}`);
+    return t - rec.ttft_ms;
+  });
+  return { probe: errors(probed), bare: errors(bare) };
+}
+const quantile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); const i = (s.length - 1) * q; const lo = Math.floor(i); return s[lo] + (s[Math.min(lo + 1, s.length - 1)] - s[lo]) * (i - lo); };
+const probe = await probeRun();
+const round3 = (x) => Math.round(x * 1000) / 1000;
+const errSummary = (xs) => ({ p50: round3(quantile(xs, 0.5)), p90: round3(quantile(xs, 0.9)), above_2ms: xs.filter((x) => x > 2).length, n: xs.length, runs: xs.map(round3) });
+
 await browser.close();
 server.close();
 fs.rmSync(tmp, { recursive: true, force: true });
@@ -119,6 +181,14 @@ const result = {
     site_mb_per_s: +mbps(median(site)).toFixed(1),
     native_mb_per_s: +mbps(median(native)).toFixed(1),
     site_over_native_time: +(median(site) / median(native)).toFixed(2),
+  },
+  probe: {
+    requests: PROBE_N,
+    concurrency: 1,
+    note: 'TTFT minus the server record, warm requests; the probe stamps on the page thread',
+    site_probe_error_ms: errSummary(probe.probe),
+    bare_fetch_error_ms: errSummary(probe.bare),
+    site_over_bare_p50: +(quantile(probe.probe, 0.5) / Math.max(quantile(probe.bare, 0.5), 0.001)).toFixed(2),
   },
 };
 fs.mkdirSync(path.dirname(out), { recursive: true });
