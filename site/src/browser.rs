@@ -286,6 +286,20 @@ impl AnalysisWorker {
     ) -> Result<u32, String> {
         let id = self.last.get().wrapping_add(1);
         self.last.set(id);
+        let on_done = std::rc::Rc::new(on_done);
+        // The worker itself failed (its script, the wasm, out of memory): the run ends with that
+        // error instead of waiting for an answer that will not come.
+        let failed = {
+            let (on_done, last) = (on_done.clone(), self.last.clone());
+            Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
+                if last.get() == id {
+                    let message = Reflect::get(&ev, &"message".into()).ok().and_then(|m| m.as_string());
+                    on_done(WorkerDone::Failed(message.unwrap_or_default()));
+                }
+            })
+        };
+        self.worker.set_onerror(Some(failed.as_ref().unchecked_ref()));
+        failed.forget();
         let on_message =
             Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
                 let data = ev.data();

@@ -22,7 +22,6 @@ async function read(job, input, each) {
     const reader = input.file.stream().getReader();
     let sinceTurn = 0;
     try {
-      // The next chunk is asked for before this one is fed: reading and analysing overlap.
       let next = reader.read();
       for (;;) {
         const { done, value } = await next;
