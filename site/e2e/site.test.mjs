@@ -161,6 +161,87 @@ test('a 10 MB paste is analysed off the page thread in under 2 s', async () => {
   await context.close();
 });
 
+/** Analyse what `provide(page)` puts on the page; the report section's HTML once it is shown. */
+async function reportHtml(provide) {
+  const { page, context, errors } = await open();
+  await provide(page);
+  await page.click('[data-testid=analyze-button]');
+  await page.waitForSelector('[data-testid=verdict]', { timeout: 20000 });
+  const html = await page.$eval('.report', (e) => e.outerHTML);
+  assert.deepEqual(errors, []);
+  return { html, page, context };
+}
+
+test('a chosen file streamed into the worker gives the report its text gives when pasted', async () => {
+  const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+  const cases = [
+    ['a vLLM log', fs.readFileSync(path.join(root, 'tests/data/incidents/ttft_queueing.log'))],
+    // A BOM (File.text() dropped it), broken UTF-8 and a CJK character in an evidence line.
+    ['broken UTF-8', Buffer.concat([BOM, fs.readFileSync(path.join(root, 'tests/data/oom/h200_200gib.txt')), Buffer.from('\nRuntimeError: CUDA error: out of memory '), Buffer.from([0xff, 0xfe, 0x20, 0xe4, 0xb8, 0xad, 0xe6]), Buffer.from('\nnext\n')])],
+  ];
+  for (const [what, bytes] of cases) {
+    // What the page analysed before: the file read as text (replacement characters, no BOM).
+    const text = new TextDecoder().decode(bytes);
+    const pasted = await reportHtml((page) => page.fill('[data-testid=paste-input]', text));
+    await pasted.context.close();
+    const streamed = await reportHtml(async (page) => {
+      await page.setInputFiles('[data-testid=file-input]', { name: 'paste', mimeType: 'text/plain', buffer: bytes });
+      await page.waitForSelector('.files li');
+    });
+    assert.ok(pasted.html.includes('data-testid="finding"'), `${what}: no finding`);
+    assert.equal(streamed.html, pasted.html, `${what}: the streamed report differs`);
+    if (what === 'broken UTF-8') assert.ok(streamed.html.includes('\uFFFD'), 'the broken line is not shown');
+    // The language switch analyses the same file again (in the worker) in Chinese.
+    await streamed.page.click('[data-testid=lang-toggle]');
+    await streamed.page.waitForFunction(() => /[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=finding] p')?.textContent ?? ''));
+    await streamed.context.close();
+  }
+});
+
+test('a 30 MiB file shows progress, can be cancelled, and is analysed when asked again', async () => {
+  const unit = fs.readFileSync(path.join(root, 'tests/data/incidents/ttft_queueing.log'));
+  const big = path.join(fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'site-e2e-')), 'vllm.log');
+  fs.writeFileSync(big, Buffer.concat(Array(Math.ceil((30 << 20) / unit.length)).fill(unit)));
+  const { page, context, requests, errors } = await open();
+  await page.setInputFiles('[data-testid=file-input]', big);
+  await page.waitForSelector('.files li');
+  // Click, then Cancel as soon as it shows (in the page, so before the analysis can end).
+  await page.evaluate(() => new Promise((resolve) => {
+    const obs = new MutationObserver(() => {
+      const cancel = document.querySelector('[data-testid=analyze-cancel]');
+      if (cancel) { obs.disconnect(); cancel.click(); resolve(); }
+    });
+    obs.observe(document.body, { childList: true, subtree: true });
+    document.querySelector('[data-testid=analyze-button]').click();
+  }));
+  await page.waitForSelector('[data-testid=analyze-cancelled]');
+  await page.waitForSelector('[data-testid=analyze-progress]', { state: 'detached' });
+  assert.equal(await page.$('[data-testid=verdict]'), null, 'a cancelled run showed a report');
+  // Asked again: progress moves while the worker reads, the page keeps answering, and the report comes.
+  const seen = await page.evaluate(() => new Promise((resolve) => {
+    const values = [];
+    let frames = 0;
+    const tick = () => {
+      frames++;
+      const p = document.querySelector('[data-testid=analyze-progress]');
+      if (p) values.push(Number(p.value));
+      if (document.querySelector('[data-testid=verdict]')) resolve({ values, frames });
+      else requestAnimationFrame(tick);
+    };
+    document.querySelector('[data-testid=analyze-button]').click();
+    requestAnimationFrame(tick);
+  }));
+  assert.ok(seen.values.some((v) => v > 0 && v < 1), `no progress shown between 0 and 1: ${JSON.stringify(seen.values)}`);
+  assert.ok(seen.frames > 2, 'the page did not draw while the worker ran');
+  assert.equal(await page.$('[data-testid=analyze-cancelled]'), null);
+  assert.match(await page.textContent('[data-testid=verdict]'), /TTFT_HIGH/);
+  assert.match(await page.textContent('.files li'), new RegExp(`${fs.statSync(big).size} B`));
+  onlyOrigins(requests, [origin]);
+  assert.deepEqual(errors, []);
+  fs.rmSync(path.dirname(big), { recursive: true, force: true });
+  await context.close();
+});
+
 test('the KV page reproduces the CLI', async () => {
   const cli = JSON.parse(execFileSync(triageBin, ['kv', '--model', 'llama-3.1-8b', '--gpu', 'h100', '--max-model-len', '32768', '--format', 'json']));
   const { page, context } = await open('#/kv');

@@ -28,7 +28,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   ci               fmt, clippy -D warnings, all tests, core (and the sim model) for wasm, purity,
                    the site built and tested in Chromium
-  bench [WHAT]     benchmarks; WHAT = core | probe | analyze | sim | runner | proxy | all (default all);
+  bench [WHAT]     benchmarks; WHAT = core | probe | analyze | sim | runner | proxy | site | all (default all);
                    figures in bench-results/
   plugins          build the wasm plugins (GPU rules and analyzer components for wasm32-wasip2,
                    the proxy-wasm filter for wasm32-wasip1) into <target>/plugins/
@@ -388,7 +388,15 @@ fn bench(what: &str) -> anyhow::Result<()> {
             .arg(out("sim.json"));
         step("simulator: 100 000 requests at 1 000 concurrency", c)
     };
+    let site = || {
+        site::build()?;
+        let mut build = cargo();
+        build.args(["build", "--release", "--package", "triage-cli", "--locked"]);
+        step("triage (release): the native baseline", build)?;
+        site::bench(&out("site.json"))
+    };
     match what {
+        "site" => site(),
         "sim" => sim(),
         "runner" => runner(),
         "proxy" => proxy(),
@@ -401,7 +409,9 @@ fn bench(what: &str) -> anyhow::Result<()> {
             .and_then(|()| sim())
             .and_then(|()| runner())
             .and_then(|()| proxy()),
-        other => bail!("unknown bench {other:?}: expected core, probe, analyze, sim, runner, proxy or all"),
+        other => {
+            bail!("unknown bench {other:?}: expected core, probe, analyze, sim, runner, proxy, site or all")
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use crate::app::{click, effect, on_event, set_text, tx, use_lang};
 use crate::browser;
 use crate::fixed::{Erase, fixed};
 use crate::i18n::{Lang, Msg, t, tf};
-use crate::{NamedText, analyze_inputs};
+use crate::{Excerpt, NamedText, analyze_inputs, excerpts};
 use leptos::prelude::*;
 use triage_core::analyze::report::{Finding, Report};
 use wasm_bindgen::JsCast;
@@ -40,16 +40,57 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
 ];
 
-async fn read_files(list: web_sys::FileList) -> Vec<NamedText> {
+/// An input waiting on the page: a paste kept out of the textarea, or a chosen or dropped file,
+/// kept as its handle (the worker reads it; it is read as text here only without a worker).
+#[derive(Clone)]
+enum Input {
+    Text(NamedText),
+    File { name: String, file: web_sys::File },
+}
+
+impl Input {
+    fn name(&self) -> &str {
+        match self {
+            Input::Text(t) => &t.name,
+            Input::File { name, .. } => name,
+        }
+    }
+
+    fn size(&self) -> f64 {
+        match self {
+            Input::Text(t) => t.text.len() as f64,
+            Input::File { file, .. } => file.size(),
+        }
+    }
+}
+
+fn list_files(list: web_sys::FileList) -> Vec<Input> {
+    (0..list.length())
+        .filter_map(|i| list.get(i))
+        .map(|file| Input::File { name: file.name(), file })
+        .collect()
+}
+
+/// The inputs as text, files read here (`File.text()`: UTF-8, invalid bytes replaced, a BOM
+/// dropped). Only used when the worker could not start.
+async fn read_texts(inputs: Vec<Input>) -> Vec<NamedText> {
     let mut out = Vec::new();
-    for i in 0..list.length() {
-        let Some(file) = list.get(i) else { continue };
-        if let Ok(text) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
-            out.push(NamedText { name: file.name(), text: text.as_string().unwrap_or_default() });
+    for input in inputs {
+        match input {
+            Input::Text(t) => out.push(t),
+            Input::File { name, file } => {
+                if let Ok(text) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                    out.push(NamedText { name, text: text.as_string().unwrap_or_default() });
+                }
+            }
         }
     }
     out
 }
+
+/// A report on screen: the report, its source excerpts, and the inputs it was made from (to
+/// analyse again when the language changes).
+type Shown = (Report, Vec<Excerpt>, Vec<Input>);
 
 #[component]
 pub fn TriagePage() -> impl IntoView {
@@ -57,63 +98,104 @@ pub fn TriagePage() -> impl IntoView {
     let tr = move |m: Msg| t(lang.get(), m);
     let text = RwSignal::new(String::new());
     let textarea = NodeRef::<leptos::html::Textarea>::new();
-    let files = RwSignal::new(Vec::<NamedText>::new());
-    let result = RwSignal::new(None::<(Report, Vec<NamedText>)>);
+    let files = RwSignal::new_local(Vec::<Input>::new());
+    let result = RwSignal::new_local(None::<Shown>);
     let progress = RwSignal::new(None::<f64>);
     let error = RwSignal::new(None::<String>);
-    // Started now so its wasm is compiled before the first large paste.
+    let cancelled = RwSignal::new(false);
+    // The worker run in progress, for Cancel.
+    let running = StoredValue::new(None::<u32>);
+    // Started now so its wasm is compiled before the first large input.
     let worker = StoredValue::new_local(browser::AnalysisWorker::start().ok());
 
-    // Analyse `inputs` in `l`: here for small inputs, in the worker for large ones.
-    let analyze = move |inputs: Vec<NamedText>, l: Lang| {
+    // Analyse `inputs` in `l`: here for small pastes, in the worker for files and large pastes.
+    let analyze = move |inputs: Vec<Input>, l: Lang| {
         error.set(None);
-        let size: usize = inputs.iter().map(|i| i.text.len()).sum();
-        if size < WORKER_THRESHOLD_BYTES {
-            let report = analyze_inputs(&inputs, l, &|_| {});
-            result.set(Some((report, inputs)));
+        cancelled.set(false);
+        let size: f64 = inputs.iter().map(Input::size).sum();
+        let texts_only = inputs.iter().all(|i| matches!(i, Input::Text(_)));
+        let on_page = move |texts: Vec<NamedText>, inputs: Vec<Input>| {
+            let report = analyze_inputs(&texts, l, &|_| {});
+            let shown = excerpts(&report, &texts);
+            result.set(Some((report, shown, inputs)));
+        };
+        let Some(w) = worker.get_value() else {
+            // No worker: files are read as text here; small inputs are analysed here.
+            leptos::task::spawn_local(async move {
+                let texts = read_texts(inputs.clone()).await;
+                if texts.iter().map(|t| t.text.len()).sum::<usize>() < WORKER_THRESHOLD_BYTES {
+                    on_page(texts, inputs);
+                } else {
+                    error.set(Some(t(l, Msg::WorkerUnavailable).to_owned()));
+                }
+            });
+            return;
+        };
+        if texts_only && size < WORKER_THRESHOLD_BYTES as f64 {
+            let texts =
+                inputs.iter().filter_map(|i| if let Input::Text(t) = i { Some(t.clone()) } else { None });
+            on_page(texts.collect(), inputs);
             return;
         }
         progress.set(Some(0.0));
-        let pairs: Vec<(String, String)> = inputs.iter().map(|i| (i.name.clone(), i.text.clone())).collect();
-        let kept = std::rc::Rc::new(std::cell::RefCell::new(Some(inputs)));
-        let Some(w) = worker.get_value() else {
-            progress.set(None);
-            error.set(Some(t(l, Msg::WorkerUnavailable).to_owned()));
-            return;
-        };
+        let sent: Vec<browser::WorkerInput<'_>> = inputs
+            .iter()
+            .map(|i| match i {
+                Input::Text(t) => browser::WorkerInput::Text { name: &t.name, text: &t.text },
+                Input::File { name, file } => browser::WorkerInput::File { name, file },
+            })
+            .collect();
+        let kept = std::rc::Rc::new(std::cell::RefCell::new(Some(inputs.clone())));
         let started = w.run(
-            &pairs,
+            &sent,
             l,
             move |p| progress.set(Some(p)),
             move |done| {
                 progress.set(None);
-                match done.and_then(|j| serde_json::from_str::<Report>(&j).map_err(|e| e.to_string())) {
-                    Ok(report) => {
-                        let inputs = kept.borrow_mut().take().unwrap_or_default();
-                        result.set(Some((report, inputs)));
+                running.set_value(None);
+                match done {
+                    browser::WorkerDone::Report { report, excerpts } => {
+                        let parsed = serde_json::from_str::<Report>(&report)
+                            .and_then(|r| Ok((r, serde_json::from_str::<Vec<Excerpt>>(&excerpts)?)));
+                        match parsed {
+                            Ok((report, shown)) => {
+                                let inputs = kept.borrow_mut().take().unwrap_or_default();
+                                result.set(Some((report, shown, inputs)));
+                            }
+                            Err(e) => error.set(Some(e.to_string())),
+                        }
                     }
-                    Err(e) => error.set(Some(e)),
+                    browser::WorkerDone::Failed(e) => error.set(Some(e)),
+                    browser::WorkerDone::Cancelled => cancelled.set(true),
                 }
             },
         );
-        if let Err(e) = started {
-            progress.set(None);
-            error.set(Some(tf(l, Msg::WorkerFailed, &[("error", &e)])));
+        match started {
+            Ok(id) => running.set_value(Some(id)),
+            Err(e) => {
+                progress.set(None);
+                error.set(Some(tf(l, Msg::WorkerFailed, &[("error", &e)])));
+            }
         }
     };
     let run = move || {
-        let mut inputs: Vec<NamedText> = files.get_untracked();
+        let mut inputs: Vec<Input> = files.get_untracked();
         let pasted = text.get_untracked();
         if !pasted.trim().is_empty() {
-            inputs.push(NamedText { name: "paste".into(), text: pasted });
+            inputs.push(Input::Text(NamedText { name: "paste".into(), text: pasted }));
         }
         analyze(inputs, lang.get_untracked());
+    };
+    let cancel = move || {
+        if let (Some(id), Some(w)) = (running.get_value(), worker.get_value()) {
+            w.cancel(id);
+        }
     };
     // A report on screen follows the language: the same inputs, analysed again in the new one.
     Effect::new(move |prev: Option<Lang>| {
         let l = lang.get();
         if prev.is_some_and(|p| p != l)
-            && let Some((_, inputs)) = result.get_untracked()
+            && let Some((_, _, inputs)) = result.get_untracked()
         {
             analyze(inputs, l);
         }
@@ -123,19 +205,13 @@ pub fn TriagePage() -> impl IntoView {
     let on_files = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         if let Some(list) = input.files() {
-            leptos::task::spawn_local(async move {
-                let read = read_files(list).await;
-                files.update(|f| f.extend(read));
-            });
+            files.update(|f| f.extend(list_files(list)));
         }
     };
     let on_drop = move |ev: leptos::ev::DragEvent| {
         ev.prevent_default();
         if let Some(list) = ev.data_transfer().and_then(|d| d.files()) {
-            leptos::task::spawn_local(async move {
-                let read = read_files(list).await;
-                files.update(|f| f.extend(read));
-            });
+            files.update(|f| f.extend(list_files(list)));
         }
     };
 
@@ -159,7 +235,7 @@ pub fn TriagePage() -> impl IntoView {
                         ev.prevent_default();
                         files.update(|f| {
                             let name = format!("paste-{}", f.len() + 1);
-                            f.push(NamedText { name, text: pasted });
+                            f.push(Input::Text(NamedText { name, text: pasted }));
                         });
                     }
                 }
@@ -189,19 +265,19 @@ pub fn TriagePage() -> impl IntoView {
                 </button>
             </div>
             <ul class="files">
-                {move || files.get().iter().map(|f| fixed(view! { <li>{f.name.clone()} " · " {f.text.len()} " B"</li> })).collect_view()}
+                {move || files.get().iter().map(|f| fixed(view! { <li>{f.name().to_owned()} " · " {f.size()} " B"</li> })).collect_view()}
             </ul>
             {move || progress.get().map(|p| fixed(view! {
                 <progress data-testid="analyze-progress" max="1" value=p></progress>
+                " "
+                <button data-testid="analyze-cancel" on:click=click(move |_| cancel())>{tx(lang, Msg::Cancel)}</button>
             }))}
+            {move || cancelled.get().then(|| fixed(view! { <p data-testid="analyze-cancelled">{tx(lang, Msg::Cancelled)}</p> }))}
             {move || error.get().map(|e| fixed(view! { <p class="error">{e}</p> }))}
         </section>
-        {move || result.get().map(|(report, inputs)| fixed(view! { <ReportView report inputs/> }))}
+        {move || result.get().map(|(report, excerpts, _)| fixed(view! { <ReportView report excerpts/> }))}
     })
 }
-
-/// One input's evidence lines with their context: (line number, text, is evidence).
-type Excerpt = (String, Vec<(usize, String, bool)>);
 
 /// Id of the element showing `line` of `input` in the source view.
 fn line_id(input: &str, line: usize) -> String {
@@ -262,36 +338,19 @@ fn FindingView(finding: Finding) -> impl IntoView {
 }
 
 /// A whole report: verdict, findings, inputs, figures, evidence in the source. Also used by the
-/// drill page.
+/// drill page. The source view shows `excerpts` when given (read by the worker), else reads
+/// them from `inputs` ([`crate::excerpts`]).
 #[component]
-pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
+pub fn ReportView(
+    report: Report,
+    #[prop(optional)] inputs: Vec<NamedText>,
+    #[prop(optional)] excerpts: Option<Vec<Excerpt>>,
+) -> impl IntoView {
     let lang = use_lang();
     let verdict = report.verdict.as_str();
     let empty = report.findings.is_empty();
     // Source excerpts: every evidence line with two lines of context, per input.
-    let mut marks: Vec<(String, usize)> =
-        report.findings.iter().flat_map(|f| f.evidence.iter().map(|e| (e.input.clone(), e.line))).collect();
-    marks.sort();
-    marks.dedup();
-    let excerpts: Vec<Excerpt> = inputs
-        .iter()
-        .filter_map(|input| {
-            let wanted: Vec<usize> =
-                marks.iter().filter(|(n, _)| *n == input.name).map(|(_, l)| *l).collect();
-            if wanted.is_empty() {
-                return None;
-            }
-            let lines: Vec<(usize, String, bool)> = input
-                .text
-                .lines()
-                .enumerate()
-                .map(|(i, l)| (i + 1, l))
-                .filter(|(n, _)| wanted.iter().any(|w| n.abs_diff(*w) <= 2))
-                .map(|(n, l)| (n, l.chars().take(400).collect(), wanted.contains(&n)))
-                .collect();
-            Some((input.name.clone(), lines))
-        })
-        .collect();
+    let excerpts: Vec<Excerpt> = excerpts.unwrap_or_else(|| crate::excerpts(&report, &inputs));
     let slowest = report.figures.get("request_log.slowest").and_then(|f| f.value.as_array().cloned());
     fixed(view! {
         <section class="report">
