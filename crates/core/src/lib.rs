@@ -15,6 +15,7 @@ pub mod kv;
 pub mod lang;
 pub mod probe;
 pub mod safe;
+pub mod sort;
 pub mod sse;
 pub mod stats;
 pub mod stream;

@@ -271,7 +271,7 @@ pub fn ReportView(report: Report, inputs: Vec<NamedText>) -> impl IntoView {
     // Source excerpts: every evidence line with two lines of context, per input.
     let mut marks: Vec<(String, usize)> =
         report.findings.iter().flat_map(|f| f.evidence.iter().map(|e| (e.input.clone(), e.line))).collect();
-    marks.sort();
+    triage_core::sort::sort(&mut marks);
     marks.dedup();
     let excerpts: Vec<Excerpt> = inputs
         .iter()
@@ -497,7 +497,7 @@ fn ReportCharts(report: Report) -> impl IntoView {
         }
         if let Some(c) = canvas(cdf) {
             let mut sorted = ttft.clone();
-            sorted.sort_by(f64::total_cmp);
+            triage_core::sort::sort_by(&mut sorted, f64::total_cmp);
             let n = sorted.len().max(1) as f64;
             let points: Vec<(f64, f64)> =
                 sorted.iter().enumerate().map(|(i, v)| (*v, (i + 1) as f64 / n)).collect();

@@ -296,7 +296,7 @@ impl Analyzer {
         let outage = |f: &report::Finding| {
             matches!(f.class, report::Class::Oom | report::Class::ThroughputZero) && f.confidence >= 0.5
         };
-        findings.sort_by(|a, b| {
+        crate::sort::sort_by(&mut findings, |a, b| {
             outage(b)
                 .cmp(&outage(a))
                 .then(b.confidence.total_cmp(&a.confidence))

@@ -212,7 +212,7 @@ impl ScanCache {
                 && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
             {
                 out.signals.push(i);
-                out.signals.sort_unstable();
+                crate::sort::sort(&mut out.signals);
             }
             return (out, q.alarm);
         }
@@ -299,7 +299,7 @@ pub fn scan(line: &str) -> Scan {
     {
         out.signals.push(i);
     }
-    out.signals.sort_unstable();
+    crate::sort::sort(&mut out.signals);
     out
 }
 
@@ -693,7 +693,7 @@ impl Signals {
             .filter(|(i, _)| keep(&SIGNALS[**i]))
             .flat_map(|(_, h)| h.lines.iter().cloned())
             .collect();
-        lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
+        crate::sort::sort_by(&mut lines, |a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
         lines.dedup();
         lines.truncate(max);
         lines

@@ -190,7 +190,7 @@ pub(crate) fn card(
     back: (String, String),
 ) -> Card {
     let mut tags = tags.to_vec();
-    tags.sort_unstable();
+    crate::sort::sort(&mut tags);
     tags.dedup();
     Card {
         id,

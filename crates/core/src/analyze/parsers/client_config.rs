@@ -901,7 +901,7 @@ impl SectionParser for ClientParser {
             .map(|(_, a)| a.span)
             .filter(|(s, e)| s < e && *e <= t.len() && t.is_char_boundary(*s) && t.is_char_boundary(*e))
             .collect();
-        spans.sort_unstable();
+        crate::sort::sort(&mut spans);
         spans.dedup_by(|b, a| b.0 < a.1);
         let mut cut = String::with_capacity(t.len());
         let mut from = 0;
