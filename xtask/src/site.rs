@@ -29,6 +29,16 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// 600 KB: the gap (~114 KB) is the browser work's to close (the deck and the drill's simulator
 /// loaded on demand as their own modules, a compact text table).
 pub const BUDGET_GZIP_BYTES: u64 = 700 * 1024;
+/// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: a ratchet over what
+/// was measured when it was introduced (681,960 B gzip), on the way to 600 KB.
+pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 672 * 1024;
+/// What the first visit to the page downloads; everything else in `site/dist` is loaded on
+/// demand (`worker.js` when the triage page opens, on the same wasm; `deck.json` when the cards
+/// page opens).
+pub const FIRST_VISIT: &[&str] =
+    &["index.html", "style.css", "app.js", "triage_site.js", "triage_site_bg.wasm"];
+/// The whole flashcard deck, fetched by the cards page (`site/src/pages/cards.rs`).
+pub const DECK_FILE: &str = "deck.json";
 /// The wasm-bindgen version the site crate pins (`=0.2.130` in site/Cargo.toml).
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
 
@@ -90,27 +100,56 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
         let entry = entry?;
         std::fs::copy(entry.path(), out.join(entry.file_name()))?;
     }
-    let (mut raw, mut gz) = (0, 0);
+    // The flashcard deck as data the cards page fetches when it opens, built here, natively, by
+    // the same core: every card but the rules' (the page makes those from the rule docs its
+    // wasm carries for the analyzer: `cards::with_rule_cards`).
+    let deck: Vec<_> =
+        triage_core::cards::deck().into_iter().filter(|c| !triage_core::cards::is_rule_card(c)).collect();
+    std::fs::write(out.join(DECK_FILE), serde_json::to_string(&deck)?)?;
+    let (mut raw, mut gz, mut first_raw, mut first_gz) = (0, 0, 0, 0);
+    let mut on_demand = serde_json::Map::new();
     let mut files: Vec<_> = std::fs::read_dir(&out)?.filter_map(Result::ok).map(|e| e.path()).collect();
     files.sort();
     for f in &files {
+        let name = f.file_name().unwrap_or_default().to_string_lossy().into_owned();
         let (r, g) = (std::fs::metadata(f)?.len(), gzip_len(f)?);
+        let first = FIRST_VISIT.contains(&name.as_str());
         eprintln!(
-            "  {:<28} {:>9} B  {:>8} B gzip",
-            f.file_name().unwrap_or_default().to_string_lossy(),
-            r,
-            g
+            "  {name:<28} {r:>9} B  {g:>8} B gzip  {}",
+            if first { "first visit" } else { "on demand" }
         );
         raw += r;
         gz += g;
+        if first {
+            first_raw += r;
+            first_gz += g;
+        } else {
+            on_demand.insert(name, serde_json::json!({"bytes": r, "gzip_bytes": g}));
+        }
     }
     eprintln!("  site/dist: {raw} B, {gz} B gzip (budget {BUDGET_GZIP_BYTES} B gzip)");
+    eprintln!(
+        "  first visit ({}): {first_raw} B, {first_gz} B gzip (budget {FIRST_VISIT_BUDGET_GZIP_BYTES} B gzip)",
+        FIRST_VISIT.join(", ")
+    );
     if gz > BUDGET_GZIP_BYTES {
         bail!("site/dist is {gz} B gzip, over the {BUDGET_GZIP_BYTES} B budget");
     }
+    if first_gz > FIRST_VISIT_BUDGET_GZIP_BYTES {
+        bail!("the first visit loads {first_gz} B gzip, over the {FIRST_VISIT_BUDGET_GZIP_BYTES} B budget");
+    }
     let results = workspace_root().join("bench-results");
     std::fs::create_dir_all(&results)?;
-    let json = serde_json::json!({"schema": "triage.bench.site/v1", "dist_bytes": raw, "dist_gzip_bytes": gz, "budget_gzip_bytes": BUDGET_GZIP_BYTES});
+    let json = serde_json::json!({
+        "schema": "triage.bench.site/v1",
+        "dist_bytes": raw,
+        "dist_gzip_bytes": gz,
+        "budget_gzip_bytes": BUDGET_GZIP_BYTES,
+        "first_visit_bytes": first_raw,
+        "first_visit_gzip_bytes": first_gz,
+        "first_visit_budget_gzip_bytes": FIRST_VISIT_BUDGET_GZIP_BYTES,
+        "on_demand": on_demand,
+    });
     std::fs::write(results.join("site-size.json"), serde_json::to_string_pretty(&json)? + "\n")?;
     Ok((raw, gz))
 }
