@@ -9,6 +9,7 @@
 pub mod facts;
 pub mod figures;
 pub mod kind;
+pub mod needles;
 pub mod parsers;
 pub mod report;
 pub mod rules;
