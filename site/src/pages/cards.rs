@@ -152,7 +152,7 @@ pub fn CardsPage() -> impl IntoView {
             <span data-testid="cards-new">{move || count.get().new}</span> " " {tx(lang, Msg::CardsNew)} " · "
             <span data-testid="cards-learning">{move || count.get().learning}</span> " " {tx(lang, Msg::CardsLearning)} " · "
             <span data-testid="cards-due">{move || count.get().due}</span> " " {tx(lang, Msg::CardsDue)}
-            " · " {move || { deck.track(); cards.with_value(|c| c.len()) }} " cards · "
+            " · " <span data-testid="cards-total">{move || { deck.track(); cards.with_value(|c| c.len()) }}</span> " cards · "
             <span data-testid="cards-reviewed">{move || progress.with(|p| p.len())}</span> " reviewed"
         </p>
         {move || match (deck.get(), current.get()) {
