@@ -107,7 +107,7 @@ mod tests {
             let mut std_ = v;
             // Only the first field is compared: equal keys must keep their input order.
             sort_by(&mut ours, |a, b| a.0.cmp(&b.0));
-            std_.sort_by(|a, b| a.0.cmp(&b.0));
+            std_.sort_by_key(|a| a.0);
             prop_assert_eq!(ours, std_);
         }
 

@@ -107,19 +107,29 @@ impl Needles {
         edges.binary_search_by_key(&b, |e| e.0).ok().map(|i| edges[i].1)
     }
 
+    /// The state after reading `b` in state `s`.
+    fn step(&self, mut s: u32, b: u8) -> u32 {
+        loop {
+            if let Some(t) = self.child(s, b) {
+                return t;
+            }
+            s = self.nodes[s as usize].fail;
+        }
+    }
+
+    /// The needles that end where state `s` is reached.
+    fn found_at(&self, s: u32) -> &[u32] {
+        let (from, to) = self.nodes[s as usize].found;
+        &self.found[from as usize..to as usize]
+    }
+
     /// Call `f` with the index of each needle at each place it ends in `hay` (overlapping
     /// matches included, as `aho-corasick`'s `find_overlapping_iter`).
     pub fn each_in(&self, hay: &[u8], mut f: impl FnMut(usize)) {
         let mut s = 0u32;
         for &b in hay {
-            s = loop {
-                if let Some(t) = self.child(s, b) {
-                    break t;
-                }
-                s = self.nodes[s as usize].fail;
-            };
-            let (from, to) = self.nodes[s as usize].found;
-            for &i in &self.found[from as usize..to as usize] {
+            s = self.step(s, b);
+            for &i in self.found_at(s) {
                 f(i as usize);
             }
         }
@@ -134,20 +144,11 @@ mod tests {
     /// (needle, end) of every match, sorted: what both automata must agree on.
     fn ours(n: &Needles, hay: &str) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
-        let mut end = 0;
-        // Count bytes to place each match's end: call per byte prefix would be slow, so track it.
-        let bytes = hay.as_bytes();
         let mut s = 0u32;
-        for &b in bytes {
-            end += 1;
-            s = loop {
-                if let Some(t) = n.child(s, b) {
-                    break t;
-                }
-                s = n.nodes[s as usize].fail;
-            };
-            let (from, to) = n.nodes[s as usize].found;
-            out.extend(n.found[from as usize..to as usize].iter().map(|&i| (i as usize, end)));
+        // `each_in`'s walk, with each match's end as well.
+        for (at, &b) in hay.as_bytes().iter().enumerate() {
+            s = n.step(s, b);
+            out.extend(n.found_at(s).iter().map(|&i| (i as usize, at + 1)));
         }
         out.sort_unstable();
         out
