@@ -262,6 +262,11 @@ test('the KV page reproduces the CLI', async () => {
 test('a flashcard review survives a reload', async () => {
   const { page, context } = await open('#/cards');
   const first = await page.getAttribute('[data-testid=card-front]', 'data-card');
+  // The page has the CLI's whole deck (deck.json plus the rule cards it makes), log-reading
+  // and numeric cards included.
+  const deck = JSON.parse(execFileSync(triageBin, ['cards', '--format', 'json'])).cards;
+  assert.ok(deck.some((c) => c.kind === 'log') && deck.some((c) => c.kind === 'numeric'));
+  assert.equal(Number(await page.textContent('[data-testid=cards-total]')), deck.length);
   await page.keyboard.press(' ');
   await page.waitForSelector('[data-testid=card-back]');
   await page.keyboard.press('3');

@@ -56,6 +56,16 @@ pub fn download(filename: &str, text: &str) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
+/// GET one of the site's own files (`./deck.json`) as text: a relative URL, so the request
+/// stays on the page's origin.
+pub async fn fetch_own(path: &str) -> Result<String, String> {
+    let resp = gloo_net::http::Request::get(path).send().await.map_err(|e| e.to_string())?;
+    if !resp.ok() {
+        return Err(format!("{path}: HTTP {}", resp.status()));
+    }
+    resp.text().await.map_err(|e| e.to_string())
+}
+
 /// How a browser request failed before or while streaming.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FetchError {

@@ -72,7 +72,7 @@ fn marks_for(report: &triage_core::analyze::report::Report, name: &str) -> Vec<u
         .filter(|e| e.input == name)
         .map(|e| e.line)
         .collect();
-    wanted.sort_unstable();
+    triage_core::sort::sort(&mut wanted);
     wanted.dedup();
     wanted
 }

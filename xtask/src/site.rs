@@ -28,7 +28,45 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// only the CLI turns on, until the site's review page has a size plan. The issues still ask for
 /// 600 KB: the gap (~114 KB) is the browser work's to close (the deck and the drill's simulator
 /// loaded on demand as their own modules, a compact text table).
+///
+/// Measured 2026-12-04 (branch `site-size`), with the name section kept (`strip = false`) and the
+/// wasm's code section attributed by function: 714,237 B gzip in all, the wasm 699,510 B gzip —
+/// its code 486 KB gzip (1.48 MB raw, 9,820 functions: triage-core's own parsers and rules
+/// ~170 KB raw, std's sort instantiated 40 times 94 KB raw, serde derive ~67 KB raw, leptos'
+/// reactive graph + tachys ~100 KB raw, aho-corasick 78 KB raw, serde_json 55 KB raw, the drill's
+/// simulator 47 KB raw, plotters 27 KB raw) and its data 198 KB gzip (text 134 KB gzip, of which
+/// the runs holding Chinese 82 KB; 1,298 panic locations 21 KB raw; the rest `&str` tables).
+/// Done, each measured (commits on `site-size`): one small sort in core instead of std's 40
+/// copies (−17.5 KB gzip); the deck's text out of the wasm into `deck.json`, fetched by the cards
+/// page, whose rule cards it makes from the rule docs it has anyway (first visit −14.4 KB, total
+/// +4 KB: JSON is a little larger than the same text in the wasm); on wasm32 a small Aho–Corasick
+/// of core's own for the line scan instead of the `aho-corasick` crate (−32 KB gzip); then the
+/// whole deck (`full-deck`: log-reading and numeric cards) in `deck.json` (+36.4 KB, on demand);
+/// `to_ascii_uppercase` for an ASCII metric name, dropping the Unicode case tables (−3 KB).
+/// `opt-level = "s"` was measured too: +82 KB gzip, so "z" stays. Result: 702,146 B gzip in
+/// all (deck.json 54,814 of it), 646,939 B the first visit.
+///
+/// Why the total is not 600 KB with every feature: what remains of the wasm is the analyzer the
+/// product is (its own parsers and 48 rules ~170 KB raw code, their docs and the signal table in
+/// two languages), the probe, the KV estimator and Leptos, and the deck is 55 KB of text; no
+/// part left is over ~40 KB gzip, and each one split into its own wasm module duplicates
+/// std/alloc/serde_json (~25–35 KB gzip a module), which grows the total. Hence the second
+/// budget, [`FIRST_VISIT_BUDGET_GZIP_BYTES`], on what a first visit loads, which is what a
+/// user waits for. Next, by size, to bring the first visit to 600 KB: the Chinese text loaded
+/// only when the UI is switched to 中文 (runs holding Chinese are ~80 KB gzip of the data), the
+/// drill's simulator as its own wasm module (~20 KB gzip of code), the KV estimator likewise
+/// (~30 KB); panic locations (1,298, 21 KB raw) need nightly's `-Zlocation-detail=none`.
 pub const BUDGET_GZIP_BYTES: u64 = 700 * 1024;
+/// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: a ratchet just over
+/// what was measured when it was introduced (650,023 B gzip, 2026-12-04), on the way to 600 KB.
+pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 640 * 1024;
+/// What the first visit to the page downloads; everything else in `site/dist` is loaded on
+/// demand (`worker.js` when the triage page opens, on the same wasm; `deck.json` when the cards
+/// page opens).
+pub const FIRST_VISIT: &[&str] =
+    &["index.html", "style.css", "app.js", "triage_site.js", "triage_site_bg.wasm"];
+/// The whole flashcard deck, fetched by the cards page (`site/src/pages/cards.rs`).
+pub const DECK_FILE: &str = "deck.json";
 /// The wasm-bindgen version the site crate pins (`=0.2.130` in site/Cargo.toml).
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
 
@@ -95,27 +133,56 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
         let entry = entry?;
         std::fs::copy(entry.path(), out.join(entry.file_name()))?;
     }
-    let (mut raw, mut gz) = (0, 0);
+    // The flashcard deck as data the cards page fetches when it opens, built here, natively, by
+    // the same core: every card but the rules' (the page makes those from the rule docs its
+    // wasm carries for the analyzer: `cards::with_rule_cards`).
+    let deck: Vec<_> =
+        triage_core::cards::deck().into_iter().filter(|c| !triage_core::cards::is_rule_card(c)).collect();
+    std::fs::write(out.join(DECK_FILE), serde_json::to_string(&deck)?)?;
+    let (mut raw, mut gz, mut first_raw, mut first_gz) = (0, 0, 0, 0);
+    let mut on_demand = serde_json::Map::new();
     let mut files: Vec<_> = std::fs::read_dir(&out)?.filter_map(Result::ok).map(|e| e.path()).collect();
     files.sort();
     for f in &files {
+        let name = f.file_name().unwrap_or_default().to_string_lossy().into_owned();
         let (r, g) = (std::fs::metadata(f)?.len(), gzip_len(f)?);
+        let first = FIRST_VISIT.contains(&name.as_str());
         eprintln!(
-            "  {:<28} {:>9} B  {:>8} B gzip",
-            f.file_name().unwrap_or_default().to_string_lossy(),
-            r,
-            g
+            "  {name:<28} {r:>9} B  {g:>8} B gzip  {}",
+            if first { "first visit" } else { "on demand" }
         );
         raw += r;
         gz += g;
+        if first {
+            first_raw += r;
+            first_gz += g;
+        } else {
+            on_demand.insert(name, serde_json::json!({"bytes": r, "gzip_bytes": g}));
+        }
     }
     eprintln!("  site/dist: {raw} B, {gz} B gzip (budget {BUDGET_GZIP_BYTES} B gzip)");
+    eprintln!(
+        "  first visit ({}): {first_raw} B, {first_gz} B gzip (budget {FIRST_VISIT_BUDGET_GZIP_BYTES} B gzip)",
+        FIRST_VISIT.join(", ")
+    );
     if gz > BUDGET_GZIP_BYTES {
         bail!("site/dist is {gz} B gzip, over the {BUDGET_GZIP_BYTES} B budget");
     }
+    if first_gz > FIRST_VISIT_BUDGET_GZIP_BYTES {
+        bail!("the first visit loads {first_gz} B gzip, over the {FIRST_VISIT_BUDGET_GZIP_BYTES} B budget");
+    }
     let results = workspace_root().join("bench-results");
     std::fs::create_dir_all(&results)?;
-    let json = serde_json::json!({"schema": "triage.bench.site/v1", "dist_bytes": raw, "dist_gzip_bytes": gz, "budget_gzip_bytes": BUDGET_GZIP_BYTES});
+    let json = serde_json::json!({
+        "schema": "triage.bench.site/v1",
+        "dist_bytes": raw,
+        "dist_gzip_bytes": gz,
+        "budget_gzip_bytes": BUDGET_GZIP_BYTES,
+        "first_visit_bytes": first_raw,
+        "first_visit_gzip_bytes": first_gz,
+        "first_visit_budget_gzip_bytes": FIRST_VISIT_BUDGET_GZIP_BYTES,
+        "on_demand": on_demand,
+    });
     std::fs::write(results.join("site-size.json"), serde_json::to_string_pretty(&json)? + "\n")?;
     Ok((raw, gz))
 }

@@ -181,3 +181,38 @@ fn long_files_say_why() {
         "a `//! Size:` reason on a file within {MAX_CODE_LINES} lines of code: {stale:?}"
     );
 }
+
+/// The code lines (before a trailing tests module) of `text` that call one of std's slice sorts.
+fn std_sort_calls(text: &str) -> Vec<usize> {
+    const CALLS: &[&str] =
+        &[".sort()", ".sort_by(", ".sort_by_key(", ".sort_unstable()", ".sort_unstable_by(", ".sort_unstable_by_key("];
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines.iter().position(|l| l.trim_end() == "#[cfg(test)]").unwrap_or(lines.len());
+    (0..end)
+        .filter(|&i| !lines[i].trim_start().starts_with("//") && CALLS.iter().any(|c| lines[i].contains(c)))
+        .map(|i| i + 1)
+        .collect()
+}
+
+#[test]
+fn std_sort_calls_are_found() {
+    assert_eq!(std_sort_calls("let a = 1;\nv.sort_by(|a, b| a.cmp(b));\n// x.sort()\n"), [2]);
+    assert!(std_sort_calls("crate::sort::sort_by(&mut v, f);\n#[cfg(test)]\nv.sort();\n").is_empty());
+}
+
+/// Core and the site sort with `triage_core::sort`: each std sort instantiation is ~3.5 KB of
+/// the site's wasm (40 of them were 17 KB gzip).
+#[test]
+fn core_and_site_sort_with_one_sort() {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates/core/src"), &mut files);
+    rust_files(&root().join("site/src"), &mut files);
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !is_test_file(f) && !f.ends_with("sort.rs")) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for line in std_sort_calls(&text) {
+            found.push(format!("{}:{line}", f.strip_prefix(root()).unwrap_or(f).display()));
+        }
+    }
+    assert!(found.is_empty(), "std sorts in core or the site (use triage_core::sort): {found:?}");
+}

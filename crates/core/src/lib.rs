@@ -16,6 +16,7 @@ pub mod lang;
 pub mod probe;
 pub mod prometheus;
 pub mod safe;
+pub mod sort;
 pub mod sse;
 pub mod stats;
 pub mod stream;

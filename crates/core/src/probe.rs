@@ -299,7 +299,7 @@ impl ProbeReport {
         wall_ms: f64,
         mut requests: Vec<RequestRecord>,
     ) -> Self {
-        requests.sort_by_key(|r| r.index);
+        crate::sort::sort_by_key(&mut requests, |r| r.index);
         let summary = ProbeSummary::of(&requests, wall_ms);
         ProbeReport {
             schema: SCHEMA.to_owned(),

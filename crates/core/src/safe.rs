@@ -43,7 +43,7 @@ impl Secrets {
                 self.exact.push(candidate.to_owned());
             }
         }
-        self.exact.sort_by_key(|e| std::cmp::Reverse(e.len()));
+        crate::sort::sort_by_key(&mut self.exact, |e| std::cmp::Reverse(e.len()));
     }
 
     /// Builder form of [`Secrets::add`].

@@ -1,5 +1,11 @@
-//! Flashcards: the core's deck (interview questions, definitions, every rule, log anatomy) with
-//! FSRS scheduling; progress in localStorage, exportable and importable as JSON.
+//! Flashcards: the core's deck (interview questions, definitions, every rule, log anatomy, log
+//! reading, numbers) with FSRS scheduling; progress in localStorage, exportable and importable as
+//! JSON.
+//!
+//! The deck's text is not compiled into the page's wasm: `cargo xtask site` writes core's
+//! `cards::deck()` less the rule cards to `deck.json` beside it, and this page fetches that file
+//! from its own origin when it opens (the first visit does not download it), then makes the rule
+//! cards from the rule docs the wasm carries for the analyzer (`cards::with_rule_cards`).
 
 use crate::app::{click, on_event, tx, use_lang};
 use crate::browser;
@@ -8,9 +14,11 @@ use crate::i18n::Msg;
 use leptos::prelude::*;
 use std::collections::BTreeMap;
 use triage_core::cards::fsrs::{Memory, Rating, review};
-use triage_core::cards::{Card, deck};
+use triage_core::cards::{Card, with_rule_cards};
 
 const STORE: &str = "triage.cards.v1";
+/// The deck, written by `cargo xtask site` next to `index.html`.
+pub const DECK_FILE: &str = "./deck.json";
 /// New cards introduced per day.
 const NEW_PER_DAY: usize = 20;
 
@@ -68,11 +76,30 @@ fn next_card(cards: &[Card], progress: &BTreeMap<String, Memory>, now: f64) -> O
 #[component]
 pub fn CardsPage() -> impl IntoView {
     let lang = use_lang();
-    let cards = StoredValue::new(deck());
+    // `None` until `deck.json` has arrived; `Err` if it could not be read.
+    let deck = RwSignal::new(None::<Result<(), String>>);
+    let cards = StoredValue::new(Vec::<Card>::new());
+    leptos::task::spawn_local(async move {
+        let got = browser::fetch_own(DECK_FILE)
+            .await
+            .and_then(|t| serde_json::from_str::<Vec<Card>>(&t).map_err(|e| e.to_string()))
+            .map(with_rule_cards);
+        match got {
+            Ok(c) => {
+                cards.set_value(c);
+                deck.set(Some(Ok(())));
+            }
+            Err(e) => deck.set(Some(Err(e))),
+        }
+    });
     let progress = RwSignal::new(load());
     let shown = RwSignal::new(false);
-    let current = Memo::new(move |_| cards.with_value(|c| next_card(c, &progress.get(), now_days())));
+    let current = Memo::new(move |_| {
+        deck.track();
+        cards.with_value(|c| next_card(c, &progress.get(), now_days()))
+    });
     let count = Memo::new(move |_| {
+        deck.track();
         let now = now_days();
         cards.with_value(|c| progress.with(|p| counts(c, p, now)))
     });
@@ -125,12 +152,14 @@ pub fn CardsPage() -> impl IntoView {
             <span data-testid="cards-new">{move || count.get().new}</span> " " {tx(lang, Msg::CardsNew)} " · "
             <span data-testid="cards-learning">{move || count.get().learning}</span> " " {tx(lang, Msg::CardsLearning)} " · "
             <span data-testid="cards-due">{move || count.get().due}</span> " " {tx(lang, Msg::CardsDue)}
-            " · " {move || cards.with_value(|c| c.len())} " cards · "
+            " · " <span data-testid="cards-total">{move || { deck.track(); cards.with_value(|c| c.len()) }}</span> " cards · "
             <span data-testid="cards-reviewed">{move || progress.with(|p| p.len())}</span> " reviewed"
         </p>
-        {move || match current.get() {
-            None => fixed(view! { <p data-testid="cards-done">{tx(lang, Msg::CardsDone)}</p> }),
-            Some(i) => {
+        {move || match (deck.get(), current.get()) {
+            (None, _) => fixed(view! { <p class="note" data-testid="cards-loading">{tx(lang, Msg::CardsLoading)}</p> }),
+            (Some(Err(e)), _) => fixed(view! { <p class="error" data-testid="cards-error">{tx(lang, Msg::CardsLoadFailed)} " " {e}</p> }),
+            (Some(Ok(())), None) => fixed(view! { <p data-testid="cards-done">{tx(lang, Msg::CardsDone)}</p> }),
+            (Some(Ok(())), Some(i)) => {
                 let card = cards.with_value(|c| c[i].clone());
                 let (front_card, back_card) = (card.clone(), card.clone());
                 fixed(view! {

@@ -333,7 +333,7 @@ pub fn ProbePage() -> impl IntoView {
                     }
                     records.update(|v| {
                         v.push(rec);
-                        v.sort_by_key(|r| r.index);
+                        triage_core::sort::sort_by_key(v, |r| r.index);
                     });
                     finished.set(finished.get() + 1);
                     if finished.get() == total {

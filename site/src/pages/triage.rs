@@ -556,7 +556,7 @@ fn ReportCharts(report: Report) -> impl IntoView {
         }
         if let Some(c) = canvas(cdf) {
             let mut sorted = ttft.clone();
-            sorted.sort_by(f64::total_cmp);
+            triage_core::sort::sort_by(&mut sorted, f64::total_cmp);
             let n = sorted.len().max(1) as f64;
             let points: Vec<(f64, f64)> =
                 sorted.iter().enumerate().map(|(i, v)| (*v, (i + 1) as f64 / n)).collect();

@@ -9,6 +9,7 @@
 pub mod facts;
 pub mod figures;
 pub mod kind;
+pub mod needles;
 pub mod parsers;
 pub mod report;
 pub mod rules;
@@ -303,7 +304,7 @@ impl Analyzer {
         let outage = |f: &report::Finding| {
             matches!(f.class, report::Class::Oom | report::Class::ThroughputZero) && f.confidence >= 0.5
         };
-        findings.sort_by(|a, b| {
+        crate::sort::sort_by(&mut findings, |a, b| {
             outage(b)
                 .cmp(&outage(a))
                 .then(b.confidence.total_cmp(&a.confidence))

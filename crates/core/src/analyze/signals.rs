@@ -120,7 +120,7 @@ struct Target {
 
 /// One automaton for every substring a line is asked about: the signals' first needles, the
 /// capacity keys and [`AUX`]. A line is read once, whatever the table's size.
-static SCANNER: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Target>)> =
+static SCANNER: std::sync::LazyLock<(Automaton, Vec<Target>, Vec<&'static str>)> =
     std::sync::LazyLock::new(|| {
         // Each pattern once, with everything it means (one pattern may mean several things).
         fn slot<'t>(table: &'t mut Vec<(&'static str, Target)>, text: &'static str) -> &'t mut Target {
@@ -148,13 +148,42 @@ static SCANNER: std::sync::LazyLock<(aho_corasick::AhoCorasick, Vec<Target>)> =
             slot(&mut table, text).vllm |= 1 << i;
         }
         let (patterns, targets): (Vec<&str>, Vec<Target>) = table.into_iter().unzip();
-        let ac = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::Standard)
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build(&patterns)
-            .expect("static patterns build");
-        (ac, targets)
+        (automaton(&patterns), targets, patterns)
     });
+
+/// The scan's automaton: `aho-corasick`'s DFA natively; on wasm32 core's small one
+/// ([`super::needles`]), which finds the same matches in far less code (the site's wasm).
+#[cfg(not(target_arch = "wasm32"))]
+type Automaton = aho_corasick::AhoCorasick;
+#[cfg(target_arch = "wasm32")]
+type Automaton = super::needles::Needles;
+
+#[cfg(not(target_arch = "wasm32"))]
+fn automaton(patterns: &[&str]) -> Automaton {
+    aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::Standard)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+        .build(patterns)
+        .expect("static patterns build")
+}
+
+#[cfg(target_arch = "wasm32")]
+fn automaton(patterns: &[&str]) -> Automaton {
+    super::needles::Needles::new(patterns)
+}
+
+/// Call `f` with the pattern index of every match in `line`, overlapping ones included.
+#[cfg(not(target_arch = "wasm32"))]
+fn each_match(a: &Automaton, line: &str, mut f: impl FnMut(usize)) {
+    for m in a.find_overlapping_iter(line) {
+        f(m.pattern().as_usize());
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+fn each_match(a: &Automaton, line: &str, f: impl FnMut(usize)) {
+    a.each_in(line.as_bytes(), f);
+}
 
 /// What one pass over a line found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -212,7 +241,7 @@ impl ScanCache {
                 && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
             {
                 out.signals.push(i);
-                out.signals.sort_unstable();
+                crate::sort::sort(&mut out.signals);
             }
             return (out, q.alarm);
         }
@@ -280,10 +309,10 @@ fn shape_of(line: &[u8]) -> u64 {
 
 /// Read `line` once for everything [`Watch`] asks of it.
 pub fn scan(line: &str) -> Scan {
-    let (ac, targets) = &*SCANNER;
+    let (ac, targets, _) = &*SCANNER;
     let mut out = Scan::default();
-    for m in ac.find_overlapping_iter(line) {
-        let target = &targets[m.pattern().as_usize()];
+    each_match(ac, line, |p| {
+        let target = &targets[p];
         out.aux |= target.aux;
         out.vllm |= target.vllm;
         out.digit_bound |= target.digit_bound;
@@ -292,14 +321,14 @@ pub fn scan(line: &str) -> Scan {
                 out.signals.push(i);
             }
         }
-    }
+    });
     if out.aux & aux::CAPACITY != 0
         && capacity_not_positive(line)
         && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
     {
         out.signals.push(i);
     }
-    out.signals.sort_unstable();
+    crate::sort::sort(&mut out.signals);
     out
 }
 
@@ -693,7 +722,7 @@ impl Signals {
             .filter(|(i, _)| keep(&SIGNALS[**i]))
             .flat_map(|(_, h)| h.lines.iter().cloned())
             .collect();
-        lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
+        crate::sort::sort_by(&mut lines, |a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
         lines.dedup();
         lines.truncate(max);
         lines
@@ -874,6 +903,30 @@ fn keep(out: &mut Signals, block: Block) {
 
 #[cfg(test)]
 mod tests {
+
+    /// The wasm32 automaton finds what `aho-corasick` finds, on the scan's own patterns: each
+    /// pattern alone in a line, and lines holding several, overlapping.
+    #[test]
+    fn the_small_automaton_agrees_with_aho_corasick_on_the_table() {
+        let (_, _, patterns) = &*SCANNER;
+        let ours = crate::analyze::needles::Needles::new(patterns);
+        let theirs = aho_corasick::AhoCorasick::new(patterns).expect("builds");
+        let mut lines: Vec<String> =
+            patterns.iter().map(|p| format!("INFO 12:00:01 [x] {p} (tail)")).collect();
+        lines.extend(patterns.chunks(7).map(|c| c.concat()));
+        lines.extend(
+            patterns.windows(2).map(|w| format!("{}{}", w[0].get(..w[0].len() / 2).unwrap_or(""), w[1])),
+        );
+        for line in &lines {
+            let mut a = Vec::new();
+            ours.each_in(line.as_bytes(), |p| a.push(p));
+            let mut b: Vec<usize> =
+                theirs.find_overlapping_iter(line.as_str()).map(|m| m.pattern().as_usize()).collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b, "{line}");
+        }
+    }
     use super::*;
 
     /// Every pattern of the line scan.

@@ -480,6 +480,13 @@ pub fn cards() -> Vec<Card> {
     written("crosswalk", CROSSWALK, &mut out);
     written("formula", FORMULAS, &mut out);
     written("pitfall", PITFALLS, &mut out);
+    out.extend(every_rule());
+    out
+}
+
+/// The four cards of every rule, in [`rules::docs`] order (the end of [`cards`]).
+pub fn every_rule() -> Vec<Card> {
+    let mut out = Vec::new();
     for r in rules::docs() {
         rule_cards(r, &mut out);
     }

@@ -125,7 +125,7 @@ impl EngineSeries {
                 Err(_) => {}
             }
         }
-        out.samples.sort_by(|a, b| a.t.total_cmp(&b.t));
+        crate::sort::sort_by(&mut out.samples, |a, b| a.t.total_cmp(&b.t));
         out
     }
 

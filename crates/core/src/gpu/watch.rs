@@ -252,7 +252,9 @@ impl GpuWatch {
         }
         out.extend(self.stall.raised.iter().cloned());
         out.extend(self.events.iter().map(|(_, f)| f.clone()));
-        out.sort_by(|a, b| a.t.total_cmp(&b.t).then(a.gpu.cmp(&b.gpu)).then(a.rule.cmp(&b.rule)));
+        crate::sort::sort_by(&mut out, |a, b| {
+            a.t.total_cmp(&b.t).then(a.gpu.cmp(&b.gpu)).then(a.rule.cmp(&b.rule))
+        });
         out
     }
 

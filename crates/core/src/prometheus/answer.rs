@@ -130,7 +130,7 @@ pub fn parse_matrix(
         )));
     }
     let mut raw = data.result;
-    raw.sort_by(|a, b| a.metric.cmp(&b.metric));
+    crate::sort::sort_by(&mut raw, |a, b| a.metric.cmp(&b.metric));
     let mut m = Matrix {
         cut: warnings.into_iter().map(|w| format!("Prometheus warned: {w}")).collect(),
         ..Matrix::default()

@@ -225,7 +225,7 @@ fn gpus<'a>(m: &'a Matrix, members: &[usize], secrets: &Secrets) -> Vec<Gpu<'a>>
         g.fields.entry(s.name()).or_insert(i);
     }
     let mut v: Vec<Gpu<'a>> = by_key.into_values().collect();
-    v.sort_by_key(|g| g.index);
+    crate::sort::sort_by_key(&mut v, |g| g.index);
     v
 }
 
@@ -242,7 +242,7 @@ fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>]) -> Built {
         .iter()
         .flat_map(|g| g.fields.values().flat_map(|&i| m.series[i].points.iter().map(|p| p.0)))
         .collect();
-    times.sort_by(f64::total_cmp);
+    crate::sort::sort_by(&mut times, f64::total_cmp);
     times.dedup();
     if times.is_empty() || cols.is_empty() {
         return b;
@@ -519,14 +519,14 @@ pub fn analyze(
         .filter(|r| !matches!(r.verdict, Verdict::Healthy | Verdict::Inconclusive))
         .filter_map(|r| r.findings.iter().find(|f| Verdict::from(f.class) == r.verdict))
         .collect();
-    causes.sort_by(|a, b| rank(a, b));
+    crate::sort::sort_by(&mut causes, |a, b| rank(a, b));
     let verdict = match causes.first() {
         Some(f) => Verdict::from(f.class),
         // Gateways are not analysed, so a window of gateways alone shows no health.
         None if !all.is_empty() && all.iter().all(|r| r.verdict == Verdict::Healthy) => Verdict::Healthy,
         None => Verdict::Inconclusive,
     };
-    tagged.sort_by(|a, b| rank(&a.finding, &b.finding).then(a.group.cmp(&b.group)));
+    crate::sort::sort_by(&mut tagged, |a, b| rank(&a.finding, &b.finding).then(a.group.cmp(&b.group)));
     // A replica's tail and its whole window may find the same: keep the better-ranked one.
     let mut seen: Vec<(String, Option<Subject>)> = Vec::new();
     tagged.retain(|t| {
@@ -661,7 +661,7 @@ fn buckets(m: &Matrix, members: &[usize], bases: &[&str], per_s: f64) -> Option<
         if !last.is_empty() {
             let sort = |x: BTreeMap<u64, (f64, f64)>| {
                 let mut v: Vec<(f64, f64)> = x.into_values().collect();
-                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                crate::sort::sort_by(&mut v, |a, b| a.0.total_cmp(&b.0));
                 v
             };
             return Some((sort(first), sort(last)));
@@ -816,13 +816,13 @@ fn fleet(
         _ => "waiting",
     };
     match ranked_by {
-        "itl_p99" => replicas.sort_by_key(|r| desc(r.itl_p99_s)),
+        "itl_p99" => crate::sort::sort_by_key(&mut replicas, |r| desc(r.itl_p99_s)),
         "generation_rate" => {
-            replicas.sort_by_key(|r| r.generation_tokens_per_s.map_or(i64::MAX, |v| (v * 1e6) as i64))
+            crate::sort::sort_by_key(&mut replicas, |r| r.generation_tokens_per_s.map_or(i64::MAX, |v| (v * 1e6) as i64))
         }
-        "kv_usage" => replicas.sort_by_key(|r| desc(r.kv_usage_max)),
-        "ttft_p99" => replicas.sort_by_key(|r| (desc(r.ttft_p99_s), desc(r.waiting_max))),
-        _ => replicas.sort_by_key(|r| desc(r.waiting_max)),
+        "kv_usage" => crate::sort::sort_by_key(&mut replicas, |r| desc(r.kv_usage_max)),
+        "ttft_p99" => crate::sort::sort_by_key(&mut replicas, |r| (desc(r.ttft_p99_s), desc(r.waiting_max))),
+        _ => crate::sort::sort_by_key(&mut replicas, |r| desc(r.waiting_max)),
     }
     let mut gateways: Vec<GatewayRank> = whole("gateway")
         .map(|(gi, pi)| (&parts[pi], &groups[gi]))
@@ -842,7 +842,7 @@ fn fleet(
             }
         })
         .collect();
-    gateways.sort_by_key(|g| (desc(g.ttft_p99_s), desc(g.errors_per_s)));
+    crate::sort::sort_by_key(&mut gateways, |g| (desc(g.ttft_p99_s), desc(g.errors_per_s)));
     // A node with one GPU has no peers of its own: compare it with the fleet's GPUs of its model
     // (not tensor-parallel peers, so no rule judges it; the ranking still shows an outlier).
     let all: Vec<(Option<String>, f64)> =
@@ -863,7 +863,7 @@ fn fleet(
             g.ratio = (p > 0.0).then(|| (g.sm_clock_mhz / p * 1000.0).round() / 1000.0);
         }
     }
-    gpus.sort_by(|a, b| {
+    crate::sort::sort_by(&mut gpus, |a, b| {
         a.ratio
             .unwrap_or(f64::INFINITY)
             .total_cmp(&b.ratio.unwrap_or(f64::INFINITY))

@@ -157,7 +157,7 @@ impl CumulativeHistogram {
                 sorted.push((le, count));
             }
         }
-        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        crate::sort::sort_by(&mut sorted, |a, b| a.0.total_cmp(&b.0));
 
         let mut merged: Vec<(f64, f64)> = Vec::with_capacity(sorted.len());
         for (le, count) in sorted {
@@ -245,7 +245,7 @@ pub fn delta(earlier: &[(f64, f64)], later: &[(f64, f64)]) -> Result<Vec<(f64, f
             return Err(BucketError::Invalid { le });
         }
         let mut v = buckets.to_vec();
-        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        crate::sort::sort_by(&mut v, |a, b| a.0.total_cmp(&b.0));
         Ok(v)
     };
     let (earlier, later) = (sorted(earlier)?, sorted(later)?);

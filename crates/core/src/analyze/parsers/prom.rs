@@ -84,7 +84,7 @@ impl Scrape {
             }
         }
         let mut v: Vec<(f64, f64)> = by_le.into_values().collect();
-        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        crate::sort::sort_by(&mut v, |a, b| a.0.total_cmp(&b.0));
         v
     }
 
@@ -211,7 +211,7 @@ pub(crate) fn parse_sample(line: &str) -> Option<Sample> {
     let mut parts = rest.split_whitespace();
     let value = parse_value(parts.next()?)?;
     let ts = parts.next().and_then(|t| t.parse().ok());
-    labels.sort();
+    crate::sort::sort(&mut labels);
     Some((name.to_owned(), labels, value, ts))
 }
 

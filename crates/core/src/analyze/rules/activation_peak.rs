@@ -96,7 +96,7 @@ fn compute_buffer(f: &Facts, lang: Lang) -> Option<Finding> {
         return None;
     }
     let mut evidence: Vec<_> = hits.iter().flat_map(|h| h.lines.iter().cloned()).collect();
-    evidence.sort_by_key(|e| (e.input.clone(), e.line));
+    crate::sort::sort_by_key(&mut evidence, |e| (e.input.clone(), e.line));
     evidence.truncate(3);
     Some(RULE.doc.finding(
         lang,

@@ -40,7 +40,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 continue;
             }
             let confidence = if wide && over { 0.8 } else { 0.7 };
-            let name = metric.trim_end_matches("_ms").to_uppercase();
+            let name = metric.trim_end_matches("_ms").to_ascii_uppercase();
             let summary = lang.pick(
                 format!("The benchmark ({}) measured {} {name} {p} of {tail:.0} ms against a {mid_name} of {mid:.1} ms ({:.1}×): decoding stalls now and then.", b.tool, if name == "ITL" { "an" } else { "a" }, tail / mid),
                 format!("压测（{}）测得 {name} {p} 为 {tail:.0} ms，{mid_name} 为 {mid:.1} ms（{:.1}×）：解码时不时停顿。", b.tool, tail / mid),

@@ -62,7 +62,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let n = attempts;
     let mut evidence: Vec<_> = retry_lines.into_iter().take(2).collect();
     evidence.extend(connection.into_iter().take(2));
-    evidence.sort_by_key(|e| e.line);
+    crate::sort::sort_by_key(&mut evidence, |e| e.line);
     evidence.dedup();
     Some(RULE.doc.finding(
         lang,

@@ -33,7 +33,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             lines.push(l);
         }
     }
-    lines.sort_by(|a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
+    crate::sort::sort_by(&mut lines, |a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
     if lines.is_empty() {
         return None;
     }

@@ -121,7 +121,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     ];
     let hits: Vec<_> = REJECTIONS.iter().filter_map(|id| f.signals.seen(id)).collect();
     let mut rejected: Vec<EvidenceLine> = hits.iter().flat_map(|h| h.lines.iter().cloned()).take(2).collect();
-    rejected.sort_by_key(|e| e.line);
+    crate::sort::sort_by_key(&mut rejected, |e| e.line);
     let n_rejected = f.tgi.overloaded.max(hits.iter().map(|h| h.count).sum());
     if !rejected.is_empty() || f.tgi.overloaded > 0 {
         confidence = confidence.max(0.7);

@@ -125,7 +125,7 @@ fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
     if slow.is_empty() || slow.len() * 2 > gpus.len() {
         return None;
     }
-    slow.sort_by(|a, b| a.2.total_cmp(&b.2));
+    crate::sort::sort_by(&mut slow, |a, b| a.2.total_cmp(&b.2));
     let (g, peer_clock, ratio) = slow[0];
     let peers: Vec<&Gpu<'_>> = gpus.iter().filter(|p| slow.iter().all(|s| s.0.index != p.index)).collect();
     let peer_med = |f: &dyn Fn(&GpuReading) -> Option<f64>| {

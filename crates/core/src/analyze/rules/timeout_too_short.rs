@@ -250,7 +250,7 @@ fn client_timeouts(f: &Facts) -> Option<(u64, Vec<EvidenceLine>, Option<f64>)> {
     if n == 0 {
         return None;
     }
-    lines.sort_by_key(|e| e.line);
+    crate::sort::sort_by_key(&mut lines, |e| e.line);
     let secs = lines.iter().find_map(|l| {
         ["timeout=", "timeout: ", "timeout "]
             .iter()
@@ -268,7 +268,7 @@ fn fixed_abort_age(f: &Facts) -> Option<(f64, Vec<EvidenceLine>)> {
         return None;
     }
     let mut sorted: Vec<f64> = ages.iter().map(|(a, _)| *a).filter(|a| *a > 0.0).collect();
-    sorted.sort_by(f64::total_cmp);
+    crate::sort::sort_by(&mut sorted, f64::total_cmp);
     let (lo, hi) = (*sorted.first()?, *sorted.last()?);
     let median = sorted[sorted.len() / 2];
     if sorted.len() < 3 || hi - lo > (0.1 * median).max(2.0) {

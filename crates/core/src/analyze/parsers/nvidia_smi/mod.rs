@@ -159,7 +159,7 @@ fn add_reason(reasons: &mut Vec<String>, reason: &str) {
     if !reasons.iter().any(|known| known == reason) {
         reasons.push(reason.to_owned());
         let rank = |r: &String| REASON_BITS.iter().position(|(_, n)| n == r).unwrap_or(usize::MAX);
-        reasons.sort_by_key(rank);
+        crate::sort::sort_by_key(reasons, rank);
     }
 }
 
