@@ -653,15 +653,12 @@ pub fn series(f: &Facts) -> BTreeMap<String, Vec<[f64; 2]>> {
 
 #[cfg(test)]
 mod tests {
-    use crate::analyze::Analyzer;
+    use crate::analyze::Lang;
+    use crate::analyze::testutil::{fixture_bytes, run_inputs};
 
     #[test]
     fn sglang_batch_lines_become_time_series() {
-        let mut a = Analyzer::new();
-        a.begin("server.log");
-        a.feed(include_bytes!("../../../../tests/data/sglang/server.log"));
-        a.end();
-        let r = a.finish();
+        let r = run_inputs(Lang::En, &[("server.log", fixture_bytes!("sglang/server.log"))]).report;
         for name in ["sglang.running", "sglang.queue", "sglang.token_usage_pct", "sglang.gen_tps"] {
             let s = r.series.get(name).unwrap_or_else(|| panic!("no {name} in {:?}", r.series.keys()));
             assert!(s.len() >= 2, "{name}: {s:?}");

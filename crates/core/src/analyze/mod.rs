@@ -500,6 +500,7 @@ pub(crate) fn assert_same_but_text(en: &Report, zh: &Report, ctx: &str) {
 
 #[cfg(test)]
 mod tests {
+    use super::testutil::fixture;
     use super::*;
     use proptest::prelude::*;
 
@@ -625,27 +626,18 @@ mod tests {
     #[test]
     fn chinese_reports_match_english_ones() {
         const FIXTURES: &[(&str, &str)] = &[
-            ("healthy.log", include_str!("../../../../tests/data/incidents/healthy.log")),
-            ("tbt_preemption.log", include_str!("../../../../tests/data/incidents/tbt_preemption.log")),
-            (
-                "throughput_kv_leak.prom",
-                include_str!("../../../../tests/data/incidents/throughput_kv_leak.prom"),
-            ),
-            (
-                "throughput_nccl_dead.log",
-                include_str!("../../../../tests/data/incidents/throughput_nccl_dead.log"),
-            ),
-            ("throughput_stall.log", include_str!("../../../../tests/data/incidents/throughput_stall.log")),
-            (
-                "ttft_long_prompts.jsonl",
-                include_str!("../../../../tests/data/incidents/ttft_long_prompts.jsonl"),
-            ),
-            ("ttft_queueing.log", include_str!("../../../../tests/data/incidents/ttft_queueing.log")),
-            ("h200_200gib.txt", include_str!("../../../../tests/data/oom/h200_200gib.txt")),
-            ("8gpu.txt", include_str!("../../../../tests/data/smi/synthetic_8gpu_one_slow.txt")),
-            ("settings.json", include_str!("../../../../tests/data/configs/claude_settings.json")),
-            ("config.toml", include_str!("../../../../tests/data/configs/codex_config.toml")),
-            ("oom.log", include_str!("../../../../tests/data/kv/vllm-v1-oom-max-model-len.log")),
+            ("healthy.log", fixture!("incidents/healthy.log")),
+            ("tbt_preemption.log", fixture!("incidents/tbt_preemption.log")),
+            ("throughput_kv_leak.prom", fixture!("incidents/throughput_kv_leak.prom")),
+            ("throughput_nccl_dead.log", fixture!("incidents/throughput_nccl_dead.log")),
+            ("throughput_stall.log", fixture!("incidents/throughput_stall.log")),
+            ("ttft_long_prompts.jsonl", fixture!("incidents/ttft_long_prompts.jsonl")),
+            ("ttft_queueing.log", fixture!("incidents/ttft_queueing.log")),
+            ("h200_200gib.txt", fixture!("oom/h200_200gib.txt")),
+            ("8gpu.txt", fixture!("smi/synthetic_8gpu_one_slow.txt")),
+            ("settings.json", fixture!("configs/claude_settings.json")),
+            ("config.toml", fixture!("configs/codex_config.toml")),
+            ("oom.log", fixture!("kv/vllm-v1-oom-max-model-len.log")),
         ];
         let mut fired = std::collections::BTreeSet::new();
         for (name, text) in FIXTURES {

@@ -908,7 +908,7 @@ mod tests {
             }
         }
         let mut out = Vec::new();
-        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub), &mut out);
+        walk(&crate::analyze::testutil::data_dir().join(sub), &mut out);
         out
     }
 

@@ -48,6 +48,11 @@ impl Run {
     pub fn sections(&self) -> &[InputSection] {
         &self.report.inputs
     }
+
+    /// One parser's facts (`pick` takes them out of [`Facts`]) and the sections, owned.
+    pub fn take<T>(self, pick: impl FnOnce(Facts) -> T) -> (T, Vec<InputSection>) {
+        (pick(self.facts), self.report.inputs)
+    }
 }
 
 /// `text` as one input called `name`, in English.

@@ -67,11 +67,12 @@ mod tests {
     use super::engine::EngineSeries;
     use super::series::Series;
     use super::*;
+    use crate::analyze::testutil::fixture;
 
-    const H200: &str = include_str!("../../../../tests/data/nvml/h200_series.jsonl");
-    const H200X8: &str = include_str!("../../../../tests/data/nvml/h200x8_one_slow.jsonl");
-    const PHASES: &str = include_str!("../../../../tests/data/nvml/h200_phases.json");
-    const ENGINE_IDLE: &str = include_str!("../../../../tests/data/nvml/engine_nothing_running.prom");
+    const H200: &str = fixture!("nvml/h200_series.jsonl");
+    const H200X8: &str = fixture!("nvml/h200x8_one_slow.jsonl");
+    const PHASES: &str = fixture!("nvml/h200_phases.json");
+    const ENGINE_IDLE: &str = fixture!("nvml/engine_nothing_running.prom");
 
     /// (phase name, start) from the capture's marks.
     fn phase_of(t: f64) -> String {

@@ -1012,22 +1012,17 @@ impl SectionParser for BenchParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::{Analyzer, analyze};
+    use crate::analyze::analyze;
+    use crate::analyze::testutil::{fixture, run};
 
-    const VLLM_TXT: &str = include_str!("../../../../../tests/data/bench/vllm_bench_serve.txt");
-    const VLLM_JSON: &str = include_str!("../../../../../tests/data/bench/vllm_bench_serve.json");
-    const VLLM_PRETTY: &str = include_str!("../../../../../tests/data/bench/vllm_bench_serve_pretty.json");
-    const SGLANG_TXT: &str = include_str!("../../../../../tests/data/bench/sglang_bench_serving.txt");
-    const AIPERF_TXT: &str = include_str!("../../../../../tests/data/bench/aiperf_console.txt");
-    const AIPERF_JSON: &str = include_str!("../../../../../tests/data/bench/profile_export_aiperf.json");
-    const GUIDELLM_JSON: &str = include_str!("../../../../../tests/data/bench/guidellm_benchmarks.json");
-    const GUIDELLM_TXT: &str = include_str!("../../../../../tests/data/bench/guidellm_console.txt");
-
-    fn read(text: &str) -> (Vec<BenchFacts>, Vec<crate::analyze::report::InputSection>) {
-        let mut a = Analyzer::new();
-        a.add_text("bench", text);
-        (std::mem::take(&mut a.facts.bench), std::mem::take(&mut a.sections))
-    }
+    const VLLM_TXT: &str = fixture!("bench/vllm_bench_serve.txt");
+    const VLLM_JSON: &str = fixture!("bench/vllm_bench_serve.json");
+    const VLLM_PRETTY: &str = fixture!("bench/vllm_bench_serve_pretty.json");
+    const SGLANG_TXT: &str = fixture!("bench/sglang_bench_serving.txt");
+    const AIPERF_TXT: &str = fixture!("bench/aiperf_console.txt");
+    const AIPERF_JSON: &str = fixture!("bench/profile_export_aiperf.json");
+    const GUIDELLM_JSON: &str = fixture!("bench/guidellm_benchmarks.json");
+    const GUIDELLM_TXT: &str = fixture!("bench/guidellm_console.txt");
 
     fn fig(b: &BenchFacts, name: &str) -> f64 {
         *b.figures.get(name).unwrap_or_else(|| panic!("no {name} in {:?}", b.figures))
@@ -1035,15 +1030,19 @@ mod tests {
 
     #[test]
     fn trtllm_bench_report() {
-        let (b, _) = read(concat!(
-            "===========================================================\n",
-            "= PERFORMANCE OVERVIEW\n",
-            "===========================================================\n",
-            "Request Throughput (req/sec):                     12.4812\n",
-            "[TTFT] AVERAGE: 812.2210\n",
-            "[TTFT] P99    : 6120.4410\n",
-            "[TPOT] P99    : 41.8820\n",
-        ));
+        let (b, _) = run(
+            "bench",
+            concat!(
+                "===========================================================\n",
+                "= PERFORMANCE OVERVIEW\n",
+                "===========================================================\n",
+                "Request Throughput (req/sec):                     12.4812\n",
+                "[TTFT] AVERAGE: 812.2210\n",
+                "[TTFT] P99    : 6120.4410\n",
+                "[TPOT] P99    : 41.8820\n",
+            ),
+        )
+        .take(|f| f.bench);
         let b = &b[0];
         assert_eq!(b.figures.get("request_throughput"), Some(&12.4812));
         assert_eq!(b.figures.get("ttft_ms.p99"), Some(&6120.441));
@@ -1053,7 +1052,7 @@ mod tests {
 
     #[test]
     fn vllm_console() {
-        let (b, sections) = read(VLLM_TXT);
+        let (b, sections) = run("bench", VLLM_TXT).take(|f| f.bench);
         let kinds: Vec<_> = sections.iter().map(|s| s.kind).collect();
         assert!(kinds.iter().all(|k| *k == InputKind::BenchOutput), "{sections:?}");
         assert_eq!(b.len(), 1);
@@ -1075,7 +1074,7 @@ mod tests {
 
     #[test]
     fn vllm_json_one_line_and_pretty() {
-        let (b, sections) = read(VLLM_JSON);
+        let (b, sections) = run("bench", VLLM_JSON).take(|f| f.bench);
         assert_eq!(sections.len(), 1, "{sections:?}");
         assert!(sections[0].issues.is_empty(), "{:?}", sections[0].issues);
         let one = &b[0];
@@ -1086,7 +1085,7 @@ mod tests {
         assert_eq!(fig(one, "e2e_ms.p99"), 20012.4);
         assert_eq!(fig(one, "duration_s"), 43.97);
         assert_eq!(fig(one, "failed"), 4.0);
-        let (p, sections) = read(VLLM_PRETTY);
+        let (p, sections) = run("bench", VLLM_PRETTY).take(|f| f.bench);
         // The opening `{` (and keys before the first benchmark word) are handed to the section
         // that follows: one section from line 1.
         assert_eq!(sections.len(), 1, "{sections:?}");
@@ -1103,7 +1102,7 @@ mod tests {
 
     #[test]
     fn sglang_console() {
-        let (b, _) = read(SGLANG_TXT);
+        let (b, _) = run("bench", SGLANG_TXT).take(|f| f.bench);
         let b = &b[0];
         assert_eq!(b.tool, "sglang");
         assert_eq!(fig(b, "e2e_ms.mean"), 9011.41);
@@ -1115,7 +1114,7 @@ mod tests {
 
     #[test]
     fn aiperf_console_and_json() {
-        let (b, sections) = read(AIPERF_TXT);
+        let (b, sections) = run("bench", AIPERF_TXT).take(|f| f.bench);
         assert_eq!(sections.len(), 1, "{sections:?}");
         let b = &b[0];
         assert_eq!(b.tool, "aiperf");
@@ -1131,7 +1130,7 @@ mod tests {
         assert_eq!(fig(b, "completed"), 711.0);
         assert!(b.notes.iter().any(|n| n.contains("Inter Token Latency")));
 
-        let (j, sections) = read(AIPERF_JSON);
+        let (j, sections) = run("bench", AIPERF_JSON).take(|f| f.bench);
         assert!(sections.iter().any(|s| s.kind == InputKind::BenchOutput), "{sections:?}");
         let j = &j[0];
         assert_eq!(j.tool, "aiperf");
@@ -1145,7 +1144,7 @@ mod tests {
 
     #[test]
     fn guidellm_json_sweep() {
-        let (b, sections) = read(GUIDELLM_JSON);
+        let (b, sections) = run("bench", GUIDELLM_JSON).take(|f| f.bench);
         assert!(sections.iter().any(|s| s.kind == InputKind::BenchOutput), "{sections:?}");
         assert_eq!(b.len(), 2, "{b:?}");
         assert!(b.iter().all(|r| r.tool == "guidellm"));
@@ -1165,7 +1164,7 @@ mod tests {
 
     #[test]
     fn guidellm_console_tables() {
-        let (b, sections) = read(GUIDELLM_TXT);
+        let (b, sections) = run("bench", GUIDELLM_TXT).take(|f| f.bench);
         assert!(sections.iter().all(|s| s.kind == InputKind::BenchOutput), "{sections:?}");
         assert_eq!(b.len(), 2, "{b:?}");
         assert_eq!(b[0].label.as_deref(), Some("synchronous"));
@@ -1190,7 +1189,8 @@ mod tests {
             })
             .map(|l| l + "\n")
             .collect();
-        let ((whole, _), (cut, _)) = (read(GUIDELLM_TXT), read(&wrapped));
+        let ((whole, _), (cut, _)) =
+            (run("bench", GUIDELLM_TXT).take(|f| f.bench), run("bench", &wrapped).take(|f| f.bench));
         assert_eq!(cut.len(), whole.len());
         for (c, w) in cut.iter().zip(&whole) {
             assert_eq!(c.figures, w.figures);
@@ -1201,7 +1201,7 @@ mod tests {
     #[test]
     fn two_results_and_noise() {
         let text = format!("{VLLM_TXT}{VLLM_TXT}100%|██████████| 1000/1000 [00:43<00:00, 22.74it/s]\n");
-        let (b, sections) = read(&text);
+        let (b, sections) = run("bench", &text).take(|f| f.bench);
         assert_eq!(b.len(), 2);
         assert!(sections.iter().flat_map(|s| &s.issues).any(|i| i.message.contains("skipped")));
     }
@@ -1210,13 +1210,15 @@ mod tests {
     fn total_on_garbage_and_cut_json() {
         for cut in (0..VLLM_JSON.len()).step_by(7) {
             if VLLM_JSON.is_char_boundary(cut) {
-                let _ = read(&VLLM_JSON[..cut]);
+                let _ = run("bench", &VLLM_JSON[..cut]).take(|f| f.bench);
             }
         }
-        let (b, _) = read("Mean TTFT (ms): abc\n{\"mean_ttft_ms\": \"x\", \"p99_ttft_ms\": 1e999}\n]]]}}}\n");
+        let (b, _) =
+            run("bench", "Mean TTFT (ms): abc\n{\"mean_ttft_ms\": \"x\", \"p99_ttft_ms\": 1e999}\n]]]}}}\n")
+                .take(|f| f.bench);
         assert!(b.iter().all(|r| r.figures.values().all(|v| v.is_finite())));
         let deep = "[".repeat(1000) + "{\"mean_ttft_ms\": 5}" + &"]".repeat(1000);
-        let _ = read(&format!("{{\"p99_ttft_ms\": 1, \"x\": {deep}}}\n"));
+        let _ = run("bench", &format!("{{\"p99_ttft_ms\": 1, \"x\": {deep}}}\n")).take(|f| f.bench);
     }
 
     #[test]
@@ -1230,21 +1232,21 @@ mod tests {
             AIPERF_JSON,
             GUIDELLM_JSON,
             GUIDELLM_TXT,
-            include_str!("../../../../../tests/data/configs/claude_settings.json"),
-            include_str!("../../../../../tests/data/configs/claude_settings_oneline.json"),
-            include_str!("../../../../../tests/data/configs/codex_config.toml"),
-            include_str!("../../../../../tests/data/configs/codex_oneline.toml"),
-            include_str!("../../../../../tests/data/configs/exports.sh"),
-            include_str!("../../../../../tests/data/sglang/server.log"),
-            include_str!("../../../../../tests/data/tgi/router.log"),
-            include_str!("../../../../../tests/data/tgi/router_json.log"),
+            fixture!("configs/claude_settings.json"),
+            fixture!("configs/claude_settings_oneline.json"),
+            fixture!("configs/codex_config.toml"),
+            fixture!("configs/codex_oneline.toml"),
+            fixture!("configs/exports.sh"),
+            fixture!("sglang/server.log"),
+            fixture!("tgi/router.log"),
+            fixture!("tgi/router_json.log"),
         ];
         for text in fixtures {
             let step = (text.len() / 120).max(1);
             for cut in (0..text.len()).step_by(step) {
                 // Cut at a byte that may sit inside a character: the analyzer reads lossily.
                 let bytes = &text.as_bytes()[cut..];
-                let mut a = Analyzer::new();
+                let mut a = crate::analyze::Analyzer::new();
                 a.begin("cut");
                 a.feed(bytes);
                 a.feed(&text.as_bytes()[..cut]);
@@ -1269,7 +1271,7 @@ mod tests {
 
     #[test]
     fn mixed_paste_splits_into_sections() {
-        let settings = include_str!("../../../../../tests/data/configs/claude_settings_oneline.json");
+        let settings = fixture!("configs/claude_settings_oneline.json");
         let access = "INFO:     10.0.0.7:51234 - \"POST /api/v1/messages?utm_source=taotoken_aicg_blog_end HTTP/1.1\" 404 Not Found\n";
         let paste = format!("{settings}{access}{access}{VLLM_TXT}");
         let report = analyze(&[("paste", &paste)]);

@@ -940,20 +940,13 @@ impl SectionParser for ClientParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::Analyzer;
+    use crate::analyze::testutil::{fixture, run};
 
-    const SETTINGS_ONELINE: &str =
-        include_str!("../../../../../tests/data/configs/claude_settings_oneline.json");
-    const SETTINGS_PRETTY: &str = include_str!("../../../../../tests/data/configs/claude_settings.json");
-    const CODEX_ONELINE: &str = include_str!("../../../../../tests/data/configs/codex_oneline.toml");
-    const CODEX: &str = include_str!("../../../../../tests/data/configs/codex_config.toml");
-    const EXPORTS: &str = include_str!("../../../../../tests/data/configs/exports.sh");
-
-    fn read(text: &str) -> (Vec<ClientFacts>, Vec<crate::analyze::report::InputSection>) {
-        let mut a = Analyzer::new();
-        a.add_text("paste", text);
-        (std::mem::take(&mut a.facts.clients), std::mem::take(&mut a.sections))
-    }
+    const SETTINGS_ONELINE: &str = fixture!("configs/claude_settings_oneline.json");
+    const SETTINGS_PRETTY: &str = fixture!("configs/claude_settings.json");
+    const CODEX_ONELINE: &str = fixture!("configs/codex_oneline.toml");
+    const CODEX: &str = fixture!("configs/codex_config.toml");
+    const EXPORTS: &str = fixture!("configs/exports.sh");
 
     fn no_key_anywhere(facts: &[ClientFacts], secret: &str) {
         let dump = format!("{facts:?}");
@@ -962,7 +955,7 @@ mod tests {
 
     #[test]
     fn article_settings_json_on_one_line() {
-        let (f, sections) = read(SETTINGS_ONELINE);
+        let (f, sections) = run("paste", SETTINGS_ONELINE).take(|f| f.clients);
         assert_eq!(sections.len(), 1, "{sections:?}");
         assert_eq!(sections[0].kind, InputKind::ClientConfig);
         assert!(sections[0].issues.is_empty(), "{:?}", sections[0].issues);
@@ -981,7 +974,7 @@ mod tests {
 
     #[test]
     fn pretty_settings_json() {
-        let (f, sections) = read(SETTINGS_PRETTY);
+        let (f, sections) = run("paste", SETTINGS_PRETTY).take(|f| f.clients);
         assert_eq!(f.len(), 1, "{sections:?}");
         let c = &f[0];
         assert_eq!(
@@ -1002,7 +995,7 @@ mod tests {
 
     #[test]
     fn article_codex_toml_on_one_line() {
-        let (f, sections) = read(CODEX_ONELINE);
+        let (f, sections) = run("paste", CODEX_ONELINE).take(|f| f.clients);
         assert_eq!(sections.len(), 1, "{sections:?}");
         assert!(sections[0].issues.is_empty(), "{:?}", sections[0].issues);
         let c = &f[0];
@@ -1020,7 +1013,7 @@ mod tests {
 
     #[test]
     fn codex_toml_picks_the_active_provider() {
-        let (f, sections) = read(CODEX);
+        let (f, sections) = run("paste", CODEX).take(|f| f.clients);
         assert_eq!(sections.len(), 1, "{sections:?}");
         assert!(sections[0].issues.is_empty(), "{:?}", sections[0].issues);
         assert_eq!(f.len(), 1);
@@ -1042,7 +1035,7 @@ mod tests {
 
     #[test]
     fn article_exports_on_one_line_and_on_many() {
-        let (f, sections) = read(EXPORTS);
+        let (f, sections) = run("paste", EXPORTS).take(|f| f.clients);
         assert_eq!(sections.len(), 1, "{sections:?}");
         assert!(sections[0].issues.is_empty(), "{:?}", sections[0].issues);
         assert_eq!(f.len(), 1);
@@ -1094,7 +1087,7 @@ mod tests {
         );
         assert_eq!(redact_secrets("ask-me about sk-"), "ask-me about sk-");
         assert!(matches!(redact_secrets("plain text"), Cow::Borrowed(_)));
-        let (f, _) = read("api_key = 12345678\nbase_url = \"http://h/v1\"\n");
+        let (f, _) = run("paste", "api_key = 12345678\nbase_url = \"http://h/v1\"\n").take(|f| f.clients);
         assert!(f[0].inline_key.as_ref().unwrap().text.contains("api_key = ***"), "{f:?}");
         no_key_anywhere(&f, "12345678");
         assert_eq!(env_reference("${TAOTOKEN_API_KEY}"), Some("TAOTOKEN_API_KEY"));
@@ -1122,12 +1115,12 @@ mod tests {
     fn prose_and_garbage_are_issues_not_panics() {
         let text =
             "max_retries 设 2 而不是默认的 5\n{ \"env\": { \"API_TIMEOUT_MS\": \"abc\" \n\u{0}\"\\u12\n";
-        let (f, sections) = read(text);
+        let (f, sections) = run("paste", text).take(|f| f.clients);
         assert!(f.is_empty(), "{f:?}");
         assert!(!sections[0].issues.is_empty());
         for cut in 0..SETTINGS_ONELINE.len() {
             if SETTINGS_ONELINE.is_char_boundary(cut) {
-                let (f, _) = read(&SETTINGS_ONELINE[..cut]);
+                let (f, _) = run("paste", &SETTINGS_ONELINE[..cut]).take(|f| f.clients);
                 no_key_anywhere(&f, "sk-你");
             }
         }
@@ -1136,14 +1129,14 @@ mod tests {
     #[test]
     fn many_blocks_are_bounded() {
         let line = "{\"env\":{\"ANTHROPIC_BASE_URL\":\"https://x\"}}\n";
-        let (f, _) = read(&line.repeat(MAX_CLIENTS * 4));
+        let (f, _) = run("paste", &line.repeat(MAX_CLIENTS * 4)).take(|f| f.clients);
         assert_eq!(f.len(), MAX_CLIENTS);
     }
 
     #[test]
     fn engine_words_inside_a_config_stay_in_it() {
         let text = "model_provider = \"local\"\n[model_providers.local]\nbase_url = \"http://sglang.svc:30000/v1\"\nmodel = \"vllm.served/llama\"\n";
-        let (f, sections) = read(text);
+        let (f, sections) = run("paste", text).take(|f| f.clients);
         assert_eq!(sections.len(), 1, "{sections:?}");
         assert_eq!(f[0].base_url.as_ref().unwrap().value, "http://sglang.svc:30000/v1");
     }

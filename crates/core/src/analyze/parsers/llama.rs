@@ -325,14 +325,7 @@ pub fn go_duration(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn read(text: &str) -> LlamaFacts {
-        let mut f = LlamaFacts::default();
-        for (i, line) in text.lines().enumerate() {
-            f.line(line, || EvidenceLine { input: "x".into(), line: i + 1, text: line.to_owned() });
-        }
-        f
-    }
+    use crate::analyze::testutil::run;
 
     #[test]
     fn durations() {
@@ -345,7 +338,7 @@ mod tests {
 
     #[test]
     fn slot_timings_loads_gin_and_metrics() {
-        let f = read(concat!(
+        let f = run("llama.log", concat!(
             "slot print_timing: id  0 | task 500 | prompt processing, n_tokens =  10240, progress = 0.25, t =  12.31 s / 831.84 tokens per second\n",
             "slot print_timing: id  0 | task 500 | prompt processing, n_tokens =  20480, progress = 0.50, t =  24.70 s / 829.15 tokens per second\n",
             "slot print_timing: id  1 | task 501 | prompt eval time =     212.40 ms /   812 tokens (    0.26 ms per token,  3822.98 tokens per second)\n",
@@ -355,7 +348,7 @@ mod tests {
             "[GIN] 2025/09/22 - 14:01:10 | 500 |  30.001221904s |        10.0.0.9 | POST    \"/v1/chat/completions\"\n",
             "llamacpp:requests_deferred 37\n",
             "llamacpp:requests_processing 4\n",
-        ));
+        )).facts.llama;
         assert_eq!(f.prefills.len(), 2, "{:?}", f.prefills);
         assert_eq!((f.prefills[0].seconds, f.prefills[0].tokens), (24.70, 20480.0));
         assert!((f.prefills[1].seconds - 0.2124).abs() < 1e-9);
@@ -369,10 +362,10 @@ mod tests {
 
     #[test]
     fn trt_iterations_in_both_field_orders() {
-        let f = read(concat!(
+        let f = run("llama.log", concat!(
             "[03/04/2025-11:20:10] [TRT-LLM] [I] iter = 20410, global_rank = 0, rank = 0, num_scheduled_requests = 58, kv_cache_util = 0.412, currank_total_requests = 5123/5123, host_step_time = 21.800ms, prev_device_step_time = 22.400ms, timestamp = 2025-03-04 11:20:10, states = {}\n",
             "[03/04/2025-15:00:00] [TRT-LLM] [I] iter = 4000, global_rank = 0, rank = 0, currank_total_requests = 36/36, host_step_time = 19.300ms, prev_device_step_time = 19.800ms, timestamp = 2025-03-04 15:00:00, num_scheduled_requests: 36, states = {}\n",
-        ));
+        )).facts.llama;
         let (a, b) = (&f.trt_iterations[0], &f.trt_iterations[1]);
         assert_eq!(
             (a.scheduled, a.kv_util, a.total_requests, a.device_ms),

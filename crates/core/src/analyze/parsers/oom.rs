@@ -328,16 +328,10 @@ impl SectionParser for OomParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::Analyzer;
     use crate::analyze::kind::InputKind;
+    use crate::analyze::testutil::{fixture, run};
 
-    const H200: &str = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
-
-    fn ooms(text: &str) -> Vec<OomFacts> {
-        let mut a = Analyzer::new();
-        a.add_text("oom.txt", text);
-        std::mem::take(&mut a.facts.ooms)
-    }
+    const H200: &str = fixture!("oom/h200_200gib.txt");
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)
@@ -345,7 +339,7 @@ mod tests {
 
     #[test]
     fn real_h200_traceback() {
-        let o = ooms(H200);
+        let o = run("oom.txt", H200).facts.ooms;
         assert_eq!(o.len(), 1);
         let o = &o[0];
         assert_eq!(o.gpu, Some(0));
@@ -367,9 +361,9 @@ mod tests {
 
     #[test]
     fn brief_example_names_its_own_process() {
-        let o = &ooms(
+        let o = &run("oom.txt", 
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.91 GiB memory in use. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n",
-        )[0];
+        ).facts.ooms.remove(0);
         assert_eq!(o.processes, [(1234, 77.91)]);
         assert!(close(o.reserved_unallocated_gib, 6.5));
         assert!(close(o.allocated_by_pytorch_gib, 70.0));
@@ -382,7 +376,7 @@ mod tests {
     #[test]
     fn wrapped_over_lines() {
         let text = "RuntimeError: CUDA out of memory. Tried to allocate 2.00\nGiB. GPU 3 has a total capacity of 79.15 GiB of which 512.00 MiB is free.\nProcess 11 has 40.00 GiB memory in use. Process 12 has 38.10 GiB memory in use. Of the\nallocated memory 36.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated. See documentation for Memory Management\nINFO 11-29 10:00:00 [api_server.py:1] shutting down\n";
-        let o = ooms(text);
+        let o = run("oom.txt", text).facts.ooms;
         assert_eq!(o.len(), 1);
         let o = &o[0];
         assert_eq!(o.gpu, Some(3));
@@ -396,9 +390,9 @@ mod tests {
 
     #[test]
     fn older_format() {
-        let o = &ooms(
+        let o = &run("oom.txt", 
             "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.50 GiB already allocated; 3.19 MiB free; 14.67 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF\n",
-        )[0];
+        ).facts.ooms.remove(0);
         assert_eq!(o.gpu, Some(0));
         assert!(close(o.tried_gib, 20.0 / 1024.0));
         assert!(close(o.total_gib, 15.78));
@@ -411,7 +405,7 @@ mod tests {
     #[test]
     fn raw_cuda_error_truncated_and_several() {
         let text = "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n(VllmWorker rank=1 pid=77) ERROR 11-29 10:00:00 [multiproc_executor.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 1 has a total capac";
-        let o = ooms(text);
+        let o = run("oom.txt", text).facts.ooms;
         assert_eq!(o.len(), 2);
         assert!(o[0].cuda_error && o[0].tried_gib.is_none());
         assert_eq!((o[1].gpu, o[1].tried_gib, o[1].total_gib), (Some(1), Some(1.5), None));
@@ -422,9 +416,7 @@ mod tests {
     fn code_context_is_not_a_message() {
         assert_eq!(message_start("    except torch.OutOfMemoryError:"), None);
         assert_eq!(message_start("torch.OutOfMemoryError: CUDA out of memory."), Some(6));
-        let mut a = Analyzer::new();
-        a.add_text("x", "    except torch.OutOfMemoryError:\n        pass\n");
-        let report = a.finish();
+        let report = run("x", "    except torch.OutOfMemoryError:\n        pass\n").report;
         assert_eq!(report.inputs[0].issues.len(), 1);
     }
 

@@ -303,13 +303,7 @@ impl SectionParser for PromParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::Analyzer;
-
-    fn facts(text: &str) -> MetricsFacts {
-        let mut a = Analyzer::new();
-        a.add_text("metrics", text);
-        std::mem::take(&mut a.facts.metrics)
-    }
+    use crate::analyze::testutil::run;
 
     const SCRAPE: &str = r#"# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
@@ -324,7 +318,7 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.
 
     #[test]
     fn one_scrape() {
-        let f = facts(SCRAPE);
+        let f = run("metrics", SCRAPE).facts.metrics;
         assert_eq!(f.scrapes.len(), 1);
         let s = &f.scrapes[0];
         assert_eq!(s.sum("vllm:num_requests_waiting").map(|x| x.0), Some(12.0));
@@ -340,7 +334,7 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.
     #[test]
     fn two_scrapes_pasted_together_give_deltas() {
         let later = SCRAPE.replace("} 1000.0", "} 1500.0");
-        let f = facts(&format!("{SCRAPE}\n{later}"));
+        let f = run("metrics", &format!("{SCRAPE}\n{later}")).facts.metrics;
         assert_eq!(f.scrapes.len(), 2);
         assert_eq!(f.delta("vllm:generation_tokens_total"), Some(500.0));
     }
@@ -348,10 +342,12 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.
     #[test]
     fn rates_need_timestamps() {
         let a = "vllm:generation_tokens_total 1000 1764460800000\nvllm:generation_tokens_total 4000 1764460830000\n";
-        let f = facts(a);
+        let f = run("metrics", a).facts.metrics;
         assert_eq!(f.window_seconds(), Some(30.0));
         assert_eq!(f.rate("vllm:generation_tokens_total"), Some(100.0));
-        let f = facts("vllm:generation_tokens_total 1000\nvllm:generation_tokens_total 4000\n");
+        let f = run("metrics", "vllm:generation_tokens_total 1000\nvllm:generation_tokens_total 4000\n")
+            .facts
+            .metrics;
         assert_eq!(
             (f.delta("vllm:generation_tokens_total"), f.rate("vllm:generation_tokens_total")),
             (Some(3000.0), None)
@@ -365,16 +361,14 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.
         let text = "vllm:generation_tokens_total 1\n".repeat(MAX_SCRAPES + 5)
             + "vllm:generation_tokens_total 7\n"
             + &"# TYPE m gauge\n".repeat(3);
-        let mut a = Analyzer::new();
-        a.add_text("metrics", &text);
-        let f = std::mem::take(&mut a.facts.metrics);
+        let (f, sections) = run("metrics", &text).take(|f| f.metrics);
         assert_eq!(f.scrapes.len(), MAX_SCRAPES);
         assert!(f.scrapes[1..MAX_SCRAPES - 1].iter().all(|s| s.series.is_empty()));
         assert_eq!(f.delta("vllm:generation_tokens_total"), Some(6.0));
         assert_eq!(f.types.len(), 1);
-        let issues = &a.sections[0].issues;
+        let issues = &sections[0].issues;
         assert_eq!(issues.iter().filter(|i| i.message.contains("scrapes; the count stops")).count(), 1);
-        let small = facts(&format!("{SCRAPE}{SCRAPE}{SCRAPE}"));
+        let small = run("metrics", &format!("{SCRAPE}{SCRAPE}{SCRAPE}")).facts.metrics;
         assert_eq!(small.scrapes.iter().map(|s| s.series.len()).collect::<Vec<_>>(), vec![7, 0, 7]);
     }
 

@@ -694,15 +694,7 @@ impl SectionParser for RequestLogParser {
 
 #[cfg(test)]
 mod tests {
-    use crate::analyze::Analyzer;
-
-    fn facts_of(text: &str) -> (super::RequestFacts, Vec<crate::analyze::report::InputSection>) {
-        let mut a = Analyzer::new();
-        a.add_text("log", text);
-        a.end();
-        let sections = std::mem::take(&mut a.sections);
-        (std::mem::take(&mut a.facts.requests), sections)
-    }
+    use crate::analyze::testutil::run;
 
     #[test]
     fn json_lines_with_unix_seconds_and_aliases() {
@@ -712,7 +704,7 @@ mod tests {
             r#"{"id":"b","arrival":"2025-11-30T00:00:00Z","first_token_at":"2025-11-30T00:00:00.300Z","usage":{"prompt_tokens":50,"completion_tokens":3},"status":200}"#,
             "\n"
         );
-        let (f, sections) = facts_of(log);
+        let (f, sections) = run("log", log).take(|f| f.requests);
         assert_eq!(f.rows, 2);
         assert_eq!(sections.len(), 1);
         assert_eq!(sections[0].lines, [1, 2]);
@@ -736,7 +728,7 @@ mod tests {
             r#"{"id":"one","enqueue_time":10.0,"first_token_time":11.0,"last_token_time":11.0,"output_tokens":1}"#,
             "\n"
         );
-        let (f, _) = facts_of(log);
+        let (f, _) = run("log", log).take(|f| f.requests);
         let row = |id: &str| f.slowest.iter().find(|r| r.id.as_deref() == Some(id)).unwrap().tpot_ms;
         assert_eq!(row("z"), Some(0.0));
         assert_eq!(row("one"), None);
@@ -748,7 +740,7 @@ mod tests {
                    request_id,enqueue_time,first_token_time,status\n\
                    r1,1764460800000000000,1764460800400000000,200\n\
                    r2,1764460800000000000,,500\n";
-        let (f, sections) = facts_of(log);
+        let (f, sections) = run("log", log).take(|f| f.requests);
         assert_eq!(f.rows, 3, "{sections:?}");
         assert!((f.slowest[0].ttft_ms.unwrap() - 400.0).abs() < 1e-3);
         assert!((f.slowest[1].ttft_ms.unwrap() - 250.0).abs() < 1e-3);
@@ -760,7 +752,7 @@ mod tests {
     #[test]
     fn durations_with_and_without_units() {
         let log = "{\"ttft_ms\": 320, \"queue_time_ms\": 200, \"e2e_s\": 2.5}\n{\"ttft\": 0.5}\n";
-        let (f, _) = facts_of(log);
+        let (f, _) = run("log", log).take(|f| f.requests);
         assert_eq!(f.rows, 2);
         assert_eq!(f.assumed_units, 1);
         assert!((f.slowest[0].ttft_ms.unwrap() - 500.0).abs() < 1e-9);
@@ -771,7 +763,7 @@ mod tests {
     #[test]
     fn messy_lines_become_issues_not_panics() {
         let log = "{\"ttft_ms\": 10}\n{\"ttft_ms\": 1\n\x1b[31m{\"ttft_ms\": 20}\x1b[0m\r\n{\"ttft_ms\": \"abc\"}\n";
-        let (f, sections) = facts_of(log);
+        let (f, sections) = run("log", log).take(|f| f.requests);
         assert_eq!(f.rows, 3);
         assert_eq!(f.unreadable, 1);
         assert_eq!(sections[0].issues[0].line, 2);
@@ -783,7 +775,7 @@ mod tests {
         for i in 0..10_000 {
             log.push_str(&format!("{{\"ttft_ms\": {}, \"enqueue_time\": {}}}\n", i % 977, 1_764_460_800 + i));
         }
-        let (f, _) = facts_of(&log);
+        let (f, _) = run("log", &log).take(|f| f.requests);
         assert_eq!(f.rows, 10_000);
         assert_eq!(f.slowest.len(), 10);
         assert_eq!(f.slowest[0].ttft_ms, Some(976.0));

@@ -286,20 +286,14 @@ impl SectionParser for SglangParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::Analyzer;
     use crate::analyze::kind::InputKind;
+    use crate::analyze::testutil::{fixture, run};
 
-    const LOG: &str = include_str!("../../../../../tests/data/sglang/server.log");
-
-    fn read(text: &str) -> (SglangFacts, Vec<crate::analyze::report::InputSection>) {
-        let mut a = Analyzer::new();
-        a.add_text("sglang.log", text);
-        (std::mem::take(&mut a.facts.sglang), std::mem::take(&mut a.sections))
-    }
+    const LOG: &str = fixture!("sglang/server.log");
 
     #[test]
     fn server_log_fixture() {
-        let (f, sections) = read(LOG);
+        let (f, sections) = run("sglang.log", LOG).take(|f| f.sglang);
         let kinds: Vec<_> = sections.iter().map(|s| s.kind).collect();
         assert_eq!(kinds, [InputKind::SglangLog], "{sections:?}");
         assert!(sections[0].issues.is_empty(), "{:?}", sections[0].issues);
@@ -340,12 +334,14 @@ mod tests {
     #[test]
     fn bounded_and_total() {
         let line = "[2026-11-29 10:00:00] Decode batch. #running-req: 1, #token: 40, token usage: 0.00, gen throughput (token/s): 2.37, #queue-req: 0\n";
-        let (f, _) = read(&line.repeat(MAX_BATCHES + 5));
+        let (f, _) = run("sglang.log", &line.repeat(MAX_BATCHES + 5)).take(|f| f.sglang);
         assert_eq!(f.batches.len(), MAX_BATCHES);
         assert_eq!(f.batches_dropped, 5);
-        let (f, sections) = read(
+        let (f, sections) = run(
+            "sglang.log",
             "Decode batch, garbage #running-req: x\n[2026-99-99 ] Prefill batch\nKV Cache is allocated.\n",
-        );
+        )
+        .take(|f| f.sglang);
         assert_eq!(f.batches.len(), 2);
         assert!(sections[0].issues.len() >= 2, "{:?}", sections[0].issues);
     }

@@ -73,15 +73,14 @@ impl SectionParser for SseTranscriptParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::Analyzer;
+    use crate::analyze::testutil::run;
 
     /// Streams alternating with another kind open a section each; their facts grew without end.
     #[test]
     fn many_streams_are_bounded() {
         let text = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\nvllm:x_total 1\n";
-        let mut a = Analyzer::new();
-        a.add_text("paste", &text.repeat(MAX_STREAMS * 2));
-        assert_eq!(a.facts.streams.len(), MAX_STREAMS);
-        assert_eq!(a.facts.streams[0].timing.events, 1);
+        let streams = run("paste", &text.repeat(MAX_STREAMS * 2)).facts.streams;
+        assert_eq!(streams.len(), MAX_STREAMS);
+        assert_eq!(streams[0].timing.events, 1);
     }
 }

@@ -189,17 +189,11 @@ impl SectionParser for TgiParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::Analyzer;
     use crate::analyze::kind::InputKind;
+    use crate::analyze::testutil::{fixture, run};
 
-    const TEXT: &str = include_str!("../../../../../tests/data/tgi/router.log");
-    const JSON: &str = include_str!("../../../../../tests/data/tgi/router_json.log");
-
-    fn read(text: &str) -> (TgiFacts, Vec<crate::analyze::report::InputSection>) {
-        let mut a = Analyzer::new();
-        a.add_text("tgi.log", text);
-        (std::mem::take(&mut a.facts.tgi), std::mem::take(&mut a.sections))
-    }
+    const TEXT: &str = fixture!("tgi/router.log");
+    const JSON: &str = fixture!("tgi/router_json.log");
 
     #[test]
     fn durations() {
@@ -216,7 +210,7 @@ mod tests {
 
     #[test]
     fn text_router_log() {
-        let (f, sections) = read(TEXT);
+        let (f, sections) = run("tgi.log", TEXT).take(|f| f.tgi);
         let kinds: Vec<_> = sections.iter().map(|s| s.kind).collect();
         assert_eq!(kinds, [InputKind::TgiLog], "{sections:?}");
         assert!(sections[0].issues.is_empty(), "{:?}", sections[0].issues);
@@ -234,7 +228,7 @@ mod tests {
 
     #[test]
     fn json_router_log() {
-        let (f, sections) = read(JSON);
+        let (f, sections) = run("tgi.log", JSON).take(|f| f.tgi);
         assert_eq!(sections.len(), 1, "{sections:?}");
         assert_eq!(sections[0].kind, InputKind::TgiLog);
         assert!(sections[0].issues.is_empty(), "{:?}", sections[0].issues);
@@ -247,9 +241,9 @@ mod tests {
 
     #[test]
     fn bad_durations_are_issues() {
-        let (f, sections) = read(
+        let (f, sections) = run("tgi.log", 
             "2026-11-29T10:00:00Z  INFO text_generation_router::server: Success total_time=\"soon\" queue_time=\"1s\"\n",
-        );
+        ).take(|f| f.tgi);
         assert_eq!(f.requests, 0);
         assert_eq!(sections[0].issues.len(), 1);
         assert_eq!(field("x_queue_time=\"1s\" queue_time=\"2s\"", "queue_time"), Some("2s"));

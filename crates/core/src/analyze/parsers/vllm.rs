@@ -567,21 +567,15 @@ impl SectionParser for VllmParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::Analyzer;
-
-    fn facts(text: &str) -> VllmFacts {
-        let mut a = Analyzer::new();
-        a.add_text("vllm.log", text);
-        std::mem::take(&mut a.facts.vllm)
-    }
+    use crate::analyze::testutil::run;
 
     #[test]
     fn v1_and_v0_stats() {
-        let f = facts(concat!(
+        let f = run("vllm.log", concat!(
             "INFO 11-29 10:00:05 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 5.4 tokens/s, Running: 1 reqs, Waiting: 14 reqs, GPU KV cache usage: 76.5%, Prefix cache hit rate: 92.0%\n",
             "INFO 11-29 10:00:15 [loggers.py:123] Engine 000: Avg prompt throughput: 1,234.5 tokens/s, Avg generation throughput: 99.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, Preemptions: 2, GPU KV cache usage: 99.1%, Prefix cache hit rate: 0.0%\n",
             "INFO 11-29 10:00:25 metrics.py:455] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, Pending: 5 reqs, GPU KV cache usage: 98.0%, CPU KV cache usage: 0.0%.\n",
-        ));
+        )).facts.vllm;
         assert_eq!(f.stats.len(), 3);
         let s = &f.stats[0];
         assert_eq!(
@@ -597,14 +591,14 @@ mod tests {
 
     #[test]
     fn preemption_fatal_and_startup_lines() {
-        let f = facts(concat!(
+        let f = run("vllm.log", concat!(
             "WARNING 11-29 10:00:00 scheduler.py:1057] Sequence group cmpl-abc is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption=1\n",
             "INFO 11-29 09:59:00 [gpu_worker.py:276] Available KV cache memory: 54.62 GiB\n",
             "INFO 11-29 09:59:00 [kv_cache_utils.py:849] GPU KV cache size: 447,088 tokens\n",
             "INFO 11-29 09:59:00 [kv_cache_utils.py:853] Maximum concurrency for 32,768 tokens per request: 13.64x\n",
             "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (447088). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n",
             "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', 'enable_chunked_prefill': False, 'max_num_seqs': 256, 'max_model_len': 131072}\n",
-        ));
+        )).facts.vllm;
         assert_eq!(f.preemptions, 1);
         assert_eq!(f.startup_lines.len(), 3);
         assert_eq!(f.fatal_memory[0].0, FatalMemory::MaxSeqLenTooLarge);
@@ -615,7 +609,7 @@ mod tests {
 
     #[test]
     fn access_lines_and_errors() {
-        let f = facts(concat!(
+        let f = run("vllm.log", concat!(
             "INFO:     10.0.0.5:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n",
             "INFO:     10.0.0.5:51235 - \"POST /v1/chat/completions?utm_source=x HTTP/1.1\" 404 Not Found\n",
             "INFO:     10.0.0.5:51236 - \"POST /v1/chat/completions HTTP/1.1\" 404 Not Found\n",
@@ -623,7 +617,7 @@ mod tests {
             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n",
             "[rank0]:[E1129 10:02:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n",
             "INFO 11-29 10:03:00 [async_llm.py:300] Aborted request chatcmpl-9.\n",
-        ));
+        )).facts.vllm;
         assert_eq!(f.access.get(&404), Some(&2));
         assert_eq!(f.access.get(&200), Some(&1));
         assert!(f.access_examples[&404].text.contains("utm_source"));
@@ -640,7 +634,7 @@ mod tests {
             "'x': 1, ".repeat(24)
         );
         assert!(crate::analyze::text::quote(&line).contains("sk-a1"), "the key straddles the cut");
-        let f = facts(&line);
+        let f = run("vllm.log", &line).facts.vllm;
         let quoted = &f.args["max_num_seqs"].evidence.text;
         assert!(quoted.ends_with('…'), "the line is cut: {quoted}");
         assert!(!quoted.contains("sk-a1"), "{quoted}");

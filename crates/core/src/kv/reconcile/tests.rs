@@ -2,6 +2,7 @@
 //! older releases' formula, memory taken after printing, and the explanations of mismatches.
 
 use super::*;
+use crate::analyze::testutil::fixture;
 use crate::kv::presets::preset;
 use crate::kv::startup::parse_startup;
 
@@ -51,15 +52,11 @@ fn llama_3_1_8b_brief_lines() {
 #[test]
 fn vllm_0_33_constructed_logs_match_exactly() {
     let cases = [
-        ("llama-3.1-8b", include_str!("../../../../../tests/data/kv/vllm-0.33-llama-3.1-8b.log"), 447_440),
-        (
-            "llama-2-7b",
-            include_str!("../../../../../tests/data/kv/vllm-0.33-llama-2-7b-len-4095.log"),
-            43_749,
-        ),
-        ("deepseek-v3", include_str!("../../../../../tests/data/kv/vllm-0.33-deepseek-v3-tp8.log"), 877_504),
-        ("gemma-3-27b", include_str!("../../../../../tests/data/kv/vllm-0.33-gemma-3-27b.log"), 333_438),
-        ("gpt-oss-120b", include_str!("../../../../../tests/data/kv/vllm-0.33-gpt-oss-120b.log"), 1_825_843),
+        ("llama-3.1-8b", fixture!("kv/vllm-0.33-llama-3.1-8b.log"), 447_440),
+        ("llama-2-7b", fixture!("kv/vllm-0.33-llama-2-7b-len-4095.log"), 43_749),
+        ("deepseek-v3", fixture!("kv/vllm-0.33-deepseek-v3-tp8.log"), 877_504),
+        ("gemma-3-27b", fixture!("kv/vllm-0.33-gemma-3-27b.log"), 333_438),
+        ("gpt-oss-120b", fixture!("kv/vllm-0.33-gpt-oss-120b.log"), 1_825_843),
     ];
     for (id, log, tokens) in cases {
         let m = preset(id).unwrap().shape().unwrap();
@@ -80,12 +77,8 @@ fn vllm_0_33_constructed_logs_match_exactly() {
 fn legacy_formula_and_one_batch_in_flight() {
     let m = preset("gemma-3-27b").unwrap().shape().unwrap();
     // Constructed with older releases' formulas: 16,384 blocks // 7 groups × 16, 2.97x.
-    let r = reconcile(
-        &m,
-        &KvOptions::default(),
-        &parse_startup(include_str!("../../../../../tests/data/kv/vllm-v1-gemma-3-27b.log")),
-    )
-    .unwrap();
+    let r =
+        reconcile(&m, &KvOptions::default(), &parse_startup(fixture!("kv/vllm-v1-gemma-3-27b.log"))).unwrap();
     assert_eq!(
         (r.verdict, r.formula, r.logged_tokens),
         (Verdict::Match, Some(LoggedFormula::Legacy), Some(37_440))

@@ -3,17 +3,18 @@
 
 use super::query::MAX_Q_DEPTH;
 use super::*;
+use crate::analyze::analyze;
 use crate::analyze::kind::InputKind;
 use crate::analyze::report::Verdict;
-use crate::analyze::{Analyzer, analyze};
+use crate::analyze::testutil::{Run, fixture, run};
 
-const IDLE: &str = include_str!("../../../../../../tests/data/smi/smi_idle.txt");
-const LOAD_START: &str = include_str!("../../../../../../tests/data/smi/smi_load_start.txt");
-const CAPPED: &str = include_str!("../../../../../../tests/data/smi/smi_power_capped.txt");
-const Q_CAPPED: &str = include_str!("../../../../../../tests/data/smi/smi_q_power_capped.txt");
-const SERIES: &str = include_str!("../../../../../../tests/data/smi/smi_query_series_load.csv");
-const DMON: &str = include_str!("../../../../../../tests/data/smi/smi_dmon_load.txt");
-const EIGHT: &str = include_str!("../../../../../../tests/data/smi/synthetic_8gpu_one_slow.txt");
+const IDLE: &str = fixture!("smi/smi_idle.txt");
+const LOAD_START: &str = fixture!("smi/smi_load_start.txt");
+const CAPPED: &str = fixture!("smi/smi_power_capped.txt");
+const Q_CAPPED: &str = fixture!("smi/smi_q_power_capped.txt");
+const SERIES: &str = fixture!("smi/smi_query_series_load.csv");
+const DMON: &str = fixture!("smi/smi_dmon_load.txt");
+const EIGHT: &str = fixture!("smi/synthetic_8gpu_one_slow.txt");
 
 /// Feed `text` to one parser directly, to look at its state.
 fn parser_after(text: &str) -> SmiParser {
@@ -53,13 +54,6 @@ fn state_is_bounded() {
     assert!(q.procs.iter().all(|p| p.name == "python" && p.pid == Some(1)));
 }
 
-fn read(text: &str) -> (GpuFacts, crate::analyze::report::Report) {
-    let mut a = Analyzer::new();
-    a.add_text("smi", text);
-    let gpus = std::mem::take(&mut a.facts.gpus);
-    (gpus, analyze(&[("smi", text)]))
-}
-
 /// Every line of a capture lands in exactly one nvidia_smi section with no issues.
 fn one_section(report: &crate::analyze::report::Report, text: &str) {
     let kinds: Vec<_> = report.inputs.iter().map(|s| (s.kind, s.lines)).collect();
@@ -69,7 +63,8 @@ fn one_section(report: &crate::analyze::report::Report, text: &str) {
 
 #[test]
 fn idle_h200_all_forms() {
-    let (g, report) = read(IDLE);
+    let Run { facts, report } = run("smi", IDLE);
+    let g = facts.gpus;
     one_section(&report, IDLE);
     // The table, -q and the CSV line: three readings of the one GPU.
     assert_eq!(g.readings.len(), 3);
@@ -104,7 +99,8 @@ fn idle_h200_all_forms() {
 
 #[test]
 fn load_start_with_dmon_ramp() {
-    let (g, report) = read(LOAD_START);
+    let Run { facts, report } = run("smi", LOAD_START);
+    let g = facts.gpus;
     one_section(&report, LOAD_START);
     let dmon: Vec<_> = g
         .readings
@@ -122,7 +118,8 @@ fn load_start_with_dmon_ramp() {
 
 #[test]
 fn power_capped_table_and_csv() {
-    let (g, report) = read(CAPPED);
+    let Run { facts, report } = run("smi", CAPPED);
+    let g = facts.gpus;
     one_section(&report, CAPPED);
     assert_eq!(g.readings.len(), 2);
     let table = &g.readings[0];
@@ -148,7 +145,8 @@ fn power_capped_table_and_csv() {
 
 #[test]
 fn q_power_capped() {
-    let (g, report) = read(Q_CAPPED);
+    let Run { facts, report } = run("smi", Q_CAPPED);
+    let g = facts.gpus;
     one_section(&report, Q_CAPPED);
     assert_eq!(g.readings.len(), 2);
     let q = &g.readings[0];
@@ -167,7 +165,8 @@ fn q_power_capped() {
 
 #[test]
 fn csv_series() {
-    let (g, report) = read(SERIES);
+    let Run { facts, report } = run("smi", SERIES);
+    let g = facts.gpus;
     one_section(&report, SERIES);
     assert_eq!(g.readings.len(), 14);
     for r in &g.readings {
@@ -185,7 +184,8 @@ fn csv_series() {
 
 #[test]
 fn dmon_with_violations() {
-    let (g, report) = read(DMON);
+    let Run { facts, report } = run("smi", DMON);
+    let g = facts.gpus;
     one_section(&report, DMON);
     assert_eq!(g.readings.len(), 6);
     assert_eq!(g.readings[0].power_violation_pct, Some(0.0));
@@ -205,7 +205,8 @@ fn dmon_with_violations() {
 
 #[test]
 fn eight_gpus_one_slow() {
-    let (g, report) = read(EIGHT);
+    let Run { facts, report } = run("smi", EIGHT);
+    let g = facts.gpus;
     one_section(&report, EIGHT);
     let table: Vec<_> = g.readings.iter().filter(|r| r.evidence.text.contains("W /")).collect();
     assert_eq!(table.len(), 8);
@@ -220,7 +221,7 @@ fn eight_gpus_one_slow() {
 
 #[test]
 fn vllm_log_then_oom_then_smi() {
-    let oom = include_str!("../../../../../../tests/data/oom/h200_200gib.txt");
+    let oom = fixture!("oom/h200_200gib.txt");
     let vllm = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 5.4 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 6.5%, Prefix cache hit rate: 0.0%\n";
     let text = format!("{vllm}{oom}{Q_CAPPED}");
     let report = analyze(&[("paste", &text)]);
@@ -241,7 +242,8 @@ fn vllm_log_then_oom_then_smi() {
 #[test]
 fn q_processes() {
     let text = "GPU 00000000:18:00.0\n    Processes\n        GPU instance ID                   : N/A\n        Process ID                        : 31200\n            Type                          : C\n            Name                          : python -m vllm.entrypoints.openai.api_server\n            Used GPU Memory               : 128904 MiB\n        Process ID                        : 31377\n            Name                          : python3\n            Used GPU Memory               : 9000 MiB\n";
-    let (g, report) = read(&format!("==============NVSMI LOG==============\n{text}"));
+    let Run { facts, report } = run("smi", &format!("==============NVSMI LOG==============\n{text}"));
+    let g = facts.gpus;
     assert_eq!(report.inputs.len(), 1, "{:?}", report.inputs);
     let p: Vec<_> = g.processes.iter().map(|p| (p.gpu, p.pid, p.name.as_str(), p.mem_mib)).collect();
     assert_eq!(
@@ -274,7 +276,8 @@ fn smi_then_vllm_log_splits() {
 #[test]
 fn older_q_and_throttle_names() {
     let text = "==============NVSMI LOG==============\n\nAttached GPUs : 2\nGPU 00000000:00:1E.0\n    Product Name                    : Tesla V100-SXM2-16GB\n    Clocks Throttle Reasons\n        Idle                        : Not Active\n        SW Power Cap                : Not Active\n        HW Slowdown                 : Active\n            HW Thermal Slowdown     : Active\n            HW Power Brake Slowdown : Not Active\n    Utilization\n        Gpu                         : 97 %\n    Power Readings\n        Power Draw                  : 250.10 W\n        Power Limit                 : 300.00 W\n    Clocks\n        SM                          : 705 MHz\n\nGPU 00000000:00:1F.0\n    Product Name                    : Tesla V100-SXM2-16GB\n    Clocks\n        SM                          : 1530 MHz\n";
-    let (g, report) = read(text);
+    let Run { facts, report } = run("smi", text);
+    let g = facts.gpus;
     assert_eq!(report.inputs.len(), 1);
     assert_eq!(g.readings.len(), 2);
     let r = &g.readings[0];
@@ -290,7 +293,8 @@ fn older_q_and_throttle_names() {
 #[test]
 fn narrow_headers_do_not_swallow_prose() {
     let text = "utilization.gpu [%]\n87 %\nAPI server is up on port 8000\n";
-    let (g, report) = read(text);
+    let Run { facts, report } = run("smi", text);
+    let g = facts.gpus;
     assert_eq!(g.readings.len(), 1);
     assert_eq!(report.inputs[0].issues.len(), 1, "{:?}", report.inputs[0].issues);
     let p = SmiParser {
@@ -313,7 +317,8 @@ fn masks_and_odd_values() {
     assert_eq!(mib("2 GiB"), Some(2048.0));
     assert_eq!(mib("1139MiB"), Some(1139.0));
     let text = "index, clocks.sm [MHz], utilization.gpu [%], clocks_throttle_reasons.active, clocks_throttle_reasons.hw_thermal_slowdown\n0, [N/A], [N/A], 0xZZ, Active\n1, 1410 MHz, 3, extra\n";
-    let (g, report) = read(text);
+    let Run { facts, report } = run("smi", text);
+    let g = facts.gpus;
     assert_eq!(g.readings.len(), 1);
     assert_eq!(g.readings[0].reasons, ["hw_thermal"]);
     assert_eq!(g.readings[0].sm_clock_mhz, None);
