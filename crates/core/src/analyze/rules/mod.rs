@@ -63,11 +63,17 @@ mod worker_died;
 pub struct RuleDoc {
     /// Kebab-case id, named after the problem.
     pub id: &'static str,
+    /// The failure class of the rule's findings.
     pub class: Class,
+    /// Short name of the problem (English).
     pub title: &'static str,
+    /// What the rule detects: the lines and numbers it reads (English).
     pub detects: &'static str,
+    /// Why the problem matters (English).
     pub why: &'static str,
+    /// An example input or situation that fires it (English).
     pub example: &'static str,
+    /// What to try (English).
     pub fix: &'static str,
     /// The same sections in Chinese.
     pub zh: RuleText,
@@ -76,17 +82,24 @@ pub struct RuleDoc {
 /// The text sections of a rule's documentation in one language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuleText {
+    /// Short name of the problem.
     pub title: &'static str,
+    /// What the rule detects: the lines and numbers it reads.
     pub detects: &'static str,
+    /// Why the problem matters.
     pub why: &'static str,
+    /// An example input or situation that fires it.
     pub example: &'static str,
+    /// What to try.
     pub fix: &'static str,
 }
 
 /// A rule: its docs and its check, which writes its finding in the language asked for.
 #[derive(Clone, Copy)]
 pub struct Rule {
+    /// The rule's documentation.
     pub doc: RuleDoc,
+    /// Reads the facts; a finding in the given language when the rule fires, else `None`.
     pub check: fn(&Facts, Lang) -> Option<Finding>,
 }
 
