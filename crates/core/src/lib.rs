@@ -45,21 +45,15 @@
 #![deny(missing_docs)]
 
 pub mod analyze;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod cards;
 pub mod defs;
 pub mod endpoint;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod fault;
 pub mod gpu;
 // FIXME(#15): document the public items of this module and drop the allow.
 #[allow(missing_docs)]
 pub mod kv;
 pub mod lang;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod probe;
 pub mod safe;
 pub mod sse;

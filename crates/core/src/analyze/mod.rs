@@ -6,8 +6,6 @@
 //! writes [`facts::Facts`]; [`Analyzer::finish`] runs every rule in [`rules::RULES`] and builds
 //! the `triage.report/v1` [`report::Report`].
 
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod facts;
 pub mod figures;
 pub mod kind;
