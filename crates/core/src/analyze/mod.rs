@@ -15,8 +15,6 @@ pub mod parsers;
 pub mod report;
 pub mod rules;
 mod signal_table;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod signals;
 #[cfg(test)]
 pub(crate) mod testutil;
