@@ -87,20 +87,28 @@ fn js_message(v: &JsValue) -> String {
         .unwrap_or_else(|| format!("{v:?}"))
 }
 
-/// POST `body` to `url` and stream the response: `on_send(at_ms, url)` as it is handed to `fetch`
-/// (with the URL as the browser normalised it, the name of its Resource Timing entry),
-/// `on_head` once, then `on_chunk(bytes, at_ms)`
-/// for every piece the stream yields, stamped with `performance.now()` as it arrives. The whole
-/// exchange is aborted after `timeout_ms`.
+/// The request [`stream_post`] sends.
+#[derive(Clone, Copy)]
+pub struct Post<'a> {
+    pub url: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: &'a str,
+    /// The whole exchange is aborted after this.
+    pub timeout_ms: i32,
+}
+
+/// POST `post.body` to `post.url` and stream the response: `on_send(at_ms, url)` as it is handed
+/// to `fetch` (with the URL as the browser normalised it, the name of its Resource Timing
+/// entry), `on_head` once, then `on_chunk(bytes, at_ms)` for every piece the stream yields,
+/// stamped with `performance.now()` as it arrives. The whole exchange is aborted after
+/// `post.timeout_ms`.
 pub async fn stream_post(
-    url: &str,
-    headers: &[(String, String)],
-    body: &str,
-    timeout_ms: i32,
+    post: Post<'_>,
     on_send: impl FnOnce(f64, String),
     mut on_head: impl FnMut(&Head),
     mut on_chunk: impl FnMut(&[u8], f64),
 ) -> Result<(), FetchError> {
+    let Post { url, headers, body, timeout_ms } = post;
     let w = window().ok_or_else(|| FetchError::Rejected("no window".into()))?;
     let controller = web_sys::AbortController::new().map_err(|e| FetchError::Rejected(js_message(&e)))?;
     let abort = {

@@ -97,3 +97,87 @@ fn no_ignored_or_should_panic_tests() {
         }
     }
 }
+
+/// Most lines of code a file holds before it must say why it is that long.
+const MAX_CODE_LINES: usize = 700;
+
+/// Lines of code in a Rust file: not blank, not only a comment, and before a trailing
+/// `#[cfg(test)] mod tests { … }` (tests beside the code do not make it harder to read).
+fn code_lines(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let tests_at = lines
+        .iter()
+        .enumerate()
+        .position(|(i, l)| {
+            l.trim_end() == "#[cfg(test)]"
+                && lines[i + 1..]
+                    .iter()
+                    .find(|n| !n.trim_start().starts_with("#["))
+                    .is_some_and(|n| n.starts_with("mod tests {") || n.starts_with("pub(crate) mod tests {"))
+        })
+        .unwrap_or(lines.len());
+    lines[..tests_at]
+        .iter()
+        .filter(|l| {
+            let t = l.trim();
+            !t.is_empty() && !t.starts_with("//")
+        })
+        .count()
+}
+
+/// A test file: in a `tests/` folder, or a `tests.rs` module.
+fn is_test_file(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "tests.rs") || path.components().any(|c| c.as_os_str() == "tests")
+}
+
+/// The file's `//! Size:` line, if its header has one.
+fn size_reason(text: &str) -> Option<&str> {
+    text.lines()
+        .take_while(|l| l.starts_with("//!"))
+        .find_map(|l| l.strip_prefix("//! Size:"))
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+}
+
+#[test]
+fn code_lines_count_code_only() {
+    let text = "//! Doc.\n\nuse x;\n// comment\n    /// doc\nfn a() {\n}\n\n#[cfg(test)]\nmod tests {\n    fn b() {}\n}\n";
+    assert_eq!(code_lines(text), 3);
+    // A `#[cfg(test)]` item that is not the tests module counts.
+    assert_eq!(code_lines("#[cfg(test)]\nfn helper() {}\n"), 2);
+    assert_eq!(code_lines("#[cfg(test)]\n#[allow(x)]\nmod tests {\n}\n"), 0);
+    assert_eq!(size_reason("//! What.\n//! Size: a data table.\nuse x;\n"), Some("a data table."));
+    assert_eq!(size_reason("//! What.\n\n//! Size: too late\n"), None);
+    assert!(is_test_file(Path::new("crates/cli/tests/kv.rs")));
+    assert!(is_test_file(Path::new("crates/core/src/kv/reconcile/tests.rs")));
+    assert!(!is_test_file(Path::new("crates/core/src/kv/estimate/mod.rs")));
+}
+
+/// No non-test file holds more than `MAX_CODE_LINES` lines of code unless its header says why
+/// (`//! Size: …`): past that a file is usually several concerns, and splitting it by concern
+/// is the default. A reason on a file within the bound is stale and must go.
+#[test]
+fn long_files_say_why() {
+    let mut files = Vec::new();
+    rust_files(&root(), &mut files);
+    let mut long = Vec::new();
+    let mut stale = Vec::new();
+    for f in files.iter().filter(|f| !is_test_file(f.strip_prefix(root()).unwrap_or(f))) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let (n, reason) = (code_lines(&text), size_reason(&text));
+        let name = f.strip_prefix(root()).unwrap_or(f).display().to_string();
+        match (n > MAX_CODE_LINES, reason) {
+            (true, None) => long.push(format!("{name} ({n} lines of code)")),
+            (false, Some(_)) => stale.push(format!("{name} ({n} lines of code)")),
+            _ => {}
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over {MAX_CODE_LINES} lines of code: split by concern, or write `//! Size: <reason>` in the header: {long:?}"
+    );
+    assert!(
+        stale.is_empty(),
+        "a `//! Size:` reason on a file within {MAX_CODE_LINES} lines of code: {stale:?}"
+    );
+}

@@ -4,6 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 use triage_core::endpoint::Api;
+use triage_core::kv::defaults as kv_defaults;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -221,16 +222,16 @@ pub struct KvArgs {
     #[arg(long)]
     pub list_gpus: bool,
     /// KV cache dtype: auto, bf16, fp16, fp32, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla.
-    #[arg(long, alias = "kv-cache-dtype", default_value = "auto")]
+    #[arg(long, alias = "kv-cache-dtype", default_value = kv_defaults::KV_DTYPE.as_str())]
     pub kv_dtype: String,
     /// Serving dtype (bf16, fp16, fp32); default the config's.
     #[arg(long)]
     pub dtype: Option<String>,
     /// Tensor parallel size.
-    #[arg(long, alias = "tensor-parallel-size", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_count)]
+    #[arg(long, alias = "tensor-parallel-size", default_value_t = kv_defaults::TP, allow_hyphen_values = true, value_parser = parse_count)]
     pub tp: u32,
     /// Pipeline parallel size.
-    #[arg(long, alias = "pipeline-parallel-size", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_count)]
+    #[arg(long, alias = "pipeline-parallel-size", default_value_t = kv_defaults::PP, allow_hyphen_values = true, value_parser = parse_count)]
     pub pp: u32,
     /// Tokens per KV block (vLLM default 16; FlashMLA forces 64).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_count)]
@@ -247,7 +248,7 @@ pub struct KvArgs {
     /// Total GPU memory in GiB as CUDA reports it (vLLM's `total_gpu_memory`).
     #[arg(long, allow_hyphen_values = true)]
     pub gpu_mem_gib: Option<String>,
-    #[arg(long, default_value = "0.9", allow_hyphen_values = true)]
+    #[arg(long, default_value_t = kv_defaults::gpu_memory_utilization(), allow_hyphen_values = true)]
     pub gpu_memory_utilization: String,
     /// Parameters in billions (weights = parameters × weight dtype).
     #[arg(long, allow_hyphen_values = true)]

@@ -322,6 +322,7 @@ async fn read_bounded(resp: &mut reqwest::Response, deadline: tokio::time::Insta
 async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
     let deadline = tokio::time::Instant::now() + s.timeout;
     let sent = now_ns(s.origin);
+    let at = Attempt { index, run_start, sent };
     let mut timer = StreamTimer::new(sent, s.timer);
     let request = s.client.post(&s.url).headers(s.headers.clone()).body(s.body.clone()).send();
     let mut resp = match tokio::time::timeout_at(deadline, request).await {
@@ -333,11 +334,11 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
                     s.timeout
                 ),
             );
-            return finish(s, index, run_start, sent, None, None, Some(f));
+            return finish(s, at, None, None, Some(f));
         }
         Ok(Err(e)) => {
             let f = classify_send_error(&e, &s.shown_url);
-            return finish(s, index, run_start, sent, None, None, Some(f));
+            return finish(s, at, None, None, Some(f));
         }
         Ok(Ok(r)) => r,
     };
@@ -351,7 +352,7 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
     // An answer that is refused or unusable ends the request here, its timing kept.
     let end_with = |timer: StreamTimer, f: Fault| {
         let timing = timer.finish_redacted(now_ns(s.origin), &s.secrets);
-        finish(s, index, run_start, sent, Some(status), Some(timing), Some(f))
+        finish(s, at, Some(status), Some(timing), Some(f))
     };
     if resp.status().is_redirection() {
         let location = header("location");
@@ -419,19 +420,25 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
     }
     let timing = timer.finish_redacted(now_ns(s.origin), &s.secrets);
     let error = error.or_else(|| fault::judge_stream(&content_type, &s.shown_url, &timing));
-    finish(s, index, run_start, sent, Some(status), Some(timing), error)
+    finish(s, at, Some(status), Some(timing), error)
+}
+
+/// Which request of the run this is, and when it was sent.
+#[derive(Clone, Copy)]
+struct Attempt {
+    index: usize,
+    run_start: u64,
+    sent: u64,
 }
 
 fn finish(
     s: &Shared,
-    index: usize,
-    run_start: u64,
-    sent: u64,
+    at: Attempt,
     status: Option<u16>,
     timing: Option<RequestTiming>,
     error: Option<Fault>,
 ) -> Observed {
     let error = error.map(|f| Fault { kind: f.kind, message: s.redact(&f.message) });
-    let record = RequestRecord::new(index, run_start, sent, status, timing.as_ref(), error);
+    let record = RequestRecord::new(at.index, at.run_start, at.sent, status, timing.as_ref(), error);
     Observed { record, timing }
 }

@@ -140,7 +140,11 @@ fn offline(
             });
             print(&(serde_json::to_string_pretty(&out)? + "\n"))?;
         }
-        Format::Text => print(&offline_text(s, seed, until, took, dir, &files, &totals))?,
+        Format::Text => {
+            let run =
+                OfflineRun { scenario: s, seed, until_ns: until, took, dir, files: &files, totals: &totals };
+            print(&offline_text(&run))?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -208,15 +212,22 @@ fn create_new(path: &Path, content: &str) -> std::io::Result<()> {
     file.flush()
 }
 
-fn offline_text(
-    s: &Scenario,
+/// One offline run, written: what its summary reports.
+#[derive(Clone, Copy)]
+struct OfflineRun<'a> {
+    scenario: &'a Scenario,
     seed: u64,
+    /// Simulated time covered.
     until_ns: u64,
+    /// Wall time the simulation took.
     took: Duration,
-    dir: &Path,
-    files: &[Artifact],
-    t: &Totals,
-) -> String {
+    dir: &'a Path,
+    files: &'a [Artifact],
+    totals: &'a Totals,
+}
+
+fn offline_text(run: &OfflineRun<'_>) -> String {
+    let OfflineRun { scenario: s, seed, until_ns, took, dir, files, totals: t } = *run;
     let mut out = format!(
         "scenario {} ({}), seed {seed}: {:.0} simulated seconds in {:.1} ms\n",
         s.name,

@@ -210,8 +210,9 @@ impl NextHit {
 
 /// Replace what looks like a credential anywhere in `line` with `***`: `sk-…` keys, `Bearer …`
 /// tokens, `key=`/`token=` query parameters, `user:password@` in URLs. Borrowed when nothing was
-/// found. Used on every line this parser quotes, on top of the per-setting redaction, so a key
-/// in an unexpected place (an `http_headers` table, a URL) is not quoted either.
+/// found. Every line the analyzer quotes goes through it (`analyze::text::quote_redacted`), and
+/// a client config's lines after [`redact_spans`], so a key in an unexpected place (an
+/// `http_headers` table, a URL) is not quoted either.
 pub fn redact_patterns(line: &str) -> Cow<'_, str> {
     // Most lines hold none of the places a secret starts: say so with SIMD searches.
     let b = line.as_bytes();
@@ -288,6 +289,28 @@ pub fn redact_patterns(line: &str) -> Cow<'_, str> {
     s
 }
 
+/// `line` with the byte `spans` a parser found a secret's value in (`"ANTHROPIC_AUTH_TOKEN":
+/// "…"`, `api_key = …`) each replaced by `***`, then [`redact_patterns`] over the rest; and
+/// whether anything was redacted. Spans that are empty, out of the line or not on character
+/// boundaries are skipped, and a span starting inside the one before it is dropped, so a
+/// parser's spans can never make the function panic or quote half a secret.
+pub fn redact_spans(line: &str, mut spans: Vec<(usize, usize)>) -> (String, bool) {
+    spans.retain(|&(s, e)| s < e && e <= line.len() && line.is_char_boundary(s) && line.is_char_boundary(e));
+    spans.sort_unstable();
+    spans.dedup_by(|b, a| b.0 < a.1);
+    let mut cut = String::with_capacity(line.len());
+    let mut from = 0;
+    for (s, e) in &spans {
+        cut.push_str(&line[from..*s]);
+        cut.push_str("***");
+        from = *e;
+    }
+    cut.push_str(&line[from..]);
+    let redacted = redact_patterns(&cut);
+    let any = !spans.is_empty() || matches!(redacted, Cow::Owned(_));
+    (redacted.into_owned(), any)
+}
+
 /// A setting or parameter name (lower case, `-` as `_`) that holds a credential.
 pub fn is_secret_name(k: &str) -> bool {
     k.ends_with("api_key")
@@ -357,5 +380,47 @@ mod tests {
         );
         assert_eq!(redact("Authorization: Bearer abc.def"), "Authorization: Bearer ***");
         assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    /// A parser's spans are cut whatever they are: overlapping, reversed, past the end, inside a
+    /// character; the patterns still run over the rest.
+    #[test]
+    fn spans_are_cut_then_patterns_run() {
+        let line = r#""api_key": "k123", "x": "Bearer abcdef", "n": "你好""#;
+        let (s, any) = redact_spans(line, vec![(12, 16), (13, 15), (40, 30), (0, 999), (50, 51)]);
+        assert_eq!(s, r#""api_key": "***", "x": "Bearer ***", "n": "你好""#);
+        assert!(any);
+        assert_eq!(redact_spans("plain", Vec::new()), ("plain".to_owned(), false));
+        assert_eq!(redact_spans("a = 1234", vec![(4, 8)]), ("a = ***".to_owned(), true));
+    }
+
+    /// What a client config holds: tokens, keys in quoted values (any script), URL credentials.
+    #[test]
+    fn patterns_in_settings() {
+        assert_eq!(redact_patterns("Authorization: Bearer abcdef123"), "Authorization: Bearer ***");
+        assert_eq!(redact_patterns(r#""k": "sk-你的TaoToken密钥""#), r#""k": "sk-***""#);
+        assert_eq!(
+            redact_patterns("https://u:pw@h.example/v1?api_key=abc123&x=1"),
+            "https://u:***@h.example/v1?api_key=***&x=1"
+        );
+        assert_eq!(redact_patterns("ask-me about sk-"), "ask-me about sk-");
+        assert!(matches!(redact_patterns("plain text"), Cow::Borrowed(_)));
+    }
+
+    /// Fuzzing found long lines of candidates that are not credentials taking seconds: each `sk-`
+    /// and `?` searched to the end of the line again. At this size the old code took minutes.
+    #[test]
+    fn redaction_is_linear_on_long_lines_of_candidates() {
+        for unit in ["sk-$", "?key=$", "????", "&&&&", "?k?k", "Bearer $"] {
+            let line = unit.repeat(100_000);
+            assert_eq!(redact_patterns(&line), line, "{unit}");
+        }
+        let line = format!("{}?key={}", "?".repeat(100_000), "x".repeat(100_000));
+        assert_eq!(redact_patterns(&line), format!("{}?key=***", "?".repeat(100_000)));
+        // A query-parameter name is short; a very long one is not read as one.
+        let long = format!("?{}key=abcdef", "a".repeat(MAX_PARAM_NAME));
+        assert_eq!(redact_patterns(&long), long);
+        let short = format!("?{}key=abcdef", "a".repeat(MAX_PARAM_NAME - 4));
+        assert!(redact_patterns(&short).ends_with("key=***"));
     }
 }

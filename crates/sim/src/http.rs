@@ -1,6 +1,7 @@
-//! HTTP/1.1 pieces shared by the scripted server and the live simulator: the one bounded
-//! request reader ([`Conn`]), refusals, chunked writes, CORS headers, and the SSE event texts of
-//! both wire dialects.
+//! HTTP/1.1 pieces shared by the scripted server and the live simulator: start-up and the
+//! handle's accessors ([`Serving`]: bind 127.0.0.1, accept at most `max_connections` at once
+//! until a deadline or a stop), the one bounded request reader ([`Conn`]), refusals, chunked
+//! writes, CORS headers, and the SSE event texts of both wire dialects.
 //!
 //! Hand-written (see `scripted.rs` for why). Every read is bounded by [`Limits`]: a request head
 //! of at most 64 KiB (else `431`), a body of at most 8 MiB, by `Content-Length` (a larger one is
@@ -11,9 +12,12 @@
 //! HTTP/1.0 without `keep-alive`) closes the connection after the response.
 
 use std::io;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 use triage_core::endpoint::Api;
 
 /// What a client may send and how long it may take; what a server holds at once.
@@ -46,6 +50,92 @@ impl Default for Limits {
             max_connections: 1024,
         }
     }
+}
+
+/// A running server: where it listens and the switch that stops it. Dropping it stops the
+/// server (connections in progress are aborted).
+pub(crate) struct Serving {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+}
+
+impl Serving {
+    /// Bind 127.0.0.1:`port` (0: a free port) and accept connections on the current tokio
+    /// runtime until `deadline` or [`Serving::shutdown`], at most `max_connections` at once,
+    /// each handed to `serve`.
+    pub async fn start<F, Fut>(
+        port: u16,
+        deadline: Instant,
+        max_connections: usize,
+        serve: F,
+    ) -> io::Result<Serving>
+    where
+        F: Fn(TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(accept_loop(listener, stopped, deadline, max_connections, serve));
+        Ok(Serving { addr, stop })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/v1` — OpenAI clients append `/chat/completions`, Anthropic ones
+    /// `/messages`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Changes to `true` when the server is told to stop (for the server's other tasks).
+    pub fn stopped(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    pub fn shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+async fn accept_loop<F, Fut>(
+    listener: TcpListener,
+    mut stopped: watch::Receiver<bool>,
+    deadline: Instant,
+    max_connections: usize,
+    serve: F,
+) where
+    F: Fn(TcpStream) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let lifetime = tokio::time::sleep_until(deadline.into());
+    tokio::pin!(lifetime);
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut lifetime => break,
+            _ = stopped.changed() => break,
+            accepted = listener.accept(), if conns.len() < max_connections => {
+                let Ok((stream, _)) = accepted else {
+                    // Out of file descriptors, most likely: wait instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                conns.spawn(serve(stream));
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
 }
 
 pub(crate) struct Request {

@@ -28,13 +28,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWrite;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::task::JoinSet;
 use triage_core::endpoint::Api;
 use triage_sim_model::{Artifact, ExternalEvent, Outcome, Scenario, Sim};
 
-use crate::http::{CORS, Conn, Events, Limits, Next, error_body, hangup, reason, send, write_chunk};
+use crate::http::{CORS, Conn, Events, Limits, Next, Serving, error_body, hangup, reason, send, write_chunk};
 
 /// How a live run behaves.
 #[derive(Clone, Copy, Debug)]
@@ -115,9 +114,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A running live simulation. Dropping it stops it.
 pub struct SimServer {
-    addr: SocketAddr,
+    serving: Serving,
     shared: Arc<Shared>,
-    stop: watch::Sender<bool>,
 }
 
 impl SimServer {
@@ -139,8 +137,6 @@ impl SimServer {
 
     /// Serve an already built (and possibly fast-forwarded) simulation from its current time.
     pub async fn start_sim(sim: Sim, scenario_json: String, config: LiveConfig) -> io::Result<SimServer> {
-        let listener = TcpListener::bind(("127.0.0.1", config.port)).await?;
-        let addr = listener.local_addr()?;
         let base_ns = sim.now_ns();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -156,21 +152,26 @@ impl SimServer {
             served: AtomicUsize::new(0),
             limits: config.limits,
         });
-        let (stop, stopped) = watch::channel(false);
         let deadline = Instant::now() + config.lifetime;
-        tokio::spawn(engine_loop(Arc::clone(&shared), stopped.clone(), deadline));
-        tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped, deadline));
-        Ok(SimServer { addr, shared, stop })
+        let serving = {
+            let shared = Arc::clone(&shared);
+            Serving::start(config.port, deadline, shared.limits.max_connections, move |stream| {
+                serve_connection(stream, Arc::clone(&shared))
+            })
+            .await?
+        };
+        tokio::spawn(engine_loop(Arc::clone(&shared), serving.stopped(), deadline));
+        Ok(SimServer { serving, shared })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.serving.addr()
     }
 
     /// `http://127.0.0.1:PORT/v1` — OpenAI clients append `/chat/completions`, Anthropic ones
     /// `/messages`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        self.serving.base_url()
     }
 
     /// Every file the simulated service has written up to now.
@@ -203,14 +204,9 @@ impl SimServer {
         st.sim_time(Instant::now()) as f64 / 1e9
     }
 
+    /// Stop serving (dropping the server does too).
     pub fn shutdown(&self) {
-        let _ = self.stop.send(true);
-    }
-}
-
-impl Drop for SimServer {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.serving.shutdown();
     }
 }
 
@@ -233,44 +229,29 @@ async fn engine_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>, de
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut stopped: watch::Receiver<bool>,
-    deadline: Instant,
-) {
-    let lifetime = tokio::time::sleep_until(deadline.into());
-    tokio::pin!(lifetime);
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = &mut lifetime => break,
-            _ = stopped.changed() => break,
-            accepted = listener.accept(), if conns.len() < shared.limits.max_connections => {
-                let Ok((stream, _)) = accepted else {
-                    // Out of file descriptors, most likely: wait instead of spinning.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                conns.spawn(serve_connection(stream, Arc::clone(&shared)));
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.abort_all();
+/// One whole response: status, content type, extra header lines (each ending in CRLF) and body.
+#[derive(Clone, Copy)]
+struct Reply<'a> {
+    code: u16,
+    content_type: &'a str,
+    extra: &'a str,
+    body: &'a str,
 }
 
-/// One whole response; `close` adds `connection: close` (the connection ends after it).
+impl<'a> Reply<'a> {
+    fn new(code: u16, content_type: &'a str, body: &'a str) -> Reply<'a> {
+        Reply { code, content_type, extra: "", body }
+    }
+}
+
+/// Write `reply`; `close` adds `connection: close` (the connection ends after it).
 async fn respond<W: AsyncWrite + Unpin>(
     stream: &mut W,
     limits: &Limits,
     close: bool,
-    code: u16,
-    content_type: &str,
-    extra: &str,
-    body: &str,
+    reply: Reply<'_>,
 ) -> bool {
+    let Reply { code, content_type, extra, body } = reply;
     let close = if close { "connection: close\r\n" } else { "" };
     let head = format!(
         "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}{close}{CORS}\r\n",
@@ -310,12 +291,17 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                     st.catch_up();
                     st.sim.metrics_text()
                 };
-                respond(stream, &limits, close, 200, "text/plain; version=0.0.4; charset=utf-8", "", &text)
-                    .await
+                respond(
+                    stream,
+                    &limits,
+                    close,
+                    Reply::new(200, "text/plain; version=0.0.4; charset=utf-8", &text),
+                )
+                .await
             }
-            ("GET", "/health") => respond(stream, &limits, close, 200, "text/plain", "", "").await,
+            ("GET", "/health") => respond(stream, &limits, close, Reply::new(200, "text/plain", "")).await,
             ("GET", "/scenario") => {
-                respond(stream, &limits, close, 200, json, "", &shared.scenario_json).await
+                respond(stream, &limits, close, Reply::new(200, json, &shared.scenario_json)).await
             }
             ("GET", "/v1/models") => {
                 let (model, len) = {
@@ -324,7 +310,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                     (e.model.clone(), e.max_model_len)
                 };
                 let body = models(&model, len, dialect(&req.headers, Api::Openai));
-                respond(stream, &limits, close, 200, json, "", &body).await
+                respond(stream, &limits, close, Reply::new(200, json, &body)).await
             }
             ("GET", "/logs") => {
                 let files = {
@@ -337,7 +323,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                     .map(|f| serde_json::json!({"name": f.name, "what": f.what, "analyzable": f.analyzable, "bytes": f.content.len()}))
                     .collect();
                 let index = serde_json::Value::from(index).to_string();
-                respond(stream, &limits, close, 200, json, "", &index).await
+                respond(stream, &limits, close, Reply::new(200, json, &index)).await
             }
             ("GET", p) if p.starts_with("/logs/") => {
                 let name = &p["/logs/".len()..];
@@ -348,10 +334,18 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                 };
                 match file {
                     Some(f) => {
-                        respond(stream, &limits, close, 200, "text/plain; charset=utf-8", "", &f.content)
+                        respond(
+                            stream,
+                            &limits,
+                            close,
+                            Reply::new(200, "text/plain; charset=utf-8", &f.content),
+                        )
+                        .await
+                    }
+                    None => {
+                        respond(stream, &limits, close, Reply::new(404, json, r#"{"detail":"Not Found"}"#))
                             .await
                     }
-                    None => respond(stream, &limits, close, 404, json, "", r#"{"detail":"Not Found"}"#).await,
                 }
             }
             ("POST", "/v1/chat/completions") => {
@@ -365,9 +359,15 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             }
             (_, "/v1/chat/completions" | "/v1/completions" | "/v1/messages") => {
                 let body = r#"{"detail":"Method Not Allowed"}"#;
-                respond(stream, &limits, close, 405, json, "allow: POST\r\n", body).await
+                respond(
+                    stream,
+                    &limits,
+                    close,
+                    Reply { extra: "allow: POST\r\n", ..Reply::new(405, json, body) },
+                )
+                .await
             }
-            _ => respond(stream, &limits, close, 404, json, "", r#"{"detail":"Not Found"}"#).await,
+            _ => respond(stream, &limits, close, Reply::new(404, json, r#"{"detail":"Not Found"}"#)).await,
         };
         if !keep {
             return;
@@ -458,7 +458,7 @@ async fn generate(
         Ok(v @ serde_json::Value::Object(_)) => v,
         Ok(_) | Err(_) => {
             let body = error_body(api, 400, "The request body is not a JSON object.");
-            return respond(stream, limits, close, 400, json, "", &body).await;
+            return respond(stream, limits, close, Reply::new(400, json, &body)).await;
         }
     };
     if shared.served.fetch_add(1, Ordering::Relaxed) >= shared.max_requests {
@@ -500,7 +500,8 @@ async fn generate(
                     .unwrap_or_else(|| reason(r.status).to_owned())
             };
             let body = error_body(api, r.status, &message);
-            return respond(stream, limits, close, r.status, json, extra, &body).await;
+            return respond(stream, limits, close, Reply { extra, ..Reply::new(r.status, json, &body) })
+                .await;
         }
     };
     let rid = match route {
@@ -543,11 +544,11 @@ async fn generate(
         return match done {
             Some((Outcome::Oom, _, error)) => {
                 let body = error_body(api, 500, error.as_deref().unwrap_or("CUDA out of memory"));
-                respond(stream, limits, close, 500, json, "", &body).await
+                respond(stream, limits, close, Reply::new(500, json, &body)).await
             }
             Some((outcome, tokens, _)) => {
                 let body = events.whole(tokens as usize, outcome == Outcome::Length);
-                respond(stream, limits, close, 200, json, "", &body).await
+                respond(stream, limits, close, Reply::new(200, json, &body)).await
             }
             None => false,
         };

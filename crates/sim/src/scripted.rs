@@ -15,15 +15,13 @@
 //! client hung up even while its script hangs, and stops by itself after `lifetime`, aborting
 //! whatever is still running.
 
-use crate::http::{CORS, Conn, Events, Limits, Next, hangup, reason, send, write_chunk};
+use crate::http::{CORS, Conn, Events, Limits, Next, Serving, hangup, reason, send, write_chunk};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
 use tokio::net::tcp::WriteHalf;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 use triage_core::endpoint::Api;
 
 /// What goes wrong, if anything.
@@ -146,9 +144,8 @@ struct Shared {
 
 /// A running scripted server. Dropping it stops it.
 pub struct ScriptedServer {
-    addr: SocketAddr,
+    serving: Serving,
     shared: Arc<Shared>,
-    stop: watch::Sender<bool>,
 }
 
 impl ScriptedServer {
@@ -168,8 +165,6 @@ impl ScriptedServer {
         config: ServerConfig,
         limits: Limits,
     ) -> io::Result<ScriptedServer> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             script: Box::new(script),
             records: Mutex::new(Vec::new()),
@@ -177,18 +172,24 @@ impl ScriptedServer {
             max_requests: config.max_requests,
             limits,
         });
-        let (stop, stopped) = watch::channel(false);
-        tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped, config.lifetime));
-        Ok(ScriptedServer { addr, shared, stop })
+        let deadline = Instant::now() + config.lifetime;
+        let serving = {
+            let shared = Arc::clone(&shared);
+            Serving::start(0, deadline, limits.max_connections, move |stream| {
+                serve_connection(stream, Arc::clone(&shared))
+            })
+            .await?
+        };
+        Ok(ScriptedServer { serving, shared })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.serving.addr()
     }
 
     /// `http://127.0.0.1:PORT/v1` (OpenAI style) — Anthropic clients append `/messages`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        self.serving.base_url()
     }
 
     /// Requests seen so far, in arrival order.
@@ -198,48 +199,15 @@ impl ScriptedServer {
         r
     }
 
+    /// Stop serving (dropping the server does too).
     pub fn shutdown(&self) {
-        let _ = self.stop.send(true);
-    }
-}
-
-impl Drop for ScriptedServer {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.serving.shutdown();
     }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panicking connection task must not take the whole server down with a poisoned lock.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut stopped: watch::Receiver<bool>,
-    lifetime: Duration,
-) {
-    let deadline = tokio::time::sleep(lifetime);
-    tokio::pin!(deadline);
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = &mut deadline => break,
-            _ = stopped.changed() => break,
-            accepted = listener.accept(), if conns.len() < shared.limits.max_connections => {
-                let Ok((stream, _)) = accepted else {
-                    // Out of file descriptors, most likely: wait instead of spinning.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                conns.spawn(serve_connection(stream, Arc::clone(&shared)));
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.abort_all();
 }
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
@@ -298,7 +266,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         let keep_going = {
             let (mut rd, mut wr) = conn.stream.split();
             tokio::select! {
-                keep = respond(&mut wr, &shared, index, &script, &response_id, close, asked) => keep,
+                keep = respond(&mut wr, &shared, Answer { index, script: &script, id: &response_id, asked }, close) => keep,
                 () = hangup(&mut rd, &mut spoke) => false,
             }
         };
@@ -344,15 +312,18 @@ fn reset(stream: &WriteHalf<'_>) {
 
 /// Serve one response. Returns whether the connection may serve another request. `close` is
 /// the `connection: close` header line when the connection ends after this response, else empty.
-async fn respond(
-    stream: &mut WriteHalf<'_>,
-    shared: &Shared,
+/// The request being answered: its place in arrival order, its script, the response id it gets
+/// and what it asked for.
+#[derive(Clone, Copy)]
+struct Answer<'a> {
     index: usize,
-    script: &Script,
-    id: &str,
-    close: &str,
+    script: &'a Script,
+    id: &'a str,
     asked: Asked,
-) -> bool {
+}
+
+async fn respond(stream: &mut WriteHalf<'_>, shared: &Shared, answer: Answer<'_>, close: &str) -> bool {
+    let Answer { index, script, id, asked } = answer;
     let limit = shared.limits.idle_timeout;
     if !script.headers_delay.is_zero() {
         tokio::time::sleep(script.headers_delay).await;

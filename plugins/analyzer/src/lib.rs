@@ -4,8 +4,10 @@
 //!
 //! Build: `cargo xtask plugins` (→ `<target>/plugins/analyzer.wasm`).
 
-// wit-bindgen's generated glue passes a record's fields as separate arguments.
-#![allow(clippy::too_many_arguments)]
+#![allow(
+    clippy::too_many_arguments,
+    reason = "wit-bindgen's generated glue passes a record's fields as separate arguments"
+)]
 
 use triage::plugin::types::Finding;
 use triage_core::analyze::Analyzer;

@@ -7,8 +7,10 @@
 //!
 //! Build: `cargo xtask plugins` (→ `<target>/plugins/gpu-rules.wasm`).
 
-// wit-bindgen's generated glue passes a record's fields as separate arguments.
-#![allow(clippy::too_many_arguments)]
+#![allow(
+    clippy::too_many_arguments,
+    reason = "wit-bindgen's generated glue passes a record's fields as separate arguments"
+)]
 
 use std::cell::RefCell;
 

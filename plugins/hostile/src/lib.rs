@@ -6,8 +6,10 @@
 //! a wasm `unreachable`), `hostile:huge` (answers 20,000 findings), `hostile:slow` (burns a
 //! few million instructions, then answers); anything else answers one finding, `hostile-ok`.
 
-// wit-bindgen's generated glue passes a record's fields as separate arguments.
-#![allow(clippy::too_many_arguments)]
+#![allow(
+    clippy::too_many_arguments,
+    reason = "wit-bindgen's generated glue passes a record's fields as separate arguments"
+)]
 
 wit_bindgen::generate!({
     world: "gpu-rules",

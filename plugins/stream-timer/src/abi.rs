@@ -57,7 +57,10 @@ unsafe extern "C" {
     fn proxy_increment_metric(metric_id: u32, offset: i64) -> u32;
     fn proxy_set_effective_context(context_id: u32) -> u32;
     fn proxy_close_stream(stream_type: u32) -> u32;
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the proxy-wasm ABI's import, declared as the host exports it"
+    )]
     fn proxy_send_local_response(
         status_code: u32,
         status_code_details_data: *const u8,

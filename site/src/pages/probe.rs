@@ -133,11 +133,9 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
     let error_body = RefCell::new(Vec::<u8>::new());
     let shown = Cell::new(0usize);
     let entry_name = RefCell::new(o.url.clone());
+    let post = browser::Post { url: &o.url, headers: &o.headers, body: &o.body, timeout_ms: o.timeout_ms };
     let result = browser::stream_post(
-        &o.url,
-        &o.headers,
-        &o.body,
-        o.timeout_ms,
+        post,
         |at, url| {
             sent.set(at);
             o.calls.borrow_mut().push(at);

@@ -199,6 +199,7 @@ impl Analyzer {
             let name = &state.name;
             self.facts.llama.line(line, || report::EvidenceLine::quoted(name, no, line));
         }
+        let read = ReadLine { no, text: line, cut, vllm_needles: seen.vllm };
 
         if let Some(kind) = state.forced {
             let open = state.open.get_or_insert_with(|| {
@@ -212,7 +213,7 @@ impl Analyzer {
                     head: Head::Fresh,
                 }
             });
-            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm);
+            feed_open(&mut self.facts, &state.name, open, read, lang);
             return;
         }
         // Fast path: the open section's parser claims the line without recognition.
@@ -220,13 +221,13 @@ impl Analyzer {
             && open.kind != InputKind::Unknown
             && open.parser.continues(line, seen.bare, seen.vllm)
         {
-            feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm);
+            feed_open(&mut self.facts, &state.name, open, read, lang);
             return;
         }
         let recognised = recognize(line);
         match (recognised, state.open.as_mut()) {
             (Some(kind), Some(open)) if kind == open.kind => {
-                feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm)
+                feed_open(&mut self.facts, &state.name, open, read, lang)
             }
             (Some(kind), _) => {
                 let mut start = no;
@@ -249,12 +250,10 @@ impl Analyzer {
                     issues: Vec::new(),
                     head: Head::Fresh,
                 };
-                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang, seen.vllm);
+                feed_open(&mut self.facts, &state.name, &mut open, read, lang);
                 state.open = Some(open);
             }
-            (None, Some(open)) => {
-                feed_open(&mut self.facts, &state.name, open, no, line, cut, lang, seen.vllm)
-            }
+            (None, Some(open)) => feed_open(&mut self.facts, &state.name, open, read, lang),
             (None, None) => {
                 if line.trim().is_empty() {
                     return;
@@ -267,7 +266,7 @@ impl Analyzer {
                     issues: Vec::new(),
                     head: Head::Fresh,
                 };
-                feed_open(&mut self.facts, &state.name, &mut open, no, line, cut, lang, seen.vllm);
+                feed_open(&mut self.facts, &state.name, &mut open, read, lang);
                 state.open = Some(open);
             }
         }
@@ -390,17 +389,20 @@ impl Head {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn feed_open(
-    facts: &mut Facts,
-    name: &str,
-    open: &mut Open,
+/// One line as the analyzer read it, on its way to a section's parser.
+#[derive(Clone, Copy)]
+struct ReadLine<'a> {
     no: usize,
-    line: &str,
+    /// ANSI codes and a trailing CR stripped, cut at [`MAX_LINE_BYTES`].
+    text: &'a str,
+    /// The line was longer than [`MAX_LINE_BYTES`].
     cut: bool,
-    lang: Lang,
+    /// The vLLM parser's dispatch needles the signal scan found ([`parsers::Cx::vllm_needles`]).
     vllm_needles: u64,
-) {
+}
+
+fn feed_open(facts: &mut Facts, name: &str, open: &mut Open, read: ReadLine<'_>, lang: Lang) {
+    let ReadLine { no, text: line, cut, vllm_needles } = read;
     open.end = no;
     if open.kind == InputKind::Unknown {
         open.head = open.head.next(line);

@@ -106,7 +106,7 @@ fn plain_decimal(b: &[u8]) -> Option<f64> {
 /// Quote a line that came from outside: secrets redacted first, then shortened (a key that
 /// straddles the cut leaks nothing).
 pub fn quote_redacted(line: &str) -> String {
-    quote(&super::parsers::client_config::redact_secrets(line))
+    quote(&crate::safe::redact_patterns(line))
 }
 
 /// Shorten a line for quoting as evidence.

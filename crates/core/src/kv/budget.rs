@@ -36,6 +36,23 @@ pub struct BudgetInputs {
     pub non_torch_bytes: Option<u64>,
 }
 
+impl BudgetInputs {
+    /// A GPU of `gpu_total_bytes` at the default utilization
+    /// ([`defaults::GPU_MEMORY_UTILIZATION_PPM`](crate::kv::defaults::GPU_MEMORY_UTILIZATION_PPM)),
+    /// nothing else given.
+    pub fn new(gpu_total_bytes: u64) -> BudgetInputs {
+        BudgetInputs {
+            gpu_total_bytes,
+            utilization_ppm: crate::kv::defaults::GPU_MEMORY_UTILIZATION_PPM,
+            weights_bytes: None,
+            params: None,
+            weights_dtype: None,
+            activation_bytes: None,
+            non_torch_bytes: None,
+        }
+    }
+}
+
 /// Scheduler settings the activation estimate depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BudgetContext {
@@ -333,15 +350,7 @@ mod tests {
     }
 
     fn inputs(total: u64) -> BudgetInputs {
-        BudgetInputs {
-            gpu_total_bytes: total,
-            utilization_ppm: 900_000,
-            weights_bytes: None,
-            params: None,
-            weights_dtype: None,
-            activation_bytes: None,
-            non_torch_bytes: None,
-        }
+        BudgetInputs::new(total)
     }
 
     #[test]

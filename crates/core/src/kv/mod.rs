@@ -36,6 +36,7 @@
 
 pub mod article;
 pub mod budget;
+pub mod defaults;
 pub mod dtype;
 pub mod error;
 pub mod estimate;

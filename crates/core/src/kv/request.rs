@@ -2,6 +2,7 @@
 //! CLI fills it from flags, the site from its form, so both print the same numbers.
 
 use crate::kv::budget::BudgetInputs;
+use crate::kv::defaults;
 use crate::kv::dtype::{KvDtype, ModelDtype, WeightDtype};
 use crate::kv::estimate::{KvBudget, KvOptions, Need};
 use crate::kv::gpus::gpu;
@@ -55,17 +56,17 @@ impl Default for KvRequest {
     fn default() -> Self {
         KvRequest {
             model: None,
-            kv_dtype: "auto".to_owned(),
+            kv_dtype: defaults::KV_DTYPE.as_str().to_owned(),
             dtype: None,
-            tp: 1,
-            pp: 1,
+            tp: defaults::TP,
+            pp: defaults::PP,
             block_size: None,
             max_model_len: None,
             max_num_seqs: None,
             max_num_batched_tokens: None,
             gpu: None,
             gpu_mem_gib: None,
-            gpu_memory_utilization: "0.9".to_owned(),
+            gpu_memory_utilization: defaults::gpu_memory_utilization(),
             params_b: None,
             weights_gib: None,
             weights_dtype: None,
@@ -74,9 +75,9 @@ impl Default for KvRequest {
             available_kv_gib: None,
             at_len: None,
             need: None,
-            no_hybrid: false,
+            no_hybrid: !defaults::HYBRID,
             assume_defaults: false,
-            no_async_scheduling: false,
+            no_async_scheduling: !defaults::ASYNC_SCHEDULING,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Rule `colocated-process`: another process holds a large share of the GPU the engine needs.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::oom::fmt_gib;
 use crate::analyze::parsers::vllm::FatalMemory;
@@ -177,11 +177,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     RULE.doc.finding_from_reasons(
         lang,
-        confidence,
         ("Another process is using the GPU's memory", "有别的进程在用这张 GPU 的显存"),
         &reasons,
-        evidence,
-        texts(lang, &[
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
             (
                 "give each deployment its own GPUs: CUDA_VISIBLE_DEVICES, Kubernetes GPU requests, or MIG partitions",
                 "给每个部署分配独占的 GPU：CUDA_VISIBLE_DEVICES、Kubernetes GPU 请求或 MIG 分区",
@@ -195,10 +196,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "如果模型必须共卡，为每个模型显式设置 --gpu-memory-utilization（例如 0.45 + 0.45），并依次启动",
             ),
         ]),
-        texts(lang, &[(
+            next_checks: texts(lang, &[(
             "check whether the other process is a zombie worker from a previous run (same command, older start time)",
             "确认另一个进程是不是上次运行留下的僵尸 worker（命令相同、启动时间更早）",
         )]),
+        },
     )
 }
 

@@ -1,6 +1,6 @@
 //! Rule `kv-pressure-preemption`: the KV cache is full and the scheduler evicts requests.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -117,11 +117,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     RULE.doc.finding_from_reasons(
         lang,
-        confidence,
         ("The KV cache is the bottleneck", "瓶颈在 KV 缓存"),
         &reasons,
-        evidence,
-        texts(lang, &[
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
             ("lower --max-num-seqs so the running batch fits the cache", "调低 --max-num-seqs，让运行中的批能放进缓存"),
             (
                 "raise --gpu-memory-utilization (e.g. 0.90 → 0.95) if nothing else shares the GPU",
@@ -136,10 +137,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "加卡（张量并行）扩大缓存，然后用 `triage kv` 重新核算",
             ),
         ]),
-        texts(lang, &[(
+            next_checks: texts(lang, &[(
             "run `triage kv` for this model to see how many tokens the cache holds at your max_model_len",
             "对这个模型跑 `triage kv`，看在你的 max_model_len 下缓存能容纳多少 token",
         )]),
+        },
     )
 }
 

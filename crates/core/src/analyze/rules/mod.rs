@@ -149,18 +149,14 @@ impl RuleDoc {
     }
 
     /// The ending of a rule that collects reasons: none, no finding; else a finding whose summary
-    /// is `"{lead}: {reason}; {reason}."` (`"{lead}：{reason}；{reason}。"` in Chinese), the rest
-    /// as given.
-    #[allow(clippy::too_many_arguments)]
+    /// is `"{lead}: {reason}; {reason}."` (`"{lead}：{reason}；{reason}。"` in Chinese; `lead` is
+    /// `(en, zh)`), the rest from `body`.
     pub(crate) fn finding_from_reasons(
         &self,
         lang: Lang,
-        confidence: f64,
         lead: (&str, &str),
         reasons: &[String],
-        evidence: Vec<EvidenceLine>,
-        remediation: Vec<String>,
-        next_checks: Vec<String>,
+        body: FindingBody,
     ) -> Option<Finding> {
         if reasons.is_empty() {
             return None;
@@ -169,8 +165,18 @@ impl RuleDoc {
             Lang::En => format!("{}: {}.", lead.0, reasons.join("; ")),
             Lang::Zh => format!("{}：{}。", lead.1, reasons.join("；")),
         };
+        let FindingBody { confidence, evidence, remediation, next_checks } = body;
         Some(self.finding(lang, confidence, summary, evidence, remediation, next_checks))
     }
+}
+
+/// What a finding says besides its summary, already in the report's language: how sure, the
+/// lines that prove it, what to change, what to check next.
+pub(crate) struct FindingBody {
+    pub confidence: f64,
+    pub evidence: Vec<EvidenceLine>,
+    pub remediation: Vec<String>,
+    pub next_checks: Vec<String>,
 }
 
 /// Every rule, in the order of the article's trees.

@@ -1,6 +1,6 @@
 //! Rule `queueing-exceeds-capacity`: requests wait in the queue longer than they compute.
 
-use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
 
@@ -145,11 +145,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     RULE.doc.finding_from_reasons(
         lang,
-        confidence,
         ("Arrivals exceed what the engine can serve", "到达的请求超过了引擎的服务能力"),
         &reasons,
-        evidence,
-        texts(lang, &[
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
             (
                 "add capacity: more replicas behind the gateway, or TP/PP to grow the KV cache",
                 "扩容：在网关后面加副本，或用 TP/PP 扩大 KV 缓存",
@@ -167,7 +168,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "按 vllm:num_requests_waiting（或 sglang:num_queue_reqs）自动扩缩容，而不是按 GPU 利用率",
             ),
         ]),
-        texts(lang, &[
+            next_checks: texts(lang, &[
             (
                 "compare the arrival rate with the engine's generation throughput over the same window",
                 "在同一时间窗口内对比请求到达速率和引擎的生成吞吐",
@@ -177,6 +178,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "看 GPU KV 缓存使用率：接近 100% 说明批已无法再变大，只有加卡才有用",
             ),
         ]),
+        },
     )
 }
 

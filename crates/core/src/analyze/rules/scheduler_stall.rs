@@ -1,6 +1,6 @@
 //! Rule `scheduler-stall`: requests sit in the batch but nothing is generated.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -115,11 +115,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     RULE.doc.finding_from_reasons(
         lang,
-        confidence,
         ("The engine holds requests but generates nothing", "引擎占着请求却什么都不生成"),
         &reasons,
-        evidence,
-        texts(lang, &[
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
             (
                 "capture a stack dump of the engine (py-spy dump --pid PID) before restarting, then restart the worker",
                 "重启前先抓引擎的调用栈（py-spy dump --pid PID），然后重启 worker",
@@ -133,7 +134,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "为这种模式加告警：running > 0 且生成吞吐 = 0 持续 60 s",
             ),
         ]),
-        texts(lang, &[
+            next_checks: texts(lang, &[
             (
                 "look for NCCL watchdog timeouts or an engine error just before the stall",
                 "查看卡死前是否有 NCCL watchdog 超时或引擎报错",
@@ -143,6 +144,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "找出运行时间最长的请求：一个异常请求就可能霸占整个批",
             ),
         ]),
+        },
     )
 }
 

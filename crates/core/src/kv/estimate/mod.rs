@@ -6,20 +6,32 @@
 //! concurrency is `blocks / blocks_per_request` as an IEEE double, printed to two decimals as
 //! vLLM's `%.2f` prints it, and its whole part rounded down; `tokens` is vLLM 0.33's
 //! `int(concurrency × max_model_len)` (see [`crate::kv::layout`] for the sources).
+//!
+//! This file has the options, the answer's types and [`estimate`] itself; `rows.rs` the
+//! per-layer breakdown and the `--need` answer, `formula.rs` the formula lines the report prints,
+//! `unknown.rs` the `missing` list, `tests.rs` the tests against vLLM's own figures.
+
+mod formula;
+mod rows;
+mod unknown;
 
 use crate::kv::KvError;
 use crate::kv::article::article_kv_bytes;
 use crate::kv::budget::{self, Budget, BudgetContext, BudgetInputs};
+use crate::kv::defaults;
 use crate::kv::dtype::{KvDtype, ModelDtype};
 use crate::kv::layout::{Layout, LayoutOptions};
-use crate::kv::missing::{self, Missing};
-use crate::kv::model::{Attention, ModelShape, ranges};
-use crate::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
+use crate::kv::missing::Missing;
+use crate::kv::model::{Attention, ModelShape};
+use crate::kv::units::{fmt_gib, fmt_int};
 use crate::lang::Lang;
+use formula::{FormulaFigures, formula_lines};
+use rows::{Sizing, layer_rows, need_row};
 use serde::Serialize;
+use unknown::{Unknowns, missing_entries};
 
-/// vLLM's default `--block-size` on CUDA.
-pub const DEFAULT_BLOCK_SIZE: u32 = 16;
+/// vLLM's default `--block-size` on CUDA ([`defaults::BLOCK_SIZE`]).
+pub const DEFAULT_BLOCK_SIZE: u32 = defaults::BLOCK_SIZE;
 
 /// "Memory for `seqs` sequences of `len` tokens each?"
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -59,16 +71,16 @@ pub struct KvOptions {
 impl Default for KvOptions {
     fn default() -> Self {
         KvOptions {
-            kv_dtype: KvDtype::Auto,
+            kv_dtype: defaults::KV_DTYPE,
             dtype: None,
-            tp: 1,
-            pp: 1,
+            tp: defaults::TP,
+            pp: defaults::PP,
             block_size: None,
             max_model_len: None,
             max_num_seqs: None,
             max_num_batched_tokens: None,
-            hybrid: true,
-            async_scheduling: true,
+            hybrid: defaults::HYBRID,
+            async_scheduling: defaults::ASYNC_SCHEDULING,
             at_len: None,
             need: None,
             large_gpu: None,
@@ -529,7 +541,17 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
 
     let need = opts
         .need
-        .map(|n| need_row(&layout, n, in_flight, block_bytes, available, budget_row.as_ref(), article))
+        .map(|n| {
+            let at = Sizing {
+                layout: &layout,
+                in_flight,
+                block_bytes,
+                available,
+                budget: budget_row.as_ref(),
+                article_per_token: article,
+            };
+            need_row(&at, n)
+        })
         .transpose()?;
 
     let source = if budget_row.is_some() { "gpu budget" } else { "given" };
@@ -607,64 +629,6 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
     })
 }
 
-/// What is unknown, for [`missing_entries`].
-struct Unknowns<'a> {
-    max_model_len: bool,
-    concurrency_len: bool,
-    /// The GPU budget, when the KV memory is computed from one.
-    budget: Option<&'a Budget>,
-    /// Whether `need` was asked.
-    need: bool,
-}
-
-/// The `missing` list: one entry per unknown quantity, with the report fields it leaves null.
-fn missing_entries(lang: Lang, u: Unknowns<'_>) -> Vec<Missing> {
-    let mut out = Vec::new();
-    if u.max_model_len {
-        out.push(missing::max_model_len(lang, vec!["settings.max_model_len", "tokens", "max_num_seqs"]));
-    }
-    if u.concurrency_len {
-        out.push(missing::concurrency_len(
-            lang,
-            vec!["concurrency_len", "blocks_per_request", "max_concurrency", "max_concurrency_whole"],
-        ));
-    }
-    let Some(b) = u.budget else { return out };
-    let mut terms = Vec::new();
-    let gpu_need: &[&'static str] =
-        if u.need { &["need.gpu_bytes_per_rank", "need.gpu_memory_utilization_ppm"] } else { &[] };
-    let term_fields = |own: &'static str| {
-        let mut f = vec![own, "budget.available_kv_bytes", "budget.shortfall_bytes"];
-        f.extend(gpu_need);
-        f
-    };
-    if b.weights_bytes.is_none() {
-        out.push(missing::weights(lang, &b.weights_needs, term_fields("budget.weights_bytes")));
-        terms.push("budget.weights_bytes");
-    }
-    if b.activation_bytes.is_none() {
-        out.push(missing::activation(lang, &b.activation_needs, term_fields("budget.activation_bytes")));
-        terms.push("budget.activation_bytes");
-    }
-    if b.available_kv_bytes.is_none() {
-        let mut fields = vec![
-            "available_kv_bytes",
-            "blocks",
-            "tokens",
-            "legacy_tokens",
-            "max_concurrency",
-            "max_concurrency_whole",
-            "max_model_len_fit",
-            "max_num_seqs",
-        ];
-        if u.need {
-            fields.push("need.fits");
-        }
-        out.push(missing::available(lang, terms, fields));
-    }
-    out
-}
-
 /// `q` to hundredths as Python's `%.2f` prints it (vLLM's concurrency figure): the exact binary
 /// value rounded to nearest, ties to even — what Rust's `{:.2}` does too.
 pub fn centi_as_vllm_prints(q: f64) -> u64 {
@@ -675,459 +639,5 @@ pub fn centi_as_vllm_prints(q: f64) -> u64 {
     s.replace('.', "").parse().unwrap_or(u64::MAX)
 }
 
-fn layer_rows(
-    layout: &Layout,
-    model: &ModelShape,
-    in_flight: u64,
-    max_model_len: Option<u64>,
-) -> Vec<LayerRow> {
-    let mut kinds: Vec<Attention> = Vec::new();
-    for l in &layout.layers {
-        if !kinds.contains(&l.attention) {
-            kinds.push(l.attention);
-        }
-    }
-    kinds
-        .into_iter()
-        .map(|a| {
-            let idx: Vec<u32> = layout.layers.iter().filter(|l| l.attention == a).map(|l| l.index).collect();
-            let count = idx.len() as u64;
-            let (kind, window, cap) = match a {
-                Attention::Full => ("full", None, None),
-                Attention::Mla => ("mla", None, None),
-                Attention::Sliding { window } => (
-                    "sliding",
-                    Some(window),
-                    Some(
-                        window
-                            .saturating_sub(1)
-                            .saturating_add(in_flight)
-                            .min(max_model_len.unwrap_or(u64::MAX)),
-                    ),
-                ),
-            };
-            let cached_dim = match model.mla {
-                Some(m) => u64::from(m.kv_lora_rank) + u64::from(m.qk_rope_head_dim),
-                None => u64::from(model.head_dim_k) + u64::from(model.head_dim_v),
-            };
-            LayerRow {
-                kind,
-                window,
-                count,
-                layers: ranges(&idx),
-                kv_heads_per_rank: model.mla.is_none().then_some(layout.kv_heads_per_rank),
-                cached_dim,
-                bytes_per_token_per_layer: layout.bytes_per_token_per_layer,
-                bytes_per_token: layout.bytes_per_token_per_layer.saturating_mul(count),
-                groups: layout.groups.iter().filter(|g| g.attention == a).count() as u64,
-                max_tokens_per_request: cap,
-            }
-        })
-        .collect()
-}
-
-fn need_row(
-    layout: &Layout,
-    n: Need,
-    in_flight: u64,
-    block_bytes: u64,
-    available: Option<u64>,
-    budget: Option<&Budget>,
-    article_per_token: Option<u64>,
-) -> Result<NeedRow, KvError> {
-    if n.seqs == 0 || n.len == 0 {
-        return Err(KvError::invalid(
-            "--need",
-            format!("{}x{}", n.seqs, n.len),
-            "sequences and length must be ≥ 1",
-        ));
-    }
-    let bpr = layout.blocks_per_request(n.len, in_flight);
-    let per_rank = u128::from(n.seqs) * u128::from(bpr) * u128::from(block_bytes);
-    let per_rank = u64::try_from(per_rank).map_err(|_| KvError::Overflow("--need memory"))?;
-    let all: u128 = layout
-        .ranks
-        .iter()
-        .map(|r| u128::from(n.seqs) * u128::from(bpr) * u128::from(layout.block_bytes(r)))
-        .sum::<u128>()
-        * u128::from(layout.tp);
-    let all = u64::try_from(all).map_err(|_| KvError::Overflow("--need memory"))?;
-    let article_bytes =
-        article_per_token.and_then(|p| p.checked_mul(n.len)).and_then(|b| b.checked_mul(n.seqs));
-    let gpu = budget.and_then(|b| {
-        Some(
-            per_rank
-                .saturating_add(b.weights_bytes?)
-                .saturating_add(b.activation_bytes?)
-                .saturating_add(b.non_torch_bytes),
-        )
-    });
-    let util = match (gpu, budget) {
-        (Some(g), Some(b)) if b.gpu_total_bytes > 0 => {
-            Some(u64::try_from(u128::from(g) * 1_000_000 / u128::from(b.gpu_total_bytes)).unwrap_or(u64::MAX))
-        }
-        _ => None,
-    };
-    Ok(NeedRow {
-        seqs: n.seqs,
-        len: n.len,
-        blocks_per_request: bpr,
-        kv_bytes_per_rank: per_rank,
-        kv_bytes_all_ranks: all,
-        article_bytes,
-        gpu_bytes_per_rank: gpu,
-        gpu_memory_utilization_ppm: util,
-        fits: available.map(|a| per_rank <= a),
-    })
-}
-
-/// The figures the formula lines show; a line whose figures are unknown is left out.
-struct FormulaFigures {
-    available: Option<u64>,
-    blocks: Option<u64>,
-    tokens: Option<u64>,
-    block_bytes: u64,
-    concurrency_len: Option<u64>,
-    bpr: Option<u64>,
-    centi: Option<u64>,
-    max_model_len: Option<u64>,
-    bpr_max_len: Option<u64>,
-}
-
-fn formula_lines(lang: Lang, layout: &Layout, model: &ModelShape, f: FormulaFigures) -> Vec<String> {
-    let mut out = Vec::new();
-    let e = layout.element_bytes;
-    let per_layer = layout.bytes_per_token_per_layer;
-    match model.mla {
-        Some(m) if per_layer != (u64::from(m.kv_lora_rank) + u64::from(m.qk_rope_head_dim)) * e => {
-            let (r, sc, q) =
-                (m.kv_lora_rank, u64::from(m.kv_lora_rank).div_ceil(128) * 4, m.qk_rope_head_dim);
-            out.push(lang.pick(
-                format!(
-                    "per token per layer (MLA, fp8_ds_mla): {r} fp8 latent + {sc} B of fp32 scales + {q} bf16 rope values \
-                     = {per_layer} B, whole on every TP rank"
-                ),
-                format!(
-                    "每 token 每层（MLA，fp8_ds_mla）：{r} 个 fp8 latent + {sc} B fp32 scale + {q} 个 bf16 rope 值 \
-                     = {per_layer} B，每个 TP rank 都存完整一份"
-                ),
-            ))
-        }
-        Some(m) => {
-            let (r, q, pl) = (m.kv_lora_rank, m.qk_rope_head_dim, fmt_int(per_layer));
-            out.push(lang.pick(
-                format!(
-                    "per token per layer (MLA): (kv_lora_rank {r} + qk_rope_head_dim {q}) × {e} B = {pl} B — one \
-                     latent, no ×2 for K and V, whole on every TP rank"
-                ),
-                format!(
-                    "每 token 每层（MLA）：(kv_lora_rank {r} + qk_rope_head_dim {q}) × {e} B = {pl} B——只有一个 \
-                     latent，K 和 V 不用 ×2，每个 TP rank 都存完整一份"
-                ),
-            ))
-        }
-        None => {
-            let (h, dk, dv, pl, kvh, tp) = (
-                layout.kv_heads_per_rank,
-                model.head_dim_k,
-                model.head_dim_v,
-                fmt_int(per_layer),
-                model.num_kv_heads,
-                layout.tp,
-            );
-            out.push(lang.pick(
-                format!(
-                    "per token per layer: kv_heads_per_rank {h} × (head_dim_k {dk} + head_dim_v {dv}) × {e} B = {pl} B \
-                     (kv_heads_per_rank = max(1, {kvh} / tp {tp}))"
-                ),
-                format!(
-                    "每 token 每层：kv_heads_per_rank {h} × (head_dim_k {dk} + head_dim_v {dv}) × {e} B = {pl} B\
-                     （kv_heads_per_rank = max(1, {kvh} / tp {tp})）"
-                ),
-            ))
-        }
-    }
-    let busiest_layers = layout.ranks.iter().map(|r| r.layers.len()).max().unwrap_or(0);
-    let (pl, pr) = (fmt_int(per_layer), fmt_int(layout.bytes_per_token_per_rank()));
-    let stage = if layout.pp > 1 {
-        lang.pick(" (the pipeline stage with the most layers)", "（层数最多的流水线 stage）")
-    } else {
-        ""
-    };
-    out.push(lang.pick(
-        format!("per token per GPU: {pl} B × {busiest_layers} layers = {pr} B{stage}"),
-        format!("每 token 每张 GPU：{pl} B × {busiest_layers} 层 = {pr} B{stage}"),
-    ));
-    let pool = f.block_bytes / layout.page_bytes.max(1);
-    let Some((available, blocks)) = f.available.zip(f.blocks) else {
-        return article_line(lang, layout, model, out);
-    };
-    out.push(format!(
-        "num_blocks = floor(available {} / (page {} B × {pool} {})) = {}",
-        fmt_size(available),
-        fmt_int(layout.page_bytes),
-        if layout.groups.len() > 1 {
-            lang.pick("pool tensors", "个池张量")
-        } else {
-            lang.pick("layers", "层")
-        },
-        fmt_int(blocks)
-    ));
-    let bl = fmt_int(blocks);
-    if let (Some(bpr_max_len), Some(max_model_len), Some(tokens)) = (f.bpr_max_len, f.max_model_len, f.tokens)
-    {
-        let (bm, mml, tk) = (fmt_int(bpr_max_len), fmt_int(max_model_len), fmt_int(tokens));
-        let legacy = if layout.groups.len() > 1 {
-            let (g, bs, lt) =
-                (layout.groups.len(), layout.block_size, fmt_int(layout.legacy_logged_tokens(blocks)));
-            lang.pick(
-                format!("; older releases logged floor({bl} blocks / {g} groups) × block_size {bs} = {lt}"),
-                format!("；旧版本日志为 floor({bl} blocks / {g} 个 group) × block_size {bs} = {lt}"),
-            )
-        } else {
-            String::new()
-        };
-        out.push(lang.pick(
-            format!(
-                "tokens (vLLM 0.33's \"GPU KV cache size\") = int({bl} blocks / {bm} blocks per {mml}-token request × {mml}) = {tk}{legacy}"
-            ),
-            format!(
-                "token 数（vLLM 0.33 的 \"GPU KV cache size\"）= int({bl} blocks / 每个 {mml} token 请求 {bm} blocks × {mml}) = {tk}{legacy}"
-            ),
-        ));
-    }
-    if let (Some(cl), Some(bpr), Some(c)) = (f.concurrency_len, f.bpr, f.centi) {
-        let (cl, bpr, c) = (fmt_int(cl), fmt_int(bpr), fmt_centi(c));
-        out.push(lang.pick(
-            format!("max concurrency at {cl} tokens = {bl} blocks / {bpr} blocks per request = {c}x"),
-            format!("{cl} token 时的最大并发 = {bl} blocks / 每请求 {bpr} blocks = {c}x"),
-        ));
-    }
-    article_line(lang, layout, model, out)
-}
-
-/// The article's formula, last, when it applies (plain attention).
-fn article_line(lang: Lang, layout: &Layout, model: &ModelShape, mut out: Vec<String>) -> Vec<String> {
-    let e = layout.element_bytes;
-    if model.is_plain_attention() {
-        let (nl, kvh, hd) = (model.num_layers(), model.num_kv_heads, model.head_dim_k);
-        let per = fmt_int(article_kv_bytes(nl as u64, u64::from(kvh), u64::from(hd), e, 1, 1).unwrap_or(0));
-        let gb = fmt_gb(crate::kv::article::ARTICLE_7B_BYTES);
-        out.push(lang.pick(
-            format!(
-                "article's formula (plain attention, one GPU): 2 × {nl} layers × {kvh} kv_heads × {hd} head_dim × {e} B = {per} \
-                 B per token; e.g. 7B, 4096 tokens × 64 sequences: {gb}"
-            ),
-            format!(
-                "文章公式（普通 attention，单 GPU）：2 × {nl} 层 × {kvh} kv_heads × {hd} head_dim × {e} B = 每 token {per} \
-                 B；例如 7B、4096 token × 64 条序列：{gb}"
-            ),
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kv::presets::preset;
-    use crate::kv::units::{GIB, parse_gib};
-
-    fn with_available(id: &str, opts: KvOptions, gib: &str) -> KvEstimate {
-        let m = preset(id).unwrap().shape().unwrap();
-        estimate(&m, &opts, &KvBudget::Available(parse_gib("x", gib).unwrap())).unwrap()
-    }
-
-    #[test]
-    fn llama_3_1_8b_matches_vllm_capacity_arithmetic() {
-        let o = KvOptions { max_model_len: Some(32_768), ..KvOptions::default() };
-        // 447,088 tokens × 131,072 B = the KV memory those tokens occupy exactly.
-        let m = preset("llama-3.1-8b").unwrap().shape().unwrap();
-        let e = estimate(&m, &o, &KvBudget::Available(447_088 * 131_072)).unwrap();
-        assert_eq!((e.bytes_per_token, e.bytes_per_token_per_rank), (131_072, 131_072));
-        assert_eq!((e.blocks, e.tokens), (Some(27_943), Some(447_088)));
-        // vLLM: "Maximum concurrency for 32,768 tokens per request: 13.64x".
-        assert_eq!(e.max_concurrency, Some(13.64));
-        assert_eq!((e.max_concurrency_whole, e.max_num_seqs), (Some(13), Some(13)));
-        // vLLM 0.33 checks against the memory less one block (the null block): 27,942 blocks.
-        assert_eq!(e.max_model_len_fit, Some(447_072));
-        // 54.62 GiB as printed buys 27,965 blocks.
-        let e = with_available("llama-3.1-8b", o, "54.62");
-        assert_eq!((e.blocks, e.tokens), (Some(27_965), Some(447_440)));
-        assert!(e.formula.iter().any(|l| l.contains("article's formula")));
-    }
-
-    /// vLLM 0.33.0's own arithmetic: every expected figure below was produced by running
-    /// `get_kv_cache_configs` (`v1/core/kv_cache_planning.py`) and `get_kv_cache_capacity`
-    /// (`v1/core/kv_cache_utils.py`) from the vLLM 0.33.0 wheel on these layer shapes and exact
-    /// byte counts (`tests/data/kv/vllm_oracle.py`; see `tests/data/kv/README.md`). Given the
-    /// exact bytes, blocks, the logged tokens and the printed concurrency must be equal.
-    /// Preset, options, exact bytes → blocks, logged tokens, printed concurrency, longest fit.
-    type Oracle = (&'static str, KvOptions, u64, u64, u64, f64, Option<u64>);
-
-    #[test]
-    fn matches_vllm_0_33_exactly_given_exact_bytes() {
-        let o = |mml: u64| KvOptions { max_model_len: Some(mml), ..KvOptions::default() };
-        let ds = |kv_dtype: KvDtype| KvOptions {
-            tp: 8,
-            block_size: Some(64),
-            kv_dtype,
-            max_model_len: Some(163_840),
-            ..KvOptions::default()
-        };
-        let g20 = 20 * GIB;
-        #[rustfmt::skip]
-        let cases: Vec<Oracle> = vec![
-            // preset, options, exact bytes → blocks, logged tokens, printed concurrency, and the
-            // longest request the startup check admits (`_estimate_max_model_len_from_groups`
-            // on the memory less the null block; `None`: every layer slides).
-            ("llama-3.1-8b", o(32_768), 58_647_778_426, 27_965, 447_440, 13.65, Some(447_424)),
-            ("llama-3.1-8b", o(131_072), 66_432_406_650, 31_677, 506_832, 3.87, Some(506_816)),
-            // Dense MHA with max_model_len not a multiple of the block size: 256 blocks per
-            // request, int(2735 / 256 × 4095) = 43,749 — not 2735 × 16 = 43,760.
-            ("llama-2-7b", o(4095), 22_945_862_778, 2_735, 43_749, 10.68, Some(43_744)),
-            ("llama-2-7b", o(4095), 22_944_940_032, 2_735, 43_749, 10.68, Some(43_744)),
-            // MLA, TP 8, FlashMLA's block size 64: 61 layers × 64 × 576 values on every rank.
-            ("deepseek-v3", ds(KvDtype::Auto), 61_664_992_952, 13_711, 877_504, 5.36, Some(877_440)),
-            ("deepseek-v3", ds(KvDtype::Fp8), 61_664_992_952, 27_422, 1_755_008, 10.71, Some(1_754_944)),
-            ("deepseek-v3", ds(KvDtype::Fp8DsMla), 61_664_992_952, 24_078, 1_540_992, 9.41, Some(1_540_928)),
-            // Hybrid: 7 groups (10 full; 52 sliding in 6), pool block = 10 pages; 2 × 8192 in flight.
-            ("gemma-3-27b", o(131_072), 49_102_213_611, 37_462, 333_438, 2.54, Some(494_832)),
-            ("gemma-3-27b", o(32_768), g20, 16_384, 62_557, 1.91, Some(157_584)),
-            ("gemma-3-27b", KvOptions { async_scheduling: false, ..o(32_768) }, g20, 16_384, 97_435, 2.97, Some(206_736)),
-            ("gemma-3-27b", KvOptions { hybrid: false, ..o(32_768) }, g20, 2_642, 42_272, 1.29, Some(42_256)),
-            // gpt-oss: 18 sliding (window 128) + 18 full → 2 groups of 18.
-            ("gpt-oss-120b", o(131_072), 75_795_435_356, 128_505, 1_825_843, 13.93, Some(2_039_536)),
-            ("gpt-oss-20b", o(131_072), 10 * GIB, 27_306, 387_973, 2.96, Some(420_352)),
-            // Every layer sliding (window 4096): one group, 1281 blocks per 32k request.
-            ("mistral-7b-v0.1", o(32_768), 10 * GIB, 5_120, 130_969, 4.0, None),
-        ];
-        for (id, opts, bytes, blocks, tokens, conc, fit) in cases {
-            let m = preset(id).unwrap().shape().unwrap();
-            let e = estimate(&m, &opts, &KvBudget::Available(bytes)).unwrap();
-            assert_eq!(
-                (e.blocks, e.tokens, e.max_concurrency, e.max_model_len_fit),
-                (Some(blocks), Some(tokens), Some(conc), fit),
-                "{id} {opts:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn h200_measured_bytes_per_token() {
-        // shared/data/h200/phases.json: Llama-shaped, 22 layers, 4 kv heads, head_dim 64, bf16.
-        let m = ModelShape::plain("h200-decode", 22, 32, 4, 64);
-        let mut m = m;
-        m.max_model_len = Some(32_768);
-        let e = estimate(&m, &KvOptions::default(), &KvBudget::Available(GIB)).unwrap();
-        assert_eq!(e.bytes_per_token, 22_528);
-    }
-
-    #[test]
-    fn deepseek_v3_mla_on_eight_gpus() {
-        let o = KvOptions { tp: 8, max_model_len: Some(163_840), ..KvOptions::default() };
-        let e = with_available("deepseek-v3", o.clone(), "40");
-        assert_eq!(e.bytes_per_token_per_rank, 70_272);
-        assert_eq!(e.bytes_per_token, 8 * 70_272);
-        assert_eq!(e.page_bytes, 16 * 1_152);
-        // floor(40 GiB / (18,432 B × 61)) = 38,199 blocks → 611,184 tokens.
-        assert_eq!((e.blocks, e.tokens), (Some(38_199), Some(611_184)));
-        assert!(e.layers[0].kv_heads_per_rank.is_none());
-        let ds = with_available(
-            "deepseek-v3",
-            KvOptions { kv_dtype: KvDtype::Fp8DsMla, block_size: Some(64), ..o },
-            "40",
-        );
-        assert_eq!(ds.bytes_per_token_per_rank, 61 * 656);
-        assert_eq!(ds.blocks, Some(40 * GIB / (64 * 656 * 61)));
-    }
-
-    #[test]
-    fn gemma3_sliding_capacity_and_concurrency() {
-        let o = KvOptions {
-            max_model_len: Some(32_768),
-            max_num_batched_tokens: Some(8192),
-            ..KvOptions::default()
-        };
-        let e = with_available("gemma-3-27b", o, "20");
-        assert_eq!(e.bytes_per_token_per_rank, 62 * 8192);
-        assert_eq!(e.bytes_per_token_past_windows_per_rank, 10 * 8192);
-        assert_eq!((e.kv_cache_groups, e.pool_tensors, e.padding_layers), (7, 10, 8));
-        // floor(20 GiB / (131,072 B × 10)) = 16,384 blocks.
-        assert_eq!(e.blocks, Some(16_384));
-        // A 32k request, two batches of 8192 in flight (async scheduling): 2048 + 6 ×
-        // (ceil((1023 + 16,384) / 16) + 1) = 2048 + 6 × 1089 = 8582 blocks → 1.91x, and vLLM 0.33
-        // logs int(16,384 / 8582 × 32,768) = 62,557 tokens (vLLM's own functions give the same:
-        // tests/data/kv/README.md). Older releases logged 16,384 / 7 × 16 = 37,440.
-        assert_eq!((e.blocks_per_request, e.max_concurrency), (Some(8_582), Some(1.91)));
-        assert_eq!((e.tokens, e.legacy_tokens), (Some(62_557), Some(37_440)));
-        assert_eq!((e.settings.in_flight_batches, e.settings.in_flight_tokens), (2, 16_384));
-        let sliding = e.layers.iter().find(|r| r.kind == "sliding").unwrap();
-        assert_eq!((sliding.count, sliding.window, sliding.groups), (52, Some(1024), 6));
-        assert_eq!(sliding.max_tokens_per_request, Some(17_407));
-        // One batch in flight (no async scheduling; also what older releases budgeted):
-        // 2048 + 6 × 577 = 5510 blocks → 2.97x, 97,435 tokens.
-        let one = KvOptions {
-            max_model_len: Some(32_768),
-            max_num_batched_tokens: Some(8192),
-            async_scheduling: false,
-            ..KvOptions::default()
-        };
-        let e = with_available("gemma-3-27b", one, "20");
-        assert_eq!(
-            (e.blocks_per_request, e.max_concurrency, e.tokens),
-            (Some(5_510), Some(2.97), Some(97_435))
-        );
-    }
-
-    #[test]
-    fn all_sliding_fits_any_length() {
-        let o = KvOptions { max_model_len: Some(32_768), ..KvOptions::default() };
-        let e = with_available("mistral-7b-v0.1", o, "10");
-        assert_eq!(e.max_model_len_fit, None);
-        assert_eq!(e.kv_cache_groups, 1);
-    }
-
-    #[test]
-    fn reverse_question_reproduces_the_article() {
-        let o = KvOptions { need: Some(Need { seqs: 64, len: 4096 }), ..KvOptions::default() };
-        let e = with_available("llama-2-7b", o, "200");
-        let n = e.need.unwrap();
-        assert_eq!(n.kv_bytes_per_rank, 137_438_953_472);
-        assert_eq!(n.article_bytes, Some(137_438_953_472));
-        assert_eq!(n.fits, Some(true));
-        assert_eq!(fmt_gb(n.kv_bytes_per_rank), "137.4 GB");
-    }
-
-    #[test]
-    fn not_fitting_is_a_warning_not_an_error() {
-        let o = KvOptions { max_model_len: Some(131_072), ..KvOptions::default() };
-        let e = with_available("llama-3.1-8b", o, "5");
-        assert_eq!(e.max_num_seqs, Some(0));
-        assert!(e.warnings.iter().any(|w| w.contains("refuse to start")), "{:?}", e.warnings);
-        let e = with_available("llama-3.1-8b", KvOptions::default(), "0");
-        assert_eq!((e.blocks, e.tokens, e.max_model_len_fit), (Some(0), Some(0), Some(0)));
-    }
-
-    #[test]
-    fn gpu_budget_path() {
-        let m = preset("llama-3.1-8b").unwrap().shape().unwrap();
-        let inp = BudgetInputs {
-            gpu_total_bytes: crate::kv::gpus::gpu("h200").unwrap().total_bytes(),
-            utilization_ppm: 900_000,
-            weights_bytes: None,
-            params: None,
-            weights_dtype: None,
-            activation_bytes: None,
-            non_torch_bytes: None,
-        };
-        let o = KvOptions { large_gpu: Some(true), ..KvOptions::default() };
-        let e = estimate(&m, &o, &KvBudget::Gpu(inp)).unwrap();
-        let b = e.budget.as_ref().unwrap();
-        assert_eq!(e.available_kv_bytes, b.available_kv_bytes);
-        let tokens = e.tokens.unwrap();
-        assert!(tokens > 700_000 && tokens < 900_000, "{tokens}");
-        assert!(e.missing.is_empty());
-        assert!(e.assumptions.iter().any(|a| a.contains("CUDA graphs")));
-    }
-}
+mod tests;
