@@ -50,8 +50,6 @@ pub mod defs;
 pub mod endpoint;
 pub mod fault;
 pub mod gpu;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod kv;
 pub mod lang;
 pub mod probe;
