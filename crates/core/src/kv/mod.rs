@@ -53,11 +53,7 @@ pub mod presets;
 #[allow(missing_docs)]
 pub mod reconcile;
 pub mod report;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod request;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod startup;
 pub mod units;
 
