@@ -39,8 +39,6 @@ pub mod budget;
 pub mod defaults;
 pub mod dtype;
 pub mod error;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod estimate;
 pub mod gpus;
 pub mod hf_config;
@@ -49,8 +47,6 @@ pub mod missing;
 pub mod model;
 pub mod params;
 pub mod presets;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod reconcile;
 pub mod report;
 pub mod request;
