@@ -9,8 +9,6 @@
 pub mod facts;
 pub mod figures;
 pub mod kind;
-// FIXME(#15): document the public items of this module and drop the allow.
-#[allow(missing_docs)]
 pub mod parsers;
 pub mod report;
 pub mod rules;
