@@ -234,12 +234,8 @@ mod tests {
         assert!(f.summary.contains("2 processes on GPU 0"), "{}", f.summary);
         // Without the OOM, and with the GPU far from full, sharing alone is no finding.
         assert!(
-            snapshot(
-                &[("smi", &smi)],
-                "colocated-process",
-                "fires_on_two_big_processes_in_the_table_next_to_an_oom"
-            )
-            .is_none()
+            snapshot(&[("smi", &smi)], "colocated-process", "quiet_two_big_processes_without_an_oom")
+                .is_none()
         );
     }
 

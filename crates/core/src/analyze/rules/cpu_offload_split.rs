@@ -122,7 +122,7 @@ mod tests {
             snapshot(
                 &[("ollama.log", "load_tensors: offloaded 81/81 layers to GPU\n")],
                 "cpu-offload-split",
-                "fires_on_a_partial_offload_only_2"
+                "quiet_on_a_full_offload"
             )
             .is_none()
         );

@@ -75,9 +75,7 @@ mod tests {
         );
         let split =
             "llama3.3:70b    a6eb4748fd29    49 GB    52%/48% CPU/GPU    4096       4 minutes from now\n";
-        assert!(
-            snapshot(&[("ps.txt", split)], "gpu-not-detected", "an_ollama_ps_row_all_on_the_cpu_2").is_none()
-        );
+        assert!(snapshot(&[("ps.txt", split)], "gpu-not-detected", "quiet_on_a_cpu_gpu_split_row").is_none());
     }
 
     crate::analyze::rules::snapshots! {

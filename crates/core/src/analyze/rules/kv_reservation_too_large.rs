@@ -299,7 +299,7 @@ mod tests {
             snapshot(
                 &[("vllm.log", &format!("{start}{stats}{oom}"))],
                 "kv-reservation-too-large",
-                "fires_on_an_oom_during_startup_but_not_while_serving"
+                "quiet_on_an_oom_while_serving"
             )
             .is_none()
         );
