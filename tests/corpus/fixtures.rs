@@ -51,10 +51,21 @@ pub fn trials() -> Vec<Trial> {
     let mut all = Vec::new();
     files(&root, &mut all);
     all.sort();
-    all.into_iter()
+    // A moved folder would leave no trial and nothing failing: say how many there must be.
+    let found = all.len();
+    let mut trials: Vec<Trial> = all
+        .into_iter()
         .map(|p| {
             let name = p.strip_prefix(&root).unwrap_or(&p).display().to_string();
             Trial::test(format!("fixture::{name}"), move || check(&p))
         })
-        .collect()
+        .collect();
+    trials.push(Trial::test("fixture::found", move || {
+        if found >= 300 {
+            Ok(())
+        } else {
+            Err(format!("{found} fixtures found in tests/data; there are over 300").into())
+        }
+    }));
+    trials
 }

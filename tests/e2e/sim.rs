@@ -46,6 +46,7 @@ fn overload() {
     let _cpu = crate::heavy();
     let d = demo("overload");
     assert!(d.named());
+    assert!(!d.probe.report.requests.is_empty(), "the probe sent requests");
     for r in &d.probe.report.requests {
         let queued = r.error.as_ref().is_some_and(|e| e.kind.as_str() == "timeout_before_first_token")
             || r.ttft_ms.is_some_and(|t| t > 3000.0);
@@ -110,6 +111,7 @@ fn upstream_cut() {
     let _cpu = crate::heavy();
     let d = demo("upstream-cut");
     assert!(d.named());
+    assert!(requests(&d) > 0 && d.probe.report.requests.len() == requests(&d), "every request was sent");
     assert_eq!(failures(&d, "server_error"), requests(&d));
     assert!(d.probe.report.requests.iter().all(|r| r.status == Some(503)));
 }

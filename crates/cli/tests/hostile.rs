@@ -270,7 +270,9 @@ fn an_endless_stream_ends_at_the_timeout_with_a_bounded_record() {
         .output()
         .unwrap();
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(3_500), "the 1.5 s timeout ended the run after {took:?}");
+    // A real deadline: the endless server writes for 8 s, so a bound of 6 s (process start and a
+    // loaded 2-core machine included) still fails a probe that ignored its timeout.
+    assert!(took < Duration::from_secs(6), "the 1.5 s timeout ended the run after {took:?}");
     let v = json(&out);
     let r = &v["requests"][0];
     assert_eq!(

@@ -30,6 +30,7 @@ impl Definition {
     }
 }
 
+/// Time to first token.
 pub const TTFT: Definition = Definition {
     name: "TTFT",
     meaning: "request sent -> first SSE event carrying any generated token (text, reasoning or tool call); a role-only first chunk is not a token",
@@ -38,6 +39,7 @@ pub const TTFT: Definition = Definition {
     others_zh: "vLLM bench 的 TTFT；aiperf 的 TTFT；vLLM Prometheus 的 time_to_first_token_seconds 从请求到达服务端开始计时，不含网络",
 };
 
+/// Time to first output (answer) token.
 pub const TTFO: Definition = Definition {
     name: "TTFO",
     meaning: "request sent -> first answer (non-reasoning) token",
@@ -46,6 +48,7 @@ pub const TTFO: Definition = Definition {
     others_zh: "aiperf 的 TTFO；对不做推理的模型等于 TTFT",
 };
 
+/// Inter-token latency.
 pub const ITL: Definition = Definition {
     name: "ITL",
     meaning: "gap between successive token-carrying events, every gap of every request",
@@ -54,6 +57,7 @@ pub const ITL: Definition = Definition {
     others_zh: "vLLM bench 的 ITL；aiperf 的 ICL；vLLM Prometheus 的 inter_token_latency_seconds 是服务端按步统计的对应指标",
 };
 
+/// Time per output token.
 pub const TPOT: Definition = Definition {
     name: "TPOT",
     meaning: "per request (last token - first token) / (output tokens - 1)",
@@ -62,6 +66,7 @@ pub const TPOT: Definition = Definition {
     others_zh: "vLLM bench 的 TPOT；aiperf 的 ITL；guidellm 的 ITL",
 };
 
+/// End-to-end latency.
 pub const E2E: Definition = Definition {
     name: "E2E",
     meaning: "request sent -> last token (not socket close)",
@@ -70,6 +75,7 @@ pub const E2E: Definition = Definition {
     others_zh: "vLLM bench 的 E2EL；vLLM Prometheus 的 e2e_request_latency_seconds（服务端）",
 };
 
+/// Time a request waited in the server's queue.
 pub const QUEUE: Definition = Definition {
     name: "queue",
     meaning: "enqueue -> scheduled, from server logs",

@@ -12,11 +12,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Api {
+    /// OpenAI Chat Completions (`/v1/chat/completions`, `Authorization: Bearer`).
     Openai,
+    /// Anthropic Messages (`/v1/messages`, `x-api-key`).
     Anthropic,
 }
 
 impl Api {
+    /// The API named by `s`, case-insensitive: `openai`/`oai`/`chat` or `anthropic`/`claude`/`messages`.
     pub fn parse(s: &str) -> Option<Api> {
         match s.to_ascii_lowercase().as_str() {
             "openai" | "oai" | "chat" => Some(Api::Openai),
@@ -25,6 +28,7 @@ impl Api {
         }
     }
 
+    /// `openai` or `anthropic`.
     pub fn as_str(self) -> &'static str {
         match self {
             Api::Openai => "openai",
@@ -45,8 +49,10 @@ impl Api {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EndpointError {
+    /// The URL (quoted) does not start with `http://` or `https://`.
     #[error("url must start with http:// or https:// (got {0:?})")]
     Scheme(String),
+    /// The URL (quoted) has nothing between the scheme and the path.
     #[error("url has no host: {0:?}")]
     NoHost(String),
     /// The host or port cannot be right: `(url, what is wrong)`.
@@ -57,10 +63,13 @@ pub enum EndpointError {
 /// What is wrong with a URL's `host:port`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AuthorityProblem {
+    /// The port is not a number from 1 to 65535.
     #[error("the port is not a number from 1 to 65535")]
     Port,
+    /// An IPv6 address without brackets or with non-hex digits.
     #[error("an IPv6 address must be written in brackets with hex digits, e.g. http://[::1]:8000")]
     Ipv6,
+    /// The host name holds characters a host cannot have.
     #[error("the host name holds characters a host cannot have")]
     Host,
 }
@@ -260,9 +269,13 @@ pub fn resolve_in(input: &str, api: Api, lang: Lang) -> Result<Resolved, Endpoin
 /// What to ask the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProbeRequest<'a> {
+    /// The wire API to speak.
     pub api: Api,
+    /// The model name sent in the body.
     pub model: &'a str,
+    /// The user message.
     pub prompt: &'a str,
+    /// The most tokens to generate.
     pub max_tokens: u32,
 }
 

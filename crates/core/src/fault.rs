@@ -14,29 +14,43 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FaultKind {
+    /// The URL cannot be probed ([`crate::endpoint::EndpointError`]).
     InvalidUrl,
+    /// Nothing listens on the port.
     ConnectionRefused,
+    /// The host name did not resolve.
     Dns,
+    /// The TLS handshake failed (certificate, protocol).
     Tls,
     /// Another failure to connect.
     Connect,
     /// The server closed the connection before sending a response.
     ConnectionClosed,
+    /// The deadline passed before the response status and headers arrived.
     TimeoutBeforeHeaders,
+    /// Headers arrived but no token did before the deadline.
     TimeoutBeforeFirstToken,
     /// The stream stalled after tokens had started and the deadline passed.
     TimeoutMidStream,
     /// The connection was reset (or broke) while the body was streaming.
     ResetMidStream,
+    /// HTTP 401: the key is missing or wrong.
     Unauthorized,
+    /// HTTP 403: the key may not use this model or route.
     Forbidden,
+    /// HTTP 404: wrong path or unknown model.
     NotFound,
+    /// HTTP 429: rate limited (see `retry_after`).
     RateLimited,
+    /// Another HTTP 4xx.
     ClientError,
+    /// HTTP 5xx.
     ServerError,
+    /// An HTML page came where an event stream was expected (a web page, a gateway's error page).
     HtmlInsteadOfSse,
     /// A 2xx response that is not an event stream (e.g. a non-streaming JSON body).
     NotSse,
+    /// The stream reported an error event (`event: error`, `{"error": …}`, `response.failed`).
     StreamErrorEvent,
     /// The body ended without a finish reason or a terminal event (`[DONE]`, `message_stop`).
     IncompleteStream,
@@ -49,10 +63,12 @@ pub enum FaultKind {
     NoTokens,
     /// The body came compressed (`Content-Encoding`) although the probe asked for `identity`.
     CompressedBody,
+    /// Anything else the host could not classify.
     Other,
 }
 
 impl FaultKind {
+    /// The serialised name (`connection_refused`, …), as in `triage.probe/v1`.
     pub fn as_str(self) -> &'static str {
         match self {
             FaultKind::InvalidUrl => "invalid_url",
@@ -87,11 +103,14 @@ impl FaultKind {
 /// A classified failure: `{"kind", "message"}` in `triage.probe/v1`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fault {
+    /// What kind of failure it is.
     pub kind: FaultKind,
+    /// What happened, in words an on-call engineer can act on (the status, a quoted body).
     pub message: String,
 }
 
 impl Fault {
+    /// A fault of `kind` saying `message`.
     pub fn new(kind: FaultKind, message: impl Into<String>) -> Fault {
         Fault { kind, message: message.into() }
     }

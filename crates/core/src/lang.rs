@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Lang {
+    /// English, the default.
     #[default]
     En,
+    /// Simplified Chinese.
     Zh,
 }
 

@@ -16,6 +16,7 @@ use crate::timing::{RequestTiming, TokenSource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The schema id every probe report carries in `schema`.
 pub const SCHEMA: &str = "triage.probe/v1";
 
 /// Milliseconds from nanoseconds, rounded to 3 decimals (1 µs).
@@ -30,27 +31,40 @@ fn ms_u(ns: u64) -> f64 {
 /// A stall as reported: which gap and how long.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StallRecord {
+    /// Index of the gap in `gaps_ms` (between token events `i` and `i + 1`).
     pub gap_index: usize,
+    /// The gap's length, ms.
     pub gap_ms: f64,
+    /// The threshold it exceeded, ms.
     pub threshold_ms: f64,
 }
 
 /// One request of a probe run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
+    /// Position of the request in the run, from 0.
     pub index: usize,
+    /// The request completed without a fault.
     pub ok: bool,
     /// HTTP status, when a response arrived.
     pub status: Option<u16>,
+    /// Why it failed, when it did.
     pub error: Option<Fault>,
+    /// Request sent → first token-carrying event, ms.
     pub ttft_ms: Option<f64>,
+    /// Request sent → first answer (non-reasoning) token, ms.
     pub ttfo_ms: Option<f64>,
     /// Every gap between successive token-carrying events, in order.
     pub gaps_ms: Vec<f64>,
+    /// Per-request (last token − first token) / (output tokens − 1), ms.
     pub tpot_ms: Option<f64>,
+    /// Request sent → last token, ms.
     pub e2e_ms: Option<f64>,
+    /// Output tokens: the server's usage report, else the token events counted.
     pub output_tokens: Option<u64>,
+    /// Where `output_tokens` came from.
     pub token_source: Option<TokenSource>,
+    /// The stream's finish reason (`stop`, `length`, `end_turn`, …).
     pub finish_reason: Option<String>,
     // Extensions beyond the contract's required fields.
     /// When the request was sent, relative to the start of the run.
@@ -63,10 +77,13 @@ pub struct RequestRecord {
     pub first_event_ms: Option<f64>,
     /// Request sent → end of stream (terminal event, or the body's end).
     pub done_ms: Option<f64>,
+    /// Token counts the server reported.
     pub usage: Option<Usage>,
     /// The server's id (`chatcmpl-…`, `msg_…`): grep the server logs for it.
     pub response_id: Option<String>,
+    /// Gaps that counted as stalls.
     pub stalls: Vec<StallRecord>,
+    /// The response's `retry-after` header as sent, when it had one.
     pub retry_after: Option<String>,
     /// Token events after the first `timing::MAX_TOKEN_TIMES` (65,536): `gaps_ms` lists the
     /// gaps up to the cap, these events' gaps are summarised in `gaps_beyond_cap`. 0 for any
@@ -164,16 +181,24 @@ impl RequestRecord {
 /// The quantiles the contract names, plus extras.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Quantiles {
+    /// Median.
     pub p50: f64,
+    /// 90th percentile.
     pub p90: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// Arithmetic mean.
     pub mean: f64,
+    /// Largest value.
     pub max: f64,
+    /// Smallest value.
     pub min: f64,
+    /// Number of values.
     pub n: u64,
 }
 
 impl Quantiles {
+    /// The quantiles of `values` (rounded to 3 decimals); `None` when there are none.
     pub fn of(values: &[f64]) -> Option<Quantiles> {
         let s = Summary::from_values(values)?;
         let r = |v: f64| (v * 1_000.0).round() / 1_000.0;
@@ -209,22 +234,32 @@ impl Quantiles {
 /// ones included (a stream cut mid-way still had a real TTFT); `ok`/`failed` count requests.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSummary {
+    /// TTFT over the requests that have one, ms.
     pub ttft_ms: Option<Quantiles>,
+    /// TTFO over the requests that have one, ms.
     pub ttfo_ms: Option<Quantiles>,
     /// All gaps of all requests pooled.
     pub itl_ms: Option<Quantiles>,
+    /// TPOT over the requests that have one, ms.
     pub tpot_ms: Option<Quantiles>,
+    /// E2E over the requests that have one, ms.
     pub e2e_ms: Option<Quantiles>,
+    /// Requests that completed without a fault.
     pub ok: usize,
+    /// Requests that failed.
     pub failed: usize,
+    /// Failed requests by fault kind (`timeout_mid_stream`, …).
     pub failures: BTreeMap<String, usize>,
+    /// Stalls over all requests (listed or not).
     pub stalls: usize,
+    /// Output tokens over all requests.
     pub output_tokens: u64,
     /// Output tokens per second of wall time over the run.
     pub throughput_tok_s: Option<f64>,
 }
 
 impl ProbeSummary {
+    /// The summary of `requests` over a run of `wall_ms` milliseconds.
     pub fn of(requests: &[RequestRecord], wall_ms: f64) -> ProbeSummary {
         let collect =
             |f: fn(&RequestRecord) -> Option<f64>| requests.iter().filter_map(f).collect::<Vec<f64>>();
@@ -256,42 +291,62 @@ impl ProbeSummary {
 /// A definition as printed in reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DefinitionRecord {
+    /// The figure's name (`TTFT`, …).
     pub name: String,
+    /// What it measures.
     pub meaning: String,
+    /// What other tools call it.
     pub others: String,
 }
 
 /// How the run was configured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
+    /// The wire API spoken.
     pub api: Api,
+    /// The model name sent.
     pub model: String,
+    /// Requests in the run.
     pub requests: usize,
+    /// Requests in flight at once, at most.
     pub concurrency: usize,
+    /// Request starts per second, when rate-limited.
     pub rate_per_s: Option<f64>,
+    /// Per-request deadline, ms.
     pub timeout_ms: u64,
+    /// The most tokens asked for per request.
     pub max_tokens: u32,
+    /// Length of the prompt sent, characters.
     pub prompt_chars: usize,
 }
 
 /// The whole report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProbeReport {
+    /// Always [`SCHEMA`].
     pub schema: String,
     /// The exact URL requested.
     pub url: String,
+    /// How the run was configured.
     pub config: RunConfig,
+    /// What the host noticed about the run's setup, for the reader (redacted).
     pub warnings: Vec<String>,
+    /// The run's wall time, ms.
     pub wall_ms: f64,
+    /// Every request, in index order.
     pub requests: Vec<RequestRecord>,
+    /// Figures over the run.
     pub summary: ProbeSummary,
+    /// The definitions of the figures reported.
     pub definitions: Vec<DefinitionRecord>,
+    /// How the quantiles are computed.
     pub quantile_method: String,
     /// What limits these measurements (timer resolution, chunk coalescing, …).
     pub limits: Vec<String>,
 }
 
 impl ProbeReport {
+    /// A report of `requests` (sorted by index) with its summary and the definitions.
     pub fn new(
         url: String,
         config: RunConfig,

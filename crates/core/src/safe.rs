@@ -30,6 +30,7 @@ pub struct Secrets {
 }
 
 impl Secrets {
+    /// No secrets yet; [`Secrets::redact`] still masks credential-shaped words.
     pub fn new() -> Secrets {
         Secrets::default()
     }
@@ -52,6 +53,7 @@ impl Secrets {
         self
     }
 
+    /// True when no exact secret was added.
     pub fn is_empty(&self) -> bool {
         self.exact.is_empty()
     }

@@ -51,10 +51,13 @@ pub struct SseEvent<'a> {
 /// Something the parser saw that is not an event but matters for timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SseItem<'a> {
+    /// A dispatched event.
     Event(SseEvent<'a>),
     /// A comment line (`: keep-alive`), often a server heartbeat. Text without the colon.
     Comment {
+        /// The comment's text after the colon.
         text: &'a str,
+        /// Arrival time of the chunk that completed the line, as given to `feed`.
         at_ns: u64,
     },
 }
@@ -64,10 +67,15 @@ pub enum SseItem<'a> {
 /// event shape) skips the UTF-8 pass; [`RawEvent::text`] gives what [`SseEvent::data`] would.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RawEvent<'a> {
+    /// The `event:` field, or `"message"` when none was given.
     pub event: &'a str,
+    /// The data lines joined with `\n`, as bytes (not yet checked for UTF-8).
     pub data: &'a [u8],
+    /// The last event ID seen so far on this stream.
     pub last_event_id: &'a str,
+    /// Arrival time of the chunk that completed the event, as given to `feed`.
     pub at_ns: u64,
+    /// True when a line or the data buffer hit [`SseLimits`] and was cut.
     pub truncated: bool,
 }
 
@@ -81,17 +89,29 @@ impl<'a> RawEvent<'a> {
 /// [`SseItem`] with a [`RawEvent`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RawItem<'a> {
+    /// A dispatched event, its data as bytes.
     Event(RawEvent<'a>),
-    Comment { text: &'a str, at_ns: u64 },
+    /// A comment line, as [`SseItem::Comment`].
+    Comment {
+        /// The comment's text after the colon.
+        text: &'a str,
+        /// Arrival time of the chunk that completed the line, in nanoseconds.
+        at_ns: u64,
+    },
 }
 
 /// An owned copy of [`SseEvent`], convenient for tests and small streams.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnedEvent {
+    /// The `event:` field, or `"message"` when none was given.
     pub event: String,
+    /// The data lines joined with `\n`.
     pub data: String,
+    /// The last event ID seen so far on this stream.
     pub last_event_id: String,
+    /// Arrival time of the chunk that completed the event, in nanoseconds.
     pub at_ns: u64,
+    /// True when a line or the data buffer hit [`SseLimits`] and was cut.
     pub truncated: bool,
 }
 
@@ -146,10 +166,12 @@ impl Default for SseParser {
 }
 
 impl SseParser {
+    /// A parser with the default [`SseLimits`].
     pub fn new() -> SseParser {
         SseParser::with_limits(SseLimits::default())
     }
 
+    /// A parser that keeps at most what `limits` allow.
     pub fn with_limits(limits: SseLimits) -> SseParser {
         SseParser {
             limits,

@@ -16,10 +16,15 @@ use std::borrow::Cow;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dialect {
+    /// OpenAI Chat Completions (`chat.completion.chunk`, `choices[].delta`).
     OpenaiChat,
+    /// OpenAI legacy Completions (`text_completion`, `choices[].text`).
     OpenaiCompletions,
+    /// OpenAI Responses (`response.*` events).
     OpenaiResponses,
+    /// Anthropic Messages (`message_start`, `content_block_delta`, …).
     Anthropic,
+    /// None of the above.
     Unknown,
 }
 
@@ -39,25 +44,38 @@ pub enum TokenKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
+    /// A delta that only names the role (`{"role": "assistant"}`).
     RoleOnly,
+    /// Answer text.
     Text,
+    /// Reasoning or thinking text.
     Reasoning,
+    /// A tool-call name or arguments.
     ToolCall,
+    /// A usage report only.
     Usage,
+    /// A finish reason only.
     Finish,
+    /// An error reported in the stream.
     Error,
+    /// The end of the stream (`[DONE]`, `message_stop`, `response.completed`).
     Done,
+    /// A keep-alive (`ping` event).
     Ping,
     /// Bookkeeping without content (`message_start`, `response.created`, `content_block_stop`).
     Lifecycle,
+    /// Nothing recognised.
     Unknown,
 }
 
 /// Token usage as the server reported it. Field names are normalised.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Prompt tokens (`prompt_tokens` / `input_tokens`).
     pub input_tokens: Option<u64>,
+    /// Generated tokens (`completion_tokens` / `output_tokens`), reasoning included where the server counts it there.
     pub output_tokens: Option<u64>,
+    /// Reasoning tokens, when the server reports them apart.
     pub reasoning_tokens: Option<u64>,
 }
 
@@ -74,17 +92,22 @@ impl Usage {
 /// Everything one event tells.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Classified {
+    /// The dialect the event's shape shows, when it shows one.
     pub dialect: Option<Dialect>,
     /// The generated content this event carries, if any. Answer text wins over reasoning when
     /// one event carries both.
     pub token: Option<TokenKind>,
+    /// The delta only names the role.
     pub role_only: bool,
+    /// The usage report the event carries.
     pub usage: Option<Usage>,
+    /// The finish reason the event carries (`stop`, `length`, `end_turn`, …).
     pub finish_reason: Option<String>,
     /// An error reported in-stream (`event: error`, `{"error": …}`, `response.failed`).
     pub error: Option<String>,
     /// `[DONE]`, `message_stop`, `response.completed` and the like: nothing follows.
     pub terminal: bool,
+    /// A keep-alive (`ping` event).
     pub ping: bool,
     /// The server's id for the response (`chatcmpl-…`, `msg_…`, `resp_…`), for correlating
     /// with server logs.
@@ -94,6 +117,7 @@ pub struct Classified {
 }
 
 impl Classified {
+    /// The event's main meaning: an error first, then content, then bookkeeping.
     pub fn kind(&self) -> EventKind {
         if self.error.is_some() {
             EventKind::Error

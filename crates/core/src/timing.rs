@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 /// `max(factor × running median of the earlier gaps, threshold)`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StallConfig {
+    /// Multiple of the running median of the earlier gaps that a gap must exceed.
     pub factor: f64,
+    /// Floor in nanoseconds: no gap at or below it is a stall, whatever the median.
     pub threshold_ns: u64,
 }
 
@@ -30,7 +32,9 @@ impl Default for StallConfig {
 /// Configuration of a [`StreamTimer`].
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct TimerConfig {
+    /// What counts as a stall.
     pub stall: StallConfig,
+    /// Bounds on what the SSE parser keeps (line, event and data sizes).
     pub limits: SseLimits,
 }
 
@@ -50,6 +54,7 @@ pub enum TokenSource {
 pub struct Stall {
     /// Index into the gap list (gap `i` lies between token events `i` and `i + 1`).
     pub index: usize,
+    /// The gap's length in nanoseconds.
     pub gap_ns: u64,
     /// The threshold the gap exceeded.
     pub threshold_ns: u64,
@@ -77,18 +82,25 @@ pub struct RequestTiming {
     /// When the stream ended: the terminal event (`[DONE]`, `message_stop`,
     /// `response.completed`) or, failing that, the end of the body.
     pub done_ns: Option<u64>,
+    /// Token counts the server reported, merged over every usage report in the stream.
     pub usage: Option<Usage>,
+    /// The last finish reason the stream gave (`stop`, `length`, `end_turn`, …).
     pub finish_reason: Option<String>,
     /// An error reported inside the stream.
     pub stream_error: Option<String>,
     /// A terminal event was seen.
     pub terminal_seen: bool,
+    /// The API dialect the first classified event showed (OpenAI chat, Anthropic, …).
     pub dialect: Option<Dialect>,
+    /// The response id the stream carried first (`chatcmpl-…`, `msg_…`).
     pub response_id: Option<String>,
+    /// SSE events seen (comments not included).
     pub events: u64,
+    /// Keep-alive events: SSE comments and `ping` events.
     pub pings: u64,
     /// Events whose data was not JSON of a known shape.
     pub unreadable_events: u64,
+    /// Body bytes fed to the timer.
     pub bytes: u64,
     /// The body ended in the middle of an event (no blank line after its data).
     pub truncated_event: bool,
@@ -207,6 +219,7 @@ pub struct StreamTimer {
 }
 
 impl StreamTimer {
+    /// A timer for a request handed to the transport at `sent_ns` (host clock, nanoseconds).
     pub fn new(sent_ns: u64, config: TimerConfig) -> StreamTimer {
         StreamTimer {
             config,

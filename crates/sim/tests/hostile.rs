@@ -142,13 +142,14 @@ fn a_slow_head_is_cut_off_with_408() {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         });
-        let started = Instant::now();
         let mut raw = Vec::new();
+        // The drip would take ~4 s to finish the head, so a bound of 3 s (generous on a loaded
+        // 2-core machine, where the 300 ms deadline may fire late) still tells the cut from a
+        // server that waited for the whole head.
         let _ = tokio::time::timeout(Duration::from_secs(3), r.read_to_end(&mut raw)).await.expect("closed");
         drip.abort();
         let text = String::from_utf8_lossy(&raw);
         assert!(text.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{text}");
-        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     });
 }
 
@@ -228,7 +229,9 @@ fn connection_close_gets_eof_right_after_the_response() {
             assert!(text.starts_with("HTTP/1.1 200 OK\r\n") && text.contains("connection: close\r\n"), "{text}");
             assert!(text.ends_with("data: [DONE]\n\n\r\n0\r\n\r\n"), "{text}");
         }
-        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        // Each waited 60 s for EOF before the fix: a generous bound (100 clients on a loaded
+        // 2-core machine) still fails that.
+        assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
         // And the live server.
         let server = live(Limits::default()).await;
         let mut s = TcpStream::connect(server.addr()).await.unwrap();

@@ -13,17 +13,28 @@ use super::report::EvidenceLine;
 use super::signals::Signals;
 use std::collections::BTreeSet;
 
+/// What the parsers read from every input, for the rules: summaries with bounded memory.
 #[derive(Debug, Default)]
 pub struct Facts {
+    /// Request logs: per-request queue, TTFT and token figures.
     pub requests: RequestFacts,
+    /// vLLM logs and their stats lines.
     pub vllm: VllmFacts,
+    /// SGLang logs.
     pub sglang: SglangFacts,
+    /// Text Generation Inference logs.
     pub tgi: TgiFacts,
+    /// Prometheus scrapes.
     pub metrics: MetricsFacts,
+    /// nvidia-smi readings and processes.
     pub gpus: GpuFacts,
+    /// Each out-of-memory trace, in input order.
     pub ooms: Vec<OomFacts>,
+    /// Each client configuration (base URLs, timeouts, retries).
     pub clients: Vec<ClientFacts>,
+    /// Each benchmark's results.
     pub bench: Vec<BenchFacts>,
+    /// Each captured SSE stream, timed.
     pub streams: Vec<StreamFacts>,
     /// llama.cpp's and Ollama's figures, read from any line ([`LlamaFacts`]).
     pub llama: LlamaFacts,

@@ -11,20 +11,32 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InputKind {
+    /// Per-request records (JSON lines or CSV with enqueue, scheduled and first-token times).
     RequestLog,
+    /// A vLLM server log.
     VllmLog,
+    /// An SGLang server log.
     SglangLog,
+    /// A Text Generation Inference (router or launcher) log.
     TgiLog,
+    /// Prometheus text exposition (`/metrics` scrapes).
     PromMetrics,
+    /// nvidia-smi output, in any of its forms.
     NvidiaSmi,
+    /// A CUDA or PyTorch out-of-memory trace.
     OomTrace,
+    /// A client's settings (JSON, TOML or shell exports).
     ClientConfig,
+    /// A benchmark's output (vllm bench, aiperf, guidellm, …).
     BenchOutput,
+    /// A captured SSE response body.
     SseStream,
+    /// Nothing recognised as a whole (engine lines in it are still read one by one).
     Unknown,
 }
 
 impl InputKind {
+    /// The serialised name (`vllm_log`, …), as in `triage.report/v1`.
     pub fn as_str(self) -> &'static str {
         match self {
             InputKind::RequestLog => "request_log",

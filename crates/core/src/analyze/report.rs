@@ -6,19 +6,25 @@ use super::kind::InputKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The schema id every report carries in `schema`.
 pub const SCHEMA: &str = "triage.report/v1";
 
 /// The failure classes of the article's trees, plus configuration pitfalls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Class {
+    /// Time to first token is high: queueing, long prompts, cold starts.
     #[serde(rename = "TTFT_HIGH")]
     TtftHigh,
+    /// The gaps between tokens have a long tail: preemption, long sequences, slow GPUs.
     #[serde(rename = "TBT_TAIL")]
     TbtTail,
+    /// Out of GPU (or host) memory.
     #[serde(rename = "OOM")]
     Oom,
+    /// Nothing is generated: the engine is dead, hung or stalled.
     #[serde(rename = "THROUGHPUT_ZERO")]
     ThroughputZero,
+    /// A client or server setting is wrong (URL, timeout, retries, model name, limits).
     #[serde(rename = "CONFIG")]
     Config,
     /// An error no rule explains (rule `unclaimed-error`): the evidence names no class yet.
@@ -27,6 +33,7 @@ pub enum Class {
 }
 
 impl Class {
+    /// The serialised name (`TTFT_HIGH`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Class::TtftHigh => "TTFT_HIGH",
@@ -54,14 +61,19 @@ impl Class {
 /// The overall answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Verdict {
+    /// Time to first token is high ([`Class::TtftHigh`]).
     #[serde(rename = "TTFT_HIGH")]
     TtftHigh,
+    /// The gaps between tokens have a long tail ([`Class::TbtTail`]).
     #[serde(rename = "TBT_TAIL")]
     TbtTail,
+    /// Out of memory ([`Class::Oom`]).
     #[serde(rename = "OOM")]
     Oom,
+    /// Nothing is generated ([`Class::ThroughputZero`]).
     #[serde(rename = "THROUGHPUT_ZERO")]
     ThroughputZero,
+    /// A setting is wrong ([`Class::Config`]).
     #[serde(rename = "CONFIG")]
     Config,
     /// The inputs hold positive evidence of health (stats or metrics in range, completed
@@ -75,6 +87,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The serialised name (`HEALTHY`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::TtftHigh => "TTFT_HIGH",
@@ -108,6 +121,7 @@ pub struct EvidenceLine {
     pub input: String,
     /// 1-based line number in that input.
     pub line: usize,
+    /// The line's text, redacted and cut.
     pub text: String,
 }
 
@@ -121,14 +135,17 @@ impl EvidenceLine {
 /// A diagnosed cause.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
+    /// The failure class the cause belongs to.
     pub class: Class,
     /// Kebab-case rule id, e.g. `long-prompt-blocks-prefill`.
     pub rule: String,
+    /// The rule's title in the report's language.
     pub title: String,
     /// 0..=1: how sure the evidence makes us.
     pub confidence: f64,
     /// One or two sentences with the numbers that triggered the rule.
     pub summary: String,
+    /// The lines that show it.
     pub evidence: Vec<EvidenceLine>,
     /// Concrete changes: flags, settings, commands.
     pub remediation: Vec<String>,
@@ -180,25 +197,33 @@ impl Subject {
 /// A problem reading an input, with its line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Issue {
+    /// 1-based line number in the input.
     pub line: usize,
+    /// What went wrong, in the report's language.
     pub message: String,
 }
 
 /// One recognised section of one input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InputSection {
+    /// The input's name (file name, or `paste`).
     pub name: String,
+    /// What the section was recognised as.
     pub kind: InputKind,
     /// First and last line (1-based, inclusive).
     pub lines: [usize; 2],
+    /// Problems reading the section.
     pub issues: Vec<Issue>,
 }
 
 /// A figure the report shows, with its definition.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
+    /// The number (or text) the figure holds.
     pub value: serde_json::Value,
+    /// Its unit (`ms`, `%`, `tokens`, …; empty for a plain count).
     pub unit: String,
+    /// What the figure means, in the report's language.
     pub definition: String,
 }
 
@@ -409,10 +434,13 @@ mod human {
 /// The whole report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// Always [`SCHEMA`].
     pub schema: String,
+    /// The overall answer.
     pub verdict: Verdict,
     /// Ranked: most confident (then most severe) first.
     pub findings: Vec<Finding>,
+    /// Every input section, in the order read.
     pub inputs: Vec<InputSection>,
     /// Named figures (e.g. `request_log.ttft_ms`), sorted by name.
     pub figures: BTreeMap<String, Figure>,

@@ -31,6 +31,7 @@ pub const UNCLAIMED: &str = "unclaimed-error";
 pub struct Signal {
     /// Stable name, e.g. `vllm-no-cache-blocks`.
     pub id: &'static str,
+    /// Literal pieces of the message; the first is searched for, the rest must also occur.
     pub needles: &'static [&'static str],
     /// Rules that explain it (any one firing claims the line), or [`BENIGN`], or [`UNCLAIMED`]
     /// for errors that are known but name no cause by themselves.
@@ -647,11 +648,15 @@ fn continues(t: &str) -> bool {
 /// One run of alarm lines (and the traceback lines between them) in one input.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Block {
+    /// The input the block is in.
     pub input: String,
+    /// Its first line (1-based).
     pub first: usize,
+    /// Its last line (1-based, inclusive).
     pub last: usize,
     /// The line that says the most: the last exception line, else the first alarm line.
     pub quote: EvidenceLine,
+    /// What made its lines alarms (level, traceback, exception, …).
     pub kinds: Vec<Alarm>,
     /// Signals seen in the block (indexes into [`SIGNALS`]).
     pub signals: Vec<usize>,
@@ -670,6 +675,7 @@ const MAX_HITS: usize = 8;
 /// Hits of one signal.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Hits {
+    /// Lines the signal matched.
     pub count: u64,
     /// The first few lines.
     pub lines: Vec<EvidenceLine>,
@@ -680,9 +686,11 @@ pub struct Hits {
 pub struct Signals {
     /// Signal index → hits.
     pub hits: BTreeMap<usize, Hits>,
+    /// Alarm blocks in input order, at most [`MAX_BLOCKS`].
     pub blocks: Vec<Block>,
     /// Blocks beyond [`MAX_BLOCKS`], and how many of them had no known message.
     pub blocks_dropped: u64,
+    /// Of the dropped blocks, those with an alarm line that carries no known message.
     pub dropped_unknown: u64,
     /// Signals seen in dropped blocks.
     pub dropped_signals: Vec<usize>,

@@ -16,20 +16,30 @@ const FACTOR: f64 = 19.0 / 81.0;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Rating {
+    /// Forgotten: the card comes back within the session.
     Again = 1,
+    /// Recalled with effort.
     Hard = 2,
+    /// Recalled.
     Good = 3,
+    /// Recalled without effort.
     Easy = 4,
 }
 
 /// What the scheduler remembers about one card. Times are days (any origin).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Memory {
+    /// Days until recall probability falls to 90 %.
     pub stability: f64,
+    /// 1 (easiest) to 10 (hardest).
     pub difficulty: f64,
+    /// When the card was last answered, days.
     pub last_review: f64,
+    /// When it is next due, days.
     pub due: f64,
+    /// Times answered.
     pub reviews: u32,
+    /// Times answered `Again` (forgotten).
     pub lapses: u32,
 }
 

@@ -22,12 +22,15 @@ pub struct Excerpt {
     pub name: &'static str,
     /// What the excerpt is, (English, Chinese).
     pub source: (&'static str, &'static str),
+    /// The log lines, as pasted.
     pub text: &'static str,
+    /// The verdict the analyzer must give.
     pub verdict: Verdict,
     /// The top rule (the first finding that is not an advisory); `None` when healthy.
     pub rule: Option<&'static str>,
 }
 
+/// Every log excerpt of the deck, with the answer each must get.
 pub const EXCERPTS: &[Excerpt] = &[
     Excerpt {
         id: "vllm-ttft-queueing-v1-max-num-seqs",

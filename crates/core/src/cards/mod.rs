@@ -51,8 +51,10 @@ pub enum CardKind {
 }
 
 impl CardKind {
+    /// Every kind, in the order the deck lists them.
     pub const ALL: [CardKind; 4] = [CardKind::Concept, CardKind::Log, CardKind::Numeric, CardKind::Anatomy];
 
+    /// The serialised name (`concept`, `log`, `numeric`, `anatomy`).
     pub fn as_str(self) -> &'static str {
         match self {
             CardKind::Concept => "concept",
@@ -67,18 +69,28 @@ impl CardKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tag {
+    /// Time to first token.
     Ttft,
+    /// Time between tokens.
     Tbt,
+    /// Out of memory.
     Oom,
+    /// Throughput at zero.
     Throughput,
+    /// The KV cache.
     Kv,
+    /// The GPU itself.
     Gpu,
+    /// Client settings.
     ClientConfig,
+    /// Metrics and how to read them.
     Metrics,
+    /// The inference engines.
     Engines,
 }
 
 impl Tag {
+    /// Every tag, in the order printed.
     pub const ALL: [Tag; 9] = [
         Tag::Ttft,
         Tag::Tbt,
@@ -140,12 +152,17 @@ impl std::fmt::Display for Tag {
 pub struct Card {
     /// Stable id (progress is stored under it), e.g. `rule:kv-leak:why`.
     pub id: String,
+    /// What kind of card it is.
     pub kind: CardKind,
     /// Topics, sorted, at least one.
     pub tags: Vec<Tag>,
+    /// The question, in English.
     pub front_en: String,
+    /// The answer, in English.
     pub back_en: String,
+    /// The question, in Chinese.
     pub front_zh: String,
+    /// The answer, in Chinese.
     pub back_zh: String,
     /// Numeric cards: the number to type, in the unit the front names.
     pub answer: Option<f64>,
@@ -154,6 +171,7 @@ pub struct Card {
 }
 
 impl Card {
+    /// The question in `lang`.
     pub fn front(&self, lang: Lang) -> &str {
         match lang {
             Lang::En => &self.front_en,
@@ -161,6 +179,7 @@ impl Card {
         }
     }
 
+    /// The answer in `lang`.
     pub fn back(&self, lang: Lang) -> &str {
         match lang {
             Lang::En => &self.back_en,
@@ -168,6 +187,7 @@ impl Card {
         }
     }
 
+    /// Whether the card carries `tag`.
     pub fn has_tag(&self, tag: Tag) -> bool {
         self.tags.contains(&tag)
     }
@@ -237,13 +257,20 @@ pub fn deck() -> Vec<Card> {
 /// One card of the `triage.cards/v1` contract, in one language.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CardOut<'a> {
+    /// The card's stable id.
     pub id: &'a str,
+    /// What kind of card it is.
     pub kind: CardKind,
+    /// Its topics.
     pub tags: &'a [Tag],
+    /// The question.
     pub front: &'a str,
+    /// The answer.
     pub back: &'a str,
+    /// Numeric cards: the number to type.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<f64>,
+    /// Numeric cards: how far a typed number may be from the answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<f64>,
 }
@@ -252,7 +279,9 @@ pub struct CardOut<'a> {
 /// "answer"?,"tolerance"?}]}` (`answer` and `tolerance` only on numeric cards).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeckOut<'a> {
+    /// Always `triage.cards/v1`.
     pub schema: &'static str,
+    /// The cards, in deck order.
     pub cards: Vec<CardOut<'a>>,
 }
 

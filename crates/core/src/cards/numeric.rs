@@ -31,7 +31,9 @@ pub enum KvAsk {
 pub struct KvQuestion {
     /// The card id.
     pub id: String,
+    /// What to read from the report.
     pub ask: KvAsk,
+    /// The `triage kv` request the question is about.
     pub request: KvRequest,
 }
 

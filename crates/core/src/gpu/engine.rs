@@ -19,8 +19,10 @@ pub struct EngineSample {
     /// KV-cache blocks in use, 0–1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_usage: Option<f64>,
+    /// Prompt tokens processed since the engine started (counter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_total: Option<f64>,
+    /// Tokens generated since the engine started (counter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation_tokens_total: Option<f64>,
 }
@@ -94,10 +96,12 @@ impl EngineSample {
 pub struct EngineSeries {
     /// In time order.
     pub samples: Vec<EngineSample>,
+    /// Lines that could not be read, with their line numbers.
     pub issues: Vec<Issue>,
 }
 
 impl EngineSeries {
+    /// Reads a replay of engine scrapes (JSON lines, or one Prometheus scrape that holds for the whole replay); never fails: what it cannot read becomes an issue.
     pub fn parse(text: &str) -> EngineSeries {
         let mut out = EngineSeries::default();
         let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");

@@ -24,7 +24,9 @@ pub use watch::{GpuFinding, GpuWatch, WatchConfig};
 /// What changed between two answers of the rules: findings raised, findings cleared.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Changes {
+    /// Findings in the new answer that were not in the old one.
     pub raised: Vec<GpuFinding>,
+    /// Findings in the old answer that are gone from the new one.
     pub cleared: Vec<GpuFinding>,
 }
 

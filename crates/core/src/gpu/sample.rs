@@ -6,11 +6,17 @@ use serde::{Deserialize, Serialize};
 /// NVML clock-event (throttle) reason bits and their names, in bit order.
 pub const REASON_BITS: [(u64, &str); 9] = crate::analyze::parsers::nvidia_smi::REASON_BITS;
 
+/// The GPU is idle.
 pub const REASON_IDLE: u64 = 0x1;
+/// Software power cap: the board is at its power limit.
 pub const REASON_SW_POWER_CAP: u64 = 0x4;
+/// Hardware slowdown (thermal or power brake asserted by the board).
 pub const REASON_HW_SLOWDOWN: u64 = 0x8;
+/// Software thermal slowdown: the driver holds the clock for temperature.
 pub const REASON_SW_THERMAL: u64 = 0x20;
+/// Hardware thermal slowdown.
 pub const REASON_HW_THERMAL: u64 = 0x40;
+/// Hardware power brake (an external signal, e.g. a failing power supply).
 pub const REASON_HW_POWER_BRAKE: u64 = 0x80;
 /// Reasons that mean the hardware, not the workload, holds the clock down.
 pub const REASONS_HW: u64 =
@@ -26,6 +32,7 @@ pub fn reason_names(mask: u64) -> Vec<&'static str> {
 pub struct XidEvent {
     /// Unix time the host received it, seconds.
     pub t: f64,
+    /// The XID code (e.g. 79: the GPU has fallen off the bus).
     pub code: u64,
 }
 
@@ -36,14 +43,19 @@ pub struct GpuSample {
     pub t: f64,
     /// NVML device index.
     pub gpu: u32,
+    /// NVML device UUID.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// Streaming-multiprocessor clock, MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<u32>,
+    /// Graphics clock, MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graphics_clock_mhz: Option<u32>,
+    /// Memory clock, MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_clock_mhz: Option<u32>,
+    /// Highest SM clock the GPU allows, MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_sm_clock_mhz: Option<u32>,
     /// Board power draw, milliwatts.
@@ -55,14 +67,19 @@ pub struct GpuSample {
     /// Share of the last sample period in which a kernel ran, 0–100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub util_gpu_pct: Option<u32>,
+    /// Share of the last sample period in which device memory was read or written, 0–100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub util_mem_pct: Option<u32>,
+    /// Device memory in use, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_used_bytes: Option<u64>,
+    /// Device memory in all, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_total_bytes: Option<u64>,
+    /// GPU temperature, °C.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temp_c: Option<u32>,
+    /// Performance state (0 is the fastest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pstate: Option<u32>,
     /// NVML clock-event reason bits ([`REASON_BITS`]).
@@ -77,8 +94,10 @@ pub struct GpuSample {
     /// Cumulative uncorrected ECC errors (volatile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecc_uncorrected: Option<u64>,
+    /// PCIe transmit throughput, KB/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_tx_kbps: Option<u32>,
+    /// PCIe receive throughput, KB/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_rx_kbps: Option<u32>,
     /// XID events delivered since the previous sample of this GPU.
@@ -88,13 +107,16 @@ pub struct GpuSample {
 
 /// Utilisation above this, or power above [`BUSY_POWER_SHARE`] of the limit, is "under load".
 pub const BUSY_UTIL_PCT: u32 = 30;
+/// Power draw above this share of the limit is "under load" (with [`BUSY_UTIL_PCT`]).
 pub const BUSY_POWER_SHARE: f64 = 0.5;
 
 impl GpuSample {
+    /// The clock-event reason bits; 0 when not reported.
     pub fn reasons(&self) -> u64 {
         self.clock_event_reasons.unwrap_or(0)
     }
 
+    /// Whether the GPU is under load: utilisation above [`BUSY_UTIL_PCT`] or power above [`BUSY_POWER_SHARE`] of the limit.
     pub fn busy(&self) -> bool {
         self.util_gpu_pct.is_some_and(|u| u > BUSY_UTIL_PCT)
             || matches!((self.power_mw, self.power_limit_mw),

@@ -12,19 +12,26 @@ use serde::{Deserialize, Serialize};
 /// The series' first line.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
+    /// NVIDIA driver version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    /// NVML library version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvml: Option<String>,
+    /// The GPUs the series covers.
     #[serde(default)]
     pub gpus: Vec<MetaGpu>,
 }
 
+/// One GPU named in a series' first line.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetaGpu {
+    /// NVML device index.
     pub index: u32,
+    /// Product name (`NVIDIA H200`).
     #[serde(default)]
     pub name: String,
+    /// NVML device UUID.
     #[serde(default)]
     pub uuid: String,
 }
@@ -37,9 +44,11 @@ struct MetaLine {
 /// A whole series, grouped into ticks.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Series {
+    /// The first line's metadata, when it has one.
     pub meta: Option<Meta>,
     /// Samples of one moment, one per GPU, in time order.
     pub ticks: Vec<Vec<GpuSample>>,
+    /// Lines that could not be read, with their line numbers.
     pub issues: Vec<Issue>,
 }
 

@@ -76,13 +76,17 @@ pub struct GpuFinding {
     pub t: f64,
     /// The GPU; `None` for node-wide findings.
     pub gpu: Option<u32>,
+    /// The finding's class.
     pub class: Class,
+    /// The rule's id (kebab-case).
     pub rule: String,
+    /// Short name of the problem.
     pub title: String,
     /// 0–1.
     pub confidence: f64,
     /// The readings that raised it, one per line.
     pub evidence: Vec<String>,
+    /// What to do, in one sentence.
     pub remediation: String,
 }
 
@@ -181,6 +185,7 @@ fn describe_engine(e: &EngineSample) -> String {
 }
 
 impl GpuWatch {
+    /// A watch with no GPU tracked yet.
     pub fn new(cfg: WatchConfig) -> GpuWatch {
         GpuWatch { cfg, ..GpuWatch::default() }
     }
@@ -190,6 +195,7 @@ impl GpuWatch {
         self.gpus.len()
     }
 
+    /// The thresholds it applies.
     pub fn config(&self) -> &WatchConfig {
         &self.cfg
     }

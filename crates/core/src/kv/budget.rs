@@ -56,10 +56,15 @@ impl BudgetInputs {
 /// Scheduler settings the activation estimate depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BudgetContext {
+    /// Tensor-parallel size.
     pub tp: u32,
+    /// Pipeline-parallel size.
     pub pp: u32,
+    /// The dtype the weights are served in.
     pub serving_dtype: ModelDtype,
+    /// Most tokens in one scheduler step (`max_num_batched_tokens`).
     pub max_num_batched_tokens: u64,
+    /// Most sequences in one batch (`max_num_seqs`).
     pub max_num_seqs: u64,
     /// The language of the `*_how` explanations.
     pub lang: crate::lang::Lang,
@@ -68,17 +73,23 @@ pub struct BudgetContext {
 /// The budget of one GPU, every term with how it was obtained.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Budget {
+    /// GPU memory as CUDA reports it, bytes.
     pub gpu_total_bytes: u64,
+    /// `gpu_memory_utilization` in parts per million.
     pub utilization_ppm: u32,
     /// `total × utilization`, rounded down.
     pub requested_bytes: u64,
     /// Weights on one GPU; `None` when they cannot be counted (see `weights_needs`).
     pub weights_bytes: Option<u64>,
+    /// How `weights_bytes` was obtained, in words.
     pub weights_how: String,
     /// Activation peak on one GPU; `None` when it cannot be estimated (see `activation_needs`).
     pub activation_bytes: Option<u64>,
+    /// How `activation_bytes` was obtained, in words.
     pub activation_how: String,
+    /// Memory outside PyTorch's allocator (CUDA context, NCCL buffers, CUDA graphs), bytes.
     pub non_torch_bytes: u64,
+    /// How `non_torch_bytes` was obtained, in words.
     pub non_torch_how: String,
     /// What is left for KV (0 when the rest does not fit); `None` when a term is unknown.
     pub available_kv_bytes: Option<u64>,

@@ -7,8 +7,11 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelDtype {
+    /// bfloat16, 2 bytes.
     Bf16,
+    /// float16, 2 bytes.
     Fp16,
+    /// float32, 4 bytes.
     Fp32,
 }
 
@@ -24,6 +27,7 @@ impl ModelDtype {
         }
     }
 
+    /// Bytes per element.
     pub fn bytes(self) -> u64 {
         match self {
             ModelDtype::Bf16 | ModelDtype::Fp16 => 2,
@@ -31,6 +35,7 @@ impl ModelDtype {
         }
     }
 
+    /// `bf16`, `fp16` or `fp32`.
     pub fn as_str(self) -> &'static str {
         match self {
             ModelDtype::Bf16 => "bf16",
@@ -46,11 +51,17 @@ impl ModelDtype {
 pub enum KvDtype {
     /// The model's dtype. vLLM serves a float32 checkpoint in 16 bits unless `--dtype float32`.
     Auto,
+    /// bfloat16, 2 bytes.
     Bf16,
+    /// float16, 2 bytes.
     Fp16,
+    /// float32, 4 bytes.
     Fp32,
+    /// fp8 in the platform's default format, 1 byte.
     Fp8,
+    /// fp8 E4M3, 1 byte.
     Fp8E4m3,
+    /// fp8 E5M2, 1 byte.
     Fp8E5m2,
     /// DeepSeek's FlashMLA fp8 layout: 512 fp8 latent values, 4 fp32 scales and 64 bf16 rope
     /// values = 656 bytes per token per layer.
@@ -58,6 +69,7 @@ pub enum KvDtype {
 }
 
 impl KvDtype {
+    /// The `--kv-cache-dtype` value `s` (`auto`, `bf16`, `fp8_e4m3`, …; `-` and `_` alike); an error names an unknown one.
     pub fn parse(s: &str) -> Result<KvDtype, KvError> {
         let norm = s.trim().to_ascii_lowercase().replace('-', "_");
         Ok(match norm.as_str() {
@@ -73,6 +85,7 @@ impl KvDtype {
         })
     }
 
+    /// The value as `--kv-cache-dtype` takes it.
     pub fn as_str(self) -> &'static str {
         match self {
             KvDtype::Auto => "auto",
@@ -104,10 +117,15 @@ impl KvDtype {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WeightDtype {
+    /// bfloat16, 2 bytes per parameter.
     Bf16,
+    /// float16, 2 bytes per parameter.
     Fp16,
+    /// float32, 4 bytes per parameter.
     Fp32,
+    /// fp8, 1 byte per parameter.
     Fp8,
+    /// 8-bit integer, 1 byte per parameter.
     Int8,
     /// 4-bit integer (AWQ, GPTQ) with per-group scales: about 4.25 bits per weight.
     Int4,
@@ -116,6 +134,7 @@ pub enum WeightDtype {
 }
 
 impl WeightDtype {
+    /// The dtype named by `s` (`bf16`, `fp8`, `int4`/`awq`/`gptq`, `mxfp4`, …); an error names an unknown one.
     pub fn parse(s: &str) -> Result<WeightDtype, KvError> {
         let norm = s.trim().trim_start_matches("torch.").to_ascii_lowercase().replace('-', "_");
         Ok(match norm.as_str() {
@@ -130,6 +149,7 @@ impl WeightDtype {
         })
     }
 
+    /// Weights stored in the model's compute dtype.
     pub fn from_model(d: ModelDtype) -> WeightDtype {
         match d {
             ModelDtype::Bf16 => WeightDtype::Bf16,
@@ -148,6 +168,7 @@ impl WeightDtype {
         }
     }
 
+    /// The short name (`bf16`, `int4`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             WeightDtype::Bf16 => "bf16",

@@ -7,53 +7,106 @@
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum KvError {
+    /// The config is not JSON: the parser's message.
     #[error("config.json is not valid JSON: {0}")]
     InvalidJson(String),
+    /// The config is JSON but not an object: what it is instead (`an array`, …).
     #[error("config.json must be a JSON object (`{{\"num_hidden_layers\": …}}`), got {0}")]
     NotAnObject(&'static str),
     /// A field with no safe default is absent.
     #[error("config.json has no `{field}`{aliases}: {why}")]
-    MissingField { field: &'static str, aliases: String, why: String },
+    MissingField {
+        /// The field's name.
+        field: &'static str,
+        /// The other names it may have, as printed after it (` (nor n_layer)`), or empty.
+        aliases: String,
+        /// What it is needed for.
+        why: String,
+    },
     /// A field with a conventional default is absent; the caller did not allow defaults.
     #[error(
         "config.json has no `{field}`; it would be assumed to be {assumed}: add the field, or pass \
          --assume-defaults to accept that"
     )]
-    MissingWithDefault { field: &'static str, assumed: String },
+    MissingWithDefault {
+        /// The field's name.
+        field: &'static str,
+        /// The value that would be assumed.
+        assumed: String,
+    },
     /// A value is present but absurd or of the wrong type.
     #[error("`{field}` = {value}: {reason}")]
-    InvalidValue { field: String, value: String, reason: String },
+    InvalidValue {
+        /// The field or option.
+        field: String,
+        /// Its value, as shown.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The tensor-parallel size does not divide the attention heads.
     #[error(
         "tensor parallel size {tp} does not divide the {heads} attention heads (vLLM requires \
          num_attention_heads % tp == 0): try tp = {suggest}"
     )]
-    TpDoesNotDivideHeads { tp: u32, heads: u32, suggest: String },
+    TpDoesNotDivideHeads {
+        /// The tensor-parallel size given.
+        tp: u32,
+        /// The model's attention heads.
+        heads: u32,
+        /// Sizes up to 16 that divide them, comma-separated.
+        suggest: String,
+    },
+    /// The tensor-parallel size neither divides nor is a multiple of the KV heads.
     #[error(
         "tensor parallel size {tp} does not fit the {kv_heads} kv heads: vLLM needs kv_heads % tp == 0 \
          (tp ≤ kv heads) or tp % kv_heads == 0 (tp > kv heads, heads replicated)"
     )]
-    TpDoesNotFitKvHeads { tp: u32, kv_heads: u32 },
+    TpDoesNotFitKvHeads {
+        /// The tensor-parallel size given.
+        tp: u32,
+        /// The model's KV heads.
+        kv_heads: u32,
+    },
+    /// More pipeline stages than layers.
     #[error("pipeline parallel size {pp} is larger than the model's {layers} layers")]
-    PpExceedsLayers { pp: u32, layers: u32 },
+    PpExceedsLayers {
+        /// The pipeline-parallel size given.
+        pp: u32,
+        /// The model's decoder layers.
+        layers: u32,
+    },
+    /// No model preset has this name.
     #[error("unknown model preset {0:?}: `triage kv --list-models` lists the built-in ones")]
     UnknownModel(String),
+    /// No GPU preset has this name.
     #[error("unknown gpu {0:?}: `triage kv --list-gpus` lists the presets, or give --gpu-mem-gib")]
     UnknownGpu(String),
+    /// Not a `--kv-cache-dtype` value.
     #[error(
         "unknown kv cache dtype {0:?}: expected auto, bf16, fp16, fp32, fp8, fp8_e4m3, fp8_e5m2 or fp8_ds_mla"
     )]
     UnknownKvDtype(String),
+    /// Not a weight dtype.
     #[error("unknown dtype {0:?}: expected bf16, fp16, fp32, fp8, int8, int4 or mxfp4")]
     UnknownDtype(String),
+    /// `fp8_ds_mla` asked for a model without MLA.
     #[error(
         "kv cache dtype fp8_ds_mla only exists for MLA models (DeepSeek V2/V3/R1); this model has no kv_lora_rank"
     )]
     DsMlaNeedsMla,
+    /// A layer type the estimator does not model (linear attention, mamba).
     #[error(
         "layer {layer} has attention type {kind:?}, which is not supported: hybrid linear-attention / \
          mamba models keep a per-sequence state that this estimator does not model"
     )]
-    UnsupportedLayer { layer: usize, kind: String },
+    UnsupportedLayer {
+        /// The layer's index.
+        layer: usize,
+        /// Its attention type, as the config names it.
+        kind: String,
+    },
+    /// A product overflowed 64 bits: what was being computed.
     #[error("{0}: the value is too large for 64-bit byte arithmetic")]
     Overflow(&'static str),
     /// Something needed for the memory budget is unknown.

@@ -14,9 +14,12 @@ use crate::kv::KvError;
 use crate::kv::units::MIB;
 use serde::Serialize;
 
+/// A GPU the estimator knows: its name and the memory CUDA reports as total.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct GpuPreset {
+    /// The id `--gpu` takes (`h200`, `a100-80gb`, …).
     pub id: &'static str,
+    /// Other names `--gpu` accepts for it.
     pub aliases: &'static [&'static str],
     /// Marketing name and memory.
     pub name: &'static str,
@@ -41,6 +44,7 @@ impl GpuPreset {
         }
     }
 
+    /// `cuda_total_mib` in bytes.
     pub fn total_bytes(&self) -> u64 {
         self.cuda_total_mib * MIB
     }
@@ -50,6 +54,7 @@ const FROM_LOGS: &str = "total as PyTorch/vLLM report it in public OOM messages 
                          (from memory; ±0.3 GiB)";
 const FROM_LOGS_ZH: &str = "PyTorch/vLLM 在公开的 OOM 信息和显存剖析日志中报告的总量（凭记忆；±0.3 GiB）";
 
+/// Every GPU preset.
 pub const GPUS: &[GpuPreset] = &[
     GpuPreset {
         id: "h200",

@@ -42,9 +42,13 @@ pub const VLLM_BLOCK_SIZES: &[u32] = &[1, 8, 16, 32, 64, 128];
 /// The parallelism and cache settings that shape the layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LayoutOptions {
+    /// Tensor-parallel size.
     pub tp: u32,
+    /// Pipeline-parallel size.
     pub pp: u32,
+    /// Tokens per KV block (`--block-size`).
     pub block_size: u32,
+    /// The KV cache dtype (`--kv-cache-dtype`).
     pub kv_dtype: KvDtype,
     /// The dtype the model is served in (what `auto` follows).
     pub serving_dtype: ModelDtype,
@@ -58,9 +62,11 @@ pub struct LayoutOptions {
 /// One decoder layer's KV cost on one GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct LayerCost {
+    /// The layer's index in the model.
     pub index: u32,
     /// As the allocator treats it (sliding counts as full when the hybrid manager is off).
     pub attention: Attention,
+    /// The pipeline stage that holds it.
     pub pp_rank: u32,
     /// Bytes one token costs in this layer on one GPU.
     pub bytes_per_token: u64,
@@ -69,6 +75,7 @@ pub struct LayerCost {
 /// One KV-cache group: layers of one type that share block tables.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KvGroup {
+    /// The attention type the group's layers share.
     pub attention: Attention,
     /// Layer indices (all pipeline stages).
     pub layers: Vec<u32>,
@@ -77,7 +84,9 @@ pub struct KvGroup {
 /// What one pipeline stage (one GPU of each TP group) holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RankLayout {
+    /// The pipeline stage.
     pub pp_rank: u32,
+    /// Indices of the layers it holds.
     pub layers: Vec<u32>,
     /// Tensors in this stage's block pool: one page of each per block.
     pub pool_tensors: u64,
@@ -90,9 +99,13 @@ pub struct RankLayout {
 /// The whole placement.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Layout {
+    /// Tensor-parallel size.
     pub tp: u32,
+    /// Pipeline-parallel size.
     pub pp: u32,
+    /// Tokens per KV block.
     pub block_size: u32,
+    /// KV heads on each GPU (replicated when TP exceeds the KV heads).
     pub kv_heads_per_rank: u32,
     /// Bytes per KV element (1 for the fp8 kinds).
     pub element_bytes: u64,
@@ -100,8 +113,11 @@ pub struct Layout {
     pub bytes_per_token_per_layer: u64,
     /// `block_size × bytes_per_token_per_layer`: one block of one layer (vLLM's `page_size_bytes`).
     pub page_bytes: u64,
+    /// Every KV-holding layer, in order.
     pub layers: Vec<LayerCost>,
+    /// The KV-cache groups.
     pub groups: Vec<KvGroup>,
+    /// Each pipeline stage's share.
     pub ranks: Vec<RankLayout>,
     /// What the layout decided, in words (replication, padding, block size).
     pub notes: Vec<String>,

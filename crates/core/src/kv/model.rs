@@ -13,13 +13,17 @@ pub enum Attention {
     /// Keeps every token of the sequence (vLLM `FullAttentionSpec`).
     Full,
     /// Keeps at most the last `window` tokens (vLLM `SlidingWindowSpec`).
-    Sliding { window: u64 },
+    Sliding {
+        /// Tokens kept.
+        window: u64,
+    },
     /// DeepSeek's multi-head latent attention: one compressed latent per token
     /// (vLLM `MLAAttentionSpec`), every token kept.
     Mla,
 }
 
 impl Attention {
+    /// How reports name the layer kind: `full`, `sliding (window N)`, `mla`.
     pub fn label(&self) -> String {
         match self {
             Attention::Full => "full".to_owned(),
@@ -41,10 +45,13 @@ pub struct MlaDims {
 /// Mixture-of-experts sizes, used only for the parameter count and activation estimate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct MoeShape {
+    /// Routed experts per MoE layer.
     pub experts: u64,
+    /// Experts each token is routed to.
     pub experts_per_token: u64,
     /// Width of one expert's MLP.
     pub expert_intermediate: u64,
+    /// Shared experts per MoE layer.
     pub shared_experts: u64,
     /// Width of the shared expert(s) MLP, when different (Qwen2-MoE).
     pub shared_intermediate: u64,
@@ -69,9 +76,11 @@ pub enum ParamSource {
 pub struct ModelShape {
     /// What to call it in reports (preset id, or `model_type` / architecture of a config).
     pub name: String,
+    /// The config's `model_type`, when it has one.
     pub model_type: Option<String>,
     /// One entry per decoder layer that holds KV cache, in layer order.
     pub layers: Vec<Attention>,
+    /// Query heads.
     pub num_attention_heads: u32,
     /// KV heads of the standard-attention layers (ignored for MLA layers).
     pub num_kv_heads: u32,
@@ -79,12 +88,17 @@ pub struct ModelShape {
     pub head_dim_k: u32,
     /// Value head width; equal to `head_dim_k` in every config seen so far.
     pub head_dim_v: u32,
+    /// MLA widths, for models with MLA layers.
     pub mla: Option<MlaDims>,
+    /// Hidden size (`hidden_size`), for the parameter count.
     pub hidden_size: Option<u64>,
     /// Dense MLP width.
     pub intermediate_size: Option<u64>,
+    /// Vocabulary size, for the parameter count.
     pub vocab_size: Option<u64>,
+    /// The output projection shares the embedding's weights.
     pub tie_word_embeddings: bool,
+    /// MoE sizes, for MoE models.
     pub moe: Option<MoeShape>,
     /// DeepSeek's q compression (`q_lora_rank`), for the parameter count.
     pub q_lora_rank: Option<u64>,
@@ -96,12 +110,14 @@ pub struct ModelShape {
     pub dtype: Option<ModelDtype>,
     /// Weight storage when the checkpoint is quantized (`quantization_config`).
     pub weight_dtype: Option<WeightDtype>,
+    /// Parameter count and where it comes from.
     pub params: Option<(u64, ParamSource)>,
     /// What reading the config assumed or ignored, in words.
     pub notes: Vec<String>,
 }
 
 impl ModelShape {
+    /// Decoder layers that hold KV cache.
     pub fn num_layers(&self) -> usize {
         self.layers.len()
     }

@@ -11,9 +11,12 @@ use crate::kv::KvError;
 use crate::kv::hf_config::{ConfigOptions, parse_config};
 use crate::kv::model::{ModelShape, ParamSource};
 
+/// A model the estimator knows: its Hugging Face `config.json`, embedded, and its parameter count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Preset {
+    /// The id `--model` takes (`llama-3.1-8b`, …).
     pub id: &'static str,
+    /// Other names `--model` accepts for it.
     pub aliases: &'static [&'static str],
     /// The Hugging Face repository whose `config.json` the fields come from.
     pub repo: &'static str,
@@ -21,11 +24,14 @@ pub struct Preset {
     /// count, else rounded as the card states it). Quoted from memory of those pages: the
     /// weights term of the budget is an estimate in any case, and `--weights-gib` overrides it.
     pub params: u64,
+    /// Where `params` comes from (the model page).
     pub params_source: &'static str,
+    /// The model's `config.json`, as published.
     pub config: &'static str,
 }
 
 impl Preset {
+    /// The URL of the `config.json` on Hugging Face.
     pub fn source_url(&self) -> String {
         format!("https://huggingface.co/{}/blob/main/config.json", self.repo)
     }
@@ -76,6 +82,7 @@ macro_rules! llama31 {
     };
 }
 
+/// Every model preset.
 pub const PRESETS: &[Preset] = &[
     Preset {
         id: "llama-3.1-8b",

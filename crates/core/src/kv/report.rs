@@ -18,11 +18,15 @@ use crate::kv::estimate::KvEstimate;
 use crate::kv::reconcile::Reconciliation;
 use serde::Serialize;
 
+/// The schema id every KV report carries in `schema`.
 pub const SCHEMA: &str = "triage.kv/v1";
 
+/// The `triage.kv/v1` document: the estimate, and its comparison with a startup log when one was given.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KvReport {
+    /// Always [`SCHEMA`].
     pub schema: &'static str,
+    /// The estimate (its fields are the document's top level).
     #[serde(flatten)]
     pub estimate: KvEstimate,
     /// Present when startup lines were given to compare with.
@@ -30,6 +34,7 @@ pub struct KvReport {
 }
 
 impl KvReport {
+    /// The report of `estimate`, compared with a startup log when `reconcile` is given.
     pub fn new(estimate: KvEstimate, reconcile: Option<Reconciliation>) -> Self {
         KvReport { schema: SCHEMA, estimate, reconcile }
     }

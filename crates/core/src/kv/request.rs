@@ -25,26 +25,47 @@ pub const DEFAULT_GPU: &str = "h100";
 pub struct KvRequest {
     /// A preset name (used when no config text is given).
     pub model: Option<String>,
+    /// `--kv-cache-dtype`: auto, bf16, fp16, fp32, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla.
     pub kv_dtype: String,
+    /// Serving dtype (bf16, fp16, fp32); `None`: the config's.
     pub dtype: Option<String>,
+    /// Tensor-parallel size.
     pub tp: u32,
+    /// Pipeline-parallel size.
     pub pp: u32,
+    /// Tokens per KV block; `None`: vLLM's default for the model.
     pub block_size: Option<u32>,
+    /// `--max-model-len`; `None`: the config's longest context.
     pub max_model_len: Option<u64>,
+    /// `--max-num-seqs`; `None`: vLLM's default for the GPU.
     pub max_num_seqs: Option<u64>,
+    /// `--max-num-batched-tokens`; `None`: vLLM's default for the GPU.
     pub max_num_batched_tokens: Option<u64>,
+    /// GPU preset name (`h200`, `a100-80gb`, …).
     pub gpu: Option<String>,
+    /// Total GPU memory in GiB as CUDA reports it, as typed.
     pub gpu_mem_gib: Option<String>,
+    /// `--gpu-memory-utilization`, as typed (`0.9`).
     pub gpu_memory_utilization: String,
+    /// Parameters in billions, as typed.
     pub params_b: Option<String>,
+    /// Weights of the whole model in GiB, as typed (split over TP × PP).
     pub weights_gib: Option<String>,
+    /// Weight storage (bf16, fp8, int4, mxfp4, …); `None`: the config's quantization or dtype.
     pub weights_dtype: Option<String>,
+    /// Activation peak per GPU in GiB, as typed.
     pub activation_gib: Option<String>,
+    /// Memory outside PyTorch per GPU in GiB (NCCL, cuBLAS), as typed.
     pub non_torch_gib: Option<String>,
+    /// KV memory per GPU in GiB, as typed: skips the budget.
     pub available_kv_gib: Option<String>,
+    /// The request length concurrency is given at; `None`: max_model_len.
     pub at_len: Option<u64>,
+    /// The reverse question, `SEQSxLEN` (`64x4096`): memory for that many sequences of that length.
     pub need: Option<String>,
+    /// Model vLLM's hybrid KV-cache manager as disabled (sliding layers allocated as full).
     pub no_hybrid: bool,
+    /// Accept conventional defaults for fields missing from config.json (listed as assumptions).
     pub assume_defaults: bool,
     /// vLLM's `--no-async-scheduling` (one batch in flight per pipeline stage instead of
     /// stages + 1). Missing in older serialized requests: off.
@@ -94,6 +115,7 @@ pub fn parse_need(s: &str) -> Result<Need, KvError> {
     Ok(Need { seqs, len })
 }
 
+/// A parameter count typed in billions (`8`, `70.6`), as parameters; `field` names the option in errors.
 pub fn parse_billions(field: &str, s: &str) -> Result<u64, KvError> {
     let t = s.trim();
     if t.starts_with('-') {

@@ -46,6 +46,7 @@ use serde::Serialize;
 /// A value and where it was found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Logged<T> {
+    /// The value read.
     pub value: T,
     /// 1-based line number.
     pub line: usize,
@@ -53,17 +54,22 @@ pub struct Logged<T> {
     pub text: String,
 }
 
+/// Which engine printed the lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Engine {
+    /// vLLM.
     Vllm,
+    /// SGLang.
     Sglang,
 }
 
 /// `Maximum concurrency for 32,768 tokens per request: 13.64x`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct LoggedConcurrency {
+    /// The request length the concurrency is given for, tokens.
     pub tokens_per_request: u64,
+    /// How many such requests fit at once (`13.64` for `13.64x`).
     pub times: Decimal,
 }
 
@@ -73,13 +79,22 @@ pub struct LoggedConcurrency {
 pub enum Fatal {
     /// V1: one request of `max_seq_len` needs more KV than is available.
     KvNeededExceedsAvailable {
+        /// The max seq len the line names, tokens.
         max_seq_len: Option<u64>,
+        /// The KV memory one such request needs.
         needed: Option<Size>,
+        /// The KV memory available.
         available: Option<Size>,
+        /// The longest model length that would fit, as the line estimates it.
         estimated_max_len: Option<u64>,
     },
     /// V0: `max seq len (X)` above the `Y` tokens the KV cache holds.
-    MaxSeqLenExceedsKv { max_seq_len: Option<u64>, kv_tokens: Option<u64> },
+    MaxSeqLenExceedsKv {
+        /// The model's max seq len, tokens.
+        max_seq_len: Option<u64>,
+        /// The tokens the KV cache holds.
+        kv_tokens: Option<u64>,
+    },
     /// Weights and activations left nothing for KV.
     NoMemoryForCacheBlocks,
     /// Another process holds memory the utilization target counted on.
@@ -89,15 +104,25 @@ pub enum Fatal {
 /// Engine settings seen in config dumps, argument lists or flags.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LoggedSettings {
+    /// `model`.
     pub model: Option<Logged<String>>,
+    /// `dtype`.
     pub dtype: Option<Logged<String>>,
+    /// `max_model_len` (or `max_seq_len`).
     pub max_model_len: Option<Logged<u64>>,
+    /// `block_size`.
     pub block_size: Option<Logged<u64>>,
+    /// `kv_cache_dtype`.
     pub kv_cache_dtype: Option<Logged<String>>,
+    /// `tensor_parallel_size`.
     pub tensor_parallel_size: Option<Logged<u64>>,
+    /// `pipeline_parallel_size`.
     pub pipeline_parallel_size: Option<Logged<u64>>,
+    /// `gpu_memory_utilization`.
     pub gpu_memory_utilization: Option<Logged<Decimal>>,
+    /// `max_num_seqs`.
     pub max_num_seqs: Option<Logged<u64>>,
+    /// `max_num_batched_tokens`.
     pub max_num_batched_tokens: Option<Logged<u64>>,
     /// `async_scheduling` in `non-default args`, or `--[no-]async-scheduling`.
     pub async_scheduling: Option<Logged<bool>>,
@@ -106,26 +131,36 @@ pub struct LoggedSettings {
 /// A line that looked like a capacity line but did not parse.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Issue {
+    /// 1-based line number.
     pub line: usize,
+    /// What did not parse.
     pub message: String,
 }
 
 /// Everything found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StartupCapacity {
+    /// The engine the lines came from, when one was recognised.
     pub engine: Option<Engine>,
     /// vLLM V1 `Available KV cache memory` — the smallest when several ranks print it.
     pub available_kv: Option<Logged<Size>>,
     /// vLLM V1 `GPU KV cache size: N tokens` (any pool name before `KV cache size`).
     pub kv_cache_tokens: Option<Logged<u64>>,
+    /// vLLM `Maximum concurrency for N tokens per request: Xx`.
     pub max_concurrency: Option<Logged<LoggedConcurrency>>,
     /// vLLM V0 `# GPU blocks` / `# cuda blocks`.
     pub gpu_blocks: Option<Logged<u64>>,
+    /// vLLM V0 `# CPU blocks`.
     pub cpu_blocks: Option<Logged<u64>>,
+    /// vLLM `Model loading took X GiB`.
     pub model_loading: Option<Logged<Size>>,
+    /// vLLM V0 `total_gpu_memory (X)`.
     pub total_gpu_memory: Option<Logged<Size>>,
+    /// Weights memory, from the memory-profiling line.
     pub weights: Option<Logged<Size>>,
+    /// Memory outside PyTorch, from the memory-profiling line.
     pub non_torch: Option<Logged<Size>>,
+    /// Activation peak, from the memory-profiling line.
     pub activation_peak: Option<Logged<Size>>,
     /// vLLM V0 `the rest of the memory reserved for KV Cache is …` / `kv_cache_size=…`.
     pub kv_reserved: Option<Logged<Size>>,
@@ -141,17 +176,25 @@ pub struct StartupCapacity {
     pub num_gpu_blocks_override: Option<Logged<u64>>,
     /// SGLang `KV Cache is allocated. #tokens: N`.
     pub sglang_tokens: Option<Logged<u64>>,
+    /// SGLang `K size`.
     pub sglang_k_size: Option<Logged<Size>>,
+    /// SGLang `V size`.
     pub sglang_v_size: Option<Logged<Size>>,
     /// SGLang MLA pools print one `KV size`.
     pub sglang_kv_size: Option<Logged<Size>>,
+    /// SGLang `max_total_num_tokens`.
     pub sglang_max_total_num_tokens: Option<Logged<u64>>,
+    /// SGLang `max_running_requests`.
     pub sglang_max_running_requests: Option<Logged<u64>>,
+    /// SGLang `context_len`.
     pub sglang_context_len: Option<Logged<u64>>,
     /// SGLang `Load weight end. … mem usage=X GB`.
     pub sglang_weights: Option<Logged<Size>>,
+    /// Engine settings seen in the log.
     pub settings: LoggedSettings,
+    /// Startup failures about memory, in line order.
     pub fatal: Vec<Logged<Fatal>>,
+    /// Lines that looked relevant but did not parse.
     pub issues: Vec<Issue>,
 }
 

@@ -7,8 +7,11 @@
 use crate::kv::KvError;
 use serde::Serialize;
 
+/// Bytes in a kibibyte (2^10).
 pub const KIB: u64 = 1 << 10;
+/// Bytes in a mebibyte (2^20).
 pub const MIB: u64 = 1 << 20;
+/// Bytes in a gibibyte (2^30).
 pub const GIB: u64 = 1 << 30;
 /// Decimal gigabyte (10^9 bytes), the article's unit ("137.4 GB").
 pub const GB: u64 = 1_000_000_000;
@@ -16,7 +19,9 @@ pub const GB: u64 = 1_000_000_000;
 /// A non-negative decimal number exactly as printed: `digits / 10^scale`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Decimal {
+    /// The number's digits, without the decimal point.
     pub digits: u64,
+    /// How many of them follow the decimal point.
     pub scale: u8,
 }
 
@@ -132,6 +137,7 @@ impl std::fmt::Display for Decimal {
 /// A byte unit as printed in a log line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum SizeUnit {
+    /// Gibibytes (2^30 bytes).
     #[serde(rename = "GiB")]
     Gib,
     /// Engines print `GB` for either 10^9 or 2^30 bytes. SGLang's `K size: … GB` divides by
@@ -139,8 +145,10 @@ pub enum SizeUnit {
     /// records what was printed, and [`SizeUnit::bytes`] treats `GB` as 2^30 only when told.
     #[serde(rename = "GB")]
     Gb,
+    /// Mebibytes (2^20 bytes).
     #[serde(rename = "MiB")]
     Mib,
+    /// Megabytes (10^6 bytes).
     #[serde(rename = "MB")]
     Mb,
 }
@@ -157,6 +165,7 @@ impl SizeUnit {
         }
     }
 
+    /// The unit as printed (`GiB`, `GB`, `MiB`, `MB`).
     pub fn as_str(self) -> &'static str {
         match self {
             SizeUnit::Gib => "GiB",
@@ -170,7 +179,9 @@ impl SizeUnit {
 /// A memory size exactly as a log printed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Size {
+    /// The number as printed.
     pub value: Decimal,
+    /// The unit as printed.
     pub unit: SizeUnit,
 }
 

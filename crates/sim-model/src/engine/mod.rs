@@ -367,9 +367,13 @@ mod tests {
         let mk = || {
             let mut s = Sim::new(config(EngineConfig::h200("m"), vec![Stream::chat(5.0, 300.0, 100.0)]));
             s.run(60 * NS);
-            s.artifacts()
+            (s.totals.finished, s.artifacts())
         };
-        assert_eq!(mk(), mk());
+        let (finished, artifacts) = mk();
+        // Two empty timelines would be equal too: this one served requests and wrote them down.
+        assert!(finished > 100, "{finished} requests finished in 60 s at 5 per second");
+        assert!(artifacts.iter().any(|a| a.content.matches('\n').count() > 100), "{artifacts:?}");
+        assert_eq!((finished, artifacts), mk());
     }
 
     #[test]

@@ -26,8 +26,11 @@ const MAX_ISSUES: usize = 20;
 
 /// What a parser sees of the world while it reads a section.
 pub struct Cx<'a> {
+    /// The name of the input being read.
     pub input: &'a str,
+    /// Where the parser writes what it learns.
     pub facts: &'a mut Facts,
+    /// The section's issues (use [`Cx::issue`], which bounds them).
     pub issues: &'a mut Vec<Issue>,
     /// The language issues are written in.
     pub lang: Lang,
@@ -73,7 +76,9 @@ pub trait SectionParser {
     fn continues(&self, _line: &str, _bare: &str, _vllm_needles: u64) -> bool {
         false
     }
+    /// Reads line `no` (1-based, in the input) of the section.
     fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str);
+    /// Called once at the end of the section, to write what was kept open.
     fn finish(self: Box<Self>, _cx: &mut Cx<'_>) {}
 }
 

@@ -15,9 +15,13 @@ use crate::analyze::report::EvidenceLine;
 /// What one OOM message says. Sizes in GiB as PyTorch prints them (MiB/GiB/KiB converted).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OomFacts {
+    /// The GPU the message names.
     pub gpu: Option<u32>,
+    /// `Tried to allocate X`.
     pub tried_gib: Option<f64>,
+    /// `total capacity of X`.
     pub total_gib: Option<f64>,
+    /// `of which X is free`.
     pub free_gib: Option<f64>,
     /// `Of the allocated memory X is allocated by PyTorch` (older: `X already allocated`).
     pub allocated_by_pytorch_gib: Option<f64>,
@@ -259,6 +263,7 @@ struct Open {
     evidence: Vec<EvidenceLine>,
 }
 
+/// Reads CUDA / PyTorch out-of-memory messages, old and new forms.
 #[derive(Default)]
 pub struct OomParser {
     open: Option<Open>,

@@ -11,14 +11,18 @@ use std::collections::{BTreeMap, HashSet};
 /// One sample line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
+    /// Metric name.
     pub name: String,
     /// Sorted by label name.
     pub labels: Vec<(String, String)>,
+    /// The sample's value.
     pub value: f64,
+    /// 1-based line number in the input.
     pub line: usize,
 }
 
 impl Series {
+    /// The value of label `name`, when the sample has it.
     pub fn label(&self, name: &str) -> Option<&str> {
         self.labels.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
@@ -27,7 +31,9 @@ impl Series {
 /// One scrape: every sample between two repeats of a series.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scrape {
+    /// The input the scrape was read from.
     pub input: String,
+    /// Its samples, in input order.
     pub series: Vec<Series>,
     /// Optional sample timestamps (ms) as written.
     pub timestamp_ms: Option<i64>,
@@ -88,6 +94,7 @@ impl Scrape {
         v
     }
 
+    /// The sample `s` quoted as evidence: name, labels and value on its line.
     pub fn evidence(&self, s: &Series) -> EvidenceLine {
         let labels = if s.labels.is_empty() {
             String::new()
@@ -103,6 +110,7 @@ impl Scrape {
     }
 }
 
+/// What the Prometheus scrapes in the inputs say.
 #[derive(Debug, Default)]
 pub struct MetricsFacts {
     /// Every scrape read, up to [`MAX_SCRAPES`]. Rules compare the first with the last, so only
@@ -123,6 +131,7 @@ impl MetricsFacts {
         }
     }
 
+    /// The last scrape read.
     pub fn latest(&self) -> Option<&Scrape> {
         self.scrapes.last()
     }
@@ -215,6 +224,7 @@ pub(crate) fn parse_sample(line: &str) -> Option<Sample> {
     Some((name.to_owned(), labels, value, ts))
 }
 
+/// Reads Prometheus text exposition; a series seen again starts a new scrape.
 #[derive(Default)]
 pub struct PromParser {
     seen: HashSet<(String, Vec<(String, String)>)>,

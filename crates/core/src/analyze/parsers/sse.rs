@@ -9,17 +9,21 @@ use crate::analyze::report::EvidenceLine;
 use crate::fault::{FaultKind, judge_stream};
 use crate::timing::{RequestTiming, StreamTimer, TimerConfig};
 
+/// One pasted SSE response, timed with line numbers for times (a paste has no clock).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamFacts {
+    /// What the timer measured, each line's number standing for its arrival time.
     pub timing: RequestTiming,
     /// What a probe would call this stream's failure, if any.
     pub fault: Option<(FaultKind, String)>,
+    /// The stream's first line, quoted.
     pub evidence: EvidenceLine,
 }
 
 /// Most pasted streams kept.
 const MAX_STREAMS: usize = 64;
 
+/// Reads a pasted SSE transcript (`data:` lines) as one stream.
 #[derive(Default)]
 pub struct SseTranscriptParser {
     timer: Option<StreamTimer>,

@@ -19,16 +19,22 @@ use crate::analyze::report::EvidenceLine;
 use crate::analyze::text::leading_number;
 use crate::stats::QuantileSketch;
 
+/// What TGI's router logs say about the requests it served.
 #[derive(Debug, Default)]
 pub struct TgiFacts {
     /// Successful requests (lines with `total_time`).
     pub requests: u64,
+    /// `total_time` per request, ms.
     pub total_ms: QuantileSketch,
+    /// `queue_time` per request, ms.
     pub queue_ms: QuantileSketch,
+    /// `inference_time` per request, ms.
     pub inference_ms: QuantileSketch,
     /// TGI's `time_per_token` includes prefill (BRIEF.md): not TPOT.
     pub time_per_token_ms: QuantileSketch,
+    /// Error lines, quoted (each message once).
     pub errors: Vec<EvidenceLine>,
+    /// The slowest request's line.
     pub slowest: Option<EvidenceLine>,
     /// Tokenisation and parameter checks before queueing.
     pub validation_ms: QuantileSketch,
@@ -113,6 +119,7 @@ fn error_key(line: &str) -> String {
     msg.chars().take(80).collect()
 }
 
+/// Reads TGI logs: the router's request lines, as text or JSON, and its errors.
 #[derive(Default)]
 pub struct TgiParser {
     /// Error messages already quoted in this section.

@@ -211,24 +211,24 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{analyzed, snapshot};
+    use crate::analyze::testutil::fixture;
 
     const PEAK: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free. Including non-PyTorch memory, this process has 78.05 GiB memory in use. Of the allocated memory 75.20 GiB is allocated by PyTorch, and 420.00 MiB is reserved by PyTorch but unallocated.\n";
 
     #[test]
     fn fires_on_a_full_reservation_and_a_moderate_request() {
-        let report = crate::analyze::analyze(&[("oom", PEAK)]);
-        let f = &report.findings[0];
-        assert_eq!(f.rule, "activation-peak", "{:?}", report.findings);
-        assert_eq!(f.confidence, 0.65);
+        let report = analyzed(&[("oom", PEAK)]);
+        assert_eq!(report.findings[0].rule, "activation-peak", "{:?}", report.findings);
+        let f = snapshot(&[("oom", PEAK)], "activation-peak", "full_reservation").unwrap();
         assert!(f.summary.contains("95 % of its 79.15 GiB"), "{}", f.summary);
     }
 
     #[test]
     fn engine_settings_raise_it() {
         let args = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'enable_chunked_prefill': False, 'max_num_batched_tokens': 32768}\n";
-        let f = fired(&[("vllm.log", args), ("oom", PEAK)], "activation-peak").unwrap();
-        assert_eq!(f.confidence, 0.75);
+        let f = snapshot(&[("vllm.log", args), ("oom", PEAK)], "activation-peak", "with_engine_settings")
+            .unwrap();
         assert!(
             f.summary.contains("chunked prefill is off and max_num_batched_tokens is 32768"),
             "{}",
@@ -239,17 +239,23 @@ mod tests {
 
     #[test]
     fn an_oom_without_figures_is_never_healthy() {
-        let report = crate::analyze::analyze(&[("oom", "RuntimeError: CUDA error: out of memory\n")]);
+        let bare = [("oom", "RuntimeError: CUDA error: out of memory\n")];
+        let report = analyzed(&bare);
         assert_eq!(report.verdict, crate::analyze::report::Verdict::Oom);
         assert_eq!(report.findings[0].rule, "activation-peak");
-        assert_eq!(report.findings[0].confidence, 0.3);
+        snapshot(&bare, "activation-peak", "oom_without_figures").unwrap();
     }
 
     #[test]
     fn quiet_when_a_more_specific_cause_explains_it() {
-        let h200 = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
-        assert!(fired(&[("oom", h200)], "activation-peak").is_none());
+        let h200 = fixture!("oom/h200_200gib.txt");
+        assert!(snapshot(&[("oom", h200)], "activation-peak", "quiet_input_too_long").is_none());
         let fragmented = PEAK.replace("420.00 MiB is reserved", "8.40 GiB is reserved");
-        assert!(fired(&[("oom", &fragmented)], "activation-peak").is_none());
+        assert!(snapshot(&[("oom", &fragmented)], "activation-peak", "quiet_fragmented").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_oom_compute_pp_buffer_large_ubatch: [("oom-compute-pp-buffer-large-ubatch.log", fixture!("incidents/llama-server/oom-compute-pp-buffer-large-ubatch.log"))],
+        corpus_oom_head_runtime_oom_expire: [("oom-head-runtime-oom-expire.log", fixture!("incidents/ollama/oom-head-runtime-oom-expire.log"))],
     }
 }

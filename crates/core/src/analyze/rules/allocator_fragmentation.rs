@@ -84,15 +84,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{analyzed, fired, snapshot};
+    use crate::analyze::testutil::fixture;
 
     #[test]
     fn fires_on_the_briefs_example() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.91 GiB memory in use. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n";
-        let report = crate::analyze::analyze(&[("oom", oom)]);
+        let report = analyzed(&[("oom", oom)]);
         assert_eq!(report.findings[0].rule, "allocator-fragmentation", "{:?}", report.findings);
-        let f = &report.findings[0];
-        assert_eq!(f.confidence, 0.8);
+        let f = snapshot(&[("oom", oom)], "allocator-fragmentation", "briefs_example").unwrap();
         assert!(
             f.summary.starts_with("6.50 GiB is reserved by PyTorch but unallocated on GPU 0"),
             "{}",
@@ -105,15 +105,22 @@ mod tests {
     #[test]
     fn fires_on_the_older_format() {
         let oom = "RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 39.59 GiB total capacity; 30.10 GiB already allocated; 512.00 MiB free; 37.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.\n";
-        let f = fired(&[("oom", oom)], "allocator-fragmentation").unwrap();
+        let f = snapshot(&[("oom", oom)], "allocator-fragmentation", "older_format").unwrap();
         assert!(f.summary.starts_with("7.40 GiB is reserved"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_when_little_is_reserved() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free. Including non-PyTorch memory, this process has 77.91 GiB memory in use. Of the allocated memory 76.00 GiB is allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.\n";
-        assert!(fired(&[("oom", oom)], "allocator-fragmentation").is_none());
-        let h200 = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
-        assert!(fired(&[("oom", h200)], "allocator-fragmentation").is_none());
+        assert!(snapshot(&[("oom", oom)], "allocator-fragmentation", "quiet_little_reserved").is_none());
+        let h200 = fixture!("oom/h200_200gib.txt");
+        assert!(
+            snapshot(&[("oom", h200)], "allocator-fragmentation", "quiet_when_little_is_reserved").is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_oom_fragmentation_ansi_h200: [("oom-fragmentation-ansi-h200.log", fixture!("incidents/torch/oom-fragmentation-ansi-h200.log"))],
+        corpus_oom_fragmentation_kubectl_tp4: [("oom-fragmentation-kubectl-tp4.log", fixture!("incidents/torch/oom-fragmentation-kubectl-tp4.log"))],
     }
 }

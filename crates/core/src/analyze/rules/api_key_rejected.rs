@@ -46,3 +46,13 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        invalid_api_key_401: [("server.log", fixture!("incidents/llama-server/config-invalid-api-key-401.log"))],
+        unauthorized_line: [("server.log", "srv    operator(): unauthorized: Invalid API Key\n")],
+        quiet_on_a_served_request: [("server.log", "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n")],
+        quiet_on_healthy_slot_timings: [("server.log", fixture!("incidents/llama-server/healthy-slot-timings-gpu.log"))],
+    }
+}

@@ -413,17 +413,22 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{fired, snapshot};
     use super::*;
+    use crate::analyze::testutil::fixture;
 
-    const SETTINGS_UTM: &str = include_str!("../../../../../tests/data/configs/claude_settings.json");
-    const ARTICLE_SETTINGS: &str =
-        include_str!("../../../../../tests/data/configs/claude_settings_oneline.json");
-    const ARTICLE_TOML: &str = include_str!("../../../../../tests/data/configs/codex_oneline.toml");
+    const SETTINGS_UTM: &str = fixture!("configs/claude_settings.json");
+    const ARTICLE_SETTINGS: &str = fixture!("configs/claude_settings_oneline.json");
+    const ARTICLE_TOML: &str = fixture!("configs/codex_oneline.toml");
 
     #[test]
     fn fires_on_tracking_parameters_and_more_with_a_404() {
-        let f = fired(&[("settings.json", SETTINGS_UTM)], "base-url-wrong").unwrap();
+        let f = snapshot(
+            &[("settings.json", SETTINGS_UTM)],
+            "base-url-wrong",
+            "fires_on_tracking_parameters_and_more_with_a_404",
+        )
+        .unwrap();
         assert!((0.55..0.7).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("utm_source, utm_medium"), "{}", f.summary);
         assert!(f.summary.contains("model unavailable"));
@@ -432,28 +437,43 @@ mod tests {
         assert!(!format!("{f:?}").contains("sk-ant"), "a key leaked");
 
         let access = "INFO:     10.1.2.3:5122 - \"POST /api/v1/messages?utm_source=blog&utm_medium=csdn HTTP/1.1\" 404 Not Found\n";
-        let f = fired(&[("settings.json", SETTINGS_UTM), ("api.log", access)], "base-url-wrong").unwrap();
+        let f = snapshot(
+            &[("settings.json", SETTINGS_UTM), ("api.log", access)],
+            "base-url-wrong",
+            "fires_on_tracking_parameters_and_more_with_a_404_2",
+        )
+        .unwrap();
         assert!(f.confidence >= 0.9, "{}", f.confidence);
         assert_eq!(f.evidence.len(), 2);
-        let f = fired(&[("api.log", access)], "base-url-wrong").unwrap();
+        let f = snapshot(
+            &[("api.log", access)],
+            "base-url-wrong",
+            "fires_on_tracking_parameters_and_more_with_a_404_3",
+        )
+        .unwrap();
         assert!(f.confidence >= 0.85, "{}", f.confidence);
     }
 
     #[test]
     fn fires_on_web_pages_endpoints_and_doubled_v1() {
-        for (url, want) in [
+        for (i, (url, want)) in [
             ("export OPENAI_BASE_URL=https://taotoken.net/console?utm_source=x\n", "/console"),
             ("export OPENAI_BASE_URL=https://taotoken.net/chat\n", "/chat"),
             ("export OPENAI_BASE_URL=http://gw:8000/v1/chat/completions\n", "/chat/completions"),
             ("export ANTHROPIC_BASE_URL=https://gw.example/api/v1\n", "/v1/v1/messages"),
             ("export OPENAI_BASE_URL=https://www.example.com\n", "home page"),
-        ] {
-            let f = fired(&[("env", url)], "base-url-wrong").unwrap_or_else(|| panic!("{url}"));
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let case = format!("web_page_or_endpoint_{i}");
+            let f = snapshot(&[("env", url)], "base-url-wrong", &case).unwrap_or_else(|| panic!("{url}"));
             assert!(f.summary.contains(want), "{url}: {}", f.summary);
         }
-        let f = fired(
+        let f = snapshot(
             &[("env", "export OPENAI_BASE_URL=http://gw:8000/v1/chat/completions\n")],
             "base-url-wrong",
+            "fires_on_web_pages_endpoints_and_doubled_v1_2",
         )
         .unwrap();
         assert!(f.remediation[0].contains("http://gw:8000/v1 "), "{:?}", f.remediation);
@@ -461,8 +481,22 @@ mod tests {
 
     #[test]
     fn quiet_on_the_articles_own_configs_and_plain_404s() {
-        assert!(fired(&[("settings.json", ARTICLE_SETTINGS)], "base-url-wrong").is_none());
-        assert!(fired(&[("config.toml", ARTICLE_TOML)], "base-url-wrong").is_none());
+        assert!(
+            snapshot(
+                &[("settings.json", ARTICLE_SETTINGS)],
+                "base-url-wrong",
+                "quiet_on_the_articles_own_configs_and_plain_404s"
+            )
+            .is_none()
+        );
+        assert!(
+            snapshot(
+                &[("config.toml", ARTICLE_TOML)],
+                "base-url-wrong",
+                "quiet_on_the_articles_own_configs_and_plain_404s_2"
+            )
+            .is_none()
+        );
         for ok in [
             "export ANTHROPIC_BASE_URL=https://api.anthropic.com\n",
             "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n",
@@ -473,7 +507,14 @@ mod tests {
         // A 404 on a valid path is vLLM's answer to an unknown model name, and browsers' GET / is
         // noise.
         let log = "INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 404 Not Found\nINFO:     1.2.3.4:1 - \"GET /favicon.ico HTTP/1.1\" 404 Not Found\n";
-        assert!(fired(&[("api.log", log)], "base-url-wrong").is_none());
+        assert!(
+            snapshot(
+                &[("api.log", log)],
+                "base-url-wrong",
+                "quiet_on_the_articles_own_configs_and_plain_404s_4"
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -488,5 +529,10 @@ mod tests {
         assert_eq!(request_of("x \"POST /v1/a?b=c HTTP/1.1\" 404"), Some(("POST", "/v1/a?b=c")));
         assert!(judge_404("\"GET / HTTP/1.1\" 404", Lang::En).is_none());
         assert!(judge_404("\"POST /v1/v1/messages HTTP/1.1\" 404", Lang::En).unwrap().0 >= 0.8);
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_config_base_url_homepage_404: [("config-base-url-homepage-404.log", fixture!("incidents/clients/config-base-url-homepage-404.log"))],
+        corpus_config_046_base_url_double_v1: [("config-046-base-url-double-v1.log", fixture!("incidents/sglang/config-046-base-url-double-v1.log"))],
     }
 }

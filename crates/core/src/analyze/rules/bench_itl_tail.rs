@@ -81,19 +81,24 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     const RUN: &str = "============ Serving Benchmark Result ============\nSuccessful requests:                     1000\nRequest throughput (req/s):              8.30\n---------------Inter-token Latency----------------\nMean ITL (ms):                           31.02\nMedian ITL (ms):                         21.30\nP99 ITL (ms):                            412.77\n==================================================\n";
 
     #[test]
     fn fires_on_a_gap_tail() {
-        let f = fired(&[("bench.txt", RUN)], "bench-itl-tail").unwrap();
+        let f = snapshot(&[("bench.txt", RUN)], "bench-itl-tail", "fires_on_a_gap_tail").unwrap();
         assert!(f.summary.contains("413 ms"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_on_steady_decoding() {
         let ok = RUN.replace("412.77", "48.10");
-        assert!(fired(&[("bench.txt", &ok)], "bench-itl-tail").is_none());
+        assert!(snapshot(&[("bench.txt", &ok)], "bench-itl-tail", "quiet_on_steady_decoding").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_sglang_bench_serving: [("sglang_bench_serving.txt", fixture!("bench/sglang_bench_serving.txt"))],
+        corpus_vllm_bench_serve: [("vllm_bench_serve.json", fixture!("bench/vllm_bench_serve.json"))],
     }
 }

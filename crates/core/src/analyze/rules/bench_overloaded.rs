@@ -83,19 +83,29 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     const RUN: &str = "Traffic request rate: 40.0\n============ Serving Benchmark Result ============\nSuccessful requests:                     2400\nRequest throughput (req/s):              11.21\n---------------Time to First Token----------------\nMean TTFT (ms):                          14230.66\nMedian TTFT (ms):                        14012.35\nP99 TTFT (ms):                           29488.10\n==================================================\n";
 
     #[test]
     fn fires_when_the_rate_is_above_the_throughput() {
-        let f = fired(&[("bench.txt", RUN)], "bench-overloaded").unwrap();
+        let f = snapshot(
+            &[("bench.txt", RUN)],
+            "bench-overloaded",
+            "fires_when_the_rate_is_above_the_throughput",
+        )
+        .unwrap();
         assert!(f.summary.contains("40.0"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_below_capacity() {
         let ok = RUN.replace("Traffic request rate: 40.0", "Traffic request rate: 10.0");
-        assert!(fired(&[("bench.txt", &ok)], "bench-overloaded").is_none());
+        assert!(snapshot(&[("bench.txt", &ok)], "bench-overloaded", "quiet_below_capacity").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_ttft_aiperf_request_rate_50: [("ttft-aiperf-request-rate-50.txt", fixture!("incidents/bench/ttft-aiperf-request-rate-50.txt"))],
+        corpus_ttft_guidellm_rate_above_throughput: [("ttft-guidellm-rate-above-throughput.txt", fixture!("incidents/bench/ttft-guidellm-rate-above-throughput.txt"))],
     }
 }

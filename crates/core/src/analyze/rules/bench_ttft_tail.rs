@@ -98,13 +98,14 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     const TAIL: &str = "============ Serving Benchmark Result ============\nSuccessful requests:                     1000\nBenchmark duration (s):                  120.5\nRequest throughput (req/s):              8.30\n---------------Time to First Token----------------\nMean TTFT (ms):                          2930.11\nMedian TTFT (ms):                        612.40\nP99 TTFT (ms):                           22481.93\n==================================================\n";
 
     #[test]
     fn fires_on_a_tail_far_above_the_median() {
-        let f = fired(&[("bench.txt", TAIL)], "bench-ttft-tail").unwrap();
+        let f = snapshot(&[("bench.txt", TAIL)], "bench-ttft-tail", "fires_on_a_tail_far_above_the_median")
+            .unwrap();
         assert!(f.summary.contains("22482 ms"), "{}", f.summary);
         assert_eq!(f.evidence.len(), 2);
     }
@@ -112,7 +113,7 @@ mod tests {
     #[test]
     fn quiet_on_a_modest_tail() {
         let ok = TAIL.replace("22481.93", "1410.00").replace("2930.11", "700.0");
-        assert!(fired(&[("bench.txt", &ok)], "bench-ttft-tail").is_none());
+        assert!(snapshot(&[("bench.txt", &ok)], "bench-ttft-tail", "quiet_on_a_modest_tail").is_none());
     }
 
     #[test]
@@ -122,5 +123,10 @@ mod tests {
             .with_slo(crate::analyze::facts::Slo { ttft_ms: 1_000.0, ..Default::default() });
         a.add_text("bench.txt", &ok);
         assert_eq!(a.finish().findings[0].rule, "bench-ttft-tail");
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_guidellm_benchmarks: [("guidellm_benchmarks.json", fixture!("bench/guidellm_benchmarks.json"))],
+        corpus_guidellm_console: [("guidellm_console.txt", fixture!("bench/guidellm_console.txt"))],
     }
 }

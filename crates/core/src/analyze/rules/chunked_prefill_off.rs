@@ -82,12 +82,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_logged_argument() {
         let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'm', 'enable_chunked_prefill': False, 'max_model_len': 32768}\n";
-        let f = fired(&[("vllm.log", log)], "chunked-prefill-off").unwrap();
+        let f = snapshot(&[("vllm.log", log)], "chunked-prefill-off", "fires_on_logged_argument").unwrap();
         assert!(f.summary.contains("32768"));
         assert_eq!(f.evidence[0].line, 1);
     }
@@ -95,6 +95,6 @@ mod tests {
     #[test]
     fn quiet_when_enabled() {
         let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'm', 'enable_chunked_prefill': True}\n";
-        assert!(fired(&[("vllm.log", log)], "chunked-prefill-off").is_none());
+        assert!(snapshot(&[("vllm.log", log)], "chunked-prefill-off", "quiet_when_enabled").is_none());
     }
 }

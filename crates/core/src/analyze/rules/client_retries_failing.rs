@@ -91,18 +91,35 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_retries_that_cannot_connect() {
         let log = "INFO:openai._base_client:Retrying request to /chat/completions in 0.432 seconds\nINFO:openai._base_client:Retrying request to /chat/completions in 0.891 seconds\nopenai.APIConnectionError: Connection error.\n";
-        let f = fired(&[("client.log", log)], "client-retries-failing").unwrap();
+        let f = snapshot(
+            &[("client.log", log)],
+            "client-retries-failing",
+            "fires_on_retries_that_cannot_connect",
+        )
+        .unwrap();
         assert_eq!(f.evidence.len(), 3);
     }
 
     #[test]
     fn retries_of_a_busy_server_are_not_its() {
         let log = "INFO:openai._base_client:Retrying request to /chat/completions in 0.432 seconds\nopenai.RateLimitError: Error code: 429\n";
-        assert!(fired(&[("client.log", log)], "client-retries-failing").is_none());
+        assert!(
+            snapshot(
+                &[("client.log", log)],
+                "client-retries-failing",
+                "retries_of_a_busy_server_are_not_its"
+            )
+            .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_config_anthropic_retry_wrong_port: [("config-anthropic-retry-wrong-port.log", fixture!("incidents/clients/config-anthropic-retry-wrong-port.log"))],
+        corpus_config_litellm_cooldown_conn_error: [("config-litellm-cooldown-conn-error.log", fixture!("incidents/clients/config-litellm-cooldown-conn-error.log"))],
     }
 }

@@ -223,7 +223,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_slow_first_requests() {
@@ -235,7 +235,7 @@ mod tests {
                 )
             })
             .collect();
-        let f = fired(&[("req.jsonl", &log)], "cold-start").unwrap();
+        let f = snapshot(&[("req.jsonl", &log)], "cold-start", "fires_on_slow_first_requests").unwrap();
         assert!(f.summary.contains("7500 ms"), "{}", f.summary);
     }
 
@@ -243,13 +243,21 @@ mod tests {
     fn quiet_on_steady_traffic() {
         let log: String =
             (0..40).map(|i| format!("{{\"enqueue_time\":{i},\"first_token_time\":{}.25}}\n", i)).collect();
-        assert!(fired(&[("req.jsonl", &log)], "cold-start").is_none());
+        assert!(snapshot(&[("req.jsonl", &log)], "cold-start", "quiet_on_steady_traffic").is_none());
     }
 
     #[test]
     fn a_start_up_in_the_log_alone_is_not_a_cold_start() {
         let log = "INFO 11-29 10:00:00 [gpu_model_runner.py:1] Model loading took 14.99 GiB and 32.1 seconds\nINFO 11-29 10:01:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 150.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n";
-        assert!(fired(&[("vllm.log", log)], "cold-start").is_none());
+        assert!(
+            snapshot(&[("vllm.log", log)], "cold-start", "a_start_up_in_the_log_alone_is_not_a_cold_start")
+                .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_ttft_cold_start_first_request_load: [("ttft-cold-start-first-request-load.log", fixture!("incidents/ollama/ttft-cold-start-first-request-load.log"))],
+        corpus_ttft_model_swapping_evictions: [("ttft-model-swapping-evictions.log", fixture!("incidents/ollama/ttft-model-swapping-evictions.log"))],
     }
 
     /// Two timestamped scrapes: the engine started in the window (down at first) and the TTFT

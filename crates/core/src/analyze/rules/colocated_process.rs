@@ -206,48 +206,55 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{analyzed, snapshot};
+    use crate::analyze::testutil::fixture;
 
     const NEWER: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 350.00 MiB is free. Process 4121 has 38.00 GiB memory in use. Including non-PyTorch memory, this process has 40.80 GiB memory in use. Of the allocated memory 39.00 GiB is allocated by PyTorch, and 500.00 MiB is reserved by PyTorch but unallocated.\n";
 
     #[test]
     fn fires_on_another_process_in_the_oom() {
-        let report = crate::analyze::analyze(&[("oom", NEWER)]);
-        let f = &report.findings[0];
-        assert_eq!(f.rule, "colocated-process", "{:?}", report.findings);
-        assert_eq!(f.confidence, 0.85);
+        let report = analyzed(&[("oom", NEWER)]);
+        assert_eq!(report.findings[0].rule, "colocated-process", "{:?}", report.findings);
+        let f = snapshot(&[("oom", NEWER)], "colocated-process", "another_process_in_the_oom").unwrap();
         assert!(f.summary.contains("process 4121 holds 38.00 GiB (48 % of 79.15 GiB)"), "{}", f.summary);
     }
 
     #[test]
     fn fires_on_two_big_processes_in_the_table_next_to_an_oom() {
-        let smi = include_str!("../../../../../tests/data/smi/smi_power_capped.txt").replace(
+        let smi = fixture!("smi/smi_power_capped.txt").replace(
             "|    0   N/A  N/A             428      C   python3                                1130MiB |",
             "|    0   N/A  N/A             428      C   python3                               70130MiB |\n|    0   N/A  N/A             977      C   python3                               64002MiB |",
         );
-        let f = fired(
+        let f = snapshot(
             &[("smi", &smi), ("oom", "RuntimeError: CUDA error: out of memory\n")],
             "colocated-process",
+            "two_big_processes_and_an_oom",
         )
         .unwrap();
-        assert_eq!(f.confidence, 0.7);
         assert!(f.summary.contains("2 processes on GPU 0"), "{}", f.summary);
         // Without the OOM, and with the GPU far from full, sharing alone is no finding.
-        assert!(fired(&[("smi", &smi)], "colocated-process").is_none());
+        assert!(
+            snapshot(&[("smi", &smi)], "colocated-process", "quiet_two_big_processes_without_an_oom")
+                .is_none()
+        );
     }
 
     #[test]
     fn fires_on_vllm_free_memory_less_than_desired() {
         let log = "ValueError: Free memory on device (10.5/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n";
-        let f = fired(&[("vllm.log", log)], "colocated-process").unwrap();
-        assert_eq!(f.confidence, 0.8);
+        snapshot(&[("vllm.log", log)], "colocated-process", "vllm_free_memory_less_than_desired").unwrap();
     }
 
     #[test]
     fn quiet_on_a_lone_process() {
-        let h200 = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
-        assert!(fired(&[("oom", h200)], "colocated-process").is_none());
-        let smi = include_str!("../../../../../tests/data/smi/smi_power_capped.txt");
-        assert!(fired(&[("smi", smi)], "colocated-process").is_none());
+        let h200 = fixture!("oom/h200_200gib.txt");
+        assert!(snapshot(&[("oom", h200)], "colocated-process", "quiet_lone_process_oom").is_none());
+        let smi = fixture!("smi/smi_power_capped.txt");
+        assert!(snapshot(&[("smi", smi)], "colocated-process", "quiet_on_a_lone_process").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_oom_v012_cudamalloc_colocated: [("oom-v012-cudamalloc-colocated.log", fixture!("incidents/ollama/oom-v012-cudamalloc-colocated.log"))],
+        corpus_oom_046_tp_memory_unbalanced: [("oom-046-tp-memory-unbalanced.log", fixture!("incidents/sglang/oom-046-tp-memory-unbalanced.log"))],
     }
 }

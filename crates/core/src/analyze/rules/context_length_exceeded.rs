@@ -51,3 +51,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        context_shift_per_slot: [("server.log", fixture!("incidents/llama-server/config-context-shift-per-slot-ctx.log"))],
+        request_exceeds_context_400: [("server.log", fixture!("incidents/llama-server/config-request-exceeds-context-400.log"))],
+        quiet_on_healthy_slot_timings: [("server.log", fixture!("incidents/llama-server/healthy-slot-timings-gpu.log"))],
+    }
+}

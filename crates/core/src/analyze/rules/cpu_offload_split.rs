@@ -91,7 +91,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
     use super::split;
 
     #[test]
@@ -111,13 +111,25 @@ mod tests {
 
     #[test]
     fn fires_on_a_partial_offload_only() {
-        let f =
-            fired(&[("ollama.log", "load_tensors: offloaded 27/81 layers to GPU\n")], "cpu-offload-split")
-                .expect("27 of 81 layers");
+        let f = snapshot(
+            &[("ollama.log", "load_tensors: offloaded 27/81 layers to GPU\n")],
+            "cpu-offload-split",
+            "fires_on_a_partial_offload_only",
+        )
+        .expect("27 of 81 layers");
         assert!(f.summary.contains("27 of 81"), "{}", f.summary);
         assert!(
-            fired(&[("ollama.log", "load_tensors: offloaded 81/81 layers to GPU\n")], "cpu-offload-split")
-                .is_none()
+            snapshot(
+                &[("ollama.log", "load_tensors: offloaded 81/81 layers to GPU\n")],
+                "cpu-offload-split",
+                "quiet_on_a_full_offload"
+            )
+            .is_none()
         );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_tbt_partial_offload_slow_eval: [("tbt-partial-offload-slow-eval.log", fixture!("incidents/llama-server/tbt-partial-offload-slow-eval.log"))],
+        corpus_tbt_head_llama_server_partial_offload: [("tbt-head-llama-server-partial-offload.log", fixture!("incidents/ollama/tbt-head-llama-server-partial-offload.log"))],
     }
 }

@@ -167,7 +167,7 @@ fn slowing<'a, 'b>(points: &'b [Point<'a>]) -> Option<(&'b Point<'a>, &'b Point<
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     fn log(tokens_and_tps: &[(u32, f64)]) -> String {
         tokens_and_tps
@@ -180,13 +180,25 @@ mod tests {
     #[test]
     fn fires_when_tokens_grow_and_speed_falls() {
         let l = log(&[(41000, 2950.0), (92200, 2341.0), (194600, 1657.0), (373800, 1096.0)]);
-        let f = fired(&[("sglang.log", &l)], "decode-slows-with-context").unwrap();
+        let f = snapshot(
+            &[("sglang.log", &l)],
+            "decode-slows-with-context",
+            "fires_when_tokens_grow_and_speed_falls",
+        )
+        .unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
     #[test]
     fn quiet_when_speed_holds() {
         let l = log(&[(41000, 2950.0), (92200, 2900.0), (194600, 2850.0), (373800, 2800.0)]);
-        assert!(fired(&[("sglang.log", &l)], "decode-slows-with-context").is_none());
+        assert!(
+            snapshot(&[("sglang.log", &l)], "decode-slows-with-context", "quiet_when_speed_holds").is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_tbt_decode_slows_long_generation: [("tbt-decode-slows-long-generation.log", fixture!("incidents/llama-server/tbt-decode-slows-long-generation.log"))],
+        corpus_tbt_046_decode_slows_with_context: [("tbt-046-decode-slows-with-context.log", fixture!("incidents/sglang/tbt-046-decode-slows-with-context.log"))],
     }
 }

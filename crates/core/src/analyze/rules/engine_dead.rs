@@ -86,18 +86,23 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_engine_dead() {
         let log = "ERROR 11-29 10:01:00 [core.py:400] EngineCore encountered a fatal error.\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n";
-        let f = fired(&[("vllm.log", log)], "engine-dead").unwrap();
+        let f = snapshot(&[("vllm.log", log)], "engine-dead", "fires_on_engine_dead").unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
     #[test]
     fn quiet_on_normal_logs() {
         let log = "INFO 11-29 10:01:00 [core.py:400] EngineCore started.\n";
-        assert!(fired(&[("vllm.log", log)], "engine-dead").is_none());
+        assert!(snapshot(&[("vllm.log", log)], "engine-dead", "quiet_on_normal_logs").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_throughput_vllm_stream_engine_dead: [("throughput-vllm-stream-engine-dead.sse", fixture!("incidents/sse/throughput-vllm-stream-engine-dead.sse"))],
+        corpus_zero_ray_serve_health_check_timeouts: [("zero-ray-serve-health-check-timeouts.log", fixture!("incidents/torch/zero-ray-serve-health-check-timeouts.log"))],
     }
 }

@@ -86,12 +86,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{analyzed, snapshot};
 
     #[test]
     fn fires_on_a_failed_start() {
         let log = "(EngineCore_0 pid=7) ERROR 05-12 10:00:01 [core.py:390] EngineCore failed to start.\nRuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n";
-        let f = fired(&[("vllm.log", log)], "engine-start-failed").unwrap();
+        let f = snapshot(&[("vllm.log", log)], "engine-start-failed", "fires_on_a_failed_start").unwrap();
         assert_eq!(f.evidence.len(), 2);
         assert!(f.confidence > 0.8);
     }
@@ -99,8 +99,14 @@ mod tests {
     #[test]
     fn a_memory_cause_leads() {
         let log = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\nRuntimeError: Engine core initialization failed. See root cause above.\n";
-        let r = crate::analyze::analyze(&[("vllm.log", log)]);
+        let r = analyzed(&[("vllm.log", log)]);
         assert_eq!(r.findings[0].rule, "kv-reservation-too-large");
         assert!(r.findings.iter().any(|f| f.rule == "engine-start-failed"));
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_zero_model_file_missing: [("zero-model-file-missing.log", fixture!("incidents/llama-server/zero-model-file-missing.log"))],
+        corpus_zero_port_in_use_bind_failed: [("zero-port-in-use-bind-failed.log", fixture!("incidents/llama-server/zero-port-in-use-bind-failed.log"))],
+        quiet_on_healthy_stats: [("healthy-v1-0101-stats.log", fixture!("incidents/vllm/healthy-v1-0101-stats.log"))],
     }
 }

@@ -49,3 +49,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        xid79_fallen_off_the_bus: [("dmesg", fixture!("incidents/gpu/zero-xid79-fallen-off-bus.txt"))],
+        quiet_on_an_idle_smi_table: [("smi", fixture!("incidents/gpu/healthy-smi-idle-table-real.txt"))],
+    }
+}

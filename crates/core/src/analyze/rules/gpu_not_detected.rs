@@ -65,14 +65,20 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn an_ollama_ps_row_all_on_the_cpu() {
         let all = "qwen2.5:14b    7cdf5a0187d5    10 GB    100% CPU     4096       4 minutes from now\n";
-        assert!(fired(&[("ps.txt", all)], "gpu-not-detected").is_some());
+        assert!(
+            snapshot(&[("ps.txt", all)], "gpu-not-detected", "an_ollama_ps_row_all_on_the_cpu").is_some()
+        );
         let split =
             "llama3.3:70b    a6eb4748fd29    49 GB    52%/48% CPU/GPU    4096       4 minutes from now\n";
-        assert!(fired(&[("ps.txt", split)], "gpu-not-detected").is_none());
+        assert!(snapshot(&[("ps.txt", split)], "gpu-not-detected", "quiet_on_a_cpu_gpu_split_row").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_tbt_gpu_not_detected_driver_too_old: [("tbt-gpu-not-detected-driver-too-old.log", fixture!("incidents/ollama/tbt-gpu-not-detected-driver-too-old.log"))],
     }
 }

@@ -52,3 +52,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        quiet_on_an_oom_killed_runner: [("ollama.log", fixture!("incidents/ollama/oom-head-host-ram-oom-killer.log"))],
+        more_system_memory_than_available: [("ollama.log", "Error: 500 Internal Server Error: model requires more system memory (41.2 GiB) than is available (27.5 GiB)\n")],
+        quiet_on_a_system_memory_line: [("ollama.log", "time=2025-09-22T14:10:41.521Z level=INFO source=server.go:1289 msg=\"system memory\" total=\"62.7 GiB\" free=\"58.1 GiB\"\n")],
+    }
+}

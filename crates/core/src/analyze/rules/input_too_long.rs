@@ -139,16 +139,16 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{analyzed, snapshot};
+    use crate::analyze::testutil::fixture;
 
-    const H200: &str = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
+    const H200: &str = fixture!("oom/h200_200gib.txt");
 
     #[test]
     fn fires_first_on_the_real_h200_oom() {
-        let report = crate::analyze::analyze(&[("oom.txt", H200)]);
-        let f = &report.findings[0];
-        assert_eq!(f.rule, "input-too-long", "{:?}", report.findings);
-        assert_eq!(f.confidence, 0.9);
+        let report = analyzed(&[("oom.txt", H200)]);
+        assert_eq!(report.findings[0].rule, "input-too-long", "{:?}", report.findings);
+        let f = snapshot(&[("oom.txt", H200)], "input-too-long", "h200_200gib").unwrap();
         assert!(f.summary.contains("200.00 GiB") && f.summary.contains("139.80 GiB"), "{}", f.summary);
         assert!(f.summary.contains("139.19 GiB free"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 5);
@@ -159,15 +159,26 @@ mod tests {
     fn fires_on_a_large_share_with_the_total_from_nvidia_smi() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 GiB. GPU 0 has a total capac\n";
         let smi = "index, memory.used [MiB], memory.total [MiB]\n0, 10000 MiB, 81559 MiB\n";
-        let f = fired(&[("oom", oom), ("smi", smi)], "input-too-long").unwrap();
-        assert_eq!(f.confidence, 0.65);
+        let f = snapshot(&[("oom", oom), ("smi", smi)], "input-too-long", "total_from_nvidia_smi").unwrap();
         assert!(f.summary.contains("38 % of GPU 0's 79.65 GiB"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_on_a_small_allocation() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free.\n";
-        assert!(fired(&[("oom", oom)], "input-too-long").is_none());
-        assert!(fired(&[("oom", "RuntimeError: CUDA error: out of memory\n")], "input-too-long").is_none());
+        assert!(snapshot(&[("oom", oom)], "input-too-long", "quiet_small_allocation").is_none());
+        assert!(
+            snapshot(
+                &[("oom", "RuntimeError: CUDA error: out of memory\n")],
+                "input-too-long",
+                "quiet_on_a_small_allocation"
+            )
+            .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_oom_input_too_long_1eb: [("oom-input-too-long-1eb.txt", fixture!("incidents/torch/oom-input-too-long-1eb.txt"))],
+        corpus_oom_input_too_long_ray_worker: [("oom-input-too-long-ray-worker.log", fixture!("incidents/torch/oom-input-too-long-ray-worker.log"))],
     }
 }

@@ -163,13 +163,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_full_cache_with_nothing_running() {
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 35 reqs, GPU KV cache usage: 97.0%, Prefix cache hit rate: 0.0%\n".repeat(3);
-        let f = fired(&[("vllm.log", &log)], "kv-leak").unwrap();
-        assert_eq!(f.confidence, 0.8);
+        snapshot(&[("vllm.log", &log)], "kv-leak", "full_cache_nothing_running").unwrap();
     }
 
     /// A GPU series: idle at its first sample (just started), busy after — no leak; idle with
@@ -188,6 +187,11 @@ mod tests {
     #[test]
     fn quiet_on_an_idle_empty_cache() {
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%\n".repeat(3);
-        assert!(fired(&[("vllm.log", &log)], "kv-leak").is_none());
+        assert!(snapshot(&[("vllm.log", &log)], "kv-leak", "quiet_idle_empty_cache").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_throughput_046_kv_leak_idle: [("throughput-046-kv-leak-idle.log", fixture!("incidents/sglang/throughput-046-kv-leak-idle.log"))],
+        corpus_throughput_kv_leak: [("throughput_kv_leak.prom", fixture!("incidents/throughput_kv_leak.prom"))],
     }
 }

@@ -49,3 +49,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        lmcache_unhealthy: [("vllm.log", "[2025-12-01 10:14:03,518] LMCache WARNING: HealthMonitor: System unhealthy, entering degraded mode (base.py:281:lmcache.v1.health_monitor.base)\n[2025-12-01 10:14:04,102] LMCache WARNING: LMCache is unhealthy, skipping retrieve operation (cache_engine.py:834:lmcache.v1.cache_engine)\n")],
+        lmcache_remote_refused: [("vllm.log", "[2025-12-01 10:14:03,518] LMCache WARNING: Failed to initialize/re-establish remote connection: [Errno 111] Connection refused (remote_backend.py:160:lmcache.v1.storage_backend.remote_backend)\n")],
+        quiet_when_lmcache_recovers: [("vllm.log", "[2025-12-01 10:14:03,518] LMCache INFO: HealthMonitor: System recovered, restoring normal operations (base.py:277:lmcache.v1.health_monitor.base)\n")],
+    }
+}

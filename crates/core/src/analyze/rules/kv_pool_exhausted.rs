@@ -49,3 +49,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        llama_kv_exhausted_decode: [("server.log", fixture!("incidents/llama-server/oom-kv-exhausted-decode-context-exceeded.log"))],
+        sglang_decode_oom_crash: [("sglang.log", fixture!("incidents/sglang/oom-046-decode-oom-crash.log"))],
+        quiet_on_healthy_slot_timings: [("server.log", fixture!("incidents/llama-server/healthy-slot-timings-gpu.log"))],
+    }
+}

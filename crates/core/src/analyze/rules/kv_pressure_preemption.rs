@@ -147,21 +147,20 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{analyzed, snapshot};
 
     #[test]
     fn fires_on_preemption_warnings() {
         let log = "WARNING 11-29 10:00:00 scheduler.py:1057] Sequence group cmpl-abc is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space.\n";
-        let f = fired(&[("vllm.log", log)], "kv-pressure-preemption").unwrap();
-        assert_eq!(f.confidence, 0.8);
+        snapshot(&[("vllm.log", log)], "kv-pressure-preemption", "preemption_warning").unwrap();
     }
 
     #[test]
     fn fires_on_full_kv_in_metrics_and_quiet_when_not() {
         let m = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.99\nvllm:num_requests_running{engine=\"0\"} 30\n";
-        assert!(fired(&[("metrics", m)], "kv-pressure-preemption").is_some());
+        assert!(snapshot(&[("metrics", m)], "kv-pressure-preemption", "full_kv_in_metrics").is_some());
         let m = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.40\nvllm:num_requests_running{engine=\"0\"} 30\n";
-        assert!(fired(&[("metrics", m)], "kv-pressure-preemption").is_none());
+        assert!(snapshot(&[("metrics", m)], "kv-pressure-preemption", "quiet_kv_at_40_percent").is_none());
     }
 
     #[test]
@@ -170,9 +169,18 @@ mod tests {
             .map(|i| format!("INFO 11-29 10:00:{i:02} [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 48 reqs, Waiting: 30 reqs, GPU KV cache usage: 99.0%, Prefix cache hit rate: 0.0%\n"))
             .collect();
         let metrics = "vllm:kv_cache_usage_perc 0.99\nvllm:num_requests_running 48\n";
-        let f = fired(&[("vllm.log", &stuck), ("metrics", metrics)], "kv-pressure-preemption").unwrap();
-        assert_eq!(f.confidence, 0.55, "two views of one full cache are not a preemption");
-        let r = crate::analyze::analyze(&[("vllm.log", &stuck), ("metrics", metrics)]);
+        let inputs = [("vllm.log", stuck.as_str()), ("metrics", metrics)];
+        // Two views of one full cache are not a preemption: the snapshot holds the lower
+        // confidence of a hint.
+        snapshot(&inputs, "kv-pressure-preemption", "full_cache_while_stalled").unwrap();
+        let r = analyzed(&inputs);
         assert_eq!(r.findings[0].rule, "scheduler-stall");
+        let hint = r.findings.iter().find(|f| f.rule == "kv-pressure-preemption").unwrap();
+        assert!(hint.confidence < r.findings[0].confidence, "{:?}", r.findings);
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_mixed_sglang_vllm_sglang_retract: [("mixed-sglang-vllm-sglang-retract.log", fixture!("incidents/sglang/mixed-sglang-vllm-sglang-retract.log"))],
+        corpus_tbt_046_decode_retract: [("tbt-046-decode-retract.log", fixture!("incidents/sglang/tbt-046-decode-retract.log"))],
     }
 }

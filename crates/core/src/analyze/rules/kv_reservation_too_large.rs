@@ -247,7 +247,8 @@ fn kv_context(f: &Facts, lang: Lang) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{analyzed, snapshot};
+    use crate::analyze::testutil::fixture;
 
     #[test]
     fn explains_with_the_kv_estimator_when_the_model_is_known() {
@@ -256,7 +257,8 @@ mod tests {
             "INFO 11-29 09:59:00 [gpu_worker.py:276] Available KV cache memory: 54.62 GiB\n",
             "ValueError: The model's max seq len (1048576) is larger than the maximum number of tokens that can be stored in KV cache (447088). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n",
         );
-        let f = fired(&[("vllm.log", log)], "kv-reservation-too-large").unwrap();
+        let f =
+            snapshot(&[("vllm.log", log)], "kv-reservation-too-large", "explained_by_the_estimator").unwrap();
         assert!(f.summary.contains("131072 B per token on each GPU"), "{}", f.summary);
         assert!(f.summary.contains("128.00 GiB for one 1048576-token sequence"), "{}", f.summary);
         assert!(f.summary.contains("holds 447440 tokens"), "{}", f.summary);
@@ -265,10 +267,9 @@ mod tests {
     #[test]
     fn fires_on_max_seq_len_with_its_numbers() {
         let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 131072, 'gpu_memory_utilization': 0.5}\nValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (65536). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n";
-        let report = crate::analyze::analyze(&[("vllm.log", log)]);
-        let f = &report.findings[0];
-        assert_eq!(f.rule, "kv-reservation-too-large", "{:?}", report.findings);
-        assert_eq!(f.confidence, 0.9);
+        let report = analyzed(&[("vllm.log", log)]);
+        assert_eq!(report.findings[0].rule, "kv-reservation-too-large", "{:?}", report.findings);
+        let f = snapshot(&[("vllm.log", log)], "kv-reservation-too-large", "max_seq_len").unwrap();
         assert!(
             f.summary.contains("max seq len of 131072 tokens does not fit the 65536 tokens"),
             "{}",
@@ -281,7 +282,8 @@ mod tests {
     #[test]
     fn fires_on_kv_larger_than_available() {
         let log = "ERROR 11-29 09:58:00 [core.py:700] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.50 GiB). Based on the available memory, the estimated maximum model length is 77664. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n";
-        let f = fired(&[("vllm.log", log)], "kv-reservation-too-large").unwrap();
+        let f =
+            snapshot(&[("vllm.log", log)], "kv-reservation-too-large", "kv_larger_than_available").unwrap();
         assert!(f.summary.contains("needs 16.00 GiB of KV cache but only 9.50 GiB"), "{}", f.summary);
         assert!(f.summary.contains("max_model_len of 77664"), "{}", f.summary);
     }
@@ -290,11 +292,16 @@ mod tests {
     fn fires_on_an_oom_during_startup_but_not_while_serving() {
         let start = "INFO 11-29 09:58:10 [default_loader.py:262] Loading weights took 12.30 seconds\nINFO 11-29 09:58:11 [gpu_model_runner.py:2000] Model loading took 14.9888 GiB and 13.1 seconds\n";
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 2.10 GiB is free. Including non-PyTorch memory, this process has 77.00 GiB memory in use. Of the allocated memory 75.50 GiB is allocated by PyTorch, and 600.00 MiB is reserved by PyTorch but unallocated.\n";
-        let f = fired(&[("vllm.log", &format!("{start}{oom}"))], "kv-reservation-too-large").unwrap();
-        assert_eq!(f.confidence, 0.55);
+        snapshot(&[("vllm.log", &format!("{start}{oom}"))], "kv-reservation-too-large", "oom_during_startup")
+            .unwrap();
         let stats = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 40 reqs, Waiting: 0 reqs, GPU KV cache usage: 60.0%, Prefix cache hit rate: 0.0%\n";
         assert!(
-            fired(&[("vllm.log", &format!("{start}{stats}{oom}"))], "kv-reservation-too-large").is_none()
+            snapshot(
+                &[("vllm.log", &format!("{start}{stats}{oom}"))],
+                "kv-reservation-too-large",
+                "quiet_on_an_oom_while_serving"
+            )
+            .is_none()
         );
     }
 
@@ -308,7 +315,12 @@ mod tests {
 
     #[test]
     fn quiet_without_vllm() {
-        let h200 = include_str!("../../../../../tests/data/oom/h200_200gib.txt");
-        assert!(fired(&[("oom", h200)], "kv-reservation-too-large").is_none());
+        let h200 = fixture!("oom/h200_200gib.txt");
+        assert!(snapshot(&[("oom", h200)], "kv-reservation-too-large", "quiet_without_vllm").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_oom_kv_cache_alloc_131k_ctx: [("oom-kv-cache-alloc-131k-ctx.log", fixture!("incidents/llama-server/oom-kv-cache-alloc-131k-ctx.log"))],
+        corpus_oom_head_load_oom_context_retry: [("oom-head-load-oom-context-retry.log", fixture!("incidents/ollama/oom-head-load-oom-context-retry.log"))],
     }
 }

@@ -244,7 +244,7 @@ fn from_request_log(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     fn log(long_every: usize) -> String {
         (0..200)
@@ -259,14 +259,27 @@ mod tests {
 
     #[test]
     fn fires_when_long_prompts_are_the_slow_ones() {
-        let f = fired(&[("req.jsonl", &log(20))], "long-prompt-blocks-prefill").unwrap();
+        let f = snapshot(
+            &[("req.jsonl", &log(20))],
+            "long-prompt-blocks-prefill",
+            "fires_when_long_prompts_are_the_slow_ones",
+        )
+        .unwrap();
         assert!(f.confidence >= 0.8, "{f:?}");
         assert!(f.evidence[0].text.contains("12000"));
     }
 
     #[test]
     fn quiet_without_long_prompts() {
-        assert!(fired(&[("req.jsonl", &log(0))], "long-prompt-blocks-prefill").is_none());
+        assert!(
+            snapshot(&[("req.jsonl", &log(0))], "long-prompt-blocks-prefill", "quiet_without_long_prompts")
+                .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_ttft_long_prompt_prefill_single_slot: [("ttft-long-prompt-prefill-single-slot.log", fixture!("incidents/llama-server/ttft-long-prompt-prefill-single-slot.log"))],
+        corpus_ttft_long_prompts: [("ttft_long_prompts.jsonl", fixture!("incidents/ttft_long_prompts.jsonl"))],
     }
 
     /// Two scrapes of vLLM's histograms: a prompt-length tail and a TTFT tail over the window.

@@ -87,7 +87,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     fn log(with_long: bool) -> String {
         (0..100)
@@ -101,12 +101,19 @@ mod tests {
 
     #[test]
     fn fires_with_long_sequences_and_a_tpot_tail() {
-        let f = fired(&[("req.jsonl", &log(true))], "long-sequence-in-batch").unwrap();
+        let f = snapshot(
+            &[("req.jsonl", &log(true))],
+            "long-sequence-in-batch",
+            "fires_with_long_sequences_and_a_tpot_tail",
+        )
+        .unwrap();
         assert!(f.summary.contains("60500"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_without_them() {
-        assert!(fired(&[("req.jsonl", &log(false))], "long-sequence-in-batch").is_none());
+        assert!(
+            snapshot(&[("req.jsonl", &log(false))], "long-sequence-in-batch", "quiet_without_them").is_none()
+        );
     }
 }

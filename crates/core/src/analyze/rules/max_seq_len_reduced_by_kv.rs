@@ -49,3 +49,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        trtllm_adjusted_max_seq_len: [("trtllm.log", fixture!("incidents/tensorrt-llm/config-max-seq-len-reduced-by-kv.log"))],
+        quiet_on_the_configured_limits: [("trtllm.log", "[03/04/2025-10:00:01] [TRT-LLM] [I] max_seq_len=131072, max_num_tokens=8192\n")],
+    }
+}

@@ -62,19 +62,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_a_heavy_tail() {
         let log: String = (0..100)
             .map(|i| format!("{{\"ttft_ms\": {}}}\n", if i % 50 == 0 { 9000 } else { 200 }))
             .collect();
-        assert!(fired(&[("req.jsonl", &log)], "mean-not-p99").is_some());
+        assert!(snapshot(&[("req.jsonl", &log)], "mean-not-p99", "fires_on_a_heavy_tail").is_some());
     }
 
     #[test]
     fn quiet_on_a_tight_distribution() {
         let log: String = (0..100).map(|i| format!("{{\"ttft_ms\": {}}}\n", 200 + i)).collect();
-        assert!(fired(&[("req.jsonl", &log)], "mean-not-p99").is_none());
+        assert!(snapshot(&[("req.jsonl", &log)], "mean-not-p99", "quiet_on_a_tight_distribution").is_none());
     }
 }

@@ -69,12 +69,13 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_when_timestamps_are_missing() {
         let log = "{\"request_id\":\"a\",\"latency_ms\":3120}\n".repeat(3);
-        let f = fired(&[("req.jsonl", &log)], "missing-timestamps").unwrap();
+        let f = snapshot(&[("req.jsonl", &log)], "missing-timestamps", "fires_when_timestamps_are_missing")
+            .unwrap();
         assert!(f.summary.contains("first_token_time in 100 %"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 1);
     }
@@ -84,7 +85,9 @@ mod tests {
         let log =
             "{\"enqueue_time\":1,\"first_token_time\":1.2,\"last_token_time\":2,\"finish_time\":2.01}\n"
                 .repeat(3);
-        assert!(fired(&[("req.jsonl", &log)], "missing-timestamps").is_none());
+        assert!(
+            snapshot(&[("req.jsonl", &log)], "missing-timestamps", "quiet_when_all_four_are_there").is_none()
+        );
     }
 
     #[test]
@@ -92,6 +95,13 @@ mod tests {
         let ok = "{\"enqueue_time\":1,\"first_token_time\":1.2,\"last_token_time\":2,\"finish_time\":2.01,\"status\":200}\n";
         let timed_out = "{\"enqueue_time\":1,\"finish_time\":61,\"status\":\"timeout\"}\n";
         let log = format!("{}{}", ok.repeat(3), timed_out.repeat(3));
-        assert!(fired(&[("req.jsonl", &log)], "missing-timestamps").is_none());
+        assert!(
+            snapshot(&[("req.jsonl", &log)], "missing-timestamps", "failed_requests_may_lack_tokens")
+                .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_healthy_openai_client_debug: [("healthy-openai-client-debug.log", fixture!("incidents/clients/healthy-openai-client-debug.log"))],
     }
 }

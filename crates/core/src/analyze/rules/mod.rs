@@ -63,11 +63,17 @@ mod worker_died;
 pub struct RuleDoc {
     /// Kebab-case id, named after the problem.
     pub id: &'static str,
+    /// The failure class of the rule's findings.
     pub class: Class,
+    /// Short name of the problem (English).
     pub title: &'static str,
+    /// What the rule detects: the lines and numbers it reads (English).
     pub detects: &'static str,
+    /// Why the problem matters (English).
     pub why: &'static str,
+    /// An example input or situation that fires it (English).
     pub example: &'static str,
+    /// What to try (English).
     pub fix: &'static str,
     /// The same sections in Chinese.
     pub zh: RuleText,
@@ -76,17 +82,24 @@ pub struct RuleDoc {
 /// The text sections of a rule's documentation in one language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuleText {
+    /// Short name of the problem.
     pub title: &'static str,
+    /// What the rule detects: the lines and numbers it reads.
     pub detects: &'static str,
+    /// Why the problem matters.
     pub why: &'static str,
+    /// An example input or situation that fires it.
     pub example: &'static str,
+    /// What to try.
     pub fix: &'static str,
 }
 
 /// A rule: its docs and its check, which writes its finding in the language asked for.
 #[derive(Clone, Copy)]
 pub struct Rule {
+    /// The rule's documentation.
     pub doc: RuleDoc,
+    /// Reads the facts; a finding in the given language when the rule fires, else `None`.
     pub check: fn(&Facts, Lang) -> Option<Finding>,
 }
 
@@ -324,6 +337,100 @@ pub(crate) fn fired(inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
     crate::analyze::assert_same_but_text(&en, &zh, rule);
     en.findings.into_iter().find(|f| f.rule == rule)
 }
+
+/// Test helper: the English report for these inputs, after checking that the Chinese one is the
+/// same but for its text ([`fired`]'s check, for a test that looks at the verdict or at several
+/// findings).
+#[cfg(test)]
+pub(crate) fn analyzed(inputs: &[(&str, &str)]) -> crate::analyze::report::Report {
+    let en = crate::analyze::analyze(inputs);
+    let zh = crate::analyze::analyze_in(Lang::Zh, inputs);
+    crate::analyze::assert_same_but_text(&en, &zh, "analyzed");
+    en
+}
+
+/// Test helper: as [`fired`], and what `rule` finds in `inputs`, in both languages, checked
+/// against the snapshot `snapshots/{rule}@{case}.snap` (`None` when it does not fire). The
+/// snapshot shows everything a
+/// reader of the finding sees — class, confidence, title and summary in English and Chinese,
+/// each evidence line with the input and line number it cites, remediation and next checks in
+/// both languages — so a change to any of it is a reviewed diff, not a pinned literal.
+/// `INSTA_UPDATE=always` rewrites the snapshots; a missing one fails (ARCHITECTURE.md).
+#[cfg(test)]
+pub(crate) fn snapshot(inputs: &[(&str, &str)], rule: &str, case: &str) -> Option<Finding> {
+    use std::fmt::Write as _;
+    assert!(RULES.iter().any(|r| r.doc.id == rule), "{rule} is not a rule");
+    let en = crate::analyze::analyze(inputs);
+    let zh = crate::analyze::analyze_in(Lang::Zh, inputs);
+    crate::analyze::assert_same_but_text(&en, &zh, rule);
+    let find = |r: &crate::analyze::report::Report| r.findings.iter().find(|f| f.rule == rule).cloned();
+    let mut out = String::new();
+    let (e, z) = (find(&en), find(&zh));
+    match (&e, &z) {
+        (Some(e), Some(z)) => {
+            let _ = writeln!(out, "rule: {}", e.rule);
+            let _ = writeln!(out, "class: {:?}", e.class);
+            let _ = writeln!(out, "confidence: {}", e.confidence);
+            let _ = writeln!(out, "title.en: {}", e.title);
+            let _ = writeln!(out, "title.zh: {}", z.title);
+            let _ = writeln!(out, "summary.en: {}", e.summary);
+            let _ = writeln!(out, "summary.zh: {}", z.summary);
+            let _ = writeln!(out, "evidence:");
+            for l in &e.evidence {
+                let _ = writeln!(out, "  {}:{}: {}", l.input, l.line, l.text);
+            }
+            for (name, en_items, zh_items) in [
+                ("remediation", &e.remediation, &z.remediation),
+                ("next_checks", &e.next_checks, &z.next_checks),
+            ] {
+                for (lang, items) in [("en", en_items), ("zh", zh_items)] {
+                    let _ = writeln!(out, "{name}.{lang}:");
+                    for item in items {
+                        let _ = writeln!(out, "  - {item}");
+                    }
+                }
+            }
+        }
+        (None, None) => out.push_str("None\n"),
+        (e, z) => panic!("{rule}: fires in one language only: en {e:?}, zh {z:?}"),
+    }
+    let names: Vec<&str> = inputs.iter().map(|(name, _)| *name).collect();
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!("{rule} on {case}: {}", names.join(", ")));
+    settings.bind(|| insta::assert_snapshot!(format!("{rule}@{case}"), out));
+    e
+}
+
+/// Declares one snapshot test per case for the rule of the file it is used in
+/// (`super::RULE`): `snapshots! { case: [("input name", text), …], … }` makes the test
+/// `tests::snapshots::case`, which calls [`snapshot`] — ruff's one test per rule ×
+/// fixture. The texts may be `&str` or `String`.
+#[cfg(test)]
+macro_rules! snapshots {
+    ($($case:ident: [$(($name:expr, $text:expr)),* $(,)?]),* $(,)?) => {
+        mod snapshots {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(unused_imports)]
+            use crate::analyze::testutil::fixture;
+            $(
+                #[test]
+                fn $case() {
+                    crate::analyze::rules::snapshot(
+                        &[$(($name, AsRef::<str>::as_ref(&$text))),*],
+                        super::super::RULE.doc.id,
+                        stringify!($case),
+                    );
+                }
+            )*
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use snapshots;
 
 /// Test helper: as [`fired`], with the finding written in `lang`.
 #[cfg(test)]

@@ -55,16 +55,28 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_a_404_body() {
         let body = r#"{"object":"error","message":"The model `llama-3-8b` does not exist.","type":"NotFoundError","param":null,"code":404}"#;
-        assert!(fired(&[("curl.txt", body)], "model-not-found").is_some());
+        assert!(snapshot(&[("curl.txt", body)], "model-not-found", "fires_on_a_404_body").is_some());
     }
 
     #[test]
     fn other_things_that_do_not_exist_are_not_models() {
-        assert!(fired(&[("x.log", "ERROR path /data/x does not exist\n")], "model-not-found").is_none());
+        assert!(
+            snapshot(
+                &[("x.log", "ERROR path /data/x does not exist\n")],
+                "model-not-found",
+                "other_things_that_do_not_exist_are_not_models"
+            )
+            .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_config_vllm_bench_all_404: [("config-vllm-bench-all-404.txt", fixture!("incidents/bench/config-vllm-bench-all-404.txt"))],
+        corpus_config_curl_404_model: [("config-curl-404-model.txt", fixture!("incidents/clients/config-curl-404-model.txt"))],
     }
 }

@@ -95,7 +95,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     fn line(i: usize, prompt: f64, generation: f64) -> String {
         format!(
@@ -121,7 +121,12 @@ mod tests {
         {
             log += &line(i * 5, *p, *g);
         }
-        let f = fired(&[("vllm.log", &log)], "prefill-stalls-decode").unwrap();
+        let f = snapshot(
+            &[("vllm.log", &log)],
+            "prefill-stalls-decode",
+            "fires_on_prefill_surges_that_cut_generation",
+        )
+        .unwrap();
         assert!(f.confidence >= 0.75, "{f:?}");
         assert_eq!(f.evidence.len(), 2);
     }
@@ -129,6 +134,13 @@ mod tests {
     #[test]
     fn quiet_on_steady_generation() {
         let log: String = (0..6).map(|i| line(i * 5, 900.0, 1900.0 - i as f64 * 10.0)).collect();
-        assert!(fired(&[("vllm.log", &log)], "prefill-stalls-decode").is_none());
+        assert!(
+            snapshot(&[("vllm.log", &log)], "prefill-stalls-decode", "quiet_on_steady_generation").is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_tbt_prefill_stalls_decode_docker: [("tbt-prefill-stalls-decode-docker.log", fixture!("incidents/vllm/tbt-prefill-stalls-decode-docker.log"))],
+        corpus_tbt_prefill_stalls_decode_v066: [("tbt-prefill-stalls-decode-v066.log", fixture!("incidents/vllm/tbt-prefill-stalls-decode-v066.log"))],
     }
 }

@@ -65,7 +65,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     fn lines(hit: u32) -> String {
         (0..12)
@@ -75,14 +75,34 @@ mod tests {
 
     #[test]
     fn fires_when_nothing_hits() {
-        let f = fired(&[("lmcache.log", &lines(0))], "prefix-cache-ineffective").expect("no hits");
+        let f =
+            snapshot(&[("lmcache.log", &lines(0))], "prefix-cache-ineffective", "fires_when_nothing_hits")
+                .expect("no hits");
         assert!(f.summary.contains("0 of 24732"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_when_prefixes_are_reused_or_too_few_requests() {
-        assert!(fired(&[("lmcache.log", &lines(2048))], "prefix-cache-ineffective").is_none());
+        assert!(
+            snapshot(
+                &[("lmcache.log", &lines(2048))],
+                "prefix-cache-ineffective",
+                "quiet_when_prefixes_are_reused_or_too_few_requests"
+            )
+            .is_none()
+        );
         let few: String = lines(0).lines().take(3).map(|l| format!("{l}\n")).collect();
-        assert!(fired(&[("lmcache.log", &few)], "prefix-cache-ineffective").is_none());
+        assert!(
+            snapshot(
+                &[("lmcache.log", &few)],
+                "prefix-cache-ineffective",
+                "quiet_when_prefixes_are_reused_or_too_few_requests_2"
+            )
+            .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_healthy_lmcache_stores_but_never_hits: [("healthy-lmcache-stores-but-never-hits.log", fixture!("incidents/torch/healthy-lmcache-stores-but-never-hits.log"))],
     }
 }

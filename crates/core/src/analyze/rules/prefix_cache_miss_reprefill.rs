@@ -46,3 +46,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        swa_full_reprefill_each_turn: [("server.log", fixture!("incidents/llama-server/ttft-swa-full-reprefill-each-turn.log"))],
+        quiet_on_swa_checkpoint_warnings: [("server.log", fixture!("incidents/llama-server/healthy-swa-checkpoint-warnings-ansi.log"))],
+    }
+}

@@ -184,14 +184,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_waiting_requests_in_vllm_stats() {
         let log = (0..4)
             .map(|i| format!("INFO 11-29 10:00:{i:02} [loggers.py:123] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: 1500.0 tokens/s, Running: 64 reqs, Waiting: {} reqs, GPU KV cache usage: 96.0%, Prefix cache hit rate: 10.0%\n", 20 + i))
             .collect::<String>();
-        let f = fired(&[("vllm.log", &log)], "queueing-exceeds-capacity").unwrap();
+        let f = snapshot(
+            &[("vllm.log", &log)],
+            "queueing-exceeds-capacity",
+            "fires_on_waiting_requests_in_vllm_stats",
+        )
+        .unwrap();
         assert!(f.confidence >= 0.75);
         assert_eq!(f.evidence[0].line, 4);
     }
@@ -201,7 +206,12 @@ mod tests {
         let log: String = (0..20)
             .map(|i| format!("{{\"id\":\"r{i}\",\"enqueue_time\":{t},\"scheduled_time\":{s},\"first_token_time\":{f}}}\n", t = 1000 + i, s = 1000.0 + i as f64 + 1.5, f = 1000.0 + i as f64 + 1.8))
             .collect();
-        let f = fired(&[("req.jsonl", &log)], "queueing-exceeds-capacity").unwrap();
+        let f = snapshot(
+            &[("req.jsonl", &log)],
+            "queueing-exceeds-capacity",
+            "fires_on_queue_share_in_request_logs",
+        )
+        .unwrap();
         assert!(f.summary.contains("83 %"), "{}", f.summary);
         // The same number in the Chinese summary.
         let zh = super::super::fired_in(
@@ -216,12 +226,23 @@ mod tests {
     #[test]
     fn quiet_on_a_healthy_server() {
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 150.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n".repeat(5);
-        assert!(fired(&[("vllm.log", &log)], "queueing-exceeds-capacity").is_none());
+        assert!(
+            snapshot(&[("vllm.log", &log)], "queueing-exceeds-capacity", "quiet_on_a_healthy_server")
+                .is_none()
+        );
         let log: String = (0..20)
             .map(|i| {
                 format!("{{\"enqueue_time\":{i},\"scheduled_time\":{i}.01,\"first_token_time\":{i}.3}}\n")
             })
             .collect();
-        assert!(fired(&[("req.jsonl", &log)], "queueing-exceeds-capacity").is_none());
+        assert!(
+            snapshot(&[("req.jsonl", &log)], "queueing-exceeds-capacity", "quiet_on_a_healthy_server_2")
+                .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_ttft_requests_deferred_metrics: [("ttft-requests-deferred-metrics.prom", fixture!("incidents/llama-server/ttft-requests-deferred-metrics.prom"))],
+        corpus_ttft_server_busy_max_queue: [("ttft-server-busy-max-queue.log", fixture!("incidents/ollama/ttft-server-busy-max-queue.log"))],
     }
 }

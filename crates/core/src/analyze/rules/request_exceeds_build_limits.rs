@@ -52,3 +52,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        beam_width_above_the_build: [("trtllm.log", "ValueError: sampling_params's beam_width (4) should not exceed max_beam_width (1)\n")],
+        quiet_on_the_build_settings: [("trtllm.log", "[03/04/2025-10:00:01] [TRT-LLM] [I] max_beam_width=1\n")],
+    }
+}

@@ -169,19 +169,21 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
+    use crate::analyze::testutil::fixture;
 
-    const CODEX: &str = include_str!("../../../../../tests/data/configs/codex_config.toml");
-    const ARTICLE_TOML: &str = include_str!("../../../../../tests/data/configs/codex_oneline.toml");
-    const EXPORTS: &str = include_str!("../../../../../tests/data/configs/exports.sh");
+    const CODEX: &str = fixture!("configs/codex_config.toml");
+    const ARTICLE_TOML: &str = fixture!("configs/codex_oneline.toml");
+    const EXPORTS: &str = fixture!("configs/exports.sh");
 
     #[test]
     fn fires_on_many_retries() {
-        let f = fired(&[("config.toml", CODEX)], "retries-mask-failures").unwrap();
+        let f =
+            snapshot(&[("config.toml", CODEX)], "retries-mask-failures", "fires_on_many_retries").unwrap();
         assert!((0.4..0.5).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("up to 6 times (max_retries)"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 11);
-        let f = fired(&[("env", EXPORTS)], "retries-mask-failures").unwrap();
+        let f = snapshot(&[("env", EXPORTS)], "retries-mask-failures", "fires_on_many_retries_2").unwrap();
         assert!(f.summary.contains("up to 5 times"), "{}", f.summary);
     }
 
@@ -189,7 +191,12 @@ mod tests {
     fn surer_when_failures_are_visible() {
         let access = "INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 503 Service Unavailable\n\
                       INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n";
-        let f = fired(&[("config.toml", CODEX), ("api.log", access)], "retries-mask-failures").unwrap();
+        let f = snapshot(
+            &[("config.toml", CODEX), ("api.log", access)],
+            "retries-mask-failures",
+            "surer_when_failures_are_visible",
+        )
+        .unwrap();
         assert!(f.confidence >= 0.7, "{}", f.confidence);
         assert!(f.summary.contains("1 of 2 requests"), "{}", f.summary);
         assert_eq!(f.evidence.len(), 2);
@@ -197,8 +204,22 @@ mod tests {
 
     #[test]
     fn quiet_at_two_retries_or_without_a_setting() {
-        assert!(fired(&[("config.toml", ARTICLE_TOML)], "retries-mask-failures").is_none());
+        assert!(
+            snapshot(
+                &[("config.toml", ARTICLE_TOML)],
+                "retries-mask-failures",
+                "quiet_at_two_retries_or_without_a_setting"
+            )
+            .is_none()
+        );
         let access = "INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 503 Service Unavailable\n";
-        assert!(fired(&[("api.log", access)], "retries-mask-failures").is_none());
+        assert!(
+            snapshot(
+                &[("api.log", access)],
+                "retries-mask-failures",
+                "quiet_at_two_retries_or_without_a_setting_2"
+            )
+            .is_none()
+        );
     }
 }

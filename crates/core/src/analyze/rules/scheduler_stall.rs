@@ -150,7 +150,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     fn line(i: usize, gen_tps: f64, running: u32) -> String {
         format!(
@@ -162,7 +162,7 @@ mod tests {
     fn fires_on_stuck_stats() {
         let log: String =
             [line(0, 900.0, 48), line(10, 0.0, 48), line(20, 0.0, 48), line(30, 0.0, 48)].concat();
-        let f = fired(&[("vllm.log", &log)], "scheduler-stall").unwrap();
+        let f = snapshot(&[("vllm.log", &log)], "scheduler-stall", "fires_on_stuck_stats").unwrap();
         assert_eq!(f.evidence[0].line, 2);
         assert_eq!(f.evidence[1].line, 4);
     }
@@ -170,12 +170,17 @@ mod tests {
     #[test]
     fn quiet_when_idle_or_busy() {
         let log: String = [line(0, 0.0, 0), line(10, 0.0, 0), line(20, 0.0, 0), line(30, 500.0, 8)].concat();
-        assert!(fired(&[("vllm.log", &log)], "scheduler-stall").is_none());
+        assert!(snapshot(&[("vllm.log", &log)], "scheduler-stall", "quiet_when_idle_or_busy").is_none());
     }
 
     #[test]
     fn fires_on_two_scrapes() {
         let m = "vllm:num_requests_running 12\nvllm:generation_tokens_total 5000\nvllm:num_requests_running 12\nvllm:generation_tokens_total 5000\n";
-        assert!(fired(&[("metrics", m)], "scheduler-stall").is_some());
+        assert!(snapshot(&[("metrics", m)], "scheduler-stall", "fires_on_two_scrapes").is_some());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_throughput_046_watchdog_timeout: [("throughput-046-watchdog-timeout.log", fixture!("incidents/sglang/throughput-046-watchdog-timeout.log"))],
+        corpus_throughput_0523_no_batches_requests_pending: [("throughput-0523-no-batches-requests-pending.log", fixture!("incidents/sglang/throughput-0523-no-batches-requests-pending.log"))],
     }
 }

@@ -389,14 +389,15 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::{fired, snapshot};
+    use crate::analyze::testutil::fixture;
 
-    const EIGHT: &str = include_str!("../../../../../tests/data/smi/synthetic_8gpu_one_slow.txt");
-    const CAPPED: &str = include_str!("../../../../../tests/data/smi/smi_power_capped.txt");
-    const Q_CAPPED: &str = include_str!("../../../../../tests/data/smi/smi_q_power_capped.txt");
-    const SERIES: &str = include_str!("../../../../../tests/data/smi/smi_query_series_load.csv");
-    const DMON: &str = include_str!("../../../../../tests/data/smi/smi_dmon_load.txt");
-    const IDLE: &str = include_str!("../../../../../tests/data/smi/smi_idle.txt");
+    const EIGHT: &str = fixture!("smi/synthetic_8gpu_one_slow.txt");
+    const CAPPED: &str = fixture!("smi/smi_power_capped.txt");
+    const Q_CAPPED: &str = fixture!("smi/smi_q_power_capped.txt");
+    const SERIES: &str = fixture!("smi/smi_query_series_load.csv");
+    const DMON: &str = fixture!("smi/smi_dmon_load.txt");
+    const IDLE: &str = fixture!("smi/smi_idle.txt");
 
     const HEADER: &str = "index, clocks.sm [MHz], clocks.max.sm [MHz], power.draw [W], power.limit [W], temperature.gpu, utilization.gpu [%], clocks_event_reasons.active\n";
 
@@ -412,11 +413,10 @@ mod tests {
 
     #[test]
     fn fires_on_the_articles_800_vs_1800() {
-        let f = fired(&[("smi", EIGHT)], "slow-gpu").unwrap();
+        let f = snapshot(&[("smi", EIGHT)], "slow-gpu", "articles_800_vs_1800").unwrap();
         assert!(f.summary.starts_with("GPU 5 runs its SM clock at 800 MHz"), "{}", f.summary);
         assert!(f.summary.contains("7 peers run at a median 1800 MHz"), "{}", f.summary);
         assert!(f.summary.contains("HW Slowdown") && f.summary.contains("86 °C"), "{}", f.summary);
-        assert_eq!(f.confidence, 0.85);
         assert!(f.evidence[0].text.starts_with("5, NVIDIA H200"), "{:?}", f.evidence);
         assert!(f.remediation[1].starts_with("check cooling first"), "{:?}", f.remediation);
         assert!(f.remediation.iter().any(|r| r.contains("power delivery")));
@@ -434,11 +434,11 @@ mod tests {
                 ));
             }
         }
-        let f = fired(&[("series.csv", &format!("{HEADER}{text}"))], "slow-gpu").unwrap();
+        // Four GPUs, no hardware reason, a deep drop (0.52×): the snapshot holds the confidence.
+        let f =
+            snapshot(&[("series.csv", &format!("{HEADER}{text}"))], "slow-gpu", "series_medians").unwrap();
         assert!(f.summary.starts_with("GPU 2 runs its SM clock at 920 MHz"), "{}", f.summary);
         assert!(f.summary.contains("no throttle reason is reported"), "{}", f.summary);
-        // Four GPUs, no hardware reason, a deep drop (0.52×).
-        assert_eq!(f.confidence, 0.75);
     }
 
     #[test]
@@ -449,7 +449,7 @@ mod tests {
             (2, 1150, 398.0, 400.0, 58, 100, "0x0000000000000004"),
             (3, 1805, 625.0, 700.0, 60, 100, "0x0000000000000000"),
         ]);
-        let f = fired(&[("smi", &text)], "slow-gpu").unwrap();
+        let f = snapshot(&[("smi", &text)], "slow-gpu", "lower_power_limit").unwrap();
         assert!(f.summary.contains("power limit of 400 W while its peers run at 700 W"), "{}", f.summary);
         assert!(f.remediation.iter().any(|r| r.contains("nvidia-smi -i 2 -pl 700")), "{:?}", f.remediation);
     }
@@ -457,8 +457,7 @@ mod tests {
     #[test]
     fn lone_gpu_with_hw_thermal_is_a_lead() {
         let text = csv(&[(0, 990, 450.0, 700.0, 91, 100, "0x0000000000000048")]);
-        let f = fired(&[("smi", &text)], "slow-gpu").unwrap();
-        assert_eq!(f.confidence, 0.5);
+        let f = snapshot(&[("smi", &text)], "slow-gpu", "lone_gpu_hw_thermal").unwrap();
         assert!(f.summary.contains("hw_slowdown, hw_thermal at 91 °C"), "{}", f.summary);
     }
 
@@ -474,13 +473,32 @@ mod tests {
     fn quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle() {
         let capped: Vec<_> =
             (0..8).map(|i| (i, 1440 + i * 5, 695.0, 700.0, 59, 99, "0x0000000000000004")).collect();
-        assert!(fired(&[("smi", &csv(&capped))], "slow-gpu").is_none());
+        assert!(snapshot(&[("smi", &csv(&capped))], "slow-gpu", "quiet_peers_equally_capped").is_none());
         let mut idle_one = capped.clone();
         idle_one[3] = (3, 345, 78.0, 700.0, 38, 0, "0x0000000000000001");
-        assert!(fired(&[("smi", &csv(&idle_one))], "slow-gpu").is_none());
+        assert!(
+            snapshot(
+                &[("smi", &csv(&idle_one))],
+                "slow-gpu",
+                "quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle"
+            )
+            .is_none()
+        );
         // Two different machines in two inputs are not peers.
         let a = csv(&[(0, 1800, 620.0, 700.0, 60, 100, "0x0000000000000000")]);
         let b = csv(&[(0, 1000, 620.0, 700.0, 60, 100, "0x0000000000000000")]);
-        assert!(fired(&[("a", &a), ("b", &b)], "slow-gpu").is_none());
+        assert!(
+            snapshot(
+                &[("a", &a), ("b", &b)],
+                "slow-gpu",
+                "quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle_2"
+            )
+            .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_tbt_smi_dmon_clock_drop: [("tbt-smi-dmon-clock-drop.txt", fixture!("incidents/gpu/tbt-smi-dmon-clock-drop.txt"))],
+        corpus_tbt_smi_q_hw_power_brake: [("tbt-smi-q-hw-power-brake.txt", fixture!("incidents/gpu/tbt-smi-q-hw-power-brake.txt"))],
     }
 }

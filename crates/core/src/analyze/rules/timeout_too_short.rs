@@ -295,15 +295,20 @@ fn fixed_gin_latency(f: &Facts) -> Option<(f64, usize, Vec<EvidenceLine>)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
+    use crate::analyze::testutil::fixture;
 
-    const SETTINGS_10S: &str = include_str!("../../../../../tests/data/configs/claude_settings.json");
-    const ARTICLE_SETTINGS: &str =
-        include_str!("../../../../../tests/data/configs/claude_settings_oneline.json");
+    const SETTINGS_10S: &str = fixture!("configs/claude_settings.json");
+    const ARTICLE_SETTINGS: &str = fixture!("configs/claude_settings_oneline.json");
 
     #[test]
     fn fires_on_a_ten_second_timeout() {
-        let f = fired(&[("settings.json", SETTINGS_10S)], "timeout-too-short").unwrap();
+        let f = snapshot(
+            &[("settings.json", SETTINGS_10S)],
+            "timeout-too-short",
+            "fires_on_a_ten_second_timeout",
+        )
+        .unwrap();
         assert!((0.45..0.6).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("10 s"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 6);
@@ -314,30 +319,67 @@ mod tests {
         let log: String = (0..50)
             .map(|i| format!("{{\"ttft_ms\": 300, \"e2e_ms\": {}, \"status\": 200}}\n", 2_000 + i * 1_000))
             .collect();
-        let f = fired(&[("settings.json", SETTINGS_10S), ("req.jsonl", &log)], "timeout-too-short").unwrap();
+        let f = snapshot(
+            &[("settings.json", SETTINGS_10S), ("req.jsonl", &log)],
+            "timeout-too-short",
+            "surer_when_requests_outlast_or_time_out",
+        )
+        .unwrap();
         assert!(f.confidence >= 0.85, "{}", f.confidence);
         assert!(f.summary.contains("p99 E2E"), "{}", f.summary);
         let log = "{\"ttft_ms\": 300, \"status\": \"timeout\"}\n".repeat(5);
-        let f = fired(&[("settings.json", SETTINGS_10S), ("req.jsonl", &log)], "timeout-too-short").unwrap();
+        let f = snapshot(
+            &[("settings.json", SETTINGS_10S), ("req.jsonl", &log)],
+            "timeout-too-short",
+            "surer_when_requests_outlast_or_time_out_2",
+        )
+        .unwrap();
         assert!(f.confidence >= 0.75, "{}", f.confidence);
     }
 
     #[test]
     fn fires_when_a_long_timeout_is_still_below_the_tail() {
         let bench = "============ Serving Benchmark Result ============\nMean E2EL (ms): 50000.0\nP99 E2EL (ms): 95000.0\n==================================================\n";
-        let f =
-            fired(&[("settings.json", ARTICLE_SETTINGS), ("bench.txt", bench)], "timeout-too-short").unwrap();
+        let f = snapshot(
+            &[("settings.json", ARTICLE_SETTINGS), ("bench.txt", bench)],
+            "timeout-too-short",
+            "fires_when_a_long_timeout_is_still_below_the_tail",
+        )
+        .unwrap();
         assert!((0.55..0.7).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("95.0 s"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_at_sixty_seconds_or_without_a_timeout() {
-        assert!(fired(&[("settings.json", ARTICLE_SETTINGS)], "timeout-too-short").is_none());
         assert!(
-            fired(&[("env", "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n")], "timeout-too-short")
-                .is_none()
+            snapshot(
+                &[("settings.json", ARTICLE_SETTINGS)],
+                "timeout-too-short",
+                "quiet_at_sixty_seconds_or_without_a_timeout"
+            )
+            .is_none()
         );
-        assert!(fired(&[("env", "export API_TIMEOUT_MS=0\n")], "timeout-too-short").is_none());
+        assert!(
+            snapshot(
+                &[("env", "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n")],
+                "timeout-too-short",
+                "quiet_at_sixty_seconds_or_without_a_timeout_2"
+            )
+            .is_none()
+        );
+        assert!(
+            snapshot(
+                &[("env", "export API_TIMEOUT_MS=0\n")],
+                "timeout-too-short",
+                "quiet_at_sixty_seconds_or_without_a_timeout_3"
+            )
+            .is_none()
+        );
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_codex_config: [("codex_config.toml", fixture!("configs/codex_config.toml"))],
+        corpus_exports: [("exports.sh", fixture!("configs/exports.sh"))],
     }
 }

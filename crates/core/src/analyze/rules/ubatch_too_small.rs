@@ -46,3 +46,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         &[("look up the longest input the clients send, in tokens", "查出客户端发送的最长输入有多少 token")],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        input_larger_than_ubatch: [("server.log", fixture!("incidents/llama-server/config-input-larger-than-ubatch.log"))],
+        quiet_on_healthy_slot_timings: [("server.log", fixture!("incidents/llama-server/healthy-slot-timings-gpu.log"))],
+    }
+}

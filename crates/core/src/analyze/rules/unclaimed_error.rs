@@ -157,16 +157,16 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
 
 #[cfg(test)]
 mod tests {
-    use crate::analyze::analyze;
+    use super::super::{analyzed, snapshot};
     use crate::analyze::report::Verdict;
 
     #[test]
     fn an_unexplained_error_is_never_healthy() {
         let log = "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: 0.0%\nRuntimeError: CUDA error: an illegal memory access was encountered\n";
-        let r = analyze(&[("vllm.log", log)]);
+        let r = analyzed(&[("vllm.log", log)]);
         assert_eq!(r.verdict, Verdict::Inconclusive);
-        let f = &r.findings[0];
-        assert_eq!(f.rule, "unclaimed-error");
+        assert_eq!(r.findings[0].rule, "unclaimed-error");
+        let f = snapshot(&[("vllm.log", log)], "unclaimed-error", "illegal_memory_access").unwrap();
         assert_eq!(f.evidence[0].line, 2);
         assert!(f.next_checks[0].contains("CUDA_LAUNCH_BLOCKING=1"), "{:?}", f.next_checks);
     }
@@ -174,20 +174,24 @@ mod tests {
     #[test]
     fn an_explained_error_is_claimed() {
         let log = "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n";
-        let r = analyze(&[("vllm.log", log)]);
-        assert!(r.findings.iter().all(|f| f.rule != "unclaimed-error"), "{:?}", r.findings);
+        assert!(snapshot(&[("vllm.log", log)], "unclaimed-error", "quiet_explained_error").is_none());
     }
 
     #[test]
     fn benign_alarms_are_claimed() {
         let log = "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: 0.0%\nasyncio.exceptions.CancelledError\n";
-        let r = analyze(&[("vllm.log", log)]);
+        let r = analyzed(&[("vllm.log", log)]);
         assert_eq!(r.verdict, Verdict::Healthy, "{:?}", r.findings);
     }
 
     #[test]
     fn nothing_that_shows_health_is_not_healthy() {
         let log = "INFO 05-12 10:00:01 [api_server.py:1] vLLM API server version 0.8.5\n";
-        assert_eq!(analyze(&[("vllm.log", log)]).verdict, Verdict::Inconclusive);
+        assert_eq!(analyzed(&[("vllm.log", log)]).verdict, Verdict::Inconclusive);
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_inconclusive_vllm_bench_server_disconnected: [("inconclusive-vllm-bench-server-disconnected.txt", fixture!("incidents/bench/inconclusive-vllm-bench-server-disconnected.txt"))],
+        corpus_inconclusive_openai_500_no_server_log: [("inconclusive-openai-500-no-server-log.log", fixture!("incidents/clients/inconclusive-openai-500-no-server-log.log"))],
     }
 }

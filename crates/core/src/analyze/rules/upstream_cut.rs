@@ -80,7 +80,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     fn line(running: u32, gen_tps: f64) -> String {
         format!(
@@ -91,7 +91,7 @@ mod tests {
     #[test]
     fn fires_when_traffic_stops() {
         let log = [line(32, 1800.0), line(0, 0.0), line(0, 0.0), line(0, 0.0)].concat();
-        let f = fired(&[("vllm.log", &log)], "upstream-cut").unwrap();
+        let f = snapshot(&[("vllm.log", &log)], "upstream-cut", "fires_when_traffic_stops").unwrap();
         assert_eq!(f.evidence[0].line, 1);
         assert_eq!(f.evidence[1].line, 2);
     }
@@ -99,8 +99,18 @@ mod tests {
     #[test]
     fn quiet_when_traffic_continues_or_never_started() {
         let log = [line(32, 1800.0), line(0, 0.0), line(30, 1700.0)].concat();
-        assert!(fired(&[("vllm.log", &log)], "upstream-cut").is_none());
+        assert!(
+            snapshot(&[("vllm.log", &log)], "upstream-cut", "quiet_when_traffic_continues_or_never_started")
+                .is_none()
+        );
         let log = line(0, 0.0).repeat(5);
-        assert!(fired(&[("vllm.log", &log)], "upstream-cut").is_none());
+        assert!(
+            snapshot(
+                &[("vllm.log", &log)],
+                "upstream-cut",
+                "quiet_when_traffic_continues_or_never_started_2"
+            )
+            .is_none()
+        );
     }
 }

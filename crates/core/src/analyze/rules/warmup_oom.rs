@@ -72,19 +72,24 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_sglang_and_tgi() {
         let sglang = "[2025-03-04 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):\nRuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n";
-        assert!(fired(&[("sglang.log", sglang)], "warmup-oom").is_some());
+        assert!(snapshot(&[("sglang.log", sglang)], "warmup-oom", "fires_on_sglang_and_tgi").is_some());
         let tgi = "2024-05-01T10:00:00.000000Z ERROR warmup{max_input_length=4095 max_prefill_tokens=16384}:warmup: text_generation_router_v3::client: router/src/client/mod.rs:45: Server error: Not enough memory to handle 16384 prefill tokens. You need to decrease `--max-batch-prefill-tokens`\n";
-        assert!(fired(&[("tgi.log", tgi)], "warmup-oom").is_some());
+        assert!(snapshot(&[("tgi.log", tgi)], "warmup-oom", "fires_on_sglang_and_tgi_2").is_some());
     }
 
     #[test]
     fn a_vllm_capacity_line_is_not_its() {
         let log = "INFO 05-12 10:00:01 [gpu_worker.py:1] Available KV cache memory: -2.31 GiB\n";
-        assert!(fired(&[("vllm.log", log)], "warmup-oom").is_none());
+        assert!(snapshot(&[("vllm.log", log)], "warmup-oom", "a_vllm_capacity_line_is_not_its").is_none());
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_oom_036_negative_capacity_70b_tp2: [("oom-036-negative-capacity-70b-tp2.log", fixture!("incidents/sglang/oom-036-negative-capacity-70b-tp2.log"))],
+        corpus_oom_046_kv_capacity_too_small: [("oom-046-kv-capacity-too-small.log", fixture!("incidents/sglang/oom-046-kv-capacity-too-small.log"))],
     }
 }

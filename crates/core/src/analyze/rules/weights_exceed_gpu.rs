@@ -52,3 +52,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    crate::analyze::rules::snapshots! {
+        llama_model_buffer_cudamalloc: [("server.log", fixture!("incidents/llama-server/oom-model-buffer-cudamalloc-70b.log"))],
+        trtllm_executor_model_weights: [("trtllm.log", fixture!("incidents/tensorrt-llm/oom-executor-creation-model-weights-70b.log"))],
+        quiet_on_a_loaded_model_buffer: [("server.log", "load_tensors:        CUDA0 model buffer size =  4403.49 MiB\n")],
+    }
+}

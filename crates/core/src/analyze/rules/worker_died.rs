@@ -64,12 +64,18 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fired;
+    use super::super::snapshot;
 
     #[test]
     fn fires_on_a_dead_actor() {
         let log = "ERROR 05-12 10:00:01 [worker_base.py:1] Error executing method 'execute_model'.\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n";
-        let f = fired(&[("vllm.log", log)], "worker-died").unwrap();
+        let f = snapshot(&[("vllm.log", log)], "worker-died", "fires_on_a_dead_actor").unwrap();
         assert_eq!(f.evidence.len(), 1);
+    }
+
+    crate::analyze::rules::snapshots! {
+        corpus_oom_head_host_ram_oom_killer: [("oom-head-host-ram-oom-killer.log", fixture!("incidents/ollama/oom-head-host-ram-oom-killer.log"))],
+        corpus_zero_v012_runner_crash_ggml_assert: [("zero-v012-runner-crash-ggml-assert.log", fixture!("incidents/ollama/zero-v012-runner-crash-ggml-assert.log"))],
+        quiet_on_healthy_stats: [("healthy-v1-0101-stats.log", fixture!("incidents/vllm/healthy-v1-0101-stats.log"))],
     }
 }

@@ -36,21 +36,30 @@ pub const DEFAULT_BLOCK_SIZE: u32 = defaults::BLOCK_SIZE;
 /// "Memory for `seqs` sequences of `len` tokens each?"
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Need {
+    /// Sequences at once.
     pub seqs: u64,
+    /// Tokens in each.
     pub len: u64,
 }
 
 /// What to estimate for. `None` means "what vLLM would pick", and the report says what that was.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KvOptions {
+    /// `--kv-cache-dtype`.
     pub kv_dtype: KvDtype,
     /// Serving dtype (`--dtype`); default the config's, with float32 served as bf16.
     pub dtype: Option<ModelDtype>,
+    /// Tensor-parallel size.
     pub tp: u32,
+    /// Pipeline-parallel size.
     pub pp: u32,
+    /// Tokens per KV block; `None`: vLLM's default for the model.
     pub block_size: Option<u32>,
+    /// `--max-model-len`; `None`: the model's.
     pub max_model_len: Option<u64>,
+    /// `--max-num-seqs`; `None`: vLLM's default for the GPU.
     pub max_num_seqs: Option<u64>,
+    /// `--max-num-batched-tokens`; `None`: vLLM's default for the GPU.
     pub max_num_batched_tokens: Option<u64>,
     /// vLLM's hybrid KV-cache manager (default on).
     pub hybrid: bool,
@@ -60,6 +69,7 @@ pub struct KvOptions {
     pub async_scheduling: bool,
     /// Length for the concurrency answer (default `max_model_len`).
     pub at_len: Option<u64>,
+    /// The reverse question, when asked.
     pub need: Option<Need>,
     /// Whether vLLM's defaults for ≥ 70 GiB non-A100 GPUs apply (`None`: GPU unknown, assume
     /// yes, and say so).
@@ -101,17 +111,27 @@ pub enum KvBudget {
 /// The settings actually used, defaults resolved.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Settings {
+    /// The KV cache dtype asked for.
     pub kv_cache_dtype: KvDtype,
+    /// The dtype the model is served in.
     pub serving_dtype: ModelDtype,
+    /// Bytes per KV element.
     pub kv_element_bytes: u64,
+    /// Tensor-parallel size.
     pub tp: u32,
+    /// Pipeline-parallel size.
     pub pp: u32,
+    /// Tokens per KV block.
     pub block_size: u32,
     /// `None` when neither `--max-model-len` nor the model gives it (see `missing`).
     pub max_model_len: Option<u64>,
+    /// Most sequences in one batch.
     pub max_num_seqs: u64,
+    /// Most tokens in one scheduler step.
     pub max_num_batched_tokens: u64,
+    /// vLLM's hybrid KV-cache manager is on.
     pub hybrid_kv_cache_manager: bool,
+    /// vLLM's async scheduling is on.
     pub async_scheduling: bool,
     /// Batches that may be scheduled but not yet settled: `pp + 1` with async scheduling,
     /// else `pp` (vLLM 0.33 `VllmConfig.max_concurrent_batches`).
@@ -126,7 +146,9 @@ pub struct Settings {
 pub struct LayerRow {
     /// `full`, `sliding` or `mla`.
     pub kind: &'static str,
+    /// The window of sliding layers, tokens; `None` for the others.
     pub window: Option<u64>,
+    /// Layers of this kind.
     pub count: u64,
     /// Layer indices, compact (`0-4,6-10`).
     pub layers: String,
@@ -134,6 +156,7 @@ pub struct LayerRow {
     pub kv_heads_per_rank: Option<u32>,
     /// Cached width per token per layer: `head_dim_k + head_dim_v`, or the MLA latent.
     pub cached_dim: u64,
+    /// Bytes one token costs in one such layer on one GPU.
     pub bytes_per_token_per_layer: u64,
     /// `count × bytes_per_token_per_layer`, one GPU of each pipeline stage summed.
     pub bytes_per_token: u64,
@@ -148,8 +171,11 @@ pub struct LayerRow {
 /// The answer to "memory for `seqs × len`".
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NeedRow {
+    /// Sequences asked for.
     pub seqs: u64,
+    /// Tokens in each.
     pub len: u64,
+    /// KV blocks one sequence takes.
     pub blocks_per_request: u64,
     /// KV memory on the busiest GPU, whole blocks.
     pub kv_bytes_per_rank: u64,
@@ -168,7 +194,9 @@ pub struct NeedRow {
 /// The whole estimate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KvEstimate {
+    /// The model's name, as the report calls it.
     pub model: String,
+    /// The settings used, defaults resolved.
     pub settings: Settings,
     /// Bytes one token costs, summed over all `tp × pp` GPUs (replication included).
     pub bytes_per_token: u64,
@@ -176,21 +204,26 @@ pub struct KvEstimate {
     pub bytes_per_token_per_rank: u64,
     /// Bytes per token per GPU once a context is past every sliding window.
     pub bytes_per_token_past_windows_per_rank: u64,
+    /// The per-layer breakdown, one row per attention kind.
     pub layers: Vec<LayerRow>,
+    /// vLLM KV-cache groups.
     pub kv_cache_groups: u64,
     /// Tensors in the block pool of the busiest stage (layers per group, padding included).
     pub pool_tensors: u64,
+    /// Layers added to even out the groups' sizes (slots allocated for no layer).
     pub padding_layers: u64,
     /// One block of one layer (vLLM `page_size_bytes`).
     pub page_bytes: u64,
     /// One block of the pool: `page_bytes × pool_tensors`.
     pub block_bytes: u64,
+    /// The per-GPU memory budget, when KV memory was computed from the GPU.
     pub budget: Option<Budget>,
     /// `None` when the GPU budget has an unknown term (see `missing`); likewise every figure
     /// below that depends on it.
     pub available_kv_bytes: Option<u64>,
     /// Where `available_kv_bytes` comes from: `given`, `gpu budget`, or the log line.
     pub available_kv_source: String,
+    /// KV blocks the available memory holds (vLLM's `num_gpu_blocks`).
     pub blocks: Option<u64>,
     /// As vLLM 0.33 logs `GPU KV cache size`: `int(blocks / blocks_per_request(max_model_len) ×
     /// max_model_len)` — max concurrency times `max_model_len`.
@@ -201,9 +234,11 @@ pub struct KvEstimate {
     pub legacy_tokens: Option<u64>,
     /// `--at-len`, else `max_model_len`.
     pub concurrency_len: Option<u64>,
+    /// Blocks one request of `concurrency_len` tokens takes.
     pub blocks_per_request: Option<u64>,
     /// `blocks / blocks_per_request`, two decimals as vLLM prints it (`%.2f`).
     pub max_concurrency: Option<f64>,
+    /// `max_concurrency` rounded down: requests of `concurrency_len` that fit at once.
     pub max_concurrency_whole: Option<u64>,
     /// Longest request the KV memory holds (vLLM 0.33's startup check: one block held back for
     /// the null block, group padding included); `None` when every layer slides, so any length
@@ -211,11 +246,14 @@ pub struct KvEstimate {
     pub max_model_len_fit: Option<u64>,
     /// The `max_num_seqs` that keeps every sequence at `max_model_len` inside the KV memory.
     pub max_num_seqs: Option<u64>,
+    /// The answer to the reverse question, when asked.
     pub need: Option<NeedRow>,
     /// `2 · layers · kv_heads · head_dim · dtype_bytes` (unsharded) when the article's formula
     /// applies to this model.
     pub article_bytes_per_token: Option<u64>,
+    /// The formula, one line per step, with this model's numbers.
     pub formula: Vec<String>,
+    /// What was assumed where the inputs were silent.
     pub assumptions: Vec<String>,
     /// Things that would stop vLLM or surprise the operator.
     pub warnings: Vec<String>,

@@ -34,6 +34,7 @@ use crate::kv::units::{Size, fmt_int};
 use formula::{Band, Known, blocks_away, diff_to_band, layout_options};
 use serde::Serialize;
 
+/// How the logged capacity compares with the estimate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -52,20 +53,35 @@ pub enum Verdict {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Why {
+    /// The engine settings the log gave and the estimate used.
     Settings,
+    /// The log's rounding of the KV memory (a printed figure stands for a range of bytes).
     LogRounding,
+    /// Rounding to whole blocks.
     BlockRounding,
+    /// MLA latents replicated on every tensor-parallel GPU.
     MlaReplication,
+    /// KV heads replicated when the tensor-parallel size exceeds them.
     KvHeadReplication,
+    /// Sliding-window layers, which keep only their window.
     SlidingWindow,
+    /// The KV cache dtype.
     KvDtype,
+    /// vLLM's hybrid KV-cache manager.
     HybridManager,
+    /// The tensor-parallel size.
     TensorParallel,
+    /// The block size.
     BlockSize,
+    /// The concurrency the log printed.
     Concurrency,
+    /// The memory budget (weights, activation, non-torch memory).
     Budget,
+    /// A startup failure about memory.
     Fatal,
+    /// SGLang's own capacity figures.
     Sglang,
+    /// A difference nothing here explains.
     Unexplained,
     /// The log follows an older vLLM's capacity formula (`blocks // groups × block_size`).
     LegacyFormula,
@@ -88,9 +104,12 @@ pub enum LoggedFormula {
     Legacy,
 }
 
+/// One explanation of the comparison, in the report's language.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Explanation {
+    /// What it is about.
     pub why: Why,
+    /// The explanation, in words.
     pub message: String,
     /// The log line this is about, when there is one.
     pub line: Option<usize>,
@@ -99,24 +118,32 @@ pub struct Explanation {
 /// The comparison.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Reconciliation {
+    /// The engine that printed the log.
     pub engine: Option<Engine>,
     /// The KV memory figure used, as printed, and the byte range it stands for.
     pub available_kv_printed: Option<String>,
+    /// The line of the KV memory figure.
     pub available_kv_line: Option<usize>,
+    /// The fewest bytes the printed figure stands for.
     pub available_kv_bytes_min: Option<u64>,
+    /// The most bytes the printed figure stands for.
     pub available_kv_bytes_max: Option<u64>,
     /// The logged capacity in tokens (V1 `GPU KV cache size`, V0 blocks × block size, SGLang
     /// `#tokens`).
     pub logged_tokens: Option<u64>,
+    /// The line of the logged capacity.
     pub logged_tokens_line: Option<usize>,
     /// The estimate for the two ends of the available range (vLLM 0.33's formula).
     pub expected_tokens_min: Option<u64>,
+    /// The estimate at the top of the available range.
     pub expected_tokens_max: Option<u64>,
     /// The same with older releases' `blocks // groups × block_size`.
     pub expected_tokens_legacy_min: Option<u64>,
+    /// The same at the top of the range.
     pub expected_tokens_legacy_max: Option<u64>,
     /// Pool blocks the two ends of the available range hold.
     pub expected_blocks_min: Option<u64>,
+    /// The same at the top of the range.
     pub expected_blocks_max: Option<u64>,
     /// The formula whose band the logged count fell in (none: neither).
     pub formula: Option<LoggedFormula>,
@@ -125,14 +152,18 @@ pub struct Reconciliation {
     pub difference_tokens: Option<i64>,
     /// The same in blocks (tokens one pool block adds), rounded away from zero.
     pub difference_blocks: Option<i64>,
+    /// Whether the difference is at most one block.
     pub within_one_block: Option<bool>,
     /// The estimate's bytes per token on one GPU.
     pub bytes_per_token_per_rank: u64,
     /// What the log implies per logged token: available / tokens (with block rounding and the
     /// log's rounding, a range).
     pub implied_bytes_per_token_min: Option<u64>,
+    /// The same at the other end of the range.
     pub implied_bytes_per_token_max: Option<u64>,
+    /// How the logged capacity compares with the estimate.
     pub verdict: Verdict,
+    /// What explains the numbers, one entry per reason.
     pub explanations: Vec<Explanation>,
 }
 

@@ -51,6 +51,7 @@ use json::Json;
 use std::collections::{BTreeMap, BTreeSet};
 use vllm::{console_figure, console_label, console_pair};
 
+/// One benchmark run's results: the tool, its figures and what it was asked.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BenchFacts {
     /// `vllm`, `sglang`, `guidellm`, `aiperf`.

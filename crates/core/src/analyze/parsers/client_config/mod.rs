@@ -40,7 +40,9 @@ use toml::{Table, TomlItem, scan_toml, table_of};
 /// A setting and the line it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Setting<T> {
+    /// The value as configured.
     pub value: T,
+    /// The line that set it.
     pub evidence: EvidenceLine,
 }
 
@@ -53,21 +55,25 @@ pub struct UrlSetting {
     /// `OPENAI_*` and Codex providers → OpenAI). Clients append different paths to a base URL
     /// (`/v1/messages` versus `/chat/completions`), so what is right depends on it.
     pub api: Option<Api>,
+    /// The URL and the line that set it.
     pub url: Setting<String>,
 }
 
+/// What one client configuration says: its base URL, model, timeout, retries and key.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClientFacts {
     /// `settings_json`, `codex_toml` or `env`.
     pub format: String,
     /// The base URL the client uses: the active Codex provider's, else the first one set.
     pub base_url: Option<Setting<String>>,
+    /// The model the client asks for.
     pub model: Option<Setting<String>>,
     /// Milliseconds (`API_TIMEOUT_MS`, `timeout_ms`, `request_timeout_ms`; a bare `timeout` is
     /// read as seconds, the OpenAI SDKs' unit).
     pub timeout_ms: Option<Setting<f64>>,
     /// `max_retries`, `request_max_retries`, `*_MAX_RETRIES`.
     pub max_retries: Option<Setting<u32>>,
+    /// Codex's `wire_api` (`chat` or `responses`).
     pub wire_api: Option<Setting<String>>,
     /// The variable the key is read from (never the key itself).
     pub key_env: Option<Setting<String>>,

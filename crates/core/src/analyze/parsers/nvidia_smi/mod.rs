@@ -54,16 +54,27 @@ pub fn reasons_from_mask(mask: u64) -> Vec<String> {
 /// One GPU's reading at one moment.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GpuReading {
+    /// nvidia-smi's GPU index.
     pub index: u32,
+    /// Product name (`NVIDIA H200`).
     pub name: Option<String>,
+    /// GPU UUID.
     pub uuid: Option<String>,
+    /// SM clock, MHz.
     pub sm_clock_mhz: Option<f64>,
+    /// Highest SM clock, MHz.
     pub max_sm_clock_mhz: Option<f64>,
+    /// Power draw, W.
     pub power_w: Option<f64>,
+    /// Power limit, W.
     pub power_limit_w: Option<f64>,
+    /// GPU utilisation, percent.
     pub util_pct: Option<f64>,
+    /// Memory used, MiB.
     pub mem_used_mib: Option<f64>,
+    /// Memory in all, MiB.
     pub mem_total_mib: Option<f64>,
+    /// Temperature, °C.
     pub temp_c: Option<f64>,
     /// Active clock-event (throttle) reasons, normalised: `idle`, `applications_clocks`,
     /// `sw_power_cap`, `hw_slowdown`, `sync_boost`, `sw_thermal`, `hw_thermal`,
@@ -94,6 +105,7 @@ pub struct GpuReading {
 }
 
 impl GpuReading {
+    /// Whether `reason` (a normalised name, e.g. `hw_slowdown`) is active.
     pub fn has_reason(&self, reason: &str) -> bool {
         self.reasons.iter().any(|r| r == reason)
     }
@@ -102,17 +114,24 @@ impl GpuReading {
 /// A process holding GPU memory.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GpuProcess {
+    /// The GPU it runs on.
     pub gpu: Option<u32>,
+    /// Process id.
     pub pid: Option<u32>,
+    /// Process name as nvidia-smi prints it.
     pub name: String,
+    /// GPU memory it holds, MiB.
     pub mem_mib: Option<f64>,
+    /// Its line, quoted.
     pub evidence: EvidenceLine,
 }
 
+/// What the nvidia-smi output in the inputs says.
 #[derive(Debug, Default)]
 pub struct GpuFacts {
     /// Readings in input order (a CSV or dmon series gives several per GPU).
     pub readings: Vec<GpuReading>,
+    /// Processes holding GPU memory.
     pub processes: Vec<GpuProcess>,
     /// Readings beyond [`MAX_READINGS`], counted and not kept.
     pub readings_dropped: u64,
