@@ -184,8 +184,14 @@ fn long_files_say_why() {
 
 /// The code lines (before a trailing tests module) of `text` that call one of std's slice sorts.
 fn std_sort_calls(text: &str) -> Vec<usize> {
-    const CALLS: &[&str] =
-        &[".sort()", ".sort_by(", ".sort_by_key(", ".sort_unstable()", ".sort_unstable_by(", ".sort_unstable_by_key("];
+    const CALLS: &[&str] = &[
+        ".sort()",
+        ".sort_by(",
+        ".sort_by_key(",
+        ".sort_unstable()",
+        ".sort_unstable_by(",
+        ".sort_unstable_by_key(",
+    ];
     let lines: Vec<&str> = text.lines().collect();
     let end = lines.iter().position(|l| l.trim_end() == "#[cfg(test)]").unwrap_or(lines.len());
     (0..end)

@@ -162,17 +162,22 @@ pub struct Finding {
 /// are redacted and cut ([`super::text::quote_redacted`]) before they are kept.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Subject {
+    /// The scrape target (`instance` label).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
+    /// The Kubernetes pod (`pod` label).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<String>,
+    /// The served model (`model_name` label).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_name: Option<String>,
     /// The GPU index (DCGM's `gpu` label).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
+    /// The GPU's UUID (DCGM's `UUID` label).
     #[serde(rename = "UUID", default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// The GPU's node (DCGM's `Hostname` label).
     #[serde(rename = "Hostname", default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
 }

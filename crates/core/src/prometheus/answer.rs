@@ -15,15 +15,19 @@ use crate::safe::Secrets;
 /// One series of a range answer: its labels (`__name__` included) and `(unix s, value)` points.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RangeSeries {
+    /// Every label, `__name__` included.
     pub labels: BTreeMap<String, String>,
+    /// `(unix s, value)`, in time order.
     pub points: Vec<(f64, f64)>,
 }
 
 impl RangeSeries {
+    /// The metric name (`__name__`), or empty.
     pub fn name(&self) -> &str {
         self.labels.get("__name__").map_or("", String::as_str)
     }
 
+    /// The value of label `k`.
     pub fn label(&self, k: &str) -> Option<&str> {
         self.labels.get(k).map(String::as_str)
     }
@@ -32,9 +36,11 @@ impl RangeSeries {
 /// A range answer after the bounds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Matrix {
+    /// The series kept.
     pub series: Vec<RangeSeries>,
     /// Series and points dropped by the bounds, and Prometheus's own warnings, in words.
     pub cut: Vec<String>,
+    /// Points kept over all series.
     pub points: u64,
 }
 

@@ -38,13 +38,25 @@ pub enum PromError {
     /// Prometheus answered with an error of its own (`bad_data` for a selector or window it
     /// refused, `timeout`, `execution`…).
     #[error("Prometheus refused the query (HTTP {status}, {error_type}): {message}")]
-    Rejected { status: u16, error_type: String, message: String },
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// Prometheus's `errorType` (`bad_data`, `timeout`, `execution`…).
+        error_type: String,
+        /// Prometheus's `error`, redacted and cut.
+        message: String,
+    },
     /// The answer is not Prometheus's API: a login page, a proxy's error, another service.
     #[error("not a Prometheus server: {0}")]
     NotPrometheus(String),
     /// A status without a Prometheus explanation.
     #[error("the server answered HTTP {status}: {message}")]
-    Server { status: u16, message: String },
+    Server {
+        /// The HTTP status.
+        status: u16,
+        /// What the body said, redacted and cut.
+        message: String,
+    },
     /// Nothing the rules read exists in the window.
     #[error("no series in the window: {0}")]
     Empty(String),
@@ -64,7 +76,9 @@ impl PromError {
 /// Bounds on what is read from the server.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Limits {
+    /// Most series read; the rest are dropped and named in `cut`.
     pub max_series: usize,
+    /// Most points read over all series; past it the step is widened or series dropped.
     pub max_points: u64,
 }
 
@@ -96,9 +110,13 @@ pub struct Group {
     /// filter's `llm_stream_*` series: listed in the fleet view, not analysed; its verdict is
     /// `INCONCLUSIVE`).
     pub role: String,
+    /// The replica or GPU node it is (its labels).
     pub subject: Subject,
+    /// Series of the window in it.
     pub series: usize,
+    /// Its own verdict, as if it were analysed alone.
     pub verdict: Verdict,
+    /// The rule of its first finding, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_rule: Option<String>,
 }
@@ -106,17 +124,23 @@ pub struct Group {
 /// A replica's symptoms over the window, for the fleet view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReplicaRank {
+    /// The replica (its labels).
     pub subject: Subject,
+    /// The input name its evidence lines cite.
     pub input: String,
+    /// Its own verdict.
     pub verdict: Verdict,
     /// TTFT p99 over the window from the histogram's bucket deltas, bucket-honest (`≤ 0.1`,
     /// `> 40`, `2.35 (between 2.5 and 5)`), and its upper bound in seconds for sorting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p99: Option<String>,
+    /// The TTFT p99's upper bound in seconds, for sorting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p99_s: Option<f64>,
+    /// Inter-token latency p99 over the window, bucket-honest as `ttft_p99`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub itl_p99: Option<String>,
+    /// The inter-token p99's upper bound in seconds, for sorting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub itl_p99_s: Option<f64>,
     /// Largest waiting queue in the window.
@@ -133,6 +157,7 @@ pub struct ReplicaRank {
 /// A GPU against its node's peers, for the fleet view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuRank {
+    /// The GPU (its labels).
     pub subject: Subject,
     /// Median SM clock over the window.
     pub sm_clock_mhz: f64,
@@ -146,8 +171,10 @@ pub struct GpuRank {
     /// `sm_clock_mhz / peer_median_mhz`: below 0.75 is a straggler (rule `slow-gpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,
+    /// Median temperature over the window (°C).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temp_c: Option<f64>,
+    /// Median utilisation over the window (%).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub util_pct: Option<f64>,
 }
@@ -155,15 +182,20 @@ pub struct GpuRank {
 /// A gateway (the proxy filter's `llm_stream_*` series of one `instance`): what clients saw.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GatewayRank {
+    /// The gateway (its labels).
     pub subject: Subject,
+    /// The input name of its series.
     pub input: String,
     /// TTFT p99 as the gateway timed it (µs buckets, shown in seconds), bucket-honest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p99: Option<String>,
+    /// The TTFT p99's upper bound in seconds, for sorting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p99_s: Option<f64>,
+    /// Inter-token latency p99 as the gateway timed it, bucket-honest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub itl_p99: Option<String>,
+    /// The inter-token p99's upper bound in seconds, for sorting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub itl_p99_s: Option<f64>,
     /// Streams ended per second over the window (`llm_stream_requests_total`).
@@ -180,7 +212,9 @@ pub struct Fleet {
     /// `ttft_p99`, `itl_p99`, `waiting`, `kv_usage` or `generation_rate` (ascending: the
     /// replica that generates least first).
     pub ranked_by: String,
+    /// Replicas, the most affected first.
     pub replicas: Vec<ReplicaRank>,
+    /// GPUs, the slowest against its peers first.
     pub gpus: Vec<GpuRank>,
     /// Gateways ranked by their TTFT tail. No rule reads these series yet: they are shown,
     /// never counted as evidence of health.
@@ -193,15 +227,19 @@ pub struct Fleet {
 pub struct Citation {
     /// The evidence line's input and line.
     pub input: String,
+    /// The evidence line's line number in that input.
     pub line: usize,
     /// The series as a selector (`vllm:num_requests_waiting{instance="…",…}`).
     pub expr: String,
+    /// The series' labels, redacted and cut.
     pub labels: BTreeMap<String, String>,
     /// The sample's time, RFC 3339 UTC, and as unix seconds.
     pub at: String,
+    /// The sample's time in unix seconds.
     pub at_unix_s: f64,
     /// The sample's value as stored (a counter before reset correction).
     pub value: f64,
+    /// Opens the series around that instant in the Prometheus graph UI.
     pub graph_url: String,
 }
 
@@ -212,21 +250,30 @@ pub struct PrometheusInput {
     pub kind: String,
     /// The server's base URL, credentials removed.
     pub url: String,
+    /// The user's selector as given (`{}` for none).
     pub selector: String,
     /// The window, RFC 3339 UTC and unix seconds, and the step actually used.
     pub start: String,
+    /// The window's end, RFC 3339 UTC.
     pub end: String,
+    /// The window's start in unix seconds.
     pub start_unix_s: f64,
+    /// The window's end in unix seconds.
     pub end_unix_s: f64,
+    /// The step used, in seconds (widened to fit the bounds; see `cut`).
     pub step_s: f64,
+    /// Every question asked, with a graph link.
     pub queries: Vec<QueryRecord>,
     /// Series and points read (after the bounds).
     pub series: usize,
+    /// Points read over all series.
     pub points: u64,
     /// What the bounds cut, what Prometheus warned about, what was changed to fit; empty when
     /// everything was read.
     pub cut: Vec<String>,
+    /// Each replica and GPU node analysed on its own.
     pub groups: Vec<Group>,
+    /// Replicas and GPUs ranked by the symptom.
     pub fleet: Fleet,
     /// One per evidence line that came from a series.
     pub citations: Vec<Citation>,

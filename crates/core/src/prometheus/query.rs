@@ -12,21 +12,30 @@ pub const FAMILIES: &str =
     "vllm:.+|sglang:.+|tgi_.+|DCGM_FI_.+|(envoy_)?(wasmcustom_)?llm_stream_.+|triage_.+";
 
 /// Prometheus refuses a range query of more points than this per series.
+/// Most points Prometheus returns for one series of a range query (its own limit).
 pub const MAX_STEPS: u64 = 11_000;
 
 /// One label matcher of a selector: `name op "value"`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Matcher {
+    /// The label name.
     pub name: String,
+    /// How the value is compared.
     pub op: MatchOp,
+    /// The value or regex, unescaped.
     pub value: String,
 }
 
+/// A matcher's operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MatchOp {
+    /// `=`
     Eq,
+    /// `!=`
     Ne,
+    /// `=~` (a fully anchored RE2 regex)
     Re,
+    /// `!~`
     NotRe,
 }
 
@@ -229,7 +238,9 @@ pub fn secs(x: f64) -> String {
 pub struct Window {
     /// Unix seconds.
     pub start_s: f64,
+    /// Unix seconds.
     pub end_s: f64,
+    /// Seconds between points.
     pub step_s: f64,
 }
 
@@ -263,6 +274,7 @@ impl Window {
         Ok((Window { step_s, ..self }, Some(note)))
     }
 
+    /// Points one series has over the window at this step.
     pub fn points_per_series(&self) -> u64 {
         ((self.end_s - self.start_s) / self.step_s).floor() as u64 + 1
     }

@@ -33,8 +33,11 @@ const MAX_LABEL_CHARS: usize = 200;
 pub struct Asked {
     /// Base URL without credentials.
     pub url: String,
+    /// The user's selector as given.
     pub selector: String,
+    /// The window used (after fitting).
     pub window: Window,
+    /// Every question asked.
     pub queries: Vec<QueryRecord>,
     /// Notes from the host and the planning (the step widened, series cut before asking).
     pub cut: Vec<String>,
@@ -42,7 +45,9 @@ pub struct Asked {
 
 /// What to analyse with.
 pub struct Config<'a> {
+    /// The language of the report's text.
     pub lang: Lang,
+    /// The SLO the rules judge against.
     pub slo: Slo,
     /// The run's secrets (the bearer token, the basic-auth pair): redacted from every label.
     pub secrets: &'a Secrets,

@@ -178,10 +178,13 @@ mod tests {
         let head = "index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n";
         let busy_after_idle =
             format!("{head}0, 0, 130000, 143771\n0, 97, 130000, 143771\n0, 95, 130000, 143771\n");
-        assert!(fired(&[("smi.csv", &busy_after_idle)], "kv-leak").is_none());
+        assert!(
+            snapshot(&[("smi.csv", &busy_after_idle)], "kv-leak", "quiet_gpu_idle_only_at_start").is_none()
+        );
         let idle_at_the_end = format!("{head}0, 97, 130000, 143771\n0, 0, 130000, 143771\n");
-        let f = fired(&[("smi.csv", &idle_at_the_end)], "kv-leak").unwrap();
-        assert_eq!((f.confidence, f.evidence[0].line), (0.3, 3));
+        let f =
+            snapshot(&[("smi.csv", &idle_at_the_end)], "kv-leak", "gpu_idle_at_the_last_reading").unwrap();
+        assert_eq!(f.evidence[0].line, 3, "the last reading is cited: {:?}", f.evidence);
     }
 
     #[test]

@@ -186,9 +186,9 @@ pub(super) fn fleet(
     };
     match ranked_by {
         "itl_p99" => crate::sort::sort_by_key(&mut replicas, |r| desc(r.itl_p99_s)),
-        "generation_rate" => {
-            crate::sort::sort_by_key(&mut replicas, |r| r.generation_tokens_per_s.map_or(i64::MAX, |v| (v * 1e6) as i64))
-        }
+        "generation_rate" => crate::sort::sort_by_key(&mut replicas, |r| {
+            r.generation_tokens_per_s.map_or(i64::MAX, |v| (v * 1e6) as i64)
+        }),
         "kv_usage" => crate::sort::sort_by_key(&mut replicas, |r| desc(r.kv_usage_max)),
         "ttft_p99" => crate::sort::sort_by_key(&mut replicas, |r| (desc(r.ttft_p99_s), desc(r.waiting_max))),
         _ => crate::sort::sort_by_key(&mut replicas, |r| desc(r.waiting_max)),
