@@ -296,7 +296,7 @@ pub fn redact_patterns(line: &str) -> Cow<'_, str> {
 /// parser's spans can never make the function panic or quote half a secret.
 pub fn redact_spans(line: &str, mut spans: Vec<(usize, usize)>) -> (String, bool) {
     spans.retain(|&(s, e)| s < e && e <= line.len() && line.is_char_boundary(s) && line.is_char_boundary(e));
-    spans.sort_unstable();
+    crate::sort::sort(&mut spans);
     spans.dedup_by(|b, a| b.0 < a.1);
     let mut cut = String::with_capacity(line.len());
     let mut from = 0;

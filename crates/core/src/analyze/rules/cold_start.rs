@@ -269,7 +269,7 @@ mod tests {
                 "# TYPE up gauge\nup 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"0.25\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"40.0\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"80.0\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} 0 1796394257000\nprocess_start_time_seconds {started} 1796394257000\nup 1 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"0.25\"}} 600 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"40.0\"}} 610 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"80.0\"}} 700 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} 700 1796394497000\nprocess_start_time_seconds {started} 1796394497000\n"
             )
         };
-        let f = crate::analyze::rules::snapshot(
+        let f = snapshot(
             &[("metrics", &scrapes(1_796_394_257.0))],
             "cold-start",
             "start_in_the_window_from_metrics",
@@ -278,11 +278,7 @@ mod tests {
         assert_eq!(f.evidence.len(), 2, "{:?}", f.evidence);
         assert!(f.evidence[0].text.starts_with("process_start_time_seconds"), "{:?}", f.evidence);
         let days_ago = scrapes(1_796_135_057.0);
-        let quiet = crate::analyze::rules::snapshot(
-            &[("metrics", &days_ago)],
-            "cold-start",
-            "quiet_started_days_ago",
-        );
+        let quiet = snapshot(&[("metrics", &days_ago)], "cold-start", "quiet_started_days_ago");
         assert!(quiet.is_none());
     }
 }

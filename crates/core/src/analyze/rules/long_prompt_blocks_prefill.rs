@@ -295,32 +295,14 @@ mod tests {
             )
         };
         let both = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(950.0, 50.0, 40.0));
-        let f = crate::analyze::rules::snapshot(
-            &[("metrics", &both)],
-            super::RULE.doc.id,
-            "metrics_histograms_over_a_window",
-        )
-        .unwrap();
+        let f =
+            snapshot(&[("metrics", &both)], super::RULE.doc.id, "metrics_histograms_over_a_window").unwrap();
         assert_eq!(f.evidence.len(), 2, "{:?}", f.evidence);
         assert!(f.evidence[0].text.contains("le=\"20000.0\""), "{:?}", f.evidence);
         // Short prompts only, or no TTFT tail: quiet.
         let short = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(1000.0, 0.0, 0.0));
-        assert!(
-            crate::analyze::rules::snapshot(
-                &[("metrics", &short)],
-                super::RULE.doc.id,
-                "quiet_short_prompts_window"
-            )
-            .is_none()
-        );
+        assert!(snapshot(&[("metrics", &short)], super::RULE.doc.id, "quiet_short_prompts_window").is_none());
         let fast = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(950.0, 50.0, 0.0));
-        assert!(
-            crate::analyze::rules::snapshot(
-                &[("metrics", &fast)],
-                super::RULE.doc.id,
-                "quiet_no_ttft_tail_window"
-            )
-            .is_none()
-        );
+        assert!(snapshot(&[("metrics", &fast)], super::RULE.doc.id, "quiet_no_ttft_tail_window").is_none());
     }
 }
