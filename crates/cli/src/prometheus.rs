@@ -13,10 +13,10 @@ use anyhow::Context;
 use triage_core::analyze::facts::Slo;
 use triage_core::analyze::report::Report;
 use triage_core::lang::Lang;
-use triage_core::prometheus::answer::{self, Matrix};
-use triage_core::prometheus::query::{self, Window};
-use triage_core::prometheus::replay::{self, Asked, Config};
-use triage_core::prometheus::{Limits, PromError, QueryRecord};
+use triage_core::prometheus::exchange::{self, Exchange};
+use triage_core::prometheus::query::Window;
+use triage_core::prometheus::replay::Config;
+use triage_core::prometheus::{Limits, PromError};
 use triage_core::safe::Secrets;
 
 use crate::output::UsageError;
@@ -176,7 +176,9 @@ fn prom_err(e: PromError) -> anyhow::Error {
     if e.is_usage() { UsageError(e.to_string()).into() } else { anyhow::Error::new(e) }
 }
 
-/// Ask Prometheus for the window and analyse it, with the report of the files given alongside.
+/// Ask Prometheus for the window and analyse it, with the report of files given alongside.
+/// The questions and the reading of the answers are core's [`Exchange`] (the site drives the
+/// same one through `fetch`); this sends them.
 pub async fn analyze(
     opts: &PromOptions,
     lang: Lang,
@@ -184,9 +186,8 @@ pub async fn analyze(
     files: Option<Report>,
 ) -> anyhow::Result<Report> {
     let base = base_url(&opts.url)?;
-    let user = query::parse_selector(&opts.selector).map_err(prom_err)?;
-    // Check the window before anything is sent.
-    opts.window.fitted(1, opts.limits.max_points).map_err(prom_err)?;
+    // Selector and window are checked before anything is sent.
+    let (mut ex, first) = Exchange::start(&base, &opts.selector, opts.window, opts.limits).map_err(prom_err)?;
     let secrets = secrets(&opts.auth);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
@@ -196,7 +197,7 @@ pub async fn analyze(
         .context("building the HTTP client")?;
     let client = Client {
         http,
-        base: base.clone(),
+        base,
         auth: &opts.auth,
         secrets: &secrets,
         per_query: opts.query_timeout,
@@ -204,128 +205,18 @@ pub async fn analyze(
         total: opts.total_timeout,
         max_body: opts.max_body_bytes,
     };
-    let matcher = query::series_matcher(&user);
-    let w = opts.window;
-    let mut cut = Vec::new();
-
     // 1. Which series exist: the count bounds the range query before it is asked.
-    let form = series_form(&matcher, &w);
-    let (status, body) = client.post("/api/v1/series", form).await?;
-    let sets = answer::parse_series(status, &body, &secrets).map_err(prom_err)?;
+    let (status, body) = client.post(first.path, first.form).await?;
+    let next = ex.series_answered(status, &body, &secrets).map_err(prom_err)?;
     drop(body);
-    if sets.is_empty() {
-        return Err(prom_err(PromError::Empty(format!(
-            "nothing matched {matcher} between {} and {} (check --selector, the window, and that Prometheus scrapes the engines and the DCGM exporter)",
-            query::iso(w.start_s),
-            query::iso(w.end_s)
-        ))));
-    }
-    let mut expr = matcher.clone();
-    let mut expected = sets.len();
-    if sets.len() > opts.limits.max_series {
-        // Keep whole instances, in name order, until the bound is reached.
-        let mut per_instance: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-        for s in &sets {
-            *per_instance.entry(s.get("instance").map_or("", String::as_str)).or_default() += 1;
-        }
-        let (mut kept, mut n) = (Vec::new(), 0);
-        for (inst, count) in &per_instance {
-            if n + count > opts.limits.max_series {
-                break;
-            }
-            n += count;
-            kept.push(*inst);
-        }
-        if kept.is_empty() {
-            cut.push(format!(
-                "{} series match; the first instance alone has more than --max-series {}: the range answer is cut",
-                sets.len(),
-                opts.limits.max_series
-            ));
-        } else {
-            let alternatives: Vec<String> = kept.iter().map(|i| regex_escape(i)).collect();
-            expr = format!(
-                "{},instance=~\"{}\"}}",
-                matcher.trim_end_matches('}'),
-                query::escape_value(&alternatives.join("|"))
-            );
-            cut.push(format!(
-                "{} series in {} instances match; {n} series of the first {} instances are read (--max-series {})",
-                sets.len(),
-                per_instance.len(),
-                kept.len(),
-                opts.limits.max_series
-            ));
-            expected = n;
-        }
-    }
-    let (w, note) =
-        w.fitted(expected.min(opts.limits.max_series), opts.limits.max_points).map_err(prom_err)?;
-    cut.extend(note);
-    let mut queries = vec![QueryRecord {
-        api: "/api/v1/series".into(),
-        expr: matcher.clone(),
-        graph_url: query::graph_url(&base, &matcher, &w),
-        series: sets.len(),
-    }];
-    drop(sets);
-
     // 2. The window itself.
-    let (status, body) = client.post("/api/v1/query_range", range_form(&expr, &w)).await?;
-    let m: Matrix =
-        answer::parse_matrix(status, &body, &secrets, opts.limits.max_series, opts.limits.max_points)
-            .map_err(prom_err)?;
-    drop(body);
-    queries.push(QueryRecord {
-        api: "/api/v1/query_range".into(),
-        expr: expr.clone(),
-        graph_url: query::graph_url(&base, &expr, &w),
-        series: m.series.len(),
-    });
-    let asked = Asked { url: base, selector: opts.selector.clone(), window: w, queries, cut };
-    replay::analyze(&m, asked, &Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
-}
-
-fn series_form(matcher: &str, w: &Window) -> String {
-    format!(
-        "match%5B%5D={}&start={}&end={}",
-        query::encode(matcher),
-        query::secs(w.start_s),
-        query::secs(w.end_s)
-    )
-}
-
-fn range_form(expr: &str, w: &Window) -> String {
-    format!(
-        "query={}&start={}&end={}&step={}",
-        query::encode(expr),
-        query::secs(w.start_s),
-        query::secs(w.end_s),
-        query::secs(w.step_s)
-    )
-}
-
-/// A literal inside an RE2 alternation.
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+    let (status, body) = client.post(next.path, next.form).await?;
+    ex.range_answered(status, &body, &Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
 }
 
 /// `--from`/`--to`: unix seconds (or ms, µs, ns by magnitude) or RFC 3339.
 pub fn parse_time(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let parsed = match t.parse::<f64>() {
-        Ok(x) => triage_core::analyze::time::from_number(x),
-        Err(_) => triage_core::analyze::time::parse_iso(t),
-    };
-    parsed
-        .ok_or_else(|| format!("expected unix seconds or an RFC 3339 time (2026-12-04T10:00:00Z), got {t:?}"))
+    exchange::parse_time(s)
 }
 
 #[cfg(test)]
@@ -346,12 +237,11 @@ mod tests {
     }
 
     #[test]
-    fn times_and_regexes() {
+    fn times_and_secrets() {
         assert_eq!(parse_time("1764460800").unwrap(), 1_764_460_800.0);
         assert_eq!(parse_time("1764460800000").unwrap(), 1_764_460_800.0);
         assert_eq!(parse_time("2025-11-30T00:00:00Z").unwrap(), 1_764_460_800.0);
         assert!(parse_time("yesterday").is_err());
-        assert_eq!(regex_escape("10.0.0.1:8000"), "10\\.0\\.0\\.1:8000");
         let s = secrets(&Auth::Basic("admin".into(), "correct-horse-battery".into()));
         assert!(!s.redact("x correct-horse-battery y").contains("horse"));
     }
