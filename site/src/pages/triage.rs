@@ -197,6 +197,7 @@ pub fn TriagePage() -> impl IntoView {
             {move || error.get().map(|e| fixed(view! { <p class="error">{e}</p> }))}
         </section>
         {move || result.get().map(|(report, inputs)| fixed(view! { <ReportView report inputs/> }))}
+        <super::prometheus::PromSource/>
     })
 }
 
@@ -221,6 +222,9 @@ fn FindingView(finding: Finding) -> impl IntoView {
                 <code>{finding.rule.clone()}</code>
                 <span class="confidence">{tx(lang, Msg::Confidence)} " " {format!("{:.2}", finding.confidence)}</span>
             </h3>
+            {finding.subject.as_ref().map(|s| fixed(view! {
+                <p data-testid="finding-subject">{tx(lang, Msg::FindingSubject)} ": " <code>{s.describe()}</code></p>
+            }))}
             <p>{finding.summary.clone()}</p>
             <h4>{tx(lang, Msg::Evidence)}</h4>
             <ul class="evidence">
