@@ -37,9 +37,13 @@ pub enum Command {
     Sim(Box<SimArgs>),
     /// Read logs, /metrics scrapes, nvidia-smi output, OOM tracebacks, request logs and client
     /// configs; name the failure class and the root causes with the lines that prove them.
+    /// With --prometheus URL, read the window from Prometheus instead (or as well): per replica
+    /// and per GPU, ranked across the fleet, every evidence line cited with a graph link.
     ///
-    /// Exit status: 0 when the analysis ran (whatever it found), 2 on usage errors.
-    Analyze(AnalyzeArgs),
+    /// Exit status: 0 when the analysis ran (whatever it found), 1 when Prometheus could not be
+    /// read (unreachable, slow, not Prometheus, an empty window), 2 on usage errors (a bad
+    /// selector or window, a missing credential variable).
+    Analyze(Box<AnalyzeArgs>),
     /// Estimate the KV cache vLLM allocates for a model (config.json or preset) on a GPU:
     /// bytes per token, blocks, tokens, concurrency, the max_model_len and max_num_seqs that
     /// fit; with --log, reconcile with the server's startup lines.
@@ -137,6 +141,59 @@ pub struct AnalyzeArgs {
     /// median under half of it, is a finding.
     #[arg(long, default_value_t = 200.0, value_parser = parse_positive_ms)]
     pub slo_itl_ms: f64,
+    /// Read the window from this Prometheus (or Thanos, Mimir, VictoriaMetrics) instead of, or
+    /// with, FILES: the engines' /metrics, DCGM GPU gauges and the gateway's llm_stream_* series,
+    /// per replica and per GPU. Base URL, e.g. http://prometheus:9090.
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// Start of the window: unix seconds or RFC 3339 (2026-12-04T10:00:00Z).
+    #[arg(long, requires = "prometheus", conflicts_with = "since", value_parser = crate::prometheus::parse_time)]
+    pub from: Option<f64>,
+    /// End of the window (default: now).
+    #[arg(long, requires = "prometheus", value_parser = crate::prometheus::parse_time)]
+    pub to: Option<f64>,
+    /// The window is this long, ending at --to (default 30m; e.g. 15m, 2h, 1d).
+    #[arg(long, requires = "prometheus", value_parser = parse_window)]
+    pub since: Option<Duration>,
+    /// Resolution of the range query (widened, with a note, when the points would exceed the bound).
+    #[arg(long, requires = "prometheus", default_value = "15s", value_parser = parse_duration)]
+    pub step: Duration,
+    /// Label matchers every series must match, e.g. '{namespace="llm",job=~"vllm.*"}'.
+    #[arg(long, requires = "prometheus", default_value = "")]
+    pub selector: String,
+    /// Environment variable holding a bearer token for Prometheus (never printed).
+    #[arg(long, requires = "prometheus", conflicts_with = "prometheus_basic_auth_env", value_name = "VAR")]
+    pub prometheus_token_env: Option<String>,
+    /// Environment variable holding USER:PASSWORD for basic auth (never printed).
+    #[arg(long, requires = "prometheus", value_name = "VAR")]
+    pub prometheus_basic_auth_env: Option<String>,
+    /// Deadline of each request to Prometheus.
+    #[arg(long, requires = "prometheus", default_value = "10s", value_parser = parse_duration)]
+    pub prometheus_query_timeout: Duration,
+    /// Deadline of the whole exchange with Prometheus.
+    #[arg(long, requires = "prometheus", default_value = "30s", value_parser = parse_duration)]
+    pub prometheus_timeout: Duration,
+    /// Most series read; past it whole instances are left out, and the report says which.
+    #[arg(long, requires = "prometheus", default_value_t = 5_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_series: u32,
+    /// Most points read in all; past it the step is widened, and the report says so.
+    #[arg(long, requires = "prometheus", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(10..=100_000_000))]
+    pub max_points: u64,
+    /// Largest answer read from Prometheus, in MiB.
+    #[arg(long, requires = "prometheus", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_body_mib: u32,
+}
+
+/// `--since`: like other durations, with days (`1d`), up to 90 days.
+pub fn parse_window(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Some(days) = t.strip_suffix('d') {
+        return match days.trim().parse::<f64>() {
+            Ok(d) if d.is_finite() && d > 0.0 && d <= 90.0 => Ok(Duration::from_secs_f64(d * 86_400.0)),
+            _ => Err(format!("invalid window {t:?}: expected e.g. 30m, 6h, 2d (at most 90d)")),
+        };
+    }
+    parse_duration(t)
 }
 
 fn parse_positive_ms(s: &str) -> Result<f64, String> {

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod kv;
 pub mod output;
 pub mod probe;
+pub mod prometheus;
 pub mod render;
 pub mod scripted_serve;
 pub mod sim;

@@ -9,7 +9,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use triage_cli::args::{AnalyzeArgs, Cli, Command, Format, ProbeArgs, ReportFormat};
 use triage_cli::output::{self, usage};
-use triage_cli::{analyze, demo, probe, render};
+use triage_cli::{analyze, demo, probe, prometheus, render};
 use triage_core::endpoint;
 use triage_core::timing::{StallConfig, TimerConfig};
 
@@ -152,13 +152,70 @@ fn cmd_analyze(args: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     }
     let lang = args.lang.into();
     let slo = triage_core::analyze::facts::Slo { ttft_ms: args.slo_ttft_ms, itl_ms: args.slo_itl_ms };
-    let report = analyze::analyze_paths_with(&args.files, lang, slo)?;
+    let report = match &args.prometheus {
+        None => analyze::analyze_paths_with(&args.files, lang, slo)?,
+        Some(url) => {
+            let opts = prometheus_options(args, url)?;
+            // Files given alongside are analysed together with the window; without files,
+            // standard input is not read.
+            let files = if args.files.is_empty() {
+                None
+            } else {
+                Some(analyze::analyze_paths_with(&args.files, lang, slo)?)
+            };
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            rt.block_on(prometheus::analyze(&opts, lang, slo, files))?
+        }
+    };
     match args.format {
         ReportFormat::Json => print_json(&(serde_json::to_string_pretty(&report)? + "\n"))?,
         ReportFormat::Text => print(&render::analyze_text_in(&report, lang))?,
         ReportFormat::Markdown => print(&render::analyze_markdown_in(&report, lang))?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--prometheus` and its flags, the credential read from the environment variable named.
+fn prometheus_options(args: &AnalyzeArgs, url: &str) -> anyhow::Result<prometheus::PromOptions> {
+    let env = |flag: &str, var: &str| -> anyhow::Result<String> {
+        match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
+            _ => usage(format!("{flag} {var}: that environment variable is not set (or empty)")),
+        }
+    };
+    let auth = match (&args.prometheus_token_env, &args.prometheus_basic_auth_env) {
+        (Some(var), _) => prometheus::Auth::Bearer(env("--prometheus-token-env", var)?),
+        (None, Some(var)) => match env("--prometheus-basic-auth-env", var)?.split_once(':') {
+            Some((u, p)) => prometheus::Auth::Basic(u.to_owned(), p.to_owned()),
+            None => return usage(format!("--prometheus-basic-auth-env {var}: expected USER:PASSWORD")),
+        },
+        (None, None) => prometheus::Auth::None,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64().floor());
+    let end_s = args.to.unwrap_or(now);
+    let start_s = match (args.from, args.since) {
+        (Some(from), _) => from,
+        (None, Some(since)) => end_s - since.as_secs_f64(),
+        (None, None) => end_s - 1800.0,
+    };
+    Ok(prometheus::PromOptions {
+        url: url.to_owned(),
+        selector: args.selector.clone(),
+        window: triage_core::prometheus::query::Window { start_s, end_s, step_s: args.step.as_secs_f64() },
+        auth,
+        query_timeout: args.prometheus_query_timeout,
+        total_timeout: args.prometheus_timeout,
+        limits: triage_core::prometheus::Limits {
+            max_series: args.max_series as usize,
+            max_points: args.max_points,
+        },
+        max_body_bytes: (args.max_body_mib as usize) << 20,
+    })
 }
 
 async fn cmd_demo(format: Format) -> anyhow::Result<ExitCode> {

@@ -188,10 +188,17 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
             f.confidence
         );
         let _ = writeln!(out, "   {}", f.summary);
+        if let Some(about) = &f.subject {
+            let _ = writeln!(out, "   {} {}", l("about:", "对象："), about.describe());
+        }
         if !f.evidence.is_empty() {
             let _ = writeln!(out, "   {}", l("evidence:", "证据："));
             for e in &f.evidence {
                 let _ = writeln!(out, "     {}:{}  {}", e.input, e.line, e.text);
+                if let Some(c) = citation(r, e) {
+                    let _ = writeln!(out, "       ↳ {} = {} {} {}", c.expr, c.value, l("at", "于"), c.at);
+                    let _ = writeln!(out, "         {}", c.graph_url);
+                }
             }
         }
         if !f.remediation.is_empty() {
@@ -219,6 +226,9 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
                 ),
             }
         );
+    }
+    if let Some(p) = &r.prometheus {
+        prometheus_text(&mut out, p, lang);
     }
     let _ = writeln!(out, "\n{}", l("inputs:", "输入："));
     for i in &r.inputs {
@@ -316,10 +326,25 @@ pub fn analyze_markdown_in(r: &Report, lang: Lang) -> String {
             f.confidence
         );
         let _ = writeln!(out, "{}\n", f.summary);
+        if let Some(about) = &f.subject {
+            let _ = writeln!(out, "{} `{}`\n", l("About:", "对象："), about.describe().replace('`', "'"));
+        }
         if !f.evidence.is_empty() {
             let _ = writeln!(out, "{}\n", l("Evidence:", "证据："));
             for e in &f.evidence {
                 let _ = writeln!(out, "- `{}:{}` `{}`", e.input, e.line, e.text.replace('`', "'"));
+                if let Some(c) = citation(r, e) {
+                    let _ = writeln!(
+                        out,
+                        "  - `{}` = {} {} {} ([{}]({}))",
+                        c.expr.replace('`', "'"),
+                        c.value,
+                        l("at", "于"),
+                        c.at,
+                        l("graph", "图表"),
+                        md_url(&c.graph_url)
+                    );
+                }
             }
             out.push('\n');
         }
@@ -337,6 +362,9 @@ pub fn analyze_markdown_in(r: &Report, lang: Lang) -> String {
             }
             out.push('\n');
         }
+    }
+    if let Some(p) = &r.prometheus {
+        prometheus_markdown(&mut out, p, lang);
     }
     let _ = writeln!(
         out,
@@ -387,4 +415,260 @@ pub fn analyze_markdown_in(r: &Report, lang: Lang) -> String {
         }
     }
     out
+}
+
+/// The citation behind an evidence line, when it came from a Prometheus series.
+fn citation<'a>(
+    r: &'a Report,
+    e: &triage_core::analyze::report::EvidenceLine,
+) -> Option<&'a triage_core::prometheus::Citation> {
+    r.prometheus.as_ref()?.citations.iter().find(|c| c.input == e.input && c.line == e.line)
+}
+
+/// A URL inside Markdown link parentheses: the characters that would end it, encoded.
+fn md_url(u: &str) -> String {
+    u.replace('(', "%28").replace(')', "%29").replace(' ', "%20")
+}
+
+fn opt_num(v: Option<f64>) -> String {
+    v.map_or("-".to_owned(), |x| {
+        let t = format!("{x:.3}");
+        t.trim_end_matches('0').trim_end_matches('.').to_owned()
+    })
+}
+
+/// The `prometheus` input: server, window, queries, cuts, groups and the fleet view.
+fn prometheus_text(out: &mut String, p: &triage_core::prometheus::PrometheusInput, lang: Lang) {
+    let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
+    let _ = writeln!(out, "\n{}", l("from Prometheus:", "来自 Prometheus："));
+    let _ = writeln!(out, "  {} {}", l("server:", "服务器："), p.url);
+    let _ = writeln!(
+        out,
+        "  {} {} → {} ({} {} s)",
+        l("window:", "时间窗："),
+        p.start,
+        p.end,
+        l("step", "步长"),
+        p.step_s
+    );
+    if !p.selector.trim().is_empty() {
+        let _ = writeln!(out, "  {} {}", l("selector:", "选择器："), p.selector);
+    }
+    let _ = writeln!(
+        out,
+        "  {}",
+        lang.pick(
+            format!("read: {} series, {} points", p.series, p.points),
+            format!("读取：{} 个序列，{} 个点", p.series, p.points)
+        )
+    );
+    for q in &p.queries {
+        let _ = writeln!(out, "  {} {} ({} series)", q.api, q.expr, q.series);
+        let _ = writeln!(out, "      {}", q.graph_url);
+    }
+    for c in &p.cut {
+        let _ = writeln!(out, "  {} {c}", l("cut:", "截断："));
+    }
+    if !p.fleet.replicas.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} {}",
+            l("fleet — replicas ranked by", "集群 — 副本排序依据"),
+            p.fleet.ranked_by
+        );
+        let _ = writeln!(
+            out,
+            "  {:<28} {:<15} {:>22} {:>22} {:>8} {:>7} {:>10}",
+            "replica", "verdict", "TTFT p99 (s)", "ITL p99 (s)", "waiting", "KV", "gen tok/s"
+        );
+        for r in &p.fleet.replicas {
+            let who = r.subject.instance.as_deref().or(r.subject.pod.as_deref()).unwrap_or("-");
+            let _ = writeln!(
+                out,
+                "  {:<28} {:<15} {:>22} {:>22} {:>8} {:>7} {:>10}",
+                who,
+                r.verdict.as_str(),
+                r.ttft_p99.as_deref().unwrap_or("-"),
+                r.itl_p99.as_deref().unwrap_or("-"),
+                opt_num(r.waiting_max),
+                opt_num(r.kv_usage_max),
+                opt_num(r.generation_tokens_per_s)
+            );
+        }
+    }
+    if !p.fleet.gateways.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            l("gateways (llm_stream_*, as clients saw it):", "网关（llm_stream_*，客户端视角）：")
+        );
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>22} {:>22} {:>8} {:>8}",
+            "instance", "TTFT p99 (s)", "ITL p99 (s)", "req/s", "err/s"
+        );
+        for g in &p.fleet.gateways {
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>22} {:>22} {:>8} {:>8}",
+                g.subject.instance.as_deref().or(g.subject.pod.as_deref()).unwrap_or("-"),
+                g.ttft_p99.as_deref().unwrap_or("-"),
+                g.itl_p99.as_deref().unwrap_or("-"),
+                opt_num(g.requests_per_s),
+                opt_num(g.errors_per_s)
+            );
+        }
+    }
+    if !p.fleet.gpus.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            l(
+                "fleet — GPUs ranked by SM clock against their node's peers",
+                "集群 — GPU 按 SM 时钟与同节点其他卡之比排序"
+            )
+        );
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>4} {:>9} {:>9} {:>6} {:>6} {:>6}",
+            "Hostname", "gpu", "SM MHz", "peers", "ratio", "°C", "util%"
+        );
+        for g in p.fleet.gpus.iter().take(32) {
+            let host = g.subject.hostname.as_deref().or(g.subject.instance.as_deref()).unwrap_or("-");
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>4} {:>9} {:>9} {:>6} {:>6} {:>6}",
+                host,
+                g.subject.gpu.as_deref().unwrap_or("-"),
+                opt_num(Some(g.sm_clock_mhz)),
+                opt_num(g.peer_median_mhz),
+                opt_num(g.ratio),
+                opt_num(g.temp_c),
+                opt_num(g.util_pct)
+            );
+        }
+        if p.fleet.gpus.len() > 32 {
+            let more = p.fleet.gpus.len() - 32;
+            let _ = writeln!(
+                out,
+                "{}",
+                lang.pick(format!("  … {more} more GPU(s)"), format!("  … 另有 {more} 张 GPU"))
+            );
+        }
+    }
+}
+
+fn prometheus_markdown(out: &mut String, p: &triage_core::prometheus::PrometheusInput, lang: Lang) {
+    let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
+    let _ = writeln!(out, "## {}\n", l("From Prometheus", "来自 Prometheus"));
+    let _ = writeln!(out, "- {} `{}`", l("server:", "服务器："), p.url.replace('`', "'"));
+    let _ = writeln!(
+        out,
+        "- {} {} → {} ({} {} s)",
+        l("window:", "时间窗："),
+        p.start,
+        p.end,
+        l("step", "步长"),
+        p.step_s
+    );
+    if !p.selector.trim().is_empty() {
+        let _ = writeln!(out, "- {} `{}`", l("selector:", "选择器："), p.selector.replace('`', "'"));
+    }
+    let _ = writeln!(
+        out,
+        "- {}",
+        lang.pick(
+            format!("read: {} series, {} points", p.series, p.points),
+            format!("读取：{} 个序列，{} 个点", p.series, p.points)
+        )
+    );
+    for q in &p.queries {
+        let _ = writeln!(
+            out,
+            "- `{}` `{}` ({} series, [{}]({}))",
+            q.api,
+            q.expr.replace('`', "'"),
+            q.series,
+            l("graph", "图表"),
+            md_url(&q.graph_url)
+        );
+    }
+    for c in &p.cut {
+        let _ = writeln!(out, "- {} {}", l("cut:", "截断："), md_escape(c));
+    }
+    out.push('\n');
+    if !p.fleet.replicas.is_empty() {
+        let _ = writeln!(out, "{} `{}`\n", l("Replicas ranked by", "副本排序依据"), p.fleet.ranked_by);
+        let _ = writeln!(
+            out,
+            "| replica | verdict | TTFT p99 (s) | ITL p99 (s) | waiting | KV | gen tok/s |\n| --- | --- | --- | --- | --- | --- | --- |"
+        );
+        for r in &p.fleet.replicas {
+            let who = r.subject.instance.as_deref().or(r.subject.pod.as_deref()).unwrap_or("-");
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                md_escape(who),
+                r.verdict.as_str(),
+                md_escape(r.ttft_p99.as_deref().unwrap_or("-")),
+                md_escape(r.itl_p99.as_deref().unwrap_or("-")),
+                opt_num(r.waiting_max),
+                opt_num(r.kv_usage_max),
+                opt_num(r.generation_tokens_per_s)
+            );
+        }
+        out.push('\n');
+    }
+    if !p.fleet.gateways.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}\n",
+            l("Gateways (llm_stream_*, as clients saw it):", "网关（llm_stream_*，客户端视角）：")
+        );
+        let _ = writeln!(
+            out,
+            "| instance | TTFT p99 (s) | ITL p99 (s) | req/s | err/s |\n| --- | --- | --- | --- | --- |"
+        );
+        for g in &p.fleet.gateways {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                md_escape(g.subject.instance.as_deref().or(g.subject.pod.as_deref()).unwrap_or("-")),
+                md_escape(g.ttft_p99.as_deref().unwrap_or("-")),
+                md_escape(g.itl_p99.as_deref().unwrap_or("-")),
+                opt_num(g.requests_per_s),
+                opt_num(g.errors_per_s)
+            );
+        }
+        out.push('\n');
+    }
+    if !p.fleet.gpus.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}\n",
+            l(
+                "GPUs ranked by SM clock against their node's peers:",
+                "GPU 按 SM 时钟与同节点其他卡之比排序："
+            )
+        );
+        let _ = writeln!(
+            out,
+            "| Hostname | gpu | UUID | SM MHz | peers | ratio | °C | util % |\n| --- | --- | --- | --- | --- | --- | --- | --- |"
+        );
+        for g in p.fleet.gpus.iter().take(32) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                md_escape(g.subject.hostname.as_deref().or(g.subject.instance.as_deref()).unwrap_or("-")),
+                md_escape(g.subject.gpu.as_deref().unwrap_or("-")),
+                md_escape(g.subject.uuid.as_deref().unwrap_or("-")),
+                opt_num(Some(g.sm_clock_mhz)),
+                opt_num(g.peer_median_mhz),
+                opt_num(g.ratio),
+                opt_num(g.temp_c),
+                opt_num(g.util_pct)
+            );
+        }
+        out.push('\n');
+    }
 }

@@ -14,6 +14,7 @@ pub mod gpu;
 pub mod kv;
 pub mod lang;
 pub mod probe;
+pub mod prometheus;
 pub mod safe;
 pub mod sse;
 pub mod stats;

@@ -332,6 +332,7 @@ impl Analyzer {
             inputs: self.sections,
             figures: figures::figures(&facts, lang),
             series: figures::series(&facts),
+            prometheus: None,
         }
     }
 }

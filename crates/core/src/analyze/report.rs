@@ -134,6 +134,47 @@ pub struct Finding {
     pub remediation: Vec<String>,
     /// What to look at next when the evidence is not enough.
     pub next_checks: Vec<String>,
+    /// Which replica or GPU the finding is about, when the input says (`triage analyze
+    /// --prometheus`: the series' `instance`, `pod`, `model_name`, `gpu`, `UUID`, `Hostname`).
+    /// Absent for pasted inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+}
+
+/// A replica or a GPU, named by the labels its series carry. Values came from outside: they
+/// are redacted and cut ([`super::text::quote_redacted`]) before they are kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Subject {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
+    /// The GPU index (DCGM's `gpu` label).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    #[serde(rename = "UUID", default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    #[serde(rename = "Hostname", default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+}
+
+impl Subject {
+    /// `instance="10.0.0.7:8000", gpu="3"`: the labels that are set, in a fixed order.
+    pub fn describe(&self) -> String {
+        let pairs = [
+            ("instance", &self.instance),
+            ("pod", &self.pod),
+            ("model_name", &self.model_name),
+            ("Hostname", &self.hostname),
+            ("gpu", &self.gpu),
+            ("UUID", &self.uuid),
+        ];
+        let set: Vec<String> =
+            pairs.iter().filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}=\"{v}\""))).collect();
+        set.join(", ")
+    }
 }
 
 /// A problem reading an input, with its line.
@@ -379,4 +420,9 @@ pub struct Report {
     /// point) or plain values (a sample: x is the index). Bounded: at most 2,000 points each.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub series: BTreeMap<String, Vec<[f64; 2]>>,
+    /// The Prometheus window read by `triage analyze --prometheus` (input kind `prometheus`):
+    /// server, window, queries, counts, what was cut, the fleet view and the citations behind
+    /// the evidence. Absent for pasted inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<crate::prometheus::PrometheusInput>,
 }

@@ -132,6 +132,7 @@ impl RuleDoc {
             evidence,
             remediation,
             next_checks,
+            subject: None,
         }
     }
 

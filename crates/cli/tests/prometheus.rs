@@ -1,0 +1,537 @@
+//! `triage analyze --prometheus` against a real Prometheus and against hostile servers.
+//!
+//! The real one: a small fleet written here as OpenMetrics, backfilled into TSDB blocks with
+//! `promtool tsdb create-blocks-from openmetrics`, served by `/usr/bin/prometheus` on a free
+//! port of 127.0.0.1 (killed on drop). Needs Debian's `prometheus` package (`.ci/run` installs
+//! it); set `TRIAGE_SKIP_PROMETHEUS=1` to skip the real-server test on a machine without it.
+//!
+//! The hostile ones: a thread on 127.0.0.1 per test that answers a bounded number of
+//! connections with raw bytes and stops by itself (slow, erroring, flooding, not Prometheus,
+//! redirecting, echoing the token).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn triage() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
+    c.stdin(Stdio::null());
+    c
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+const STEP: u64 = 15;
+const POINTS: u64 = 41;
+
+/// One series of the fleet: name, labels, value at step k.
+type Gen = (&'static str, Vec<(&'static str, String)>, Box<dyn Fn(u64) -> f64>);
+
+fn replica(
+    fleet: &'static str,
+    instance: &str,
+    waiting: f64,
+    slow_ttft: bool,
+    gen_per_step: f64,
+) -> Vec<Gen> {
+    let l = |extra: &[(&'static str, &str)]| {
+        let mut v = vec![
+            ("fleet", fleet.to_owned()),
+            ("instance", instance.to_owned()),
+            ("job", "vllm".to_owned()),
+            ("model_name", "Qwen/Qwen3-8B".to_owned()),
+            ("pod", format!("vllm-{}", instance.split(':').next().unwrap_or(""))),
+        ];
+        v.extend(extra.iter().map(|(k, x)| (*k, (*x).to_owned())));
+        v
+    };
+    let mut out: Vec<Gen> = vec![
+        ("vllm:num_requests_running", l(&[]), Box::new(|_| 32.0)),
+        ("vllm:num_requests_waiting", l(&[]), Box::new(move |k| if k > 10 { waiting } else { 0.0 })),
+        ("vllm:kv_cache_usage_perc", l(&[]), Box::new(|_| 0.45)),
+        ("vllm:generation_tokens_total", l(&[]), Box::new(move |k| 1e5 + k as f64 * gen_per_step)),
+        ("vllm:num_preemptions_total", l(&[]), Box::new(|_| 3.0)),
+    ];
+    for (le, fast, slow) in
+        [("0.1", 50.0, 1.0), ("1.0", 100.0, 2.0), ("10.0", 100.0, 100.0), ("+Inf", 100.0, 100.0)]
+    {
+        let per = if slow_ttft { slow } else { fast };
+        out.push((
+            "vllm:time_to_first_token_seconds_bucket",
+            l(&[("le", le)]),
+            Box::new(move |k| per * k as f64),
+        ));
+    }
+    out
+}
+
+fn node(fleet: &'static str, host: &str, slow: Option<u32>) -> Vec<Gen> {
+    let mut out: Vec<Gen> = Vec::new();
+    for gpu in 0..4u32 {
+        let l = vec![
+            ("Hostname", host.to_owned()),
+            ("UUID", format!("GPU-{host}-000{gpu}")),
+            ("fleet", fleet.to_owned()),
+            ("gpu", gpu.to_string()),
+            ("instance", format!("{host}:9400")),
+            ("job", "dcgm".to_owned()),
+            ("modelName", "NVIDIA H200".to_owned()),
+        ];
+        let is_slow = slow == Some(gpu);
+        let c =
+            |v: f64, s: f64| -> Box<dyn Fn(u64) -> f64> { Box::new(move |_| if is_slow { s } else { v }) };
+        out.push(("DCGM_FI_DEV_SM_CLOCK", l.clone(), c(1980.0, 840.0)));
+        out.push(("DCGM_FI_DEV_GPU_UTIL", l.clone(), c(100.0, 100.0)));
+        out.push(("DCGM_FI_DEV_GPU_TEMP", l.clone(), c(62.0, 87.0)));
+        out.push(("DCGM_FI_DEV_POWER_USAGE", l.clone(), c(650.0, 420.0)));
+        out.push(("DCGM_FI_DEV_FB_USED", l.clone(), c(126_000.0, 126_000.0)));
+        out.push(("DCGM_FI_DEV_FB_FREE", l.clone(), c(17_000.0, 17_000.0)));
+        out.push(("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", l, c(0.0, 8.0)));
+    }
+    out
+}
+
+/// The fleets: `queue` (replica b of two queues, its TTFT tail long), `gpu` (GPU 2 of node-g
+/// throttled, next to a healthy replica), `stall` (a replica running with no tokens out),
+/// `healthy`.
+fn fleet() -> Vec<Gen> {
+    let mut v = Vec::new();
+    v.extend(replica("queue", "queue-a:8000", 0.0, false, 600.0));
+    v.extend(replica("queue", "queue-b:8000", 45.0, true, 300.0));
+    v.extend(replica("gpu", "gpu-a:8000", 0.0, false, 600.0));
+    v.extend(node("gpu", "node-g", Some(2)));
+    v.extend(replica("healthy", "ok-a:8000", 0.0, false, 600.0));
+    v.extend(replica("healthy", "ok-b:8000", 0.0, false, 550.0));
+    v.extend(node("healthy", "node-h", None));
+    v.push((
+        "vllm:num_requests_running",
+        vec![("fleet", "stall".to_owned()), ("instance", "stuck:8000".to_owned())],
+        Box::new(|_| 12.0),
+    ));
+    v.push((
+        "vllm:generation_tokens_total",
+        vec![("fleet", "stall".to_owned()), ("instance", "stuck:8000".to_owned())],
+        Box::new(|_| 77_000.0),
+    ));
+    v
+}
+
+/// OpenMetrics text of the fleet from `t0` (unix s): every sample of a series together, in time
+/// order, as promtool wants it.
+fn openmetrics(t0: u64) -> String {
+    let mut gens = fleet();
+    gens.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out = String::new();
+    for (name, labels, f) in &gens {
+        let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        for k in 0..POINTS {
+            out.push_str(&format!("{name}{{{}}} {} {}\n", l.join(","), f(k), t0 + k * STEP));
+        }
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+struct Prom {
+    _child: Killed,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Drop for Prom {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Backfill the fleet at `t0` and start Prometheus on it; `None` when skipped.
+fn start_prometheus(t0: u64) -> Option<Prom> {
+    let (prom, promtool) = (Path::new("/usr/bin/prometheus"), Path::new("/usr/bin/promtool"));
+    if !prom.exists() || !promtool.exists() {
+        if std::env::var_os("TRIAGE_SKIP_PROMETHEUS").is_some() {
+            eprintln!("skipped: no /usr/bin/prometheus and TRIAGE_SKIP_PROMETHEUS is set");
+            return None;
+        }
+        panic!(
+            "this test needs a real Prometheus: `apt-get install prometheus` (or set TRIAGE_SKIP_PROMETHEUS=1)"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("triage-cli-prom-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let om = dir.join("fleet.om");
+    std::fs::write(&om, openmetrics(t0)).unwrap();
+    let made = Command::new(promtool)
+        .args(["tsdb", "create-blocks-from", "openmetrics"])
+        .arg(&om)
+        .arg(dir.join("data"))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "promtool: {}", text(&made));
+    let config = dir.join("prometheus.yml");
+    std::fs::write(&config, "global:\n  scrape_interval: 15s\nscrape_configs: []\n").unwrap();
+    let port = free_port();
+    let child = Killed(
+        Command::new(prom)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--storage.tsdb.retention.time=30d")
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "prometheus did not become ready within 30 s");
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.write_all(b"GET /-/ready HTTP/1.0\r\n\r\n");
+            let mut answer = String::new();
+            let _ = s.read_to_string(&mut answer);
+            if answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200") {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Some(Prom { _child: child, url: format!("http://127.0.0.1:{port}"), dir })
+}
+
+fn analyze(url: &str, extra: &[&str]) -> Output {
+    triage().args(["analyze", "--prometheus", url]).args(extra).output().unwrap()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
+}
+
+#[test]
+fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let t0 = (now - 3 * 3600) / STEP * STEP;
+    let Some(prom) = start_prometheus(t0) else { return };
+    let (from, to) = (t0.to_string(), (t0 + (POINTS - 1) * STEP).to_string());
+    let window = ["--from", from.as_str(), "--to", to.as_str(), "--step", "15s", "--format", "json"];
+    let run = |fleet: &str| {
+        let sel = format!("{{fleet=\"{fleet}\"}}");
+        let out = analyze(&prom.url, &[&window[..], &["--selector", &sel]].concat());
+        assert!(out.status.success(), "{fleet}: {}", text(&out));
+        json(&out)
+    };
+
+    let r = run("queue");
+    assert_eq!(r["verdict"], "TTFT_HIGH", "{r:#}");
+    assert_eq!(r["findings"][0]["rule"], "queueing-exceeds-capacity");
+    assert_eq!(r["findings"][0]["subject"]["instance"], "queue-b:8000");
+    assert_eq!(r["findings"][0]["subject"]["model_name"], "Qwen/Qwen3-8B");
+    let p = &r["prometheus"];
+    assert_eq!(p["kind"], "prometheus");
+    assert_eq!(p["fleet"]["replicas"][0]["subject"]["instance"], "queue-b:8000");
+    assert_eq!(p["series"], 18);
+    assert_eq!(p["queries"].as_array().unwrap().len(), 2);
+    let e = &r["findings"][0]["evidence"][0];
+    let c = p["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["input"] == e["input"] && c["line"] == e["line"])
+        .unwrap();
+    assert_eq!(c["labels"]["__name__"], "vllm:num_requests_waiting");
+    assert_eq!(c["value"], 45.0);
+    assert_eq!(c["at_unix_s"].as_f64(), Some((t0 + (POINTS - 1) * STEP) as f64));
+    // The graph link opens the same series in Prometheus's own UI, which answers it.
+    let link = c["graph_url"].as_str().unwrap();
+    assert!(
+        link.starts_with(&format!("{}/graph?g0.expr=vllm%3Anum_requests_waiting%7B", prom.url)),
+        "{link}"
+    );
+
+    let r = run("gpu");
+    assert_eq!(r["verdict"], "TBT_TAIL", "{r:#}");
+    assert_eq!(r["findings"][0]["rule"], "slow-gpu");
+    let about = &r["findings"][0]["subject"];
+    assert_eq!(
+        (&about["Hostname"], &about["gpu"], &about["UUID"]),
+        (&"node-g".into(), &"2".into(), &"GPU-node-g-0002".into())
+    );
+    assert_eq!(r["prometheus"]["fleet"]["gpus"][0]["subject"]["gpu"], "2");
+
+    let r = run("stall");
+    assert_eq!(r["verdict"], "THROUGHPUT_ZERO", "{r:#}");
+    assert_eq!(r["findings"][0]["rule"], "scheduler-stall");
+    assert_eq!(r["findings"][0]["subject"]["instance"], "stuck:8000");
+
+    let r = run("healthy");
+    assert_eq!(r["verdict"], "HEALTHY", "{r:#}");
+    assert!(r["findings"].as_array().unwrap().is_empty(), "{r:#}");
+    assert!(r["inputs"].as_array().unwrap().len() >= 3, "evidence of health: {r:#}");
+    assert!(r["prometheus"]["groups"].as_array().unwrap().iter().all(|g| g["verdict"] == "HEALTHY"));
+
+    // Text names the replica and links the graph.
+    let out = analyze(&prom.url, &["--from", &from, "--to", &to, "--selector", "{fleet=\"queue\"}"]);
+    let t = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(t.contains("about: instance=\"queue-b:8000\""), "{t}");
+    assert!(t.contains("/graph?g0.expr="), "{t}");
+    assert!(t.contains("fleet — replicas ranked by ttft_p99"), "{t}");
+    let out = analyze(
+        &prom.url,
+        &["--from", &from, "--to", &to, "--selector", "{fleet=\"gpu\"}", "--format", "markdown"],
+    );
+    let t = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(t.contains("## From Prometheus") && t.contains("| node-g | 2 | GPU-node-g-0002 | 840 |"), "{t}");
+
+    // Files given alongside are analysed together with the window.
+    let dir = std::env::temp_dir().join(format!("triage-cli-prom-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let oom = dir.join("oom.txt");
+    std::fs::write(&oom, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free.\n").unwrap();
+    let out = analyze(
+        &prom.url,
+        &[&window[..], &["--selector", "{fleet=\"healthy\"}"], &[oom.to_str().unwrap()]].concat(),
+    );
+    let r = json(&out);
+    assert_eq!(r["verdict"], "OOM", "{r:#}");
+    assert!(r["inputs"].as_array().unwrap().iter().any(|i| i["name"] == oom.to_str().unwrap()));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // An empty window, a selector Prometheus refuses, a selector we refuse.
+    let out = analyze(&prom.url, &["--from", "1000000000", "--to", "1000000600"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("no series in the window"), "{}", text(&out));
+    let out = analyze(&prom.url, &[&window[..], &["--selector", "{job=~\"(\"}"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("bad_data"), "{}", text(&out));
+    let out = analyze(&prom.url, &["--selector", "{job=vllm}"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("bad --selector"), "{}", text(&out));
+
+    // Bounds: fewer series than match — whole instances are left out, and the report says so.
+    let out = analyze(
+        &prom.url,
+        &[&window[..], &["--selector", "{fleet=\"queue\"}", "--max-series", "10"]].concat(),
+    );
+    let r = json(&out);
+    assert_eq!(r["prometheus"]["series"], 9, "{r:#}");
+    assert!(r["prometheus"]["cut"][0].as_str().unwrap().contains("18 series in 2 instances match"), "{r:#}");
+}
+
+/// A server on 127.0.0.1 answering at most `max` connections within 10 s with `answer`, after
+/// reading the request; records each request's head.
+fn serve(max: usize, answer: impl Fn(&mut TcpStream) + Send + 'static) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let h = Arc::clone(&heads);
+    std::thread::spawn(move || {
+        let stop = Instant::now() + Duration::from_secs(10);
+        let mut served = 0;
+        while served < max && Instant::now() < stop {
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            served += 1;
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
+            h.lock().unwrap().push(read_request(&mut stream));
+            answer(&mut stream);
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    });
+    (format!("http://127.0.0.1:{port}"), heads)
+}
+
+fn read_request(stream: &mut TcpStream) -> String {
+    let mut r = BufReader::new(stream.try_clone().unwrap());
+    let (mut head, mut length) = (String::new(), 0usize);
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 || head.len() > 64 * 1024 {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        head.push_str(&line);
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0u8; length.min(1 << 20)];
+    let _ = r.read_exact(&mut body);
+    head
+}
+
+fn respond(stream: &mut TcpStream, status: &str, content_type: &str, body: &str) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+const TOKEN: &str = "prom-bearer-secret-0123456789";
+
+#[test]
+fn hostile_servers_end_in_clear_errors_within_the_deadlines() {
+    // Slow: reads the request, answers nothing for 4 s.
+    let (url, _) = serve(1, |_| std::thread::sleep(Duration::from_secs(4)));
+    let started = Instant::now();
+    let out = analyze(&url, &["--prometheus-query-timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("no complete answer within 1 s"), "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+
+    // The overall deadline is shorter than the per-query one.
+    let (url, _) = serve(1, |_| std::thread::sleep(Duration::from_secs(4)));
+    let out = analyze(&url, &["--prometheus-timeout", "1s"]);
+    assert!(text(&out).contains("overall deadline"), "{}", text(&out));
+
+    // An error status without Prometheus's JSON.
+    let (url, _) =
+        serve(1, |s| respond(s, "503 Service Unavailable", "text/plain", "upstream connect error"));
+    let out = analyze(&url, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("HTTP 503") && text(&out).contains("upstream connect error"),
+        "{}",
+        text(&out)
+    );
+
+    // Prometheus's own error that is not the user's fault.
+    let (url, _) = serve(1, |s| {
+        respond(
+            s,
+            "503 Service Unavailable",
+            "application/json",
+            r#"{"status":"error","errorType":"unavailable","error":"TSDB not ready"}"#,
+        )
+    });
+    let out = analyze(&url, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("Prometheus refused the query (HTTP 503, unavailable): TSDB not ready"),
+        "{}",
+        text(&out)
+    );
+
+    // Not Prometheus: a login page.
+    let (url, _) = serve(1, |s| respond(s, "200 OK", "text/html", "<html><title>Grafana</title></html>"));
+    let out = analyze(&url, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("not a Prometheus server"), "{}", text(&out));
+
+    // A flood: an endless answer is cut at the byte bound.
+    let (url, _) = serve(1, |s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"status\":\"success\",\"data\":[");
+        let chunk = "{\"__name__\":\"vllm:x\",\"instance\":\"a\"},".repeat(1000);
+        let stop = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < stop && s.write_all(chunk.as_bytes()).is_ok() {}
+    });
+    let out = analyze(&url, &["--max-body-mib", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("larger than 1 MiB"), "{}", text(&out));
+
+    // Unreachable: a port nobody listens on.
+    let port = free_port();
+    let out = analyze(&format!("http://127.0.0.1:{port}"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("cannot connect"), "{}", text(&out));
+
+    // A redirect is not followed (the token would go elsewhere).
+    let (url, heads) = serve(2, |s| {
+        let _ = s.write_all(b"HTTP/1.1 302 Found\r\nlocation: http://evil.example/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    });
+    let out = triage()
+        .args(["analyze", "--prometheus", &url, "--prometheus-token-env", "PROM_TOKEN"])
+        .env("PROM_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("redirects"), "{}", text(&out));
+    assert_eq!(heads.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn credentials_are_sent_and_never_printed() {
+    // The server echoes the Authorization header back in its error: the token must not show.
+    let (url, heads) = serve(1, |s| {
+        respond(
+            s,
+            "400 Bad Request",
+            "application/json",
+            &format!(r#"{{"status":"error","errorType":"bad_data","error":"bad token Bearer {TOKEN}"}}"#),
+        )
+    });
+    let out = triage()
+        .args(["analyze", "--prometheus", &url, "--prometheus-token-env", "PROM_TOKEN", "--format", "json"])
+        .env("PROM_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!text(&out).contains(TOKEN), "{}", text(&out));
+    assert!(text(&out).contains("bad_data"), "{}", text(&out));
+    let head = heads.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(head.starts_with("post /api/v1/series "), "{head}");
+    assert!(head.contains(&format!("authorization: bearer {}", TOKEN.to_ascii_lowercase())), "{head}");
+
+    // Basic auth from USER:PASSWORD.
+    let (url, heads) = serve(1, |s| respond(s, "401 Unauthorized", "text/plain", "Unauthorized"));
+    let out = triage()
+        .args(["analyze", "--prometheus", &url, "--prometheus-basic-auth-env", "PROM_AUTH"])
+        .env("PROM_AUTH", "admin:s3cret-password-42")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!text(&out).contains("s3cret"), "{}", text(&out));
+    assert!(heads.lock().unwrap()[0].to_ascii_lowercase().contains("authorization: basic "), "{:?}", heads);
+
+    // Usage errors: a variable that is not set, credentials in the URL, flags without --prometheus.
+    let out = triage()
+        .args([
+            "analyze",
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--prometheus-token-env",
+            "TRIAGE_NO_SUCH_VAR",
+        ])
+        .env_remove("TRIAGE_NO_SUCH_VAR")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out =
+        triage().args(["analyze", "--prometheus", "http://admin:hunter22@127.0.0.1:9"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!text(&out).contains("hunter22"), "{}", text(&out));
+    let out = triage().args(["analyze", "--since", "30m"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = triage()
+        .args(["analyze", "--prometheus", "http://127.0.0.1:9", "--from", "2000", "--to", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("bad window"), "{}", text(&out));
+}

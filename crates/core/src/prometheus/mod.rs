@@ -1,0 +1,233 @@
+//! Diagnose straight from Prometheus (or Thanos, Mimir, VictoriaMetrics: the same HTTP API),
+//! without HTTP: the host fetches, this module asks the questions and reads the answers.
+//!
+//! - `query.rs` — the user's `--selector` read and checked, the one series matcher for every
+//!   family the rules know ([`query::FAMILIES`]), the `/api/v1/series` and `/api/v1/query_range`
+//!   paths, the window fitted to the point bound, the graph-UI link, UTC timestamps.
+//! - `answer.rs` — the JSON answers read with bounds on series and points (what was cut is
+//!   said), and every failure classified ([`PromError`]).
+//! - `replay.rs` — the window turned into the facts pasted inputs give, per replica and per GPU
+//!   node, so every rule works unchanged: each replica's series become two exposition scrapes
+//!   (the window's first and last points, counters corrected for resets), each node's DCGM
+//!   gauges an `nvidia-smi --query-gpu` CSV series; each group runs its own `Analyzer`, and the
+//!   reports merge into one with the finding's [`Subject`], a fleet view and citations.
+//!
+//! Pure like the rest of core: the host passes the time window, the server's base URL (without
+//! credentials) and the bytes it received.
+
+pub mod answer;
+pub mod query;
+pub mod replay;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyze::report::{Subject, Verdict};
+
+/// Everything that can go wrong asking Prometheus, in words a person acts on.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromError {
+    /// `--selector` could not be read.
+    #[error("bad --selector: {0}")]
+    BadSelector(String),
+    /// `--from`, `--to`, `--since` or `--step` make no window.
+    #[error("bad window: {0}")]
+    BadWindow(String),
+    /// Prometheus answered with an error of its own (`bad_data` for a selector or window it
+    /// refused, `timeout`, `execution`…).
+    #[error("Prometheus refused the query (HTTP {status}, {error_type}): {message}")]
+    Rejected { status: u16, error_type: String, message: String },
+    /// The answer is not Prometheus's API: a login page, a proxy's error, another service.
+    #[error("not a Prometheus server: {0}")]
+    NotPrometheus(String),
+    /// A status without a Prometheus explanation.
+    #[error("the server answered HTTP {status}: {message}")]
+    Server { status: u16, message: String },
+    /// Nothing the rules read exists in the window.
+    #[error("no series in the window: {0}")]
+    Empty(String),
+}
+
+impl PromError {
+    /// The user's own input is at fault (exit 2): a selector or window Prometheus cannot read.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            PromError::BadSelector(_) | PromError::BadWindow(_) => true,
+            PromError::Rejected { error_type, .. } => error_type == "bad_data",
+            _ => false,
+        }
+    }
+}
+
+/// Bounds on what is read from the server.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    pub max_series: usize,
+    pub max_points: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_series: 5_000, max_points: 2_000_000 }
+    }
+}
+
+/// One question asked, as the report cites it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueryRecord {
+    /// `/api/v1/series` or `/api/v1/query_range`.
+    pub api: String,
+    /// The PromQL expression (a series matcher).
+    pub expr: String,
+    /// Opens the same expression over the same window in the Prometheus graph UI.
+    pub graph_url: String,
+    /// Series in the answer.
+    pub series: usize,
+}
+
+/// One replica or GPU node of the window, analysed on its own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// The input name its findings' evidence lines cite.
+    pub input: String,
+    /// `replica` (an engine's series), `gpus` (a node's DCGM series) or `gateway` (the proxy
+    /// filter's `llm_stream_*` series: listed in the fleet view, not analysed; its verdict is
+    /// `INCONCLUSIVE`).
+    pub role: String,
+    pub subject: Subject,
+    pub series: usize,
+    pub verdict: Verdict,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_rule: Option<String>,
+}
+
+/// A replica's symptoms over the window, for the fleet view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaRank {
+    pub subject: Subject,
+    pub input: String,
+    pub verdict: Verdict,
+    /// TTFT p99 over the window from the histogram's bucket deltas, bucket-honest (`≤ 0.1`,
+    /// `> 40`, `2.35 (between 2.5 and 5)`), and its upper bound in seconds for sorting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_p99: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_p99_s: Option<f64>,
+    /// Largest waiting queue in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_max: Option<f64>,
+    /// Largest KV-cache usage in the window (0–1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_usage_max: Option<f64>,
+    /// Generated tokens per second over the window (counter increase, resets corrected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_tokens_per_s: Option<f64>,
+}
+
+/// A GPU against its node's peers, for the fleet view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuRank {
+    pub subject: Subject,
+    /// Median SM clock over the window.
+    pub sm_clock_mhz: f64,
+    /// Median of the peers' medians: the other GPUs of the same node, or — a node with one GPU —
+    /// the fleet's other GPUs of the same model ([`GpuRank::peers`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_median_mhz: Option<f64>,
+    /// `node` or `fleet`: who the peers are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peers: Option<String>,
+    /// `sm_clock_mhz / peer_median_mhz`: below 0.75 is a straggler (rule `slow-gpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub util_pct: Option<f64>,
+}
+
+/// A gateway (the proxy filter's `llm_stream_*` series of one `instance`): what clients saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GatewayRank {
+    pub subject: Subject,
+    pub input: String,
+    /// TTFT p99 as the gateway timed it (µs buckets, shown in seconds), bucket-honest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_p99: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_p99_s: Option<f64>,
+    /// Streams ended per second over the window (`llm_stream_requests_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_s: Option<f64>,
+    /// Failed streams per second, every `reason` (`llm_stream_errors_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors_per_s: Option<f64>,
+}
+
+/// Replicas ranked by the incident's symptom, GPUs by their clock against their peers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fleet {
+    /// `ttft_p99`, `itl_p99`, `waiting`, `kv_usage` or `generation_rate` (ascending: the
+    /// replica that generates least first).
+    pub ranked_by: String,
+    pub replicas: Vec<ReplicaRank>,
+    pub gpus: Vec<GpuRank>,
+    /// Gateways ranked by their TTFT tail. No rule reads these series yet: they are shown,
+    /// never counted as evidence of health.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gateways: Vec<GatewayRank>,
+}
+
+/// Where an evidence line came from: the series, the instant, the value and a link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Citation {
+    /// The evidence line's input and line.
+    pub input: String,
+    pub line: usize,
+    /// The series as a selector (`vllm:num_requests_waiting{instance="…",…}`).
+    pub expr: String,
+    pub labels: BTreeMap<String, String>,
+    /// The sample's time, RFC 3339 UTC, and as unix seconds.
+    pub at: String,
+    pub at_unix_s: f64,
+    /// The sample's value as stored (a counter before reset correction).
+    pub value: f64,
+    pub graph_url: String,
+}
+
+/// The input kind `prometheus` of `triage.report/v1` (additive: [`crate::analyze::report::Report::prometheus`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrometheusInput {
+    /// Always `prometheus`.
+    pub kind: String,
+    /// The server's base URL, credentials removed.
+    pub url: String,
+    pub selector: String,
+    /// The window, RFC 3339 UTC and unix seconds, and the step actually used.
+    pub start: String,
+    pub end: String,
+    pub start_unix_s: f64,
+    pub end_unix_s: f64,
+    pub step_s: f64,
+    pub queries: Vec<QueryRecord>,
+    /// Series and points read (after the bounds).
+    pub series: usize,
+    pub points: u64,
+    /// What the bounds cut, what Prometheus warned about, what was changed to fit; empty when
+    /// everything was read.
+    pub cut: Vec<String>,
+    pub groups: Vec<Group>,
+    pub fleet: Fleet,
+    /// One per evidence line that came from a series.
+    pub citations: Vec<Citation>,
+}

@@ -1,0 +1,825 @@
+//! A Prometheus window turned into the inputs a person would paste, per replica and per GPU
+//! node, analysed by the unchanged rules, and merged into one report that names the replica or
+//! GPU of each finding, ranks the fleet and cites the series behind every evidence line.
+//!
+//! Replica: the series of one `instance` (else `pod`) become two exposition scrapes with
+//! timestamps — each series' first and last point of the window — so gauges read as "the last
+//! scrape", counters and histogram buckets as deltas over the window (a counter that went down
+//! in between was reset: the increase is corrected as Prometheus's `increase` does). GPU node:
+//! the DCGM series of one `Hostname` (else `instance`) become an `nvidia-smi --query-gpu` CSV
+//! series at up to [`MAX_INSTANTS`] instants, so the GPU rules compare each GPU with its peers.
+
+use std::collections::BTreeMap;
+
+use super::answer::{Matrix, RangeSeries};
+use super::query::{self, Window};
+use super::{Citation, Fleet, GatewayRank, GpuRank, Group, PrometheusInput, QueryRecord, ReplicaRank};
+use crate::analyze::facts::Slo;
+use crate::analyze::kind::InputKind;
+use crate::analyze::report::{Class, Finding, Report, Subject, Verdict};
+use crate::analyze::{Analyzer, Lang};
+use crate::safe::Secrets;
+use crate::stats::{BucketQuantile, histogram_quantile, median};
+
+/// Most instants of a node's CSV series: enough for medians, bounded whatever the step.
+pub const MAX_INSTANTS: usize = 60;
+/// Most citations kept in a report.
+pub const MAX_CITATIONS: usize = 500;
+/// A label value kept in a subject, an input name or an exposition line is cut to this.
+const MAX_LABEL_CHARS: usize = 200;
+
+/// What the host asked and where: the report's `prometheus` input, less what the answers give.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    /// Base URL without credentials.
+    pub url: String,
+    pub selector: String,
+    pub window: Window,
+    pub queries: Vec<QueryRecord>,
+    /// Notes from the host and the planning (the step widened, series cut before asking).
+    pub cut: Vec<String>,
+}
+
+/// What to analyse with.
+pub struct Config<'a> {
+    pub lang: Lang,
+    pub slo: Slo,
+    /// The run's secrets (the bearer token, the basic-auth pair): redacted from every label.
+    pub secrets: &'a Secrets,
+}
+
+/// The proxy filter's name without an Envoy prefix (`envoy_wasmcustom_llm_stream_x` →
+/// `llm_stream_x`).
+fn gateway_name(name: &str) -> Option<&str> {
+    name.find("llm_stream_").map(|i| &name[i..])
+}
+
+fn is_gpu_series(name: &str) -> bool {
+    name.starts_with("DCGM_FI_") || name.starts_with("triage_")
+}
+
+/// Counter-like by name: totals, histogram buckets, counts and sums.
+fn is_counter(name: &str) -> bool {
+    name.ends_with("_total")
+        || name.ends_with("_bucket")
+        || name.ends_with("_count")
+        || name.ends_with("_sum")
+}
+
+/// A label value made safe to keep: secrets and credential shapes redacted, then cut, control
+/// characters replaced (an exposition line must stay one line).
+fn clean(secrets: &Secrets, v: &str) -> String {
+    secrets
+        .excerpt(v, MAX_LABEL_CHARS)
+        .chars()
+        .map(|c| if c.is_control() || crate::safe::is_unsafe_char(c) { '\u{fffd}' } else { c })
+        .collect()
+}
+
+/// A sample: (unix s, value).
+type Point = (f64, f64);
+/// A series' first point and last point (the last corrected for counter resets).
+type Ends = (Point, Point);
+/// Cumulative histogram buckets `(le, count)`.
+type Buckets = Vec<(f64, f64)>;
+
+/// First value and last value of a series, the last corrected for counter resets.
+fn ends(s: &RangeSeries) -> Option<Ends> {
+    let first = *s.points.first()?;
+    let last = *s.points.last()?;
+    if !is_counter(s.name()) {
+        return Some((first, last));
+    }
+    let mut total = first.1;
+    let mut prev = first.1;
+    for &(_, v) in &s.points[1..] {
+        total += if v >= prev { v - prev } else { v };
+        prev = v;
+    }
+    Some((first, (last.0, total)))
+}
+
+/// One group's input text and, per line, the series and point it came from.
+struct Built {
+    text: String,
+    /// Line number (1-based) → (series index in the matrix, time, raw value).
+    lines: BTreeMap<usize, (usize, f64, f64)>,
+}
+
+/// Two exposition scrapes of a replica's series.
+fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets) -> Built {
+    let mut b = Built { text: String::new(), lines: BTreeMap::new() };
+    let ends: Vec<(usize, Ends)> = members.iter().filter_map(|&i| Some((i, ends(&m.series[i])?))).collect();
+    let start_ts = ends.iter().map(|(_, (a, _))| a.0).fold(f64::INFINITY, f64::min);
+    let end_ts = ends.iter().map(|(_, (_, z))| z.0).fold(f64::NEG_INFINITY, f64::max);
+    let mut no = 0;
+    for (which, ts) in [(0, start_ts), (1, end_ts)] {
+        no += 1;
+        b.text.push_str(&format!(
+            "# prometheus: the window's {} point of each series\n",
+            ["first", "last"][which]
+        ));
+        for (i, (first, last)) in &ends {
+            let s = &m.series[*i];
+            let labels: Vec<String> = s
+                .labels
+                .iter()
+                .filter(|(k, _)| k.as_str() != "__name__")
+                .map(|(k, v)| {
+                    format!("{}=\"{}\"", clean(secrets, k), query::escape_value(&clean(secrets, v)))
+                })
+                .collect();
+            let (value, raw_at, raw) = if which == 0 {
+                (first.1, first.0, first.1)
+            } else {
+                let raw = s.points.last().map_or(last.1, |p| p.1);
+                (last.1, last.0, raw)
+            };
+            no += 1;
+            let ts_ms = (ts * 1000.0).round() as i64;
+            b.text.push_str(&format!(
+                "{}{{{}}} {} {ts_ms}\n",
+                clean(secrets, s.name()),
+                labels.join(","),
+                fmt_value(value)
+            ));
+            b.lines.insert(no, (*i, raw_at, raw));
+        }
+    }
+    b
+}
+
+fn fmt_value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".to_owned()
+    } else if v == f64::INFINITY {
+        "+Inf".to_owned()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".to_owned()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The value of a series at `t`: its last point at or before `t` (Prometheus's lookback is
+/// already applied to range answers; between steps the earlier point holds).
+fn at(s: &RangeSeries, t: f64) -> Option<(f64, f64)> {
+    let i = s.points.partition_point(|p| p.0 <= t);
+    (i > 0).then(|| s.points[i - 1])
+}
+
+/// DCGM field names for each CSV column (DCGM exporter's and the runner's).
+const GPU_COLUMNS: &[(&str, &[&str])] = &[
+    ("clocks.sm [MHz]", &["DCGM_FI_DEV_SM_CLOCK"]),
+    ("clocks.max.sm [MHz]", &["DCGM_FI_DEV_MAX_SM_CLOCK"]),
+    ("power.draw [W]", &["DCGM_FI_DEV_POWER_USAGE"]),
+    ("power.limit [W]", &["DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_POWER_MGMT_LIMIT"]),
+    ("utilization.gpu [%]", &["DCGM_FI_DEV_GPU_UTIL"]),
+    ("memory.used [MiB]", &["DCGM_FI_DEV_FB_USED"]),
+    ("memory.total [MiB]", &[]),
+    ("temperature.gpu", &["DCGM_FI_DEV_GPU_TEMP"]),
+    (
+        "clocks_event_reasons.active",
+        &["DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"],
+    ),
+];
+
+/// One GPU of a node: its index and its series by DCGM field name.
+struct Gpu<'a> {
+    index: u32,
+    subject: Subject,
+    fields: BTreeMap<&'a str, usize>,
+}
+
+fn gpu_subject(s: &RangeSeries, secrets: &Secrets) -> Subject {
+    let l = |k: &str| s.label(k).map(|v| clean(secrets, v));
+    Subject {
+        gpu: l("gpu"),
+        uuid: l("UUID"),
+        hostname: l("Hostname"),
+        model_name: l("modelName"),
+        instance: if s.label("Hostname").is_none() { l("instance") } else { None },
+        // dcgm-exporter's Kubernetes mapping names the pod the GPU is given to.
+        pod: l("pod"),
+    }
+}
+
+/// The GPUs of a node, by `gpu` label (else `UUID`, numbered in order).
+fn gpus<'a>(m: &'a Matrix, members: &[usize], secrets: &Secrets) -> Vec<Gpu<'a>> {
+    let mut by_key: BTreeMap<String, Gpu<'a>> = BTreeMap::new();
+    for &i in members {
+        let s = &m.series[i];
+        if !s.name().starts_with("DCGM_FI_") {
+            continue;
+        }
+        let key = s.label("gpu").or_else(|| s.label("UUID")).unwrap_or("").to_owned();
+        let n = by_key.len() as u32;
+        let g = by_key.entry(key.clone()).or_insert_with(|| Gpu {
+            index: key.parse().unwrap_or(n),
+            subject: gpu_subject(s, secrets),
+            fields: BTreeMap::new(),
+        });
+        g.fields.entry(s.name()).or_insert(i);
+    }
+    let mut v: Vec<Gpu<'a>> = by_key.into_values().collect();
+    v.sort_by_key(|g| g.index);
+    v
+}
+
+/// An `nvidia-smi --query-gpu` CSV series of a node's GPUs.
+fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>]) -> Built {
+    let mut b = Built { text: String::new(), lines: BTreeMap::new() };
+    let has = |names: &[&str]| gpus.iter().any(|g| names.iter().any(|n| g.fields.contains_key(n)));
+    let mem_total = has(&["DCGM_FI_DEV_FB_FREE"]) && has(&["DCGM_FI_DEV_FB_USED"]);
+    let cols: Vec<&(&str, &[&str])> = GPU_COLUMNS
+        .iter()
+        .filter(|(h, names)| if *h == "memory.total [MiB]" { mem_total } else { has(names) })
+        .collect();
+    let mut times: Vec<f64> = gpus
+        .iter()
+        .flat_map(|g| g.fields.values().flat_map(|&i| m.series[i].points.iter().map(|p| p.0)))
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    if times.is_empty() || cols.is_empty() {
+        return b;
+    }
+    let picks: Vec<f64> = if times.len() <= MAX_INSTANTS {
+        times
+    } else {
+        (0..MAX_INSTANTS).map(|k| times[k * (times.len() - 1) / (MAX_INSTANTS - 1)]).collect()
+    };
+    let header: Vec<&str> =
+        ["index", "uuid", "name"].into_iter().chain(cols.iter().map(|(h, _)| *h)).collect();
+    b.text.push_str(&header.join(", "));
+    b.text.push('\n');
+    let mut no = 1;
+    for t in picks {
+        for g in gpus {
+            let value = |names: &[&str]| {
+                names.iter().find_map(|n| g.fields.get(n)).and_then(|&i| at(&m.series[i], t).map(|p| (i, p)))
+            };
+            let mut row = vec![
+                g.index.to_string(),
+                g.subject.uuid.as_deref().map_or("[N/A]".to_owned(), |u| u.replace(',', " ")),
+                g.subject.model_name.as_deref().map_or("[N/A]".to_owned(), |u| u.replace(',', " ")),
+            ];
+            for (h, names) in &cols {
+                let cell = if *h == "memory.total [MiB]" {
+                    match (value(&["DCGM_FI_DEV_FB_USED"]), value(&["DCGM_FI_DEV_FB_FREE"])) {
+                        (Some((_, u)), Some((_, f))) => {
+                            let reserved = value(&["DCGM_FI_DEV_FB_RESERVED"]).map_or(0.0, |(_, r)| r.1);
+                            Some(format!("{}", u.1 + f.1 + reserved))
+                        }
+                        _ => None,
+                    }
+                } else if *h == "clocks_event_reasons.active" {
+                    value(names)
+                        .filter(|(_, p)| p.1.is_finite() && p.1 >= 0.0)
+                        .map(|(_, p)| format!("0x{:016x}", p.1 as u64))
+                } else {
+                    value(names).filter(|(_, p)| p.1.is_finite()).map(|(_, p)| format!("{}", p.1))
+                };
+                row.push(cell.unwrap_or_else(|| "[N/A]".to_owned()));
+            }
+            if row[3..].iter().all(|c| c == "[N/A]") {
+                continue;
+            }
+            no += 1;
+            b.text.push_str(&row.join(", "));
+            b.text.push('\n');
+            // Cite the SM clock (what the straggler rule compares), else the first field read.
+            let cite =
+                value(&["DCGM_FI_DEV_SM_CLOCK"]).or_else(|| cols.iter().find_map(|(_, names)| value(names)));
+            if let Some((i, (ts, v))) = cite {
+                b.lines.insert(no, (i, ts, v));
+            }
+        }
+    }
+    b
+}
+
+/// One replica or node: its members and what it is.
+struct Part {
+    role: &'static str,
+    subject: Subject,
+    members: Vec<usize>,
+}
+
+fn input_name(role: &str, subject: &Subject) -> String {
+    let who = subject
+        .instance
+        .as_deref()
+        .or(subject.pod.as_deref())
+        .or(subject.hostname.as_deref())
+        .unwrap_or("(unlabelled)");
+    format!("prometheus {role} {who}")
+}
+
+/// Group the matrix: engine series by `instance` (else `pod`), GPU series by `Hostname` (else
+/// the `instance` a DCGM series of the same exporter names a host for, else `instance`).
+fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
+    let mut host_of_instance: BTreeMap<&str, &str> = BTreeMap::new();
+    for s in &m.series {
+        if let (Some(i), Some(h)) = (s.label("instance"), s.label("Hostname")) {
+            host_of_instance.entry(i).or_insert(h);
+        }
+    }
+    let mut parts: BTreeMap<(u8, String), Part> = BTreeMap::new();
+    for (i, s) in m.series.iter().enumerate() {
+        let l = |k: &str| s.label(k).map(|v| clean(secrets, v));
+        let (key, part) = if is_gpu_series(s.name()) {
+            let host = s
+                .label("Hostname")
+                .or_else(|| s.label("instance").and_then(|x| host_of_instance.get(x).copied()));
+            let subject = match host {
+                Some(h) => Subject { hostname: Some(clean(secrets, h)), ..Subject::default() },
+                None => Subject { instance: l("instance"), ..Subject::default() },
+            };
+            (
+                (1, subject.hostname.clone().or(subject.instance.clone()).unwrap_or_default()),
+                Part { role: "gpus", subject, members: Vec::new() },
+            )
+        } else {
+            let subject = Subject { instance: l("instance"), pod: l("pod"), ..Subject::default() };
+            let key = subject.instance.clone().or(subject.pod.clone()).unwrap_or_default();
+            let (rank, role) = if gateway_name(s.name()).is_some() { (2, "gateway") } else { (0, "replica") };
+            ((rank, key), Part { role, subject, members: Vec::new() })
+        };
+        let p = parts.entry(key).or_insert(part);
+        if p.role == "replica" {
+            if p.subject.model_name.is_none() {
+                p.subject.model_name = l("model_name");
+            }
+            if p.subject.pod.is_none() {
+                p.subject.pod = l("pod");
+            }
+        }
+        p.members.push(i);
+    }
+    parts.into_values().collect()
+}
+
+/// A merged finding: where it came from.
+struct Tagged {
+    finding: Finding,
+    group: usize,
+}
+
+fn outage(f: &Finding) -> bool {
+    matches!(f.class, Class::Oom | Class::ThroughputZero) && f.confidence >= 0.5
+}
+
+/// Analyse the window (and the report of files given alongside, when there is one) into one
+/// report. `Err(PromError::Empty)` when the window holds no series.
+pub fn analyze(
+    m: &Matrix,
+    asked: Asked,
+    cfg: &Config<'_>,
+    files: Option<Report>,
+) -> Result<Report, super::PromError> {
+    if m.series.is_empty() {
+        return Err(super::PromError::Empty(format!(
+            "nothing matched {} between {} and {} (check --selector, the window, and that Prometheus scrapes the engines and the DCGM exporter)",
+            asked.queries.last().map_or("", |q| q.expr.as_str()),
+            query::iso(asked.window.start_s),
+            query::iso(asked.window.end_s)
+        )));
+    }
+    let w = asked.window;
+    let parts = partition(m, cfg.secrets);
+    let mut groups: Vec<Group> = Vec::new();
+    let mut reports: Vec<Option<Report>> = Vec::new();
+    let mut built: Vec<(String, Built)> = Vec::new();
+    let mut gpu_ranks: Vec<GpuRank> = Vec::new();
+    let mut replica_parts: Vec<usize> = Vec::new();
+    for part in &parts {
+        let name = input_name(part.role, &part.subject);
+        if part.role == "gateway" {
+            groups.push(Group {
+                input: name,
+                role: part.role.to_owned(),
+                subject: part.subject.clone(),
+                series: part.members.len(),
+                verdict: Verdict::Inconclusive,
+                top_rule: None,
+            });
+            reports.push(None);
+            continue;
+        }
+        let mut a = Analyzer::new().with_lang(cfg.lang).with_slo(cfg.slo);
+        if part.role == "replica" {
+            let b = exposition(m, &part.members, cfg.secrets);
+            a.begin_as(&name, InputKind::PromMetrics);
+            a.feed(b.text.as_bytes());
+            a.end();
+            built.push((name.clone(), b));
+        } else {
+            let node_gpus = gpus(m, &part.members, cfg.secrets);
+            let b = smi_csv(m, &node_gpus);
+            a.begin_as(&name, InputKind::NvidiaSmi);
+            a.feed(b.text.as_bytes());
+            a.end();
+            built.push((name.clone(), b));
+            let others: Vec<usize> =
+                part.members.iter().copied().filter(|&i| m.series[i].name().starts_with("triage_")).collect();
+            if !others.is_empty() {
+                let b = exposition(m, &others, cfg.secrets);
+                let n = format!("{name} triage-runner");
+                a.begin_as(&n, InputKind::PromMetrics);
+                a.feed(b.text.as_bytes());
+                a.end();
+                built.push((n, b));
+            }
+            gpu_ranks.extend(rank_gpus(m, &node_gpus));
+        }
+        let r = a.finish();
+        if part.role == "replica" {
+            replica_parts.push(groups.len());
+        }
+        groups.push(Group {
+            input: name,
+            role: part.role.to_owned(),
+            subject: part.subject.clone(),
+            series: part.members.len(),
+            verdict: r.verdict,
+            top_rule: r.findings.first().map(|f| f.rule.clone()),
+        });
+        reports.push(Some(r));
+    }
+
+    // Findings, each with its subject: the group's, refined to the GPU its first cited row names.
+    let row_subject = |input: &str, line: usize| -> Option<Subject> {
+        let (_, b) = built.iter().find(|(n, _)| n == input)?;
+        let &(i, _, _) = b.lines.get(&line)?;
+        let s = &m.series[i];
+        s.name().starts_with("DCGM_FI_").then(|| gpu_subject(s, cfg.secrets))
+    };
+    let mut tagged: Vec<Tagged> = Vec::new();
+    for (gi, r) in reports.iter().enumerate() {
+        let Some(r) = r else { continue };
+        for f in &r.findings {
+            let mut f = f.clone();
+            let gpu = f.evidence.iter().find_map(|e| row_subject(&e.input, e.line));
+            f.subject = Some(match gpu {
+                Some(g) => Subject { hostname: g.hostname.or(groups[gi].subject.hostname.clone()), ..g },
+                None => groups[gi].subject.clone(),
+            });
+            tagged.push(Tagged { finding: f, group: gi });
+        }
+    }
+    if let Some(files) = &files {
+        for f in &files.findings {
+            tagged.push(Tagged { finding: f.clone(), group: usize::MAX });
+        }
+    }
+    // Each group's verdict is decided by its own analyzer; across groups the most urgent cause
+    // names the incident, in the analyzer's own order (outage, confidence, severity). A group
+    // left INCONCLUSIVE (an unexplained error) keeps the whole from HEALTHY, not from a cause
+    // found elsewhere: its finding is listed either way.
+    let all: Vec<&Report> = reports.iter().flatten().chain(files.iter()).collect();
+    let mut causes: Vec<&Finding> = all
+        .iter()
+        .filter(|r| !matches!(r.verdict, Verdict::Healthy | Verdict::Inconclusive))
+        .filter_map(|r| r.findings.iter().find(|f| Verdict::from(f.class) == r.verdict))
+        .collect();
+    causes.sort_by(|a, b| rank(a, b));
+    let verdict = match causes.first() {
+        Some(f) => Verdict::from(f.class),
+        // Gateways are not analysed, so a window of gateways alone shows no health.
+        None if !all.is_empty() && all.iter().all(|r| r.verdict == Verdict::Healthy) => Verdict::Healthy,
+        None => Verdict::Inconclusive,
+    };
+    tagged.sort_by(|a, b| rank(&a.finding, &b.finding).then(a.group.cmp(&b.group)));
+    if let Some(top) = causes.first() {
+        // The finding that names the verdict leads, wherever the confidences of others fall.
+        if let Some(i) = tagged.iter().position(|t| {
+            t.finding.rule == top.rule
+                && t.finding.class == top.class
+                && t.finding.confidence == top.confidence
+        }) {
+            let t = tagged.remove(i);
+            tagged.insert(0, t);
+        }
+    } else if verdict == Verdict::Inconclusive
+        && let Some(i) = tagged.iter().position(|t| t.finding.rule == "unclaimed-error")
+    {
+        let t = tagged.remove(i);
+        tagged.insert(0, t);
+    }
+
+    // Citations for every evidence line that came from a series.
+    let mut citations: Vec<Citation> = Vec::new();
+    for t in &tagged {
+        for e in &t.finding.evidence {
+            if citations.len() >= MAX_CITATIONS
+                || citations.iter().any(|c| c.input == e.input && c.line == e.line)
+            {
+                continue;
+            }
+            let Some((_, b)) = built.iter().find(|(n, _)| *n == e.input) else { continue };
+            let Some(&(i, ts, v)) = b.lines.get(&e.line) else { continue };
+            let labels: BTreeMap<String, String> = m.series[i]
+                .labels
+                .iter()
+                .map(|(k, v)| (clean(cfg.secrets, k), clean(cfg.secrets, v)))
+                .collect();
+            let expr = query::series_selector(&labels);
+            citations.push(Citation {
+                input: e.input.clone(),
+                line: e.line,
+                graph_url: query::graph_url(&asked.url, &expr, &w),
+                expr,
+                labels,
+                at: query::iso(ts),
+                at_unix_s: ts,
+                value: v,
+            });
+        }
+    }
+
+    let fleet = fleet(m, &parts, &groups, &replica_parts, verdict, gpu_ranks);
+    let mut out = Report {
+        schema: crate::analyze::report::SCHEMA.to_owned(),
+        verdict,
+        findings: tagged.into_iter().map(|t| t.finding).collect(),
+        inputs: Vec::new(),
+        figures: BTreeMap::new(),
+        series: BTreeMap::new(),
+        prometheus: None,
+    };
+    if let Some(files) = files {
+        out.inputs.extend(files.inputs);
+        out.figures.extend(files.figures);
+        out.series.extend(files.series);
+    }
+    for (g, r) in groups.iter().zip(reports) {
+        let Some(r) = r else { continue };
+        out.inputs.extend(r.inputs);
+        out.figures.extend(r.figures.into_iter().map(|(k, v)| (format!("{} · {k}", g.input), v)));
+        out.series.extend(r.series.into_iter().map(|(k, v)| (format!("{} · {k}", g.input), v)));
+    }
+    out.prometheus = Some(PrometheusInput {
+        kind: "prometheus".to_owned(),
+        url: asked.url,
+        selector: asked.selector,
+        start: query::iso(w.start_s),
+        end: query::iso(w.end_s),
+        start_unix_s: w.start_s,
+        end_unix_s: w.end_s,
+        step_s: w.step_s,
+        queries: asked.queries,
+        series: m.series.len(),
+        points: m.points,
+        cut: asked.cut.into_iter().chain(m.cut.iter().cloned()).collect(),
+        groups,
+        fleet,
+        citations,
+    });
+    Ok(out)
+}
+
+/// The analyzer's ranking: an outage first, then confidence, then severity, then rule id.
+fn rank(a: &Finding, b: &Finding) -> std::cmp::Ordering {
+    outage(b)
+        .cmp(&outage(a))
+        .then(b.confidence.total_cmp(&a.confidence))
+        .then(b.class.severity().cmp(&a.class.severity()))
+        .then(a.rule.cmp(&b.rule))
+}
+
+/// Summed cumulative buckets `(le, count)` of a histogram among `members`, at the window's
+/// first point and last point (resets corrected).
+/// Bucket bounds are divided by `per_s` (1e6: the gateway's µs buckets read in seconds); a name
+/// is matched without an Envoy prefix.
+fn buckets(m: &Matrix, members: &[usize], bases: &[&str], per_s: f64) -> Option<(Buckets, Buckets)> {
+    for base in bases {
+        let name = format!("{base}_bucket");
+        let mut first: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        let mut last: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        for &i in members {
+            let s = &m.series[i];
+            if s.name() != name && gateway_name(s.name()) != Some(name.as_str()) {
+                continue;
+            }
+            let Some(le) =
+                s.label("le").and_then(crate::analyze::parsers::prom::parse_value).map(|le| le / per_s)
+            else {
+                continue;
+            };
+            let Some((a, z)) = ends(s) else { continue };
+            first.entry(le.to_bits()).or_insert((le, 0.0)).1 += a.1;
+            last.entry(le.to_bits()).or_insert((le, 0.0)).1 += z.1;
+        }
+        if !last.is_empty() {
+            let sort = |x: BTreeMap<u64, (f64, f64)>| {
+                let mut v: Vec<(f64, f64)> = x.into_values().collect();
+                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                v
+            };
+            return Some((sort(first), sort(last)));
+        }
+    }
+    None
+}
+
+/// p99 over the window: (bucket-honest text, an upper bound in seconds for sorting).
+fn p99(m: &Matrix, members: &[usize], bases: &[&str], per_s: f64) -> (Option<String>, Option<f64>) {
+    let Some((a, z)) = buckets(m, members, bases, per_s) else { return (None, None) };
+    let Ok(d) = crate::stats::delta(&a, &z) else { return (None, None) };
+    let (q, _) = histogram_quantile(0.99, &d);
+    let sort_key = match q {
+        BucketQuantile::Empty | BucketQuantile::NoFiniteBucket => None,
+        BucketQuantile::BelowFirstBucket { upper } => Some(upper),
+        BucketQuantile::Within { value, .. } => Some(value),
+        BucketQuantile::AboveLastBucket { lower } => Some(lower * 2.0),
+    };
+    match q {
+        BucketQuantile::Empty => (None, None),
+        q => (Some(q.to_string()), sort_key),
+    }
+}
+
+fn gauge_max(m: &Matrix, members: &[usize], names: &[&str]) -> Option<f64> {
+    names.iter().find_map(|n| {
+        members
+            .iter()
+            .map(|&i| &m.series[i])
+            .filter(|s| s.name() == *n)
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|v| v.is_finite())
+            .reduce(f64::max)
+    })
+}
+
+fn counter_rate(m: &Matrix, members: &[usize], names: &[&str]) -> Option<f64> {
+    names.iter().find_map(|n| {
+        let mut sum = None;
+        let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &i in members {
+            let s = &m.series[i];
+            if s.name() != *n && gateway_name(s.name()) != Some(*n) {
+                continue;
+            }
+            let (a, z) = ends(s)?;
+            *sum.get_or_insert(0.0) += z.1 - a.1;
+            t0 = t0.min(a.0);
+            t1 = t1.max(z.0);
+        }
+        let secs = t1 - t0;
+        sum.filter(|_| secs > 0.0).map(|d: f64| d / secs)
+    })
+}
+
+fn rank_gpus(m: &Matrix, gpus: &[Gpu<'_>]) -> Vec<GpuRank> {
+    let med = |g: &Gpu<'_>, name: &str| -> Option<f64> {
+        let &i = g.fields.get(name)?;
+        median(&mut m.series[i].points.iter().map(|p| p.1).filter(|v| v.is_finite()).collect::<Vec<_>>())
+    };
+    let clocks: Vec<(usize, f64)> =
+        gpus.iter().enumerate().filter_map(|(k, g)| Some((k, med(g, "DCGM_FI_DEV_SM_CLOCK")?))).collect();
+    clocks
+        .iter()
+        .map(|&(k, clock)| {
+            let mut peers: Vec<f64> = clocks.iter().filter(|(j, _)| *j != k).map(|(_, c)| *c).collect();
+            let peer = median(&mut peers);
+            GpuRank {
+                subject: gpus[k].subject.clone(),
+                sm_clock_mhz: clock,
+                peer_median_mhz: peer,
+                peers: peer.map(|_| "node".to_owned()),
+                ratio: peer.filter(|p| *p > 0.0).map(|p| (clock / p * 1000.0).round() / 1000.0),
+                temp_c: med(&gpus[k], "DCGM_FI_DEV_GPU_TEMP"),
+                util_pct: med(&gpus[k], "DCGM_FI_DEV_GPU_UTIL"),
+            }
+        })
+        .collect()
+}
+
+fn fleet(
+    m: &Matrix,
+    parts: &[Part],
+    groups: &[Group],
+    replica_parts: &[usize],
+    verdict: Verdict,
+    mut gpus: Vec<GpuRank>,
+) -> Fleet {
+    let mut replicas: Vec<ReplicaRank> = replica_parts
+        .iter()
+        .map(|&gi| {
+            let members = &parts[gi].members;
+            let (ttft_p99, ttft_p99_s) = p99(
+                m,
+                members,
+                &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"],
+                1.0,
+            );
+            let (itl_p99, itl_p99_s) = p99(
+                m,
+                members,
+                &[
+                    "vllm:inter_token_latency_seconds",
+                    "vllm:time_per_output_token_seconds",
+                    "sglang:inter_token_latency_seconds",
+                    "sglang:time_per_output_token_seconds",
+                ],
+                1.0,
+            );
+            ReplicaRank {
+                subject: groups[gi].subject.clone(),
+                input: groups[gi].input.clone(),
+                verdict: groups[gi].verdict,
+                ttft_p99,
+                ttft_p99_s,
+                itl_p99,
+                itl_p99_s,
+                waiting_max: gauge_max(
+                    m,
+                    members,
+                    &["vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"],
+                ),
+                kv_usage_max: gauge_max(
+                    m,
+                    members,
+                    &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"],
+                ),
+                generation_tokens_per_s: counter_rate(
+                    m,
+                    members,
+                    &["vllm:generation_tokens_total", "sglang:generation_tokens_total"],
+                )
+                .map(|r| (r * 100.0).round() / 100.0),
+            }
+        })
+        .collect();
+    let desc = |x: Option<f64>| std::cmp::Reverse(x.map(|v| (v * 1e6) as i64).unwrap_or(i64::MIN));
+    // The symptom's own measure when some replica has it; else the TTFT tail, else the queue.
+    let has = |f: fn(&ReplicaRank) -> Option<f64>| replicas.iter().any(|r| f(r).is_some());
+    let ranked_by = match verdict {
+        Verdict::TbtTail if has(|r| r.itl_p99_s) => "itl_p99",
+        Verdict::ThroughputZero if has(|r| r.generation_tokens_per_s) => "generation_rate",
+        Verdict::Oom if has(|r| r.kv_usage_max) => "kv_usage",
+        _ if has(|r| r.ttft_p99_s) => "ttft_p99",
+        _ => "waiting",
+    };
+    match ranked_by {
+        "itl_p99" => replicas.sort_by_key(|r| desc(r.itl_p99_s)),
+        "generation_rate" => {
+            replicas.sort_by_key(|r| r.generation_tokens_per_s.map_or(i64::MAX, |v| (v * 1e6) as i64))
+        }
+        "kv_usage" => replicas.sort_by_key(|r| desc(r.kv_usage_max)),
+        "ttft_p99" => replicas.sort_by_key(|r| (desc(r.ttft_p99_s), desc(r.waiting_max))),
+        _ => replicas.sort_by_key(|r| desc(r.waiting_max)),
+    }
+    let mut gateways: Vec<GatewayRank> = parts
+        .iter()
+        .zip(groups)
+        .filter(|(p, _)| p.role == "gateway")
+        .map(|(p, g)| {
+            let (ttft_p99, ttft_p99_s) = p99(m, &p.members, &["llm_stream_time_to_first_token_us"], 1e6);
+            let (itl_p99, itl_p99_s) = p99(m, &p.members, &["llm_stream_inter_token_latency_us"], 1e6);
+            let per_s = |n: &str| counter_rate(m, &p.members, &[n]).map(|r| (r * 1000.0).round() / 1000.0);
+            GatewayRank {
+                subject: g.subject.clone(),
+                input: g.input.clone(),
+                ttft_p99,
+                ttft_p99_s,
+                itl_p99,
+                itl_p99_s,
+                requests_per_s: per_s("llm_stream_requests_total"),
+                errors_per_s: per_s("llm_stream_errors_total"),
+            }
+        })
+        .collect();
+    gateways.sort_by_key(|g| (desc(g.ttft_p99_s), desc(g.errors_per_s)));
+    // A node with one GPU has no peers of its own: compare it with the fleet's GPUs of its model
+    // (not tensor-parallel peers, so no rule judges it; the ranking still shows an outlier).
+    let all: Vec<(Option<String>, f64)> =
+        gpus.iter().map(|g| (g.subject.model_name.clone(), g.sm_clock_mhz)).collect();
+    for (k, g) in gpus.iter_mut().enumerate() {
+        if g.peer_median_mhz.is_some() {
+            continue;
+        }
+        let mut peers: Vec<f64> = all
+            .iter()
+            .enumerate()
+            .filter(|(j, (model, _))| *j != k && *model == g.subject.model_name)
+            .map(|(_, (_, c))| *c)
+            .collect();
+        if let Some(p) = median(&mut peers) {
+            g.peer_median_mhz = Some(p);
+            g.peers = Some("fleet".to_owned());
+            g.ratio = (p > 0.0).then(|| (g.sm_clock_mhz / p * 1000.0).round() / 1000.0);
+        }
+    }
+    gpus.sort_by(|a, b| {
+        a.ratio
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&b.ratio.unwrap_or(f64::INFINITY))
+            .then(a.subject.cmp(&b.subject))
+    });
+    Fleet { ranked_by: ranked_by.to_owned(), replicas, gpus, gateways }
+}
+
+#[cfg(test)]
+mod tests;
