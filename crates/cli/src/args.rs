@@ -265,8 +265,8 @@ pub struct SimArgs {
     /// With --openmetrics: replicas in the fleet, 1 to 16 (default 3).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub replicas: Option<u32>,
-    /// With --openmetrics: unix seconds of the incident's first scrape (default
-    /// 1795917600, 2026-11-29T02:00:00Z, so the file is the same every run). Prometheus drops
+    /// With --openmetrics: unix seconds of the incident's start, its first scrape 15 s later
+    /// (default 1795917600, 2026-11-29T02:00:00Z, so the file is the same every run). Prometheus drops
     /// blocks older than its retention: pick a recent start, or a long retention.
     #[arg(long, value_name = "UNIX_S", value_parser = clap::value_parser!(u64).range(0..=4_102_444_800))]
     pub start: Option<u64>,

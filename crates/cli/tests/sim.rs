@@ -251,7 +251,8 @@ fn openmetrics_writes_the_fleet_the_same_every_time() {
     assert!(a.ends_with("# EOF\n"));
     let fleet = &v["fleet"];
     assert_eq!(fleet["replicas"].as_array().unwrap().len(), 3);
-    assert_eq!(fleet["from_unix_s"], 1_795_917_600u64);
+    assert_eq!(fleet["start_unix_s"], 1_795_917_600u64);
+    assert_eq!(fleet["from_unix_s"], 1_795_917_615u64, "the first scrape, one interval in");
     assert_eq!(v["scenario"]["rules"][0], "scheduler-stall");
     let faulty = &fleet["replicas"][fleet["faulty"].as_u64().unwrap() as usize];
     let pod = faulty["pod"].as_str().unwrap();

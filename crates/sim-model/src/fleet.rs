@@ -19,7 +19,7 @@
 //! are those `triage sim --out` writes for that seed; which replica it is depends on the seed
 //! too, so no reader can assume a position. Pure and deterministic like the rest of the model.
 
-use crate::engine::{NS, Sim};
+use crate::engine::{NS, Sim, WEIGHTS_BYTES};
 use crate::output::gpu::{H200_MEM_MHZ, Tick};
 use crate::output::metrics::{Family, Kind, Point};
 use crate::output::openmetrics::{OutOfOrder, Series, Style};
@@ -31,6 +31,8 @@ use serde::Serialize;
 pub const SCRAPE_EVERY_S: u64 = 15;
 /// The most replicas one fleet may have (each is a whole simulation).
 pub const MAX_REPLICAS: u32 = 16;
+/// What a CUDA context and PyTorch hold on a GPU before any tensor, in MiB.
+const CUDA_CONTEXT_MIB: u64 = 512;
 /// `vllm` pods' namespace.
 pub const NAMESPACE: &str = "llm";
 
@@ -39,7 +41,8 @@ pub const NAMESPACE: &str = "llm";
 pub struct FleetConfig {
     /// 1 to [`MAX_REPLICAS`].
     pub replicas: u32,
-    /// Unix seconds of simulated time 0 (default `output::clock::EPOCH_UNIX_S`).
+    /// Unix seconds of simulated time 0 (default `output::clock::EPOCH_UNIX_S`); the first
+    /// scrape is one interval later.
     pub start_unix_s: u64,
     pub seed: u64,
     /// Simulated seconds; `None`: the scenario's own duration.
@@ -82,6 +85,8 @@ pub struct FleetAnswer {
     pub faulty: Option<usize>,
     /// The throttled GPU of the faulty replica (slow-gpu only).
     pub faulty_gpu: Option<GpuId>,
+    /// Simulated time 0, unix seconds.
+    pub start_unix_s: u64,
     /// First and last scrape, unix seconds.
     pub from_unix_s: u64,
     pub to_unix_s: u64,
@@ -143,7 +148,10 @@ pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, OutOfOrder> {
     }
     let end_s = cfg.duration_s.unwrap_or(s.duration_ns() / NS);
     let mut series = Series::default();
-    let mut t_s = 0;
+    // The first scrape is one interval in, as the simulator's own: at 0 every replica would be
+    // an engine that has done nothing yet — idle GPUs with their memory reserved, which is no
+    // fleet's steady state.
+    let mut t_s = SCRAPE_EVERY_S;
     while t_s <= end_s {
         let t_ms = (cfg.start_unix_s + t_s) * 1000;
         for (r, sim) in sims.iter_mut().enumerate() {
@@ -162,7 +170,8 @@ pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, OutOfOrder> {
         faulty_gpu: slow.map(|g| GpuId { gpu: g.index, uuid: uuid(faulty as u32, g.index) }),
         replicas: layout,
         faulty: s.class.map(|_| faulty),
-        from_unix_s: cfg.start_unix_s,
+        start_unix_s: cfg.start_unix_s,
+        from_unix_s: cfg.start_unix_s + SCRAPE_EVERY_S,
         to_unix_s: cfg.start_unix_s + last,
         scrape_every_s: SCRAPE_EVERY_S,
     };
@@ -219,6 +228,13 @@ fn scrape(
     // The second that ended at the scrape (tick i closes second i + 1).
     let i = sim.gpu_ticks().len().checked_sub(1);
     let tick = i.map_or(Tick { t_ns: 0, busy: 0.0 }, |i| sim.gpu_ticks()[i]);
+    // While the engine starts it holds its weights and a CUDA context; the KV cache (the rest
+    // of its `gpu_memory_utilization`) is allocated at the end of start-up.
+    let used_mib = if up {
+        setup.mem_used_mib
+    } else {
+        (WEIGHTS_BYTES >> 20) / u64::from(setup.count.max(1)) + CUDA_CONTEXT_MIB
+    };
     let mut families: Vec<Family> = Vec::new();
     for g in &r.gpus {
         let read = setup.reading(i.unwrap_or(0) as u64, &tick, g.gpu);
@@ -235,11 +251,11 @@ fn scrape(
             ("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", f64::from(H200_MEM_MHZ)),
             ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", f64::from(read.util)),
             ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", (tick.busy * 62.0).round()),
-            ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", setup.mem_used_mib as f64),
+            ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", used_mib as f64),
             (
                 "DCGM_FI_DEV_FB_FREE",
                 "Framebuffer memory free (in MiB).",
-                setup.mem_total_mib.saturating_sub(setup.mem_used_mib) as f64,
+                setup.mem_total_mib.saturating_sub(used_mib) as f64,
             ),
             ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", (read.power_w * 1000.0).round() / 1000.0),
             ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", f64::from(read.temp)),

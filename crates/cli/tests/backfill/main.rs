@@ -78,7 +78,7 @@ fn write_fleet(dir: &Path, name: &str, start: u64) -> (PathBuf, Value) {
         .unwrap();
     assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["fleet"]["from_unix_s"], start, "{v}");
+    assert_eq!(v["fleet"]["start_unix_s"], start, "{v}");
     (file, v["fleet"].clone())
 }
 
