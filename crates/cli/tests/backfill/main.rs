@@ -66,11 +66,14 @@ fn base_unix_s(count: u64) -> u64 {
     (now - (count + 1) * WINDOW_S) / WINDOW_S * WINDOW_S
 }
 
-/// `triage sim --scenario NAME --openmetrics FILE --start START --format json`: the answer key.
-fn write_fleet(dir: &Path, name: &str, start: u64) -> (PathBuf, Value) {
+/// `triage sim --scenario NAME --seed SEED --openmetrics FILE --start START --format json`: the
+/// answer key.
+fn write_fleet(dir: &Path, name: &str, seed: u64, start: u64) -> (PathBuf, Value) {
     let file = dir.join(format!("{name}.om"));
     let out = triage()
-        .args(["sim", "--scenario", name, "--replicas", "3", "--format", "json", "--start"])
+        .args(["sim", "--scenario", name, "--replicas", "3", "--format", "json", "--seed"])
+        .arg(seed.to_string())
+        .arg("--start")
         .arg(start.to_string())
         .arg("--openmetrics")
         .arg(&file)
@@ -202,8 +205,8 @@ fn prometheus_serves_the_backfilled_fleet() {
     let Some(tools) = prom::tools() else { return };
     let dir = prom::fresh_dir("fleet");
     let start = base_unix_s(2);
-    let (slow_file, slow) = write_fleet(&dir, "slow-gpu", start);
-    let (leak_file, leak) = write_fleet(&dir, "kv-leak", start + WINDOW_S);
+    let (slow_file, slow) = write_fleet(&dir, "slow-gpu", scenario::DEFAULT_SEED, start);
+    let (leak_file, leak) = write_fleet(&dir, "kv-leak", scenario::DEFAULT_SEED, start + WINDOW_S);
     let p = Prometheus::start(&tools, dir, &[slow_file, leak_file]);
 
     // slow-gpu: twelve GPUs on three nodes, the throttled one at ~840 MHz among 1980s.
@@ -249,10 +252,15 @@ fn every_fault_that_shows_in_metrics_is_named_from_prometheus_alone() {
     let mut files = Vec::new();
     let mut fleets = Vec::new();
     for (k, name) in names.iter().enumerate() {
-        let (file, fleet) = write_fleet(&dir, name, base + k as u64 * WINDOW_S);
+        // A seed per scenario, so the faulty replica is not always in the same place.
+        let seed = scenario::DEFAULT_SEED + k as u64;
+        let (file, fleet) = write_fleet(&dir, name, seed, base + k as u64 * WINDOW_S);
         files.push(file);
         fleets.push((*name, fleet));
     }
+    let places: std::collections::BTreeSet<u64> =
+        fleets.iter().filter_map(|(_, f)| f["faulty"].as_u64()).collect();
+    assert!(places.len() > 1, "the faulty replica moves between scenarios: {places:?}");
     let p = Prometheus::start(&tools, dir, &files);
     let mut failures = Vec::new();
     for (name, fleet) in &fleets {
