@@ -260,8 +260,7 @@ fn openmetrics_writes_the_fleet_the_same_every_time() {
     // The faulty replica's cache is full at the end; its peers' is not.
     let usage_line = |p: &str| {
         a.lines()
-            .filter(|l| l.starts_with("vllm:kv_cache_usage_perc{") && l.contains(&format!("pod=\"{p}\"")))
-            .last()
+            .rfind(|l| l.starts_with("vllm:kv_cache_usage_perc{") && l.contains(&format!("pod=\"{p}\"")))
             .unwrap()
             .to_owned()
     };
