@@ -83,16 +83,18 @@ type Ends = (Point, Point);
 /// Cumulative histogram buckets `(le, count)`.
 type Buckets = Vec<(f64, f64)>;
 
-/// First value and last value of a series, the last corrected for counter resets.
-fn ends(s: &RangeSeries) -> Option<Ends> {
-    let first = *s.points.first()?;
-    let last = *s.points.last()?;
+/// First value and last value of a series from `from_s` on, the last corrected for counter
+/// resets.
+fn ends(s: &RangeSeries, from_s: f64) -> Option<Ends> {
+    let points = &s.points[s.points.partition_point(|p| p.0 < from_s)..];
+    let first = *points.first()?;
+    let last = *points.last()?;
     if !is_counter(s.name()) {
         return Some((first, last));
     }
     let mut total = first.1;
     let mut prev = first.1;
-    for &(_, v) in &s.points[1..] {
+    for &(_, v) in &points[1..] {
         total += if v >= prev { v - prev } else { v };
         prev = v;
     }
@@ -107,9 +109,10 @@ struct Built {
 }
 
 /// Two exposition scrapes of a replica's series.
-fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets) -> Built {
+fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, from_s: f64) -> Built {
     let mut b = Built { text: String::new(), lines: BTreeMap::new() };
-    let ends: Vec<(usize, Ends)> = members.iter().filter_map(|&i| Some((i, ends(&m.series[i])?))).collect();
+    let ends: Vec<(usize, Ends)> =
+        members.iter().filter_map(|&i| Some((i, ends(&m.series[i], from_s)?))).collect();
     let start_ts = ends.iter().map(|(_, (a, _))| a.0).fold(f64::INFINITY, f64::min);
     let end_ts = ends.iter().map(|(_, (_, z))| z.0).fold(f64::NEG_INFINITY, f64::max);
     let mut no = 0;
@@ -360,6 +363,14 @@ fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
     parts.into_values().collect()
 }
 
+/// The recent tail analysed on its own beside the whole window: a quarter of the window, at
+/// least two steps, at most two minutes; `None` when the window is too short to have one.
+fn tail_seconds(w: &Window) -> Option<f64> {
+    let len = w.end_s - w.start_s;
+    let tail = (len / 4.0).clamp(2.0 * w.step_s, 120.0);
+    (len >= 2.0 * tail && tail >= w.step_s).then_some(tail)
+}
+
 /// A merged finding: where it came from.
 struct Tagged {
     finding: Finding,
@@ -392,9 +403,35 @@ pub fn analyze(
     let mut reports: Vec<Option<Report>> = Vec::new();
     let mut built: Vec<(String, Built)> = Vec::new();
     let mut gpu_ranks: Vec<GpuRank> = Vec::new();
-    let mut replica_parts: Vec<usize> = Vec::new();
-    for part in &parts {
+    // Per group: its part and whether it is a replica's recent tail.
+    let mut origin: Vec<(usize, bool)> = Vec::new();
+    let tail_s = tail_seconds(&w);
+    for (pi, part) in parts.iter().enumerate() {
         let name = input_name(part.role, &part.subject);
+        if part.role == "replica"
+            && let Some(tail_s) = tail_s
+        {
+            // The window's last minutes on their own, so that what changed lately — a counter
+            // that stopped — is not averaged away by the calm before it. Gauges read the same.
+            let tail_name = format!("{name} (last {} s)", query::secs(tail_s));
+            let b = exposition(m, &part.members, cfg.secrets, w.end_s - tail_s);
+            let mut a = Analyzer::new().with_lang(cfg.lang).with_slo(cfg.slo);
+            a.begin_as(&tail_name, InputKind::PromMetrics);
+            a.feed(b.text.as_bytes());
+            a.end();
+            built.push((tail_name.clone(), b));
+            let r = a.finish();
+            groups.push(Group {
+                input: tail_name,
+                role: part.role.to_owned(),
+                subject: part.subject.clone(),
+                series: part.members.len(),
+                verdict: r.verdict,
+                top_rule: r.findings.first().map(|f| f.rule.clone()),
+            });
+            reports.push(Some(r));
+            origin.push((pi, true));
+        }
         if part.role == "gateway" {
             groups.push(Group {
                 input: name,
@@ -405,11 +442,12 @@ pub fn analyze(
                 top_rule: None,
             });
             reports.push(None);
+            origin.push((pi, false));
             continue;
         }
         let mut a = Analyzer::new().with_lang(cfg.lang).with_slo(cfg.slo);
         if part.role == "replica" {
-            let b = exposition(m, &part.members, cfg.secrets);
+            let b = exposition(m, &part.members, cfg.secrets, f64::NEG_INFINITY);
             a.begin_as(&name, InputKind::PromMetrics);
             a.feed(b.text.as_bytes());
             a.end();
@@ -424,7 +462,7 @@ pub fn analyze(
             let others: Vec<usize> =
                 part.members.iter().copied().filter(|&i| m.series[i].name().starts_with("triage_")).collect();
             if !others.is_empty() {
-                let b = exposition(m, &others, cfg.secrets);
+                let b = exposition(m, &others, cfg.secrets, f64::NEG_INFINITY);
                 let n = format!("{name} triage-runner");
                 a.begin_as(&n, InputKind::PromMetrics);
                 a.feed(b.text.as_bytes());
@@ -434,9 +472,7 @@ pub fn analyze(
             gpu_ranks.extend(rank_gpus(m, &node_gpus));
         }
         let r = a.finish();
-        if part.role == "replica" {
-            replica_parts.push(groups.len());
-        }
+        origin.push((pi, false));
         groups.push(Group {
             input: name,
             role: part.role.to_owned(),
@@ -491,6 +527,17 @@ pub fn analyze(
         None => Verdict::Inconclusive,
     };
     tagged.sort_by(|a, b| rank(&a.finding, &b.finding).then(a.group.cmp(&b.group)));
+    // A replica's tail and its whole window may find the same: keep the better-ranked one.
+    let mut seen: Vec<(String, Option<Subject>)> = Vec::new();
+    tagged.retain(|t| {
+        let key = (t.finding.rule.clone(), t.finding.subject.clone());
+        if t.group == usize::MAX || !seen.contains(&key) {
+            seen.push(key);
+            true
+        } else {
+            false
+        }
+    });
     if let Some(top) = causes.first() {
         // The finding that names the verdict leads, wherever the confidences of others fall.
         if let Some(i) = tagged.iter().position(|t| {
@@ -538,7 +585,7 @@ pub fn analyze(
         }
     }
 
-    let fleet = fleet(m, &parts, &groups, &replica_parts, verdict, gpu_ranks);
+    let fleet = fleet(m, &parts, &groups, &origin, verdict, gpu_ranks);
     let mut out = Report {
         schema: crate::analyze::report::SCHEMA.to_owned(),
         verdict,
@@ -607,7 +654,7 @@ fn buckets(m: &Matrix, members: &[usize], bases: &[&str], per_s: f64) -> Option<
             else {
                 continue;
             };
-            let Some((a, z)) = ends(s) else { continue };
+            let Some((a, z)) = ends(s, f64::NEG_INFINITY) else { continue };
             first.entry(le.to_bits()).or_insert((le, 0.0)).1 += a.1;
             last.entry(le.to_bits()).or_insert((le, 0.0)).1 += z.1;
         }
@@ -661,7 +708,7 @@ fn counter_rate(m: &Matrix, members: &[usize], names: &[&str]) -> Option<f64> {
             if s.name() != *n && gateway_name(s.name()) != Some(*n) {
                 continue;
             }
-            let (a, z) = ends(s)?;
+            let (a, z) = ends(s, f64::NEG_INFINITY)?;
             *sum.get_or_insert(0.0) += z.1 - a.1;
             t0 = t0.min(a.0);
             t1 = t1.max(z.0);
@@ -700,14 +747,20 @@ fn fleet(
     m: &Matrix,
     parts: &[Part],
     groups: &[Group],
-    replica_parts: &[usize],
+    origin: &[(usize, bool)],
     verdict: Verdict,
     mut gpus: Vec<GpuRank>,
 ) -> Fleet {
-    let mut replicas: Vec<ReplicaRank> = replica_parts
-        .iter()
-        .map(|&gi| {
-            let members = &parts[gi].members;
+    let whole = |role: &'static str| {
+        origin
+            .iter()
+            .enumerate()
+            .filter(move |(_, (pi, tail))| !tail && parts[*pi].role == role)
+            .map(|(gi, (pi, _))| (gi, *pi))
+    };
+    let mut replicas: Vec<ReplicaRank> = whole("replica")
+        .map(|(gi, pi)| {
+            let members = &parts[pi].members;
             let (ttft_p99, ttft_p99_s) = p99(
                 m,
                 members,
@@ -771,10 +824,8 @@ fn fleet(
         "ttft_p99" => replicas.sort_by_key(|r| (desc(r.ttft_p99_s), desc(r.waiting_max))),
         _ => replicas.sort_by_key(|r| desc(r.waiting_max)),
     }
-    let mut gateways: Vec<GatewayRank> = parts
-        .iter()
-        .zip(groups)
-        .filter(|(p, _)| p.role == "gateway")
+    let mut gateways: Vec<GatewayRank> = whole("gateway")
+        .map(|(gi, pi)| (&parts[pi], &groups[gi]))
         .map(|(p, g)| {
             let (ttft_p99, ttft_p99_s) = p99(m, &p.members, &["llm_stream_time_to_first_token_us"], 1e6);
             let (itl_p99, itl_p99_s) = p99(m, &p.members, &["llm_stream_inter_token_latency_us"], 1e6);

@@ -85,11 +85,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         evidence.push(scrape.evidence(s));
     }
     // GPU side: memory held, no compute. Normal for an idle vLLM (it preallocates), so on its own
-    // this is only a hint; with the engine's view it confirms.
+    // this is only a hint; with the engine's view it confirms. In a series (CSV `-l`, dmon, a
+    // Prometheus window) only each GPU's last reading counts: a GPU idle for one sample of a
+    // busy series — the first scrape after start-up — has released nothing.
+    let mut last: std::collections::BTreeMap<(&str, u32), u64> = std::collections::BTreeMap::new();
+    for g in &f.gpus.readings {
+        let e = last.entry((g.evidence.input.as_str(), g.index)).or_insert(g.snapshot);
+        *e = (*e).max(g.snapshot);
+    }
     let idle_full: Vec<_> = f
         .gpus
         .readings
         .iter()
+        .filter(|g| last.get(&(g.evidence.input.as_str(), g.index)) == Some(&g.snapshot))
         .filter(|g| {
             g.util_pct == Some(0.0)
                 && matches!((g.mem_used_mib, g.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= 0.85)
@@ -162,6 +170,19 @@ mod tests {
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 35 reqs, GPU KV cache usage: 97.0%, Prefix cache hit rate: 0.0%\n".repeat(3);
         let f = fired(&[("vllm.log", &log)], "kv-leak").unwrap();
         assert_eq!(f.confidence, 0.8);
+    }
+
+    /// A GPU series: idle at its first sample (just started), busy after — no leak; idle with
+    /// its memory full at the last sample — the hint.
+    #[test]
+    fn only_the_last_reading_of_a_gpu_series_counts() {
+        let head = "index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n";
+        let busy_after_idle =
+            format!("{head}0, 0, 130000, 143771\n0, 97, 130000, 143771\n0, 95, 130000, 143771\n");
+        assert!(fired(&[("smi.csv", &busy_after_idle)], "kv-leak").is_none());
+        let idle_at_the_end = format!("{head}0, 97, 130000, 143771\n0, 0, 130000, 143771\n");
+        let f = fired(&[("smi.csv", &idle_at_the_end)], "kv-leak").unwrap();
+        assert_eq!((f.confidence, f.evidence[0].line), (0.3, 3));
     }
 
     #[test]

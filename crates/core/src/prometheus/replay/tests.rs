@@ -115,7 +115,9 @@ fn the_queued_replica_is_named_and_ranked_first() {
         "{}",
         c.graph_url
     );
-    assert_eq!(p.groups.len(), 2);
+    // Each replica twice: the whole window and its recent tail.
+    assert_eq!(p.groups.len(), 4);
+    assert_eq!(p.groups.iter().filter(|g| g.input.ends_with("(last 30 s)")).count(), 2);
     assert!(report.figures.keys().any(|k| k.starts_with("prometheus replica 10.0.0.2:8000 · ")));
 }
 
@@ -203,6 +205,22 @@ fn a_stalled_replica_and_a_leaking_one_are_named() {
     assert_eq!(report.verdict, Verdict::ThroughputZero);
     assert_eq!(report.findings[0].rule, "scheduler-stall");
     assert_eq!(report.findings[0].subject.as_ref().unwrap().instance.as_deref(), Some("stuck:8000"));
+    // A stall that began in the window's last steps: the whole window still shows tokens, its
+    // tail does not.
+    let l = [("instance", "late:8000")];
+    let late = vec![
+        series("vllm:num_requests_running", &l, |_| 12.0),
+        series("vllm:generation_tokens_total", &l, |k| 500.0 * k.min(5) as f64),
+    ];
+    let report = run(&matrix(late), Lang::En);
+    assert_eq!(report.verdict, Verdict::ThroughputZero, "{:#?}", report.findings);
+    assert_eq!(report.findings[0].rule, "scheduler-stall");
+    assert!(
+        report.findings[0].evidence[0].input.ends_with("(last 30 s)"),
+        "{:?}",
+        report.findings[0].evidence
+    );
+    assert_eq!(report.findings.iter().filter(|f| f.rule == "scheduler-stall").count(), 1);
     let l = [("instance", "leak:8000")];
     let leak = vec![
         series("vllm:num_requests_running", &l, |_| 0.0),
