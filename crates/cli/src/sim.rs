@@ -127,8 +127,14 @@ fn openmetrics(s: &Scenario, args: &SimArgs, file: &Path) -> anyhow::Result<Exit
         duration_s: args.duration.map(|d| d.as_secs().max(1)),
     };
     let started = Instant::now();
-    let run = fleet::run(s, cfg)
-        .map_err(|e| anyhow::anyhow!("the fleet wrote {} {} out of time order", e.family, e.labels))?;
+    let run = match fleet::run(s, cfg) {
+        Ok(run) => run,
+        Err(e @ fleet::FleetError::TooLarge { .. }) => {
+            eprintln!("triage: error: --openmetrics: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => anyhow::bail!("{e}"),
+    };
     let took = started.elapsed();
     if let Err(refusal) = write_file(file, &run.openmetrics, args.force, "--openmetrics")? {
         eprintln!("triage: error: {refusal}");

@@ -302,6 +302,7 @@ fn openmetrics_usage_errors_and_links() {
         &["--start", "0", "--out", f],
         &["--openmetrics", f, "--out", f],
         &["--openmetrics", f, "--serve", "0"],
+        &["--openmetrics", f, "--replicas", "16", "--duration", "24h"],
     ] {
         let (code, err) = sim(extra);
         assert_eq!(code, Some(2), "{extra:?}: {err}");

@@ -31,6 +31,10 @@ use serde::Serialize;
 pub const SCRAPE_EVERY_S: u64 = 15;
 /// The most replicas one fleet may have (each is a whole simulation).
 pub const MAX_REPLICAS: u32 = 16;
+/// The most scrapes of all replicas together one file may hold: each is about 40 KB of text
+/// (vLLM's nine histograms), so this keeps a file under about 250 MB — 3 replicas for 8 hours,
+/// 16 for 90 minutes.
+pub const MAX_REPLICA_SCRAPES: u64 = 6_000;
 /// What a CUDA context and PyTorch hold on a GPU before any tensor, in MiB.
 const CUDA_CONTEXT_MIB: u64 = 512;
 /// `vllm` pods' namespace.
@@ -100,6 +104,35 @@ pub struct FleetRun {
     pub openmetrics: String,
 }
 
+/// Why a fleet could not be written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FleetError {
+    /// `replicas` × `scrapes` is above [`MAX_REPLICA_SCRAPES`]; nothing was simulated.
+    TooLarge { replicas: u32, scrapes: u64 },
+    /// A point older than its metric's last one (a bug in the writer's caller).
+    OutOfOrder(OutOfOrder),
+}
+
+impl std::fmt::Display for FleetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FleetError::TooLarge { replicas, scrapes } => write!(
+                f,
+                "{replicas} replicas × {scrapes} scrapes is more than {MAX_REPLICA_SCRAPES} scrapes in one file (fewer replicas or a shorter --duration)"
+            ),
+            FleetError::OutOfOrder(o) => {
+                write!(f, "the fleet wrote {} {} out of time order", o.family, o.labels)
+            }
+        }
+    }
+}
+
+impl From<OutOfOrder> for FleetError {
+    fn from(o: OutOfOrder) -> FleetError {
+        FleetError::OutOfOrder(o)
+    }
+}
+
 /// Which replica of `replicas` is faulty for `seed`.
 pub fn faulty_index(seed: u64, replicas: u32) -> usize {
     let mut state = seed ^ 0x00F1_EE70_0000_0000;
@@ -117,8 +150,13 @@ fn uuid(replica: u32, gpu: u32) -> String {
 
 /// Run the fleet through the scenario and write what Prometheus would hold. Counters start at
 /// zero with the window (Prometheus' `rate` needs nothing before it).
-pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, OutOfOrder> {
+pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, FleetError> {
     let replicas = cfg.replicas.clamp(1, MAX_REPLICAS);
+    let end_s = cfg.duration_s.unwrap_or(s.duration_ns() / NS);
+    let scrapes = end_s / SCRAPE_EVERY_S;
+    if u64::from(replicas) * scrapes > MAX_REPLICA_SCRAPES {
+        return Err(FleetError::TooLarge { replicas, scrapes });
+    }
     let faulty = faulty_index(cfg.seed, replicas);
     let healthy = scenario::find("healthy").expect("the healthy control exists");
     let fault_cfg = s.config(cfg.seed);
@@ -146,7 +184,6 @@ pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, OutOfOrder> {
         });
         sims.push(Sim::new(c));
     }
-    let end_s = cfg.duration_s.unwrap_or(s.duration_ns() / NS);
     let mut series = Series::default();
     // The first scrape is one interval in, as the simulator's own: at 0 every replica would be
     // an engine that has done nothing yet — idle GPUs with their memory reserved, which is no

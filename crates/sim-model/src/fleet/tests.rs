@@ -219,3 +219,11 @@ fn every_scenario_writes_a_valid_file() {
         }
     }
 }
+
+#[test]
+fn a_fleet_too_large_for_one_file_is_refused_before_it_runs() {
+    let s = scenario::find("healthy").unwrap();
+    let day = FleetConfig { duration_s: Some(86_400), ..cfg(16, 1) };
+    assert_eq!(run(&s, day).unwrap_err(), FleetError::TooLarge { replicas: 16, scrapes: 5_760 });
+    assert!(run(&s, FleetConfig { duration_s: Some(60), ..cfg(16, 1) }).is_ok());
+}
