@@ -72,7 +72,10 @@ fn explain(l: Lang, f: &Failure) -> (&'static str, String) {
                     ("selector", Msg::PromErrSelector)
                 }
                 PromError::BadWindow(_) => ("window", Msg::PromErrWindow),
-                PromError::NotPrometheus(_) => ("not-prometheus", Msg::PromErrNotProm),
+                // No such path: not Prometheus's API here (or a path prefix is missing).
+                PromError::NotPrometheus(_) | PromError::Server { status: 404, .. } => {
+                    ("not-prometheus", Msg::PromErrNotProm)
+                }
                 PromError::Empty(_) => ("empty", Msg::PromErrEmpty),
                 _ => ("server", Msg::PromErrServer),
             };
