@@ -374,10 +374,16 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         DrillWrong => ("Not this one.", "不是这个。"),
         DrillEvidence => ("What the analyzer finds in these files", "分析器在这些文件里找到的证据"),
         PromTitle => ("Diagnose straight from Prometheus", "直接从 Prometheus 诊断"),
-        PromIntro => ("The browser asks the Prometheus server you name, and nothing else. It must allow this page's origin (prometheus --web.cors.origin). The token is sent only to that URL, and kept only if you tick the box.", "浏览器只向你填写的 Prometheus 服务器发请求，不联系其他任何地址。该服务器须允许本页的来源（prometheus --web.cors.origin）。令牌只发送到这个 URL，只有勾选后才会保存。"),
+        PromIntro => (
+            "The browser asks the Prometheus server you name, and nothing else. It must allow this page's origin (prometheus --web.cors.origin). The token is sent only to that URL, and kept only if you tick the box.",
+            "浏览器只向你填写的 Prometheus 服务器发请求，不联系其他任何地址。该服务器须允许本页的来源（prometheus --web.cors.origin）。令牌只发送到这个 URL，只有勾选后才会保存。",
+        ),
         PromUrl => ("Prometheus URL", "Prometheus 地址"),
         PromLast => ("Last minutes", "最近分钟数"),
-        PromFrom => ("From (RFC 3339, unix s or ms; empty: the last minutes)", "开始（RFC 3339、unix 秒或毫秒；留空则用最近分钟数）"),
+        PromFrom => (
+            "From (RFC 3339, unix s or ms; empty: the last minutes)",
+            "开始（RFC 3339、unix 秒或毫秒；留空则用最近分钟数）",
+        ),
         PromTo => ("To (empty: now)", "结束（留空为现在）"),
         PromStep => ("Step", "步长"),
         PromSelector => ("Selector (optional)", "选择器（可选）"),
@@ -385,16 +391,33 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         PromRemember => ("Remember the token for this URL on this device", "在本设备上为此地址记住令牌"),
         PromRun => ("Query Prometheus", "查询 Prometheus"),
         PromRunning => ("Querying…", "查询中…"),
-        PromFromLink => ("Opened from a link: check that this is your Prometheus, then query.", "由链接打开：请确认这是你的 Prometheus，再点击查询。"),
-        PromErrUrl => ("Give the server's http(s) base URL, without credentials, ?query or #fragment.", "请填写服务器的 http(s) 基础地址，不含凭据、?查询参数或 #片段。"),
+        PromFromLink => (
+            "Opened from a link: check that this is your Prometheus, then query.",
+            "由链接打开：请确认这是你的 Prometheus，再点击查询。",
+        ),
+        PromErrUrl => (
+            "Give the server's http(s) base URL, without credentials, ?query or #fragment.",
+            "请填写服务器的 http(s) 基础地址，不含凭据、?查询参数或 #片段。",
+        ),
         PromErrWindow => ("Bad time range: {detail}", "时间范围无效：{detail}"),
-        PromErrCors => ("{url} could not be read: blocked by CORS or unreachable — the browser does not say which. Check the URL, that the server is up, and that Prometheus allows this page's origin ({origin}) with --web.cors.origin.", "无法读取 {url}：被 CORS 拦截或无法连接——浏览器不会说明是哪一种。请检查地址、服务器是否运行，以及 Prometheus 是否用 --web.cors.origin 允许本页来源（{origin}）。"),
-        PromErrTimeout => ("{url}: no complete answer in time ({s} s per query, {total} s in all).", "{url}：未在时限内得到完整回答（每次查询 {s} 秒，总计 {total} 秒）。"),
-        PromErrRedirect => ("{url} answers with a redirect, which is not followed (a token would go elsewhere): give the final URL.", "{url} 返回重定向，不会跟随（令牌可能被发往别处）：请填写最终地址。"),
+        PromErrCors => (
+            "{url} could not be read: blocked by CORS or unreachable — the browser does not say which. Check the URL, that the server is up, and that Prometheus allows this page's origin ({origin}) with --web.cors.origin.",
+            "无法读取 {url}：被 CORS 拦截或无法连接——浏览器不会说明是哪一种。请检查地址、服务器是否运行，以及 Prometheus 是否用 --web.cors.origin 允许本页来源（{origin}）。",
+        ),
+        PromErrTimeout => (
+            "{url}: no complete answer in time ({s} s per query, {total} s in all).",
+            "{url}：未在时限内得到完整回答（每次查询 {s} 秒，总计 {total} 秒）。",
+        ),
+        PromErrRedirect => (
+            "{url} answers with a redirect, which is not followed (a token would go elsewhere): give the final URL.",
+            "{url} 返回重定向，不会跟随（令牌可能被发往别处）：请填写最终地址。",
+        ),
         PromErrBody => ("{url}: reading the answer failed: {detail}", "{url}：读取回答失败：{detail}"),
         PromErrNotProm => ("Not a Prometheus server: {detail}", "不是 Prometheus 服务器：{detail}"),
         PromErrSelector => ("Bad selector: {detail}", "选择器无效：{detail}"),
-        PromErrEmpty => ("Nothing to analyse in this window: {detail}", "该时间窗口内没有可分析的序列：{detail}"),
+        PromErrEmpty => {
+            ("Nothing to analyse in this window: {detail}", "该时间窗口内没有可分析的序列：{detail}")
+        }
         PromErrServer => ("The server failed: {detail}", "服务器出错：{detail}"),
         FleetTitle => ("Fleet", "集群"),
         FleetRankedBy => ("Replicas, worst first by {by}", "副本，按 {by} 从差到好排列"),

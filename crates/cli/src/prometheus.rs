@@ -187,7 +187,8 @@ pub async fn analyze(
 ) -> anyhow::Result<Report> {
     let base = base_url(&opts.url)?;
     // Selector and window are checked before anything is sent.
-    let (mut ex, first) = Exchange::start(&base, &opts.selector, opts.window, opts.limits).map_err(prom_err)?;
+    let (mut ex, first) =
+        Exchange::start(&base, &opts.selector, opts.window, opts.limits).map_err(prom_err)?;
     let secrets = secrets(&opts.auth);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()

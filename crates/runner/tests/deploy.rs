@@ -115,8 +115,12 @@ fn dashboard_and_alerts_read_only_metrics_the_runner_exports() {
     let link = "${site_url}#/triage?prometheus=${prometheus_url:percentencode}&from=${__from}&to=${__to}";
     assert_eq!(dashboard["links"][0]["url"], link);
     assert_eq!(dashboard["panels"][0]["links"][0]["url"], link);
-    let vars: Vec<&str> =
-        dashboard["templating"]["list"].as_array().unwrap().iter().filter_map(|v| v["name"].as_str()).collect();
+    let vars: Vec<&str> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
     assert!(vars.contains(&"site_url") && vars.contains(&"prometheus_url"), "{vars:?}");
     let alerts = std::fs::read_to_string(deploy("alerts.yml")).unwrap();
     let mut used = metric_names(&exprs);

@@ -136,7 +136,8 @@ async fn ask(base: String, selector: String, w: Window, token: String) -> Result
     let (mut exchange, first) = Exchange::start(&base, &selector, w, LIMITS).map_err(Failure::Prom)?;
     let mut secrets = Secrets::new();
     let auth = format!("Bearer {token}");
-    let mut headers = vec![("content-type", "application/x-www-form-urlencoded"), ("accept", "application/json")];
+    let mut headers =
+        vec![("content-type", "application/x-www-form-urlencoded"), ("accept", "application/json")];
     if !token.is_empty() {
         secrets.add(&token);
         headers.push(("authorization", auth.as_str()));
@@ -149,9 +150,10 @@ async fn ask(base: String, selector: String, w: Window, token: String) -> Result
         if left <= 0.0 {
             return Err(Failure::Fetch(url, FetchError::TimedOut));
         }
-        let (status, body) = browser::post_bounded(&url, &headers, &request.form, left as i32, MAX_BODY_BYTES)
-            .await
-            .map_err(|e| Failure::Fetch(url, e))?;
+        let (status, body) =
+            browser::post_bounded(&url, &headers, &request.form, left as i32, MAX_BODY_BYTES)
+                .await
+                .map_err(|e| Failure::Fetch(url, e))?;
         if last {
             if status != 200 {
                 // Read now for its classified error; a 200 is analysed by the caller.
@@ -204,8 +206,12 @@ pub fn PromSource() -> impl IntoView {
             error.set(Some(Failure::Url));
             return;
         };
-        let w = match window(&from.get_untracked(), &to.get_untracked(), &minutes.get_untracked(), &step.get_untracked())
-        {
+        let w = match window(
+            &from.get_untracked(),
+            &to.get_untracked(),
+            &minutes.get_untracked(),
+            &step.get_untracked(),
+        ) {
             Ok(w) => w,
             Err(e) => return error.set(Some(Failure::Window(e))),
         };

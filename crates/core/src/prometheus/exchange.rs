@@ -65,7 +65,12 @@ impl Exchange {
     }
 
     /// The series answer read: the range request to make next.
-    pub fn series_answered(&mut self, status: u16, body: &[u8], secrets: &Secrets) -> Result<Request, PromError> {
+    pub fn series_answered(
+        &mut self,
+        status: u16,
+        body: &[u8],
+        secrets: &Secrets,
+    ) -> Result<Request, PromError> {
         let sets = answer::parse_series(status, body, secrets)?;
         let w = self.window;
         if sets.is_empty() {
@@ -133,15 +138,21 @@ impl Exchange {
         cfg: &Config<'_>,
         files: Option<Report>,
     ) -> Result<Report, PromError> {
-        let m = answer::parse_matrix(status, body, cfg.secrets, self.limits.max_series, self.limits.max_points)?;
+        let m =
+            answer::parse_matrix(status, body, cfg.secrets, self.limits.max_series, self.limits.max_points)?;
         self.queries.push(QueryRecord {
             api: "/api/v1/query_range".into(),
             expr: self.expr.clone(),
             graph_url: query::graph_url(&self.base, &self.expr, &self.window),
             series: m.series.len(),
         });
-        let asked =
-            Asked { url: self.base, selector: self.selector, window: self.window, queries: self.queries, cut: self.cut };
+        let asked = Asked {
+            url: self.base,
+            selector: self.selector,
+            window: self.window,
+            queries: self.queries,
+            cut: self.cut,
+        };
         replay::analyze(&m, asked, cfg, files)
     }
 }
@@ -205,11 +216,19 @@ pub fn parse_step(s: &str) -> Result<f64, String> {
         "s" => 1.0,
         "m" => 60.0,
         "h" => 3600.0,
-        _ => return Err(format!("expected a step like 15s, 1m or 30, got {:?}", t.chars().take(40).collect::<String>())),
+        _ => {
+            return Err(format!(
+                "expected a step like 15s, 1m or 30, got {:?}",
+                t.chars().take(40).collect::<String>()
+            ));
+        }
     };
     match num.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x * mult),
-        _ => Err(format!("expected a positive step like 15s, 1m or 30, got {:?}", t.chars().take(40).collect::<String>())),
+        _ => Err(format!(
+            "expected a positive step like 15s, 1m or 30, got {:?}",
+            t.chars().take(40).collect::<String>()
+        )),
     }
 }
 
@@ -240,11 +259,17 @@ mod tests {
         assert!(matches!(Exchange::start("http://p", "", bad, limits), Err(PromError::BadWindow(_))));
         let (mut ex, first) = Exchange::start("http://p/", r#"{job="vllm"}"#, w, limits).unwrap();
         assert_eq!(first.path, "/api/v1/series");
-        assert!(first.form.starts_with("match%5B%5D=%7B__name__%3D~") && first.form.ends_with("&start=1000&end=4600"));
+        assert!(
+            first.form.starts_with("match%5B%5D=%7B__name__%3D~")
+                && first.form.ends_with("&start=1000&end=4600")
+        );
         let s = Secrets::new();
         let empty = br#"{"status":"success","data":[]}"#;
         assert!(matches!(ex.clone().series_answered(200, empty, &s), Err(PromError::Empty(_))));
-        assert!(matches!(ex.clone().series_answered(200, b"<html>login</html>", &s), Err(PromError::NotPrometheus(_))));
+        assert!(matches!(
+            ex.clone().series_answered(200, b"<html>login</html>", &s),
+            Err(PromError::NotPrometheus(_))
+        ));
         // Four series in two instances, three allowed: the first instance's two are read.
         let sets = br#"{"status":"success","data":[
             {"__name__":"vllm:num_requests_waiting","instance":"a:8000"},
