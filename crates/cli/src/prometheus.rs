@@ -1,6 +1,7 @@
 //! `triage analyze --prometheus URL`: the HTTP half. Core's `prometheus` module builds the
-//! questions, reads the answers and turns them into findings; this file only sends two POSTs
-//! (`/api/v1/series`, then `/api/v1/query_range`) and brings back bounded bytes.
+//! questions, reads the answers and turns them into findings; this file only sends the POSTs
+//! (`/api/v1/series`, then `/api/v1/query_range` for the families and for the engines' `up` and
+//! `process_start_time_seconds`: core's `exchange` says which) and brings back bounded bytes.
 //!
 //! Hostile or broken servers are expected: no redirect is followed (credentials go only to the
 //! URL the user named), every request has a deadline and so does the whole run, a body larger
@@ -97,12 +98,11 @@ struct Client<'a> {
     deadline: Instant,
     /// The overall deadline as given, for the message.
     total: Duration,
-    max_body: usize,
 }
 
 impl Client<'_> {
-    /// POST `path` with a form body; `(status, body)` within the deadlines and the byte bound.
-    async fn post(&self, path: &str, form: String) -> anyhow::Result<(u16, Vec<u8>)> {
+    /// POST `path` with a form body; `(status, body)` within the deadlines and `max_body` bytes.
+    async fn post(&self, path: &str, form: String, max_body: usize) -> anyhow::Result<(u16, Vec<u8>)> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         let limit = self.per_query.min(left);
         let what = format!("{}{path}", self.base);
@@ -130,10 +130,10 @@ impl Client<'_> {
             }
             let mut body = Vec::new();
             while let Some(chunk) = resp.chunk().await.map_err(|e| self.transport(&what, &e))? {
-                if body.len() + chunk.len() > self.max_body {
+                if body.len() + chunk.len() > max_body {
                     anyhow::bail!(
                         "{what}: the answer is larger than {} MiB (--max-body-mib); narrow --selector, shorten the window or lower --max-series",
-                        self.max_body >> 20
+                        max_body >> 20
                     );
                 }
                 body.extend_from_slice(&chunk);
@@ -204,15 +204,14 @@ pub async fn analyze(
         per_query: opts.query_timeout,
         deadline: Instant::now() + opts.total_timeout,
         total: opts.total_timeout,
-        max_body: opts.max_body_bytes,
     };
-    // 1. Which series exist: the count bounds the range query before it is asked.
-    let (status, body) = client.post(first.path, first.form).await?;
-    let next = ex.series_answered(status, &body, &secrets).map_err(prom_err)?;
-    drop(body);
-    // 2. The window itself.
-    let (status, body) = client.post(next.path, next.form).await?;
-    ex.range_answered(status, &body, &Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
+    // The series, the families' window, the engines' liveness: each answer says what is next.
+    let mut request = Some(first);
+    while let Some(r) = request.take() {
+        let (status, body) = client.post(r.path, r.form, opts.max_body_bytes.min(r.max_body)).await?;
+        request = ex.answered(status, &body, &secrets).map_err(prom_err)?;
+    }
+    ex.report(&Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
 }
 
 /// `--from`/`--to`: unix seconds (or ms, µs, ns by magnitude) or RFC 3339.

@@ -119,19 +119,17 @@ fn window(from: &str, to: &str, minutes: &str, step: &str) -> Result<Window, Str
     Ok(Window { start_s, end_s, step_s })
 }
 
-/// What a finished run keeps so a language switch can read the same answer again.
+/// What a finished run keeps so a language switch can read the same window again.
 struct Done {
     exchange: Exchange,
-    body: Vec<u8>,
     secrets: Secrets,
 }
 
 fn analyse(d: &Done, lang: Lang) -> Result<Report, PromError> {
-    let cfg = Config { lang, slo: Slo::default(), secrets: &d.secrets };
-    d.exchange.clone().range_answered(200, &d.body, &cfg, None)
+    d.exchange.report(&Config { lang, slo: Slo::default(), secrets: &d.secrets }, None)
 }
 
-/// Ask the two questions; the range answer comes back unread, for [`analyse`].
+/// Ask the questions core's [`Exchange`] gives, one after the other, within the deadlines.
 async fn ask(base: String, selector: String, w: Window, token: String) -> Result<Done, Failure> {
     let (mut exchange, first) = Exchange::start(&base, &selector, w, LIMITS).map_err(Failure::Prom)?;
     let mut secrets = Secrets::new();
@@ -143,29 +141,20 @@ async fn ask(base: String, selector: String, w: Window, token: String) -> Result
         headers.push(("authorization", auth.as_str()));
     }
     let started = browser::now_ms();
-    let mut request = first;
-    for last in [false, true] {
-        let url = format!("{base}{}", request.path);
+    let mut request = Some(first);
+    while let Some(r) = request.take() {
+        let url = format!("{base}{}", r.path);
         let left = (TOTAL_TIMEOUT_MS - (browser::now_ms() - started)).min(QUERY_TIMEOUT_MS);
         if left <= 0.0 {
             return Err(Failure::Fetch(url, FetchError::TimedOut));
         }
-        let (status, body) =
-            browser::post_bounded(&url, &headers, &request.form, left as i32, MAX_BODY_BYTES)
-                .await
-                .map_err(|e| Failure::Fetch(url, e))?;
-        if last {
-            if status != 200 {
-                // Read now for its classified error; a 200 is analysed by the caller.
-                let cfg = Config { lang: Lang::En, slo: Slo::default(), secrets: &secrets };
-                exchange.range_answered(status, &body, &cfg, None).map_err(Failure::Prom)?;
-                return Err(Failure::Prom(PromError::Server { status, message: String::new() }));
-            }
-            return Ok(Done { exchange, body, secrets });
-        }
-        request = exchange.series_answered(status, &body, &secrets).map_err(Failure::Prom)?;
+        let max = MAX_BODY_BYTES.min(r.max_body);
+        let (status, body) = browser::post_bounded(&url, &headers, &r.form, left as i32, max)
+            .await
+            .map_err(|e| Failure::Fetch(url, e))?;
+        request = exchange.answered(status, &body, &secrets).map_err(Failure::Prom)?;
     }
-    unreachable!("the loop returns on its second turn")
+    Ok(Done { exchange, secrets })
 }
 
 /// The Prometheus source, its report and its fleet view.
