@@ -553,6 +553,18 @@ test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prome
     await page.waitForFunction(() => /[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=prom-report] [data-testid=finding] p:not([data-testid])')?.textContent ?? ''));
     assert.deepEqual(errors, []);
     await page.screenshot({ path: path.join(shots, 'prometheus.png'), fullPage: true });
+    // Ticked, the token is kept for this URL only: offered again for it, not for another.
+    await page.check('[data-testid=prom-remember]');
+    await page.click('[data-testid=prom-run]');
+    await page.waitForFunction(() => (localStorage.getItem('triage.prom.token') ?? '').includes('prom-token-secret-42'));
+    const again = await context.newPage();
+    await again.goto(`${origin}/${link}`);
+    await again.waitForSelector('[data-testid=prom-url]');
+    assert.equal(await again.inputValue('[data-testid=prom-token]'), 'prom-token-secret-42');
+    await again.goto(`${origin}/#/triage?prometheus=${encodeURIComponent('http://127.0.0.1:9')}`);
+    await again.reload();
+    await again.waitForSelector('[data-testid=prom-url]');
+    assert.equal(await again.inputValue('[data-testid=prom-token]'), '');
     await context.close();
   } finally {
     prom.stop();

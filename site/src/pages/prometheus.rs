@@ -62,7 +62,8 @@ fn explain(l: Lang, f: &Failure) -> (&'static str, String) {
             ),
         ),
         Failure::Fetch(url, FetchError::BodyFailed(d)) => {
-            ("body", tf(l, Msg::PromErrBody, &[("url", url), ("detail", d)]))
+            let d: String = d.chars().take(300).collect();
+            ("body", tf(l, Msg::PromErrBody, &[("url", url), ("detail", &d)]))
         }
         Failure::Prom(e) => {
             let d = e.to_string();
@@ -205,10 +206,11 @@ pub fn PromSource() -> impl IntoView {
             Err(e) => return error.set(Some(Failure::Window(e))),
         };
         let tok = token.get_untracked().trim().to_owned();
-        if remember.get_untracked() && !tok.is_empty() {
-            browser::storage_set(TOKEN_KEY, &format!("{base}\n{tok}"));
-        } else {
+        // Unticked: forgotten. Ticked: this URL's token kept (a run without one keeps the last).
+        if !remember.get_untracked() {
             browser::storage_remove(TOKEN_KEY);
+        } else if !tok.is_empty() {
+            browser::storage_set(TOKEN_KEY, &format!("{base}\n{tok}"));
         }
         busy.set(true);
         let sel = selector.get_untracked();
