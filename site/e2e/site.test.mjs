@@ -511,9 +511,10 @@ function backfill(dir, scenario) {
 
 test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prometheus', { timeout: 300000 }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'triage-e2e-prom-'));
-  const { fleet, start, data } = backfill(dir, 'kv-leak');
-  const prom = await startPrometheus(dir, data, '.*');
+  let prom;
   try {
+    const { fleet, start, data } = backfill(dir, 'kv-leak');
+    prom = await startPrometheus(dir, data, '.*');
     // As Grafana writes ${__from} and ${__to}: unix milliseconds.
     const link = `#/triage?prometheus=${encodeURIComponent(prom.url)}&from=${start * 1000}&to=${(start + PROM_WINDOW_S) * 1000}`;
     const { page, context, requests, errors } = await open(link);
@@ -567,19 +568,20 @@ test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prome
     assert.equal(await again.inputValue('[data-testid=prom-token]'), '');
     await context.close();
   } finally {
-    prom.stop();
+    prom?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 
 test('a Prometheus that does not answer CORS, or no server at all: the error says which two it may be', { timeout: 120000 }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'triage-e2e-prom-'));
-  const prom = await startPrometheus(dir, path.join(dir, 'data'), 'https://elsewhere\\.invalid');
-  const closed = http.createServer();
-  await new Promise((r) => closed.listen(0, '127.0.0.1', r));
-  const nobody = `http://127.0.0.1:${closed.address().port}`;
-  await new Promise((r) => closed.close(r));
+  let prom;
   try {
+    prom = await startPrometheus(dir, path.join(dir, 'data'), 'https://elsewhere\\.invalid');
+    const closed = http.createServer();
+    await new Promise((r) => closed.listen(0, '127.0.0.1', r));
+    const nobody = `http://127.0.0.1:${closed.address().port}`;
+    await new Promise((r) => closed.close(r));
     for (const url of [prom.url, nobody]) {
       const { page, context, requests } = await open(`#/triage?prometheus=${encodeURIComponent(url)}&from=2026-12-01T00:00:00Z&to=2026-12-01T01:00:00Z`);
       await page.click('[data-testid=prom-run]');
@@ -604,7 +606,7 @@ test('a Prometheus that does not answer CORS, or no server at all: the error say
     await page.waitForSelector('[data-testid=prom-error][data-kind=window]', { timeout: 30000 });
     await context.close();
   } finally {
-    prom.stop();
+    prom?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
