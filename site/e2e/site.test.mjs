@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import { spawn, execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -545,4 +546,153 @@ test('a concurrent probe: requests called together keep their fetch() call as "s
   const note = await page.textContent('[data-testid=probe-sent-note]');
   figures.concurrent_probe_wire_timed = Number(note.match(/for (\d+) of 8/)[1]);
   await context.close();
+});
+
+// ---- Diagnose straight from Prometheus (#19) ----
+
+const PROM_WINDOW_S = 7200;
+const promProcs = [];
+after(() => { for (const p of promProcs) p.kill('SIGKILL'); });
+
+/** A real Prometheus on 127.0.0.1 over `data` (backfilled blocks, or none), allowing `cors` as
+ *  its CORS origin regex; killed by `stop()`, at the end of the tests, or after `lifetimeS`. */
+async function startPrometheus(dir, data, cors, lifetimeS = 300) {
+  const config = path.join(dir, 'prometheus.yml');
+  fs.writeFileSync(config, 'global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n');
+  const probe = http.createServer();
+  await new Promise((r) => probe.listen(0, '127.0.0.1', r));
+  const port = probe.address().port;
+  await new Promise((r) => probe.close(r));
+  const proc = spawn(process.env.PROMETHEUS ?? 'prometheus', [
+    `--config.file=${config}`, `--storage.tsdb.path=${data}`,
+    // Backfilled data is hours old: a long retention keeps it from being deleted at start.
+    '--storage.tsdb.retention.time=100y',
+    `--web.listen-address=127.0.0.1:${port}`, `--web.cors.origin=${cors}`, '--log.level=warn',
+  ], { stdio: 'ignore' });
+  promProcs.push(proc);
+  const killer = setTimeout(() => proc.kill('SIGKILL'), lifetimeS * 1000);
+  killer.unref();
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    assert.ok(proc.exitCode === null, `prometheus exited (${proc.exitCode})`);
+    assert.ok(Date.now() < deadline, 'prometheus not ready within 60 s');
+    const ready = await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+    if (ready) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url, stop: () => { clearTimeout(killer); proc.kill('SIGKILL'); } };
+}
+
+/** `triage sim SCENARIO --openmetrics`, backfilled by promtool: the fleet's answer key and the
+ *  folder of blocks. The window is a whole two-hour block that ended at least two hours ago. */
+function backfill(dir, scenario) {
+  const start = Math.floor((Date.now() / 1000 - 2 * PROM_WINDOW_S) / PROM_WINDOW_S) * PROM_WINDOW_S;
+  const file = path.join(dir, `${scenario}.om`);
+  const out = execFileSync(triageBin, ['sim', '--scenario', scenario, '--replicas', '3', '--format', 'json', '--start', String(start), '--openmetrics', file], { timeout: 120000, maxBuffer: 64 << 20 });
+  const data = path.join(dir, 'data');
+  execFileSync(process.env.PROMTOOL ?? 'promtool', ['tsdb', 'create-blocks-from', 'openmetrics', '--quiet', file, data], { timeout: 120000, stdio: 'ignore' });
+  return { fleet: JSON.parse(out).fleet, start, data };
+}
+
+test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prometheus', { timeout: 300000 }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'triage-e2e-prom-'));
+  let prom;
+  try {
+    const { fleet, start, data } = backfill(dir, 'kv-leak');
+    prom = await startPrometheus(dir, data, '.*');
+    // As Grafana writes ${__from} and ${__to}: unix milliseconds.
+    const link = `#/triage?prometheus=${encodeURIComponent(prom.url)}&from=${start * 1000}&to=${(start + PROM_WINDOW_S) * 1000}`;
+    const { page, context, requests, errors } = await open(link);
+    const sent = [];
+    page.on('request', (r) => { if (r.url().startsWith(prom.url)) sent.push({ url: r.url(), method: r.method(), headers: r.headers() }); });
+    assert.equal(await page.inputValue('[data-testid=prom-url]'), prom.url);
+    assert.equal(await page.inputValue('[data-testid=prom-from]'), String(start * 1000));
+    // A link waits for one click: nothing was asked yet.
+    await page.waitForSelector('[data-testid=prom-from-link]');
+    assert.deepEqual(sent, []);
+    // A token: sent to this Prometheus only (a preflight, then the header), never stored.
+    await page.fill('[data-testid=prom-token]', 'prom-token-secret-42');
+    await page.click('[data-testid=prom-run]');
+    await page.waitForSelector('[data-testid=prom-report] [data-testid=verdict], [data-testid=prom-error]', { timeout: 90000 });
+    assert.equal(await page.$('[data-testid=prom-error]'), null, await page.textContent('[data-testid=prom-error]').catch(() => ''));
+    assert.match(await page.textContent('[data-testid=prom-report] [data-testid=verdict]'), new RegExp(fleet.class));
+    const findings = await page.$$eval('[data-testid=prom-report] [data-testid=finding]', (els) => els.map((e) => ({ rule: e.getAttribute('data-rule'), text: e.textContent })));
+    assert.ok(findings.length > 0, 'no finding');
+    assert.ok(fleet.rules.includes(findings[0].rule), `top finding ${findings[0].rule}, want one of ${fleet.rules}`);
+    const faulty = fleet.replicas[fleet.faulty];
+    assert.ok([faulty.pod, faulty.instance].some((n) => n && findings[0].text.includes(n)), `the top finding does not name ${faulty.pod} / ${faulty.instance}: ${findings[0].text}`);
+    assert.match(await page.textContent('[data-testid=prom-report] [data-testid=finding-subject]'), /instance=|pod=/);
+    // The fleet view lists the three replicas and links each query to Prometheus's graph UI.
+    assert.equal((await page.$$('[data-testid=fleet-view] [data-testid=fleet-replica]')).length, 3);
+    const links = await page.$$eval('[data-testid=fleet-view] a', (as) => as.map((a) => a.href));
+    assert.ok(links.length === 3 && links.every((h) => h.startsWith(`${prom.url}/graph?`)), links.join(' '));
+    // Both questions went to Prometheus with the token; nothing went anywhere else.
+    const posts = sent.filter((r) => r.method === 'POST').map((r) => new URL(r.url).pathname);
+    // The series, the families' window, the engines' liveness (up, process_start_time_seconds).
+    assert.deepEqual(posts, ['/api/v1/series', '/api/v1/query_range', '/api/v1/query_range']);
+    assert.ok(sent.filter((r) => r.method === 'POST').every((r) => r.headers.authorization === 'Bearer prom-token-secret-42'));
+    onlyOrigins(requests, [origin, prom.url]);
+    assert.doesNotMatch(await page.evaluate(() => JSON.stringify(localStorage)), /prom-token-secret/);
+    assert.doesNotMatch(await page.textContent('body'), /prom-token-secret/);
+    // The report follows the language: the same answer read again, in Chinese.
+    await page.click('[data-testid=lang-toggle]');
+    await page.waitForFunction(() => /[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=prom-report] [data-testid=finding] p:not([data-testid])')?.textContent ?? ''));
+    assert.deepEqual(errors, []);
+    await page.screenshot({ path: path.join(shots, 'prometheus.png'), fullPage: true });
+    // Ticked, the token is kept for this URL only: offered again for it, not for another.
+    await page.check('[data-testid=prom-remember]');
+    await page.click('[data-testid=prom-run]');
+    await page.waitForFunction(() => (localStorage.getItem('triage.prom.token') ?? '').includes('prom-token-secret-42'));
+    const again = await context.newPage();
+    await again.goto(`${origin}/${link}`);
+    await again.waitForSelector('[data-testid=prom-url]');
+    assert.equal(await again.inputValue('[data-testid=prom-token]'), 'prom-token-secret-42');
+    await again.goto(`${origin}/#/triage?prometheus=${encodeURIComponent('http://127.0.0.1:9')}`);
+    await again.reload();
+    await again.waitForSelector('[data-testid=prom-url]');
+    assert.equal(await again.inputValue('[data-testid=prom-token]'), '');
+    await context.close();
+  } finally {
+    prom?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a Prometheus that does not answer CORS, or no server at all: the error says which two it may be', { timeout: 120000 }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'triage-e2e-prom-'));
+  let prom;
+  try {
+    prom = await startPrometheus(dir, path.join(dir, 'data'), 'https://elsewhere\\.invalid');
+    const closed = http.createServer();
+    await new Promise((r) => closed.listen(0, '127.0.0.1', r));
+    const nobody = `http://127.0.0.1:${closed.address().port}`;
+    await new Promise((r) => closed.close(r));
+    for (const url of [prom.url, nobody]) {
+      const { page, context, requests } = await open(`#/triage?prometheus=${encodeURIComponent(url)}&from=2026-12-01T00:00:00Z&to=2026-12-01T01:00:00Z`);
+      await page.click('[data-testid=prom-run]');
+      await page.waitForSelector('[data-testid=prom-error]', { timeout: 60000 });
+      assert.equal(await page.getAttribute('[data-testid=prom-error]', 'data-kind'), 'cors');
+      assert.match(await page.textContent('[data-testid=prom-error]'), /CORS or unreachable/);
+      assert.match(await page.textContent('[data-testid=prom-error]'), /--web\.cors\.origin/);
+      onlyOrigins(requests, [origin, url]);
+      await context.close();
+    }
+    // Not Prometheus (the site's own server answers 404 HTML), a bad selector, a bad window.
+    const { page, context } = await open(`#/triage?prometheus=${encodeURIComponent(origin)}`);
+    await page.click('[data-testid=prom-run]');
+    await page.waitForSelector('[data-testid=prom-error]', { timeout: 30000 });
+    assert.equal(await page.getAttribute('[data-testid=prom-error]', 'data-kind'), 'not-prometheus');
+    await page.fill('[data-testid=prom-selector]', '{job=');
+    await page.click('[data-testid=prom-run]');
+    await page.waitForSelector('[data-testid=prom-error][data-kind=selector]', { timeout: 30000 });
+    await page.fill('[data-testid=prom-selector]', '');
+    await page.fill('[data-testid=prom-from]', 'yesterday');
+    await page.click('[data-testid=prom-run]');
+    await page.waitForSelector('[data-testid=prom-error][data-kind=window]', { timeout: 30000 });
+    await context.close();
+  } finally {
+    prom?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -43,7 +43,9 @@ impl Page {
     }
 
     fn from_hash(hash: &str) -> Page {
-        let slug = hash.trim_start_matches('#').trim_start_matches('/');
+        // `#/triage?prometheus=…`: the page, then its parameters (pages/prometheus.rs).
+        let path = hash.trim_start_matches('#').trim_start_matches('/');
+        let slug = path.split('?').next().unwrap_or(path);
         Page::ALL.into_iter().find(|p| p.slug() == slug).unwrap_or(Page::Triage)
     }
 }

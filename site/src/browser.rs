@@ -373,3 +373,66 @@ impl AnalysisWorker {
         let _ = self.worker.post_message(&msg);
     }
 }
+
+/// POST `body` to `url` and read the whole answer, at most `max_bytes` of it: `(status, body)`.
+/// No redirect is followed (a token would go where it points: [`FetchError::Rejected`] says
+/// so); the request, body read included, is aborted after `timeout_ms`.
+pub async fn post_bounded(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    timeout_ms: i32,
+    max_bytes: usize,
+) -> Result<(u16, Vec<u8>), FetchError> {
+    let w = window().ok_or_else(|| FetchError::Rejected("no window".into()))?;
+    let controller = web_sys::AbortController::new().map_err(|e| FetchError::Rejected(js_message(&e)))?;
+    let abort = {
+        let c = controller.clone();
+        Closure::<dyn FnMut()>::new(move || c.abort())
+    };
+    let timer = w
+        .set_timeout_with_callback_and_timeout_and_arguments_0(abort.as_ref().unchecked_ref(), timeout_ms)
+        .unwrap_or(0);
+    let signal = controller.signal();
+    let failed = |e: String| if signal.aborted() { FetchError::TimedOut } else { FetchError::BodyFailed(e) };
+    let result = async {
+        let mut builder = gloo_net::http::Request::post(url)
+            .mode(web_sys::RequestMode::Cors)
+            .redirect(web_sys::RequestRedirect::Manual)
+            .credentials(web_sys::RequestCredentials::Omit)
+            .abort_signal(Some(&signal));
+        for (k, v) in headers {
+            builder = builder.header(k, v);
+        }
+        let req = builder.body(body).map_err(|e| FetchError::Rejected(e.to_string()))?;
+        let resp = req.send().await.map_err(|e| {
+            if signal.aborted() { FetchError::TimedOut } else { FetchError::Rejected(e.to_string()) }
+        })?;
+        let resp: web_sys::Response = resp.into();
+        if resp.type_() == web_sys::ResponseType::Opaqueredirect || (300..400).contains(&resp.status()) {
+            return Err(FetchError::Rejected("redirect".into()));
+        }
+        let mut out = Vec::new();
+        let Some(stream) = resp.body() else { return Ok((resp.status(), out)) };
+        let reader: web_sys::ReadableStreamDefaultReader =
+            stream.get_reader().dyn_into().map_err(|e| failed(js_message(&e)))?;
+        loop {
+            let chunk = JsFuture::from(reader.read()).await.map_err(|e| failed(js_message(&e)))?;
+            if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
+                return Ok((resp.status(), out));
+            }
+            if let Ok(value) = Reflect::get(&chunk, &"value".into()) {
+                let part = Uint8Array::new(&value);
+                if out.len() + part.length() as usize > max_bytes {
+                    controller.abort();
+                    return Err(FetchError::BodyFailed(format!("larger than {} MiB", max_bytes >> 20)));
+                }
+                out.extend(part.to_vec());
+            }
+        }
+    }
+    .await;
+    w.clear_timeout_with_handle(timer);
+    drop(abort);
+    result
+}

@@ -101,6 +101,11 @@ fn the_catalogue_has_both_languages_for_every_message() {
         Msg::ChartGpuClocks,
         Msg::KvChartX,
         Msg::TreeOom,
+        Msg::PromTitle,
+        Msg::PromErrCors,
+        Msg::PromErrNotProm,
+        Msg::PromErrEmpty,
+        Msg::FleetTitle,
     ] {
         assert!(!t(Lang::En, m).is_empty() && !t(Lang::Zh, m).is_empty());
         assert_ne!(t(Lang::En, m), t(Lang::Zh, m));
@@ -373,4 +378,46 @@ fn the_excerpt_reader_splits_lines_like_str_lines() {
         ]
     );
     assert!(ExcerptReader::new("y", vec![]).finish().is_none());
+}
+
+/// The Prometheus source checks what it can before asking anything: a URL that is not http(s)
+/// or carries credentials, and a time range it cannot read, end in their own error, in the UI
+/// language, and nothing is sent.
+#[wasm_bindgen_test]
+async fn the_prometheus_source_refuses_bad_urls_and_windows_before_asking() {
+    let lang = RwSignal::new(Lang::En);
+    let root = mount_in_lang(lang, || view! { <triage_site::pages::prometheus::PromSource/> }.into_any());
+    let input = |id: &str| -> web_sys::HtmlInputElement {
+        root.query_selector(&format!("[data-testid={id}]")).unwrap().unwrap().unchecked_into()
+    };
+    let set = |id: &str, v: &str| {
+        let el = input(id);
+        el.set_value(v);
+        el.dispatch_event(&web_sys::Event::new("input").unwrap()).unwrap();
+    };
+    let run = || input("prom-run").click();
+    let kind = || {
+        root.query_selector("[data-testid=prom-error]").unwrap().and_then(|e| e.get_attribute("data-kind"))
+    };
+    for bad in ["ftp://prom:9090", "http://user:pw@prom:9090", "http://prom:9090/?x=1", "prom"] {
+        set("prom-url", bad);
+        run();
+        leptos::task::tick().await;
+        leptos::task::tick().await;
+        assert_eq!(kind().as_deref(), Some("url"), "{bad}");
+    }
+    set("prom-url", "http://127.0.0.1:9/");
+    set("prom-from", "yesterday");
+    run();
+    leptos::task::tick().await;
+    assert_eq!(kind().as_deref(), Some("window"));
+    assert!(text_of(&root, "prom-error").contains("yesterday"));
+    lang.set(Lang::Zh);
+    leptos::task::tick().await;
+    assert!(cjk(&text_of(&root, "prom-error")));
+    set("prom-from", "");
+    set("prom-step", "0s");
+    run();
+    leptos::task::tick().await;
+    assert_eq!(kind().as_deref(), Some("window"));
 }

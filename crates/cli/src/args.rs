@@ -29,10 +29,12 @@ pub enum Command {
     Demo(DemoArgs),
     /// The incident simulator: a continuous-batching engine with a paged KV cache, calibrated on
     /// a real H200 trace, with one injected fault per scenario. Writes the logs, /metrics,
-    /// request log and GPU telemetry the fault produces (--out DIR), or serves it live over
-    /// HTTP on 127.0.0.1 (--serve PORT).
+    /// request log and GPU telemetry the fault produces (--out DIR), writes a fleet's time series
+    /// over the incident as OpenMetrics for Prometheus' backfill (--openmetrics FILE), or serves
+    /// it live over HTTP on 127.0.0.1 (--serve PORT).
     ///
-    /// Exit status: 0 when it ran, 2 on usage errors (unknown scenario, missing --out/--serve).
+    /// Exit status: 0 when it ran, 2 on usage errors (unknown scenario, missing
+    /// --out/--openmetrics/--serve).
     Sim(Box<SimArgs>),
     /// Read logs, /metrics scrapes, nvidia-smi output, OOM tracebacks, request logs and client
     /// configs; name the failure class and the root causes with the lines that prove them.
@@ -255,6 +257,21 @@ pub struct SimArgs {
     /// Offline: simulate this long instead of the scenario's own duration (e.g. 10m).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Offline, instead of --out: write the incident as Prometheus would hold it — a fleet of
+    /// --replicas vLLM replicas (one runs the fault, the others the healthy workload) and their
+    /// GPUs (DCGM exporter names), scraped every 15 s — as one OpenMetrics file with timestamps,
+    /// for `promtool tsdb create-blocks-from openmetrics FILE DIR`. Never written through a
+    /// symbolic link; an existing file is replaced only with --force.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["serve", "out"])]
+    pub openmetrics: Option<PathBuf>,
+    /// With --openmetrics: replicas in the fleet, 1 to 16 (default 3).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub replicas: Option<u32>,
+    /// With --openmetrics: unix seconds of the incident's start, its first scrape 15 s later
+    /// (default 1795917600, 2026-11-29T02:00:00Z, so the file is the same every run). Prometheus drops
+    /// blocks older than its retention: pick a recent start, or a long retention.
+    #[arg(long, value_name = "UNIX_S", value_parser = clap::value_parser!(u64).range(0..=4_102_444_800))]
+    pub start: Option<u64>,
     /// Live: simulated seconds per real second (0.01 to 1000).
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = crate::sim::parse_speed)]
     pub speed: f64,

@@ -1,7 +1,7 @@
 //! `triage analyze --prometheus URL`: the HTTP half. Core's `prometheus` module builds the
 //! questions, reads the answers and turns them into findings; this file only sends the POSTs
 //! (`/api/v1/series`, then `/api/v1/query_range` for the families and for the engines' `up` and
-//! `process_start_time_seconds`) and brings back bounded bytes.
+//! `process_start_time_seconds`: core's `exchange` says which) and brings back bounded bytes.
 //!
 //! Hostile or broken servers are expected: no redirect is followed (credentials go only to the
 //! URL the user named), every request has a deadline and so does the whole run, a body larger
@@ -14,10 +14,10 @@ use anyhow::Context;
 use triage_core::analyze::facts::Slo;
 use triage_core::analyze::report::Report;
 use triage_core::lang::Lang;
-use triage_core::prometheus::answer::{self, Matrix};
-use triage_core::prometheus::query::{self, Window};
-use triage_core::prometheus::replay::{self, Asked, Config};
-use triage_core::prometheus::{Limits, PromError, QueryRecord};
+use triage_core::prometheus::exchange::{self, Exchange};
+use triage_core::prometheus::query::Window;
+use triage_core::prometheus::replay::Config;
+use triage_core::prometheus::{Limits, PromError};
 use triage_core::safe::Secrets;
 
 use crate::output::UsageError;
@@ -25,10 +25,6 @@ use crate::output::UsageError;
 /// Largest answer read by default (`--max-body-mib`): a range answer of the default bounds
 /// fits well within it.
 pub const MAX_BODY_BYTES: usize = 256 << 20;
-
-/// Largest `/api/v1/series` answer read (about 200,000 label sets): more matching series than
-/// that is a selector to narrow, not a fleet to count.
-pub const MAX_SERIES_BODY_BYTES: usize = 64 << 20;
 
 /// How to authenticate, read from the environment by the caller; never printed.
 #[derive(Clone, Debug, Default)]
@@ -180,7 +176,9 @@ fn prom_err(e: PromError) -> anyhow::Error {
     if e.is_usage() { UsageError(e.to_string()).into() } else { anyhow::Error::new(e) }
 }
 
-/// Ask Prometheus for the window and analyse it, with the report of the files given alongside.
+/// Ask Prometheus for the window and analyse it, with the report of files given alongside.
+/// The questions and the reading of the answers are core's [`Exchange`] (the site drives the
+/// same one through `fetch`); this sends them.
 pub async fn analyze(
     opts: &PromOptions,
     lang: Lang,
@@ -188,9 +186,9 @@ pub async fn analyze(
     files: Option<Report>,
 ) -> anyhow::Result<Report> {
     let base = base_url(&opts.url)?;
-    let user = query::parse_selector(&opts.selector).map_err(prom_err)?;
-    // Check the window before anything is sent.
-    opts.window.fitted(1, opts.limits.max_points).map_err(prom_err)?;
+    // Selector and window are checked before anything is sent.
+    let (mut ex, first) =
+        Exchange::start(&base, &opts.selector, opts.window, opts.limits).map_err(prom_err)?;
     let secrets = secrets(&opts.auth);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
@@ -200,162 +198,25 @@ pub async fn analyze(
         .context("building the HTTP client")?;
     let client = Client {
         http,
-        base: base.clone(),
+        base,
         auth: &opts.auth,
         secrets: &secrets,
         per_query: opts.query_timeout,
         deadline: Instant::now() + opts.total_timeout,
         total: opts.total_timeout,
     };
-    let matcher = query::series_matcher(&user);
-    let w = opts.window;
-    let mut cut = Vec::new();
-
-    // 1. Which series exist: the count bounds the range query before it is asked.
-    let form = series_form(&matcher, &w);
-    // Label sets are parsed whole: their answer is held to less than a range answer's.
-    let (status, body) =
-        client.post("/api/v1/series", form, opts.max_body_bytes.min(MAX_SERIES_BODY_BYTES)).await?;
-    let sets = answer::parse_series(status, &body, &secrets).map_err(prom_err)?;
-    drop(body);
-    if sets.is_empty() {
-        return Err(prom_err(PromError::Empty(format!(
-            "nothing matched {matcher} between {} and {} (check --selector, the window, and that Prometheus scrapes the engines and the DCGM exporter)",
-            query::iso(w.start_s),
-            query::iso(w.end_s)
-        ))));
+    // The series, the families' window, the engines' liveness: each answer says what is next.
+    let mut request = Some(first);
+    while let Some(r) = request.take() {
+        let (status, body) = client.post(r.path, r.form, opts.max_body_bytes.min(r.max_body)).await?;
+        request = ex.answered(status, &body, &secrets).map_err(prom_err)?;
     }
-    let mut expr = matcher.clone();
-    let mut expected = sets.len();
-    let mut kept_instances: Option<Vec<String>> = None;
-    if sets.len() > opts.limits.max_series {
-        // Keep whole instances, in name order, until the bound is reached.
-        let mut per_instance: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-        for s in &sets {
-            *per_instance.entry(s.get("instance").map_or("", String::as_str)).or_default() += 1;
-        }
-        let (mut kept, mut n) = (Vec::new(), 0);
-        for (inst, count) in &per_instance {
-            if n + count > opts.limits.max_series {
-                break;
-            }
-            n += count;
-            kept.push(*inst);
-        }
-        if kept.is_empty() {
-            cut.push(format!(
-                "{} series match; the first instance alone has more than --max-series {}: the range answer is cut",
-                sets.len(),
-                opts.limits.max_series
-            ));
-        } else {
-            let alternatives: Vec<String> = kept.iter().map(|i| query::regex_literal(i)).collect();
-            expr = format!(
-                "{},instance=~\"{}\"}}",
-                matcher.trim_end_matches('}'),
-                query::escape_value(&alternatives.join("|"))
-            );
-            cut.push(format!(
-                "{} series in {} instances match; {n} series of the first {} instances are read (--max-series {})",
-                sets.len(),
-                per_instance.len(),
-                kept.len(),
-                opts.limits.max_series
-            ));
-            expected = n;
-            kept_instances = Some(kept.iter().map(|i| (*i).to_owned()).collect());
-        }
-    }
-    // When each engine started and whether Prometheus reached it, for the engines read.
-    let mut engines: Vec<&str> = sets
-        .iter()
-        .filter(|s| s.get("__name__").is_some_and(|n| query::is_engine_metric(n)))
-        .filter_map(|s| s.get("instance").map(String::as_str))
-        .filter(|i| kept_instances.as_ref().is_none_or(|k| k.iter().any(|x| x == i)))
-        .collect();
-    engines.sort_unstable();
-    engines.dedup();
-    // Asked apart, not with `or`: `or` drops a right-hand series whose labels (name aside) equal
-    // a left-hand one's, and `up` carries exactly an engine gauge's target labels.
-    let live = query::liveness_matcher(&user, &engines);
-    if live.is_some() {
-        expected += 2 * engines.len();
-    }
-    let (w, note) =
-        w.fitted(expected.min(opts.limits.max_series), opts.limits.max_points).map_err(prom_err)?;
-    cut.extend(note);
-    let mut queries = vec![QueryRecord {
-        api: "/api/v1/series".into(),
-        expr: matcher.clone(),
-        graph_url: query::graph_url(&base, &matcher, &w),
-        series: sets.len(),
-    }];
-    drop(sets);
-
-    // 2. The window itself.
-    let (status, body) =
-        client.post("/api/v1/query_range", range_form(&expr, &w), opts.max_body_bytes).await?;
-    let mut m: Matrix =
-        answer::parse_matrix(status, &body, &secrets, opts.limits.max_series, opts.limits.max_points)
-            .map_err(prom_err)?;
-    drop(body);
-    queries.push(QueryRecord {
-        api: "/api/v1/query_range".into(),
-        expr: expr.clone(),
-        graph_url: query::graph_url(&base, &expr, &w),
-        series: m.series.len(),
-    });
-    // 3. When the engines started and whether Prometheus reached them, within what is left of
-    // the bounds.
-    if let Some(live) = live {
-        let (status, body) =
-            client.post("/api/v1/query_range", range_form(&live, &w), opts.max_body_bytes).await?;
-        let series_left = opts.limits.max_series.saturating_sub(m.series.len());
-        let points_left = opts.limits.max_points.saturating_sub(m.points);
-        let more =
-            answer::parse_matrix(status, &body, &secrets, series_left, points_left).map_err(prom_err)?;
-        queries.push(QueryRecord {
-            api: "/api/v1/query_range".into(),
-            expr: live.clone(),
-            graph_url: query::graph_url(&base, &live, &w),
-            series: more.series.len(),
-        });
-        m.series.extend(more.series);
-        m.points += more.points;
-        m.cut.extend(more.cut);
-    }
-    let asked = Asked { url: base, selector: opts.selector.clone(), window: w, queries, cut };
-    replay::analyze(&m, asked, &Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
-}
-
-fn series_form(matcher: &str, w: &Window) -> String {
-    format!(
-        "match%5B%5D={}&start={}&end={}",
-        query::encode(matcher),
-        query::secs(w.start_s),
-        query::secs(w.end_s)
-    )
-}
-
-fn range_form(expr: &str, w: &Window) -> String {
-    format!(
-        "query={}&start={}&end={}&step={}",
-        query::encode(expr),
-        query::secs(w.start_s),
-        query::secs(w.end_s),
-        query::secs(w.step_s)
-    )
+    ex.report(&Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
 }
 
 /// `--from`/`--to`: unix seconds (or ms, µs, ns by magnitude) or RFC 3339.
 pub fn parse_time(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let parsed = match t.parse::<f64>() {
-        Ok(x) => triage_core::analyze::time::from_number(x),
-        Err(_) => triage_core::analyze::time::parse_iso(t),
-    };
-    parsed
-        .ok_or_else(|| format!("expected unix seconds or an RFC 3339 time (2026-12-04T10:00:00Z), got {t:?}"))
+    exchange::parse_time(s)
 }
 
 #[cfg(test)]
@@ -376,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn times_and_regexes() {
+    fn times_and_secrets() {
         assert_eq!(parse_time("1764460800").unwrap(), 1_764_460_800.0);
         assert_eq!(parse_time("1764460800000").unwrap(), 1_764_460_800.0);
         assert_eq!(parse_time("2025-11-30T00:00:00Z").unwrap(), 1_764_460_800.0);

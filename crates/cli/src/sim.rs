@@ -16,6 +16,8 @@ use triage_core::analyze::report::Report;
 use triage_core::endpoint::{self, Api};
 use triage_core::timing::TimerConfig;
 use triage_sim::model::engine::Totals;
+use triage_sim::model::fleet::{self, FleetConfig};
+use triage_sim::model::output::clock;
 use triage_sim::model::{Artifact, Scenario, Sim, scenario};
 use triage_sim::{LiveConfig, SimServer};
 
@@ -95,13 +97,133 @@ pub async fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     let name = args.scenario.as_deref().unwrap_or_default();
     let Some(s) = scenario::find(name) else { return Ok(unknown(name)) };
+    if let Some(file) = &args.openmetrics {
+        return openmetrics(&s, &args, file);
+    }
+    // clap's `requires` gives way to `conflicts_with` (--openmetrics conflicts with --out), so
+    // the fleet's options are checked here.
+    if args.replicas.is_some() || args.start.is_some() {
+        eprintln!("triage: error: --replicas and --start go with --openmetrics FILE");
+        return Ok(ExitCode::from(2));
+    }
     match (&args.out, args.serve) {
         (Some(dir), None) => offline(&s, args.seed, args.duration, dir, args.force, args.format),
         (None, Some(port)) => serve(&s, &args, port).await,
         _ => {
-            eprintln!("triage: error: give --out DIR (write the files) or --serve PORT (serve it live)");
+            eprintln!(
+                "triage: error: give --out DIR (write the files), --openmetrics FILE (the fleet's time series) or --serve PORT (serve it live)"
+            );
             Ok(ExitCode::from(2))
         }
+    }
+}
+
+/// `--openmetrics FILE`: the fleet over the incident as OpenMetrics time series.
+fn openmetrics(s: &Scenario, args: &SimArgs, file: &Path) -> anyhow::Result<ExitCode> {
+    let cfg = FleetConfig {
+        replicas: args.replicas.unwrap_or(3),
+        start_unix_s: args.start.unwrap_or(clock::EPOCH_UNIX_S),
+        seed: args.seed,
+        duration_s: args.duration.map(|d| d.as_secs().max(1)),
+    };
+    let started = Instant::now();
+    let run = match fleet::run(s, cfg) {
+        Ok(run) => run,
+        Err(e @ fleet::FleetError::TooLarge { .. }) => {
+            eprintln!("triage: error: --openmetrics: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => anyhow::bail!("{e}"),
+    };
+    let took = started.elapsed();
+    if let Err(refusal) = write_file(file, &run.openmetrics, args.force, "--openmetrics")? {
+        eprintln!("triage: error: {refusal}");
+        return Ok(ExitCode::from(2));
+    }
+    let a = &run.answer;
+    match args.format {
+        Format::Json => {
+            let out = serde_json::json!({
+                "scenario": answer_key(s, args.seed),
+                "openmetrics": file.display().to_string(),
+                "bytes": run.openmetrics.len(),
+                "wall_ms": (took.as_secs_f64() * 1e6).round() / 1e3,
+                "fleet": a,
+            });
+            print(&(serde_json::to_string_pretty(&out)? + "\n"))?;
+        }
+        Format::Text => {
+            let fault = match a.faulty.map(|i| &a.replicas[i]) {
+                Some(f) => format!("on {} ({}", f.pod, f.instance),
+                None => "on no replica (the healthy control".to_owned(),
+            };
+            let mut t = format!(
+                "scenario {} ({}), seed {}: {} replicas of {} scraped every {} s from {} to {} (unix s) in {:.1} ms\n  {}  {} bytes  OpenMetrics with timestamps\n\n",
+                s.name,
+                s.class_str(),
+                args.seed,
+                a.replicas.len(),
+                a.model_name,
+                a.scrape_every_s,
+                a.from_unix_s,
+                a.to_unix_s,
+                took.as_secs_f64() * 1e3,
+                file.display(),
+                run.openmetrics.len()
+            );
+            for r in &a.replicas {
+                t.push_str(&format!(
+                    "  {:<8} {:<16} {:<11} {} GPU(s)  seed {}\n",
+                    r.pod,
+                    r.instance,
+                    r.hostname,
+                    r.gpus.len(),
+                    r.seed
+                ));
+            }
+            let gpu =
+                a.faulty_gpu.as_ref().map(|g| format!(", GPU {} ({})", g.gpu, g.uuid)).unwrap_or_default();
+            t.push_str(&format!(
+                "\nthe fault to find: {} {fault}{gpu}) (the answer: --format json)\nnow: promtool tsdb create-blocks-from openmetrics {} DIR\n     prometheus --storage.tsdb.path=DIR --storage.tsdb.retention.time=100y --config.file=EMPTY.yml\n     triage analyze --prometheus http://localhost:9090 --from {} --to {}\n",
+                s.symptom,
+                file.display(),
+                a.from_unix_s,
+                a.to_unix_s
+            ));
+            print(&t)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Write one file without following a symbolic link at `path`: a file that exists (or a link)
+/// is replaced only with `force`, by a new file renamed over it. `Ok(Err(why))` is a refusal.
+fn write_file(path: &Path, content: &str, force: bool, flag: &str) -> anyhow::Result<Result<(), String>> {
+    let path: PathBuf = path.components().collect();
+    if path.file_name().is_none() {
+        return Ok(Err(format!("{flag} {} names no file", path.display())));
+    }
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_dir() => Ok(Err(format!("{flag} {} is a directory", path.display()))),
+        Ok(m) if !force => {
+            let what = if m.file_type().is_symlink() { " (a symbolic link)" } else { "" };
+            Ok(Err(format!("{} exists{what}; nothing was written (--force replaces it)", path.display())))
+        }
+        Ok(_) => {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+            let written = create_new(&tmp, content).and_then(|()| std::fs::rename(&tmp, &path));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e).with_context(|| format!("replacing {}", path.display()));
+            }
+            Ok(Ok(()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            create_new(&path, content).with_context(|| format!("writing {}", path.display()))?;
+            Ok(Ok(()))
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
 }
 

@@ -229,3 +229,102 @@ fn serve_listens_and_stops_by_itself() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn openmetrics_writes_the_fleet_the_same_every_time() {
+    let dir = temp_dir("openmetrics");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |file: &str, extra: &[&str]| {
+        let out = triage()
+            .args(["sim", "--scenario", "kv-deadlock", "--format", "json", "--openmetrics"])
+            .arg(dir.join(file))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (std::fs::read_to_string(dir.join(file)).unwrap(), v)
+    };
+    let (a, v) = run("a.om", &[]);
+    let (b, _) = run("b.om", &[]);
+    assert_eq!(a, b);
+    assert!(a.ends_with("# EOF\n"));
+    let fleet = &v["fleet"];
+    assert_eq!(fleet["replicas"].as_array().unwrap().len(), 3);
+    assert_eq!(fleet["start_unix_s"], 1_795_917_600u64);
+    assert_eq!(fleet["from_unix_s"], 1_795_917_615u64, "the first scrape, one interval in");
+    assert_eq!(v["scenario"]["rules"][0], "scheduler-stall");
+    let faulty = &fleet["replicas"][fleet["faulty"].as_u64().unwrap() as usize];
+    let pod = faulty["pod"].as_str().unwrap();
+    let instance = faulty["instance"].as_str().unwrap();
+    // The faulty replica's cache is full at the end; its peers' is not.
+    let usage_line = |p: &str| {
+        a.lines()
+            .rfind(|l| l.starts_with("vllm:kv_cache_usage_perc{") && l.contains(&format!("pod=\"{p}\"")))
+            .unwrap()
+            .to_owned()
+    };
+    let full = usage_line(pod);
+    assert!(full.contains(&format!("instance=\"{instance}\"")) && full.contains(" 1.0 "), "{full}");
+    for r in fleet["replicas"].as_array().unwrap().iter().filter(|r| r["pod"] != pod) {
+        let l = usage_line(r["pod"].as_str().unwrap());
+        assert!(!l.contains(" 1.0 "), "{l}");
+    }
+    // Another start and replica count: the same incident, moved and widened.
+    let (c, v) = run("c.om", &["--start", "1800000000", "--replicas", "5", "--seed", "9"]);
+    assert_eq!(v["fleet"]["replicas"].as_array().unwrap().len(), 5);
+    assert_eq!(v["fleet"]["to_unix_s"], 1_800_000_000u64 + 150);
+    assert!(c.contains(" 1800000150\n") && !c.contains(" 17959"), "timestamps moved");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn openmetrics_usage_errors_and_links() {
+    let dir = temp_dir("openmetrics-usage");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sim = |extra: &[&str]| {
+        let out = triage()
+            .args(["sim", "--scenario", "healthy", "--duration", "30s"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let file = dir.join("f.om");
+    let f = file.to_str().unwrap();
+    for extra in [
+        &["--openmetrics", f, "--replicas", "0"][..],
+        &["--openmetrics", f, "--replicas", "17"],
+        &["--openmetrics", f, "--start", "-5"],
+        &["--openmetrics", f, "--start", "99999999999"],
+        &["--replicas", "3", "--out", f],
+        &["--start", "0", "--out", f],
+        &["--openmetrics", f, "--out", f],
+        &["--openmetrics", f, "--serve", "0"],
+        &["--openmetrics", f, "--replicas", "16", "--duration", "24h"],
+    ] {
+        let (code, err) = sim(extra);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+    }
+    assert!(!file.exists());
+    // A planted link is refused (and what it points to untouched); --force replaces the link.
+    let victim = temp_dir("om-victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, &file).unwrap();
+    let (code, err) = sim(&["--openmetrics", f]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("symbolic link") && err.contains("--force"), "{err}");
+    let (code, err) = sim(&["--openmetrics", f, "--force"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert!(std::fs::symlink_metadata(&file).unwrap().is_file());
+    assert!(std::fs::read_to_string(&file).unwrap().ends_with("# EOF\n"));
+    let (code, err) = sim(&["--openmetrics", f]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("exists"), "{err}");
+    let (code, err) = sim(&["--openmetrics", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    let _ = std::fs::remove_file(&victim);
+    let _ = std::fs::remove_dir_all(&dir);
+}

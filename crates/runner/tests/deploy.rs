@@ -110,6 +110,18 @@ fn dashboard_and_alerts_read_only_metrics_the_runner_exports() {
     for v in dashboard["templating"]["list"].as_array().unwrap() {
         exprs.push_str(v["query"].as_str().unwrap_or(""));
     }
+    // The site's Prometheus link (#19): the dashboard's time range, the Prometheus as the browser
+    // reaches it, both from dashboard variables.
+    let link = "${site_url}#/triage?prometheus=${prometheus_url:percentencode}&from=${__from}&to=${__to}";
+    assert_eq!(dashboard["links"][0]["url"], link);
+    assert_eq!(dashboard["panels"][0]["links"][0]["url"], link);
+    let vars: Vec<&str> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert!(vars.contains(&"site_url") && vars.contains(&"prometheus_url"), "{vars:?}");
     let alerts = std::fs::read_to_string(deploy("alerts.yml")).unwrap();
     let mut used = metric_names(&exprs);
     used.extend(metric_names(&alerts));

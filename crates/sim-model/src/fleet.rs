@@ -19,7 +19,7 @@
 //! are those `triage sim --out` writes for that seed; which replica it is depends on the seed
 //! too, so no reader can assume a position. Pure and deterministic like the rest of the model.
 
-use crate::engine::{NS, Sim};
+use crate::engine::{NS, Sim, WEIGHTS_BYTES};
 use crate::output::gpu::{H200_MEM_MHZ, Tick};
 use crate::output::metrics::{Family, Kind, Point};
 use crate::output::openmetrics::{OutOfOrder, Series, Style};
@@ -31,6 +31,12 @@ use serde::Serialize;
 pub const SCRAPE_EVERY_S: u64 = 15;
 /// The most replicas one fleet may have (each is a whole simulation).
 pub const MAX_REPLICAS: u32 = 16;
+/// The most scrapes of all replicas together one file may hold: each is about 40 KB of text
+/// (vLLM's nine histograms), so this keeps a file under about 250 MB — 3 replicas for 8 hours,
+/// 16 for 90 minutes.
+pub const MAX_REPLICA_SCRAPES: u64 = 6_000;
+/// What a CUDA context and PyTorch hold on a GPU before any tensor, in MiB.
+const CUDA_CONTEXT_MIB: u64 = 512;
 /// `vllm` pods' namespace.
 pub const NAMESPACE: &str = "llm";
 
@@ -39,7 +45,8 @@ pub const NAMESPACE: &str = "llm";
 pub struct FleetConfig {
     /// 1 to [`MAX_REPLICAS`].
     pub replicas: u32,
-    /// Unix seconds of simulated time 0 (default `output::clock::EPOCH_UNIX_S`).
+    /// Unix seconds of simulated time 0 (default `output::clock::EPOCH_UNIX_S`); the first
+    /// scrape is one interval later.
     pub start_unix_s: u64,
     pub seed: u64,
     /// Simulated seconds; `None`: the scenario's own duration.
@@ -82,6 +89,8 @@ pub struct FleetAnswer {
     pub faulty: Option<usize>,
     /// The throttled GPU of the faulty replica (slow-gpu only).
     pub faulty_gpu: Option<GpuId>,
+    /// Simulated time 0, unix seconds.
+    pub start_unix_s: u64,
     /// First and last scrape, unix seconds.
     pub from_unix_s: u64,
     pub to_unix_s: u64,
@@ -93,6 +102,35 @@ pub struct FleetAnswer {
 pub struct FleetRun {
     pub answer: FleetAnswer,
     pub openmetrics: String,
+}
+
+/// Why a fleet could not be written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FleetError {
+    /// `replicas` × `scrapes` is above [`MAX_REPLICA_SCRAPES`]; nothing was simulated.
+    TooLarge { replicas: u32, scrapes: u64 },
+    /// A point older than its metric's last one (a bug in the writer's caller).
+    OutOfOrder(OutOfOrder),
+}
+
+impl std::fmt::Display for FleetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FleetError::TooLarge { replicas, scrapes } => write!(
+                f,
+                "{replicas} replicas × {scrapes} scrapes is more than {MAX_REPLICA_SCRAPES} scrapes in one file (fewer replicas or a shorter --duration)"
+            ),
+            FleetError::OutOfOrder(o) => {
+                write!(f, "the fleet wrote {} {} out of time order", o.family, o.labels)
+            }
+        }
+    }
+}
+
+impl From<OutOfOrder> for FleetError {
+    fn from(o: OutOfOrder) -> FleetError {
+        FleetError::OutOfOrder(o)
+    }
 }
 
 /// Which replica of `replicas` is faulty for `seed`.
@@ -112,8 +150,13 @@ fn uuid(replica: u32, gpu: u32) -> String {
 
 /// Run the fleet through the scenario and write what Prometheus would hold. Counters start at
 /// zero with the window (Prometheus' `rate` needs nothing before it).
-pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, OutOfOrder> {
+pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, FleetError> {
     let replicas = cfg.replicas.clamp(1, MAX_REPLICAS);
+    let end_s = cfg.duration_s.unwrap_or(s.duration_ns() / NS);
+    let scrapes = end_s / SCRAPE_EVERY_S;
+    if u64::from(replicas) * scrapes > MAX_REPLICA_SCRAPES {
+        return Err(FleetError::TooLarge { replicas, scrapes });
+    }
     let faulty = faulty_index(cfg.seed, replicas);
     let healthy = scenario::find("healthy").expect("the healthy control exists");
     let fault_cfg = s.config(cfg.seed);
@@ -141,9 +184,11 @@ pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, OutOfOrder> {
         });
         sims.push(Sim::new(c));
     }
-    let end_s = cfg.duration_s.unwrap_or(s.duration_ns() / NS);
     let mut series = Series::default();
-    let mut t_s = 0;
+    // The first scrape is one interval in, as the simulator's own: at 0 every replica would be
+    // an engine that has done nothing yet — idle GPUs with their memory reserved, which is no
+    // fleet's steady state.
+    let mut t_s = SCRAPE_EVERY_S;
     while t_s <= end_s {
         let t_ms = (cfg.start_unix_s + t_s) * 1000;
         for (r, sim) in sims.iter_mut().enumerate() {
@@ -162,7 +207,8 @@ pub fn run(s: &Scenario, cfg: FleetConfig) -> Result<FleetRun, OutOfOrder> {
         faulty_gpu: slow.map(|g| GpuId { gpu: g.index, uuid: uuid(faulty as u32, g.index) }),
         replicas: layout,
         faulty: s.class.map(|_| faulty),
-        from_unix_s: cfg.start_unix_s,
+        start_unix_s: cfg.start_unix_s,
+        from_unix_s: cfg.start_unix_s + SCRAPE_EVERY_S,
         to_unix_s: cfg.start_unix_s + last,
         scrape_every_s: SCRAPE_EVERY_S,
     };
@@ -219,6 +265,13 @@ fn scrape(
     // The second that ended at the scrape (tick i closes second i + 1).
     let i = sim.gpu_ticks().len().checked_sub(1);
     let tick = i.map_or(Tick { t_ns: 0, busy: 0.0 }, |i| sim.gpu_ticks()[i]);
+    // While the engine starts it holds its weights and a CUDA context; the KV cache (the rest
+    // of its `gpu_memory_utilization`) is allocated at the end of start-up.
+    let used_mib = if up {
+        setup.mem_used_mib
+    } else {
+        (WEIGHTS_BYTES >> 20) / u64::from(setup.count.max(1)) + CUDA_CONTEXT_MIB
+    };
     let mut families: Vec<Family> = Vec::new();
     for g in &r.gpus {
         let read = setup.reading(i.unwrap_or(0) as u64, &tick, g.gpu);
@@ -235,11 +288,11 @@ fn scrape(
             ("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", f64::from(H200_MEM_MHZ)),
             ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", f64::from(read.util)),
             ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", (tick.busy * 62.0).round()),
-            ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", setup.mem_used_mib as f64),
+            ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", used_mib as f64),
             (
                 "DCGM_FI_DEV_FB_FREE",
                 "Framebuffer memory free (in MiB).",
-                setup.mem_total_mib.saturating_sub(setup.mem_used_mib) as f64,
+                setup.mem_total_mib.saturating_sub(used_mib) as f64,
             ),
             ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", (read.power_w * 1000.0).round() / 1000.0),
             ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", f64::from(read.temp)),

@@ -6,4 +6,5 @@ pub mod drill;
 pub mod kv;
 pub mod playbook;
 pub mod probe;
+pub mod prometheus;
 pub mod triage;

@@ -276,6 +276,7 @@ pub fn TriagePage() -> impl IntoView {
             {move || error.get().map(|e| fixed(view! { <p class="error">{e}</p> }))}
         </section>
         {move || result.get().map(|(report, excerpts, _)| fixed(view! { <ReportView report excerpts/> }))}
+        <super::prometheus::PromSource/>
     })
 }
 
@@ -297,6 +298,9 @@ fn FindingView(finding: Finding) -> impl IntoView {
                 <code>{finding.rule.clone()}</code>
                 <span class="confidence">{tx(lang, Msg::Confidence)} " " {format!("{:.2}", finding.confidence)}</span>
             </h3>
+            {finding.subject.as_ref().map(|s| fixed(view! {
+                <p data-testid="finding-subject">{tx(lang, Msg::FindingSubject)} ": " <code>{s.describe()}</code></p>
+            }))}
             <p>{finding.summary.clone()}</p>
             <h4>{tx(lang, Msg::Evidence)}</h4>
             <ul class="evidence">

@@ -4,6 +4,8 @@
 //! - `query.rs` — the user's `--selector` read and checked, the one series matcher for every
 //!   family the rules know ([`query::FAMILIES`]), the `/api/v1/series` and `/api/v1/query_range`
 //!   paths, the window fitted to the point bound, the graph-UI link, UTC timestamps.
+//! - `exchange.rs` — the conversation without transport: the two POSTs to make and what each
+//!   answer leads to; the CLI (reqwest) and the site (`fetch`) both drive it.
 //! - `answer.rs` — the JSON answers read with bounds on series and points (what was cut is
 //!   said), and every failure classified ([`PromError`]).
 //! - `replay.rs` — the window turned into the facts pasted inputs give, per replica and per GPU
@@ -16,6 +18,7 @@
 //! credentials) and the bytes it received.
 
 pub mod answer;
+pub mod exchange;
 pub mod query;
 pub mod replay;
 

@@ -111,7 +111,7 @@ fn the_faulty_replica_is_the_incident_triage_sim_writes() {
     let faulty = &a.replicas[a.faulty.unwrap()];
     assert!(faulty.faulty && a.replicas.iter().filter(|r| r.faulty).count() == 1);
     assert_eq!(faulty.seed, seed);
-    assert_eq!(a.to_unix_s, EPOCH_UNIX_S + 240);
+    assert_eq!((a.from_unix_s, a.to_unix_s), (EPOCH_UNIX_S + 15, EPOCH_UNIX_S + 240));
     // Every sample of the faulty replica's last /metrics page, with its target's labels.
     let mut sim = Sim::new(s.config(seed));
     sim.run(s.duration_ns());
@@ -180,14 +180,18 @@ fn a_cold_start_is_down_then_up_and_new() {
     let pod = &a.replicas[a.faulty.unwrap()].pod;
     let up = find(&parsed, "up", &[("pod", pod), ("job", "vllm")]);
     let ups: Vec<f64> = up[0].1.iter().map(|(_, v)| *v).collect();
-    assert_eq!(&ups[..4], &[0.0, 0.0, 0.0, 1.0], "ready at 45 s");
+    assert_eq!(&ups[..3], &[0.0, 0.0, 1.0], "scrapes at 15, 30, 45 s; ready at 45 s");
     let running = find(&parsed, "vllm:num_requests_running", &[("pod", pod)]);
-    assert_eq!(running[0].1[0].0, (a.from_unix_s + 45) * 1000, "no /metrics before it is up");
+    assert_eq!(running[0].1[0].0, (a.start_unix_s + 45) * 1000, "no /metrics before it is up");
     for r in &a.replicas {
         let started = find(&parsed, "process_start_time_seconds", &[("pod", &r.pod)]);
         let t = started[0].1[0].1 as u64;
-        assert_eq!(t == a.from_unix_s, r.faulty, "{}: {t}", r.pod);
+        assert_eq!(t == a.start_unix_s, r.faulty, "{}: {t}", r.pod);
     }
+    // Starting, its GPU holds the weights only; the KV cache comes with readiness.
+    let used = find(&parsed, "DCGM_FI_DEV_FB_USED", &[("pod", pod)]);
+    let mib: Vec<f64> = used[0].1.iter().map(|(_, v)| *v).collect();
+    assert!(mib[0] < 4096.0 && mib[2] > 100_000.0, "{mib:?}");
     // Every target of every replica answers from the start but the new engine.
     assert_eq!(find(&parsed, "up", &[]).len(), 6);
 }
@@ -214,4 +218,12 @@ fn every_scenario_writes_a_valid_file() {
             );
         }
     }
+}
+
+#[test]
+fn a_fleet_too_large_for_one_file_is_refused_before_it_runs() {
+    let s = scenario::find("healthy").unwrap();
+    let day = FleetConfig { duration_s: Some(86_400), ..cfg(16, 1) };
+    assert_eq!(run(&s, day).unwrap_err(), FleetError::TooLarge { replicas: 16, scrapes: 5_760 });
+    assert!(run(&s, FleetConfig { duration_s: Some(60), ..cfg(16, 1) }).is_ok());
 }

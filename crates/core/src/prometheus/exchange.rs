@@ -1,0 +1,372 @@
+//! The conversation with Prometheus, without the transport: what to POST, what to do with each
+//! answer. The CLI (reqwest) and the site (the browser's `fetch`) both drive this, so they ask
+//! the same questions, cut the same way and read the answers with the same bounds.
+//!
+//! 1. [`Exchange::start`] checks the selector and the window and gives the `/api/v1/series`
+//!    request (the count of matching series bounds the range query before it is asked).
+//! 2. Its answer gives the `/api/v1/query_range` request for the families: whole instances
+//!    kept, in name order, while they fit `max_series`; the step widened when the points would
+//!    not fit.
+//! 3. Its answer gives, when engines were found, the range request for their `up` and
+//!    `process_start_time_seconds` (asked apart: `or` drops a right-hand series whose labels,
+//!    name aside, equal a left-hand one's, and `up` carries exactly an engine gauge's labels),
+//!    read within what is left of the bounds.
+//!
+//! [`Exchange::answered`] takes each answer and gives the next request, or `None` when the
+//! window is read; [`Exchange::report`] then analyses it (as often as asked: the site reads it
+//! again in another language).
+
+use std::collections::BTreeMap;
+
+use super::answer::{self, Matrix};
+use super::query::{self, Window};
+use super::replay::{self, Asked, Config};
+use super::{Limits, PromError, QueryRecord};
+use crate::analyze::report::Report;
+use crate::safe::Secrets;
+
+/// Largest `/api/v1/series` answer to read (about 200,000 label sets, parsed whole): more
+/// matching series than that is a selector to narrow, not a fleet to count.
+pub const MAX_SERIES_BODY_BYTES: usize = 64 << 20;
+
+/// One POST to make: `{base}{path}` with `form` as an `application/x-www-form-urlencoded` body,
+/// its answer read to at most `max_body` bytes (the host may hold it to less).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// The API path (`/api/v1/series`, `/api/v1/query_range`).
+    pub path: &'static str,
+    /// The form body, URL-encoded.
+    pub form: String,
+    /// Most bytes of the answer to read.
+    pub max_body: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stage {
+    Series,
+    Range,
+    Live,
+    Read,
+}
+
+/// Where the conversation stands (see the module's steps).
+#[derive(Clone, Debug)]
+pub struct Exchange {
+    base: String,
+    selector: String,
+    limits: Limits,
+    user: Vec<query::Matcher>,
+    matcher: String,
+    window: Window,
+    expr: String,
+    queries: Vec<QueryRecord>,
+    cut: Vec<String>,
+    stage: Stage,
+    /// The engines' liveness matcher, asked after the range (step 3).
+    live: Option<String>,
+    matrix: Matrix,
+}
+
+impl Exchange {
+    /// Check `selector` and `window` before anything is sent; `base` is the server's base URL
+    /// without credentials (the host checks it), as cited in the report and its links.
+    pub fn start(
+        base: &str,
+        selector: &str,
+        window: Window,
+        limits: Limits,
+    ) -> Result<(Exchange, Request), PromError> {
+        let user = query::parse_selector(selector)?;
+        window.fitted(1, limits.max_points)?;
+        let matcher = query::series_matcher(&user);
+        let form = series_form(&matcher, &window);
+        let ex = Exchange {
+            base: base.trim_end_matches('/').to_owned(),
+            selector: selector.to_owned(),
+            limits,
+            user,
+            expr: matcher.clone(),
+            matcher,
+            window,
+            queries: Vec::new(),
+            cut: Vec::new(),
+            stage: Stage::Series,
+            live: None,
+            matrix: Matrix { series: Vec::new(), cut: Vec::new(), points: 0 },
+        };
+        Ok((ex, Request { path: "/api/v1/series", form, max_body: MAX_SERIES_BODY_BYTES }))
+    }
+
+    /// The answer to the last request: the next request, or `None` when the window is read.
+    pub fn answered(
+        &mut self,
+        status: u16,
+        body: &[u8],
+        secrets: &Secrets,
+    ) -> Result<Option<Request>, PromError> {
+        let w = self.window;
+        let stage = std::mem::replace(&mut self.stage, Stage::Read);
+        match stage {
+            Stage::Series => {
+                let next = self.series_answered(status, body, secrets)?;
+                self.stage = Stage::Range;
+                Ok(Some(next))
+            }
+            Stage::Range => {
+                let lim = self.limits;
+                self.matrix = answer::parse_matrix(status, body, secrets, lim.max_series, lim.max_points)?;
+                let expr = self.expr.clone();
+                self.record(&expr, self.matrix.series.len());
+                let Some(live) = &self.live else { return Ok(None) };
+                let form = range_form(live, &w);
+                self.stage = Stage::Live;
+                Ok(Some(Request { path: "/api/v1/query_range", form, max_body: usize::MAX }))
+            }
+            Stage::Live => {
+                let m = &mut self.matrix;
+                let series_left = self.limits.max_series.saturating_sub(m.series.len());
+                let points_left = self.limits.max_points.saturating_sub(m.points);
+                let more = answer::parse_matrix(status, body, secrets, series_left, points_left)?;
+                let n = more.series.len();
+                m.series.extend(more.series);
+                m.points += more.points;
+                m.cut.extend(more.cut);
+                let live = self.live.clone().unwrap_or_default();
+                self.record(&live, n);
+                Ok(None)
+            }
+            Stage::Read => Ok(None),
+        }
+    }
+
+    fn record(&mut self, expr: &str, series: usize) {
+        self.queries.push(QueryRecord {
+            api: "/api/v1/query_range".into(),
+            expr: expr.to_owned(),
+            graph_url: query::graph_url(&self.base, expr, &self.window),
+            series,
+        });
+    }
+
+    fn series_answered(&mut self, status: u16, body: &[u8], secrets: &Secrets) -> Result<Request, PromError> {
+        let sets = answer::parse_series(status, body, secrets)?;
+        let w = self.window;
+        if sets.is_empty() {
+            return Err(PromError::Empty(format!(
+                "nothing matched {} between {} and {} (check --selector, the window, and that Prometheus scrapes the engines and the DCGM exporter)",
+                self.matcher,
+                query::iso(w.start_s),
+                query::iso(w.end_s)
+            )));
+        }
+        let max_series = self.limits.max_series;
+        let mut expected = sets.len();
+        let mut kept_instances: Option<Vec<&str>> = None;
+        if sets.len() > max_series {
+            // Keep whole instances, in name order, until the bound is reached.
+            let mut per_instance: BTreeMap<&str, usize> = BTreeMap::new();
+            for s in &sets {
+                *per_instance.entry(s.get("instance").map_or("", String::as_str)).or_default() += 1;
+            }
+            let (mut kept, mut n) = (Vec::new(), 0);
+            for (inst, count) in &per_instance {
+                if n + count > max_series {
+                    break;
+                }
+                n += count;
+                kept.push(*inst);
+            }
+            if kept.is_empty() {
+                self.cut.push(format!(
+                    "{} series match; the first instance alone has more than --max-series {max_series}: the range answer is cut",
+                    sets.len()
+                ));
+            } else {
+                let alternatives: Vec<String> = kept.iter().map(|i| query::regex_literal(i)).collect();
+                self.expr = format!(
+                    "{},instance=~\"{}\"}}",
+                    self.matcher.trim_end_matches('}'),
+                    query::escape_value(&alternatives.join("|"))
+                );
+                self.cut.push(format!(
+                    "{} series in {} instances match; {n} series of the first {} instances are read (--max-series {max_series})",
+                    sets.len(),
+                    per_instance.len(),
+                    kept.len(),
+                ));
+                expected = n;
+                kept_instances = Some(kept);
+            }
+        }
+        // When each engine started and whether Prometheus reached it, for the engines read.
+        let mut engines: Vec<&str> = sets
+            .iter()
+            .filter(|s| s.get("__name__").is_some_and(|n| query::is_engine_metric(n)))
+            .filter_map(|s| s.get("instance").map(String::as_str))
+            .filter(|i| kept_instances.as_ref().is_none_or(|k| k.contains(i)))
+            .collect();
+        engines.sort_unstable();
+        engines.dedup();
+        let live = query::liveness_matcher(&self.user, &engines);
+        if live.is_some() {
+            expected += 2 * engines.len();
+        }
+        let (w, note) = w.fitted(expected.min(max_series), self.limits.max_points)?;
+        self.cut.extend(note);
+        self.window = w;
+        self.queries.push(QueryRecord {
+            api: "/api/v1/series".into(),
+            expr: self.matcher.clone(),
+            graph_url: query::graph_url(&self.base, &self.matcher, &w),
+            series: sets.len(),
+        });
+        self.live = live;
+        Ok(Request { path: "/api/v1/query_range", form: range_form(&self.expr, &w), max_body: usize::MAX })
+    }
+
+    /// The window read, analysed (with the report of files given alongside, if any).
+    pub fn report(&self, cfg: &Config<'_>, files: Option<Report>) -> Result<Report, PromError> {
+        let asked = Asked {
+            url: self.base.clone(),
+            selector: self.selector.clone(),
+            window: self.window,
+            queries: self.queries.clone(),
+            cut: self.cut.clone(),
+        };
+        replay::analyze(&self.matrix, asked, cfg, files)
+    }
+}
+
+fn series_form(matcher: &str, w: &Window) -> String {
+    format!(
+        "match%5B%5D={}&start={}&end={}",
+        query::encode(matcher),
+        query::secs(w.start_s),
+        query::secs(w.end_s)
+    )
+}
+
+fn range_form(expr: &str, w: &Window) -> String {
+    format!(
+        "query={}&start={}&end={}&step={}",
+        query::encode(expr),
+        query::secs(w.start_s),
+        query::secs(w.end_s),
+        query::secs(w.step_s)
+    )
+}
+
+/// A time as `--from`/`--to` or a link's `from=`/`to=` give it: unix seconds (or ms — Grafana's
+/// `${__from}` —, µs, ns, told apart by magnitude) or RFC 3339.
+pub fn parse_time(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let parsed = match t.parse::<f64>() {
+        Ok(x) => crate::analyze::time::from_number(x),
+        Err(_) => crate::analyze::time::parse_iso(t),
+    };
+    parsed.ok_or_else(|| {
+        format!(
+            "expected unix seconds or milliseconds, or an RFC 3339 time (2026-12-04T10:00:00Z), got {:?}",
+            t.chars().take(80).collect::<String>()
+        )
+    })
+}
+
+/// A step as written on the command line or the page: `15s`, `1m`, `30` (seconds).
+pub fn parse_step(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let mult = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(format!(
+                "expected a step like 15s, 1m or 30, got {:?}",
+                t.chars().take(40).collect::<String>()
+            ));
+        }
+    };
+    match num.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x * mult),
+        _ => Err(format!(
+            "expected a positive step like 15s, 1m or 30, got {:?}",
+            t.chars().take(40).collect::<String>()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_steps_and_regexes() {
+        assert_eq!(parse_time("1764460800").unwrap(), 1_764_460_800.0);
+        assert_eq!(parse_time("1764460800000").unwrap(), 1_764_460_800.0);
+        assert_eq!(parse_time("2025-11-30T00:00:00Z").unwrap(), 1_764_460_800.0);
+        assert!(parse_time("yesterday").is_err());
+        assert!(parse_time("now-1h").is_err());
+        assert_eq!(parse_step("15s").unwrap(), 15.0);
+        assert_eq!(parse_step("2m").unwrap(), 120.0);
+        assert_eq!(parse_step("30").unwrap(), 30.0);
+        assert!(parse_step("0s").is_err() && parse_step("5y").is_err() && parse_step("").is_err());
+    }
+
+    #[test]
+    fn the_two_requests_and_the_cut() {
+        let w = Window { start_s: 1000.0, end_s: 4600.0, step_s: 15.0 };
+        let limits = Limits { max_series: 3, max_points: 2_000_000 };
+        assert!(matches!(Exchange::start("http://p", "{job=", w, limits), Err(PromError::BadSelector(_))));
+        let bad = Window { start_s: 2.0, end_s: 1.0, step_s: 15.0 };
+        assert!(matches!(Exchange::start("http://p", "", bad, limits), Err(PromError::BadWindow(_))));
+        let (mut ex, first) = Exchange::start("http://p/", r#"{job="vllm"}"#, w, limits).unwrap();
+        assert_eq!(first.path, "/api/v1/series");
+        assert!(
+            first.form.starts_with("match%5B%5D=%7B__name__%3D~")
+                && first.form.ends_with("&start=1000&end=4600")
+        );
+        let s = Secrets::new();
+        let empty = br#"{"status":"success","data":[]}"#;
+        assert!(matches!(ex.clone().answered(200, empty, &s), Err(PromError::Empty(_))));
+        assert!(matches!(
+            ex.clone().answered(200, b"<html>login</html>", &s),
+            Err(PromError::NotPrometheus(_))
+        ));
+        // Four series in two instances, three allowed: the first instance's two are read.
+        let sets = br#"{"status":"success","data":[
+            {"__name__":"vllm:num_requests_waiting","instance":"a:8000"},
+            {"__name__":"vllm:num_requests_running","instance":"a:8000"},
+            {"__name__":"vllm:num_requests_waiting","instance":"b.x:8000"},
+            {"__name__":"vllm:num_requests_running","instance":"b.x:8000"}]}"#;
+        let next = ex.answered(200, sets, &s).unwrap().unwrap();
+        assert_eq!(next.path, "/api/v1/query_range");
+        assert!(next.form.contains("instance%3D~%22a%3A8000%22"), "{}", next.form);
+        assert!(next.form.ends_with("&start=1000&end=4600&step=15"));
+        assert_eq!(ex.cut.len(), 1);
+        assert!(ex.queries[0].graph_url.starts_with("http://p/graph?"));
+        // The range answer leads to the engines' liveness, for the instance read only.
+        let range = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"__name__":"vllm:num_requests_waiting","instance":"a:8000"},"values":[[1000,"0"],[4600,"9"]]}]}}"#;
+        let live = ex.answered(200, range, &s).unwrap().unwrap();
+        assert_eq!(live.path, "/api/v1/query_range");
+        assert!(live.form.contains("up%7Cprocess_start_time_seconds"), "{}", live.form);
+        assert!(
+            live.form.contains("instance%3D~%22a%3A8000%22") && !live.form.contains("b.x"),
+            "{}",
+            live.form
+        );
+        let up = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"__name__":"up","instance":"a:8000"},"values":[[1000,"1"],[4600,"1"]]}]}}"#;
+        assert_eq!(ex.answered(200, up, &s).unwrap(), None);
+        assert_eq!(ex.queries.len(), 3);
+        assert_eq!(ex.matrix.series.len(), 2);
+        let cfg = Config { lang: crate::analyze::Lang::En, slo: Default::default(), secrets: &s };
+        let report = ex.report(&cfg, None).unwrap();
+        assert_eq!(report.prometheus.as_ref().unwrap().queries.len(), 3);
+    }
+}

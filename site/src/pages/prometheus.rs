@@ -1,0 +1,352 @@
+//! The triage page's Prometheus source: the same questions as `triage analyze --prometheus`,
+//! asked by the browser's `fetch`, answered by core's [`Exchange`] (no second implementation),
+//! and the same report — each finding's replica or GPU, the fleet view, the queries as links.
+//!
+//! A link `#/triage?prometheus=URL&from=…&to=…[&step=…&selector=…]` (Grafana's `${__from}` and
+//! `${__to}` are unix ms; unix s and RFC 3339 work too) fills the source and waits for one click:
+//! a link is anyone's to write, and running it on open would make this browser POST to whatever
+//! URL it names (a form POST needs no CORS preflight) — the click shows the host first. The
+//! token is never in a link, never logged, kept only when the user ticks the box, and then only
+//! offered again for the same URL.
+
+use crate::app::{click, on_event, set_text, tx, use_lang};
+use crate::browser::{self, FetchError};
+use crate::fixed::fixed;
+use crate::i18n::{Lang, Msg, t, tf};
+use leptos::prelude::*;
+use triage_core::analyze::facts::Slo;
+use triage_core::analyze::report::Report;
+use triage_core::prometheus::exchange::{self, Exchange};
+use triage_core::prometheus::query::Window;
+use triage_core::prometheus::replay::Config;
+use triage_core::prometheus::{Limits, PromError, PrometheusInput};
+use triage_core::safe::Secrets;
+
+/// Deadline of one query (sending, waiting, reading the whole body), and of the whole run.
+const QUERY_TIMEOUT_MS: f64 = 30_000.0;
+const TOTAL_TIMEOUT_MS: f64 = 60_000.0;
+/// Largest answer read.
+const MAX_BODY_BYTES: usize = 64 << 20;
+/// The bounds on series and points: the CLI's, lighter (a page's memory is smaller).
+const LIMITS: Limits = Limits { max_series: 2_000, max_points: 1_000_000 };
+/// `URL\ntoken`, only when the user ticked "remember".
+const TOKEN_KEY: &str = "triage.prom.token";
+
+/// Why a run failed; rendered in the current language (see [`explain`]).
+#[derive(Clone, Debug)]
+enum Failure {
+    Url,
+    Window(String),
+    Fetch(String, FetchError),
+    Prom(PromError),
+}
+
+fn explain(l: Lang, f: &Failure) -> (&'static str, String) {
+    let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+    let secs = |ms: f64| format!("{:.0}", ms / 1000.0);
+    match f {
+        Failure::Url => ("url", t(l, Msg::PromErrUrl).to_owned()),
+        Failure::Window(d) => ("window", tf(l, Msg::PromErrWindow, &[("detail", d)])),
+        Failure::Fetch(url, FetchError::Rejected(m)) if m == "redirect" => {
+            ("redirect", tf(l, Msg::PromErrRedirect, &[("url", url)]))
+        }
+        Failure::Fetch(url, FetchError::Rejected(_)) => {
+            ("cors", tf(l, Msg::PromErrCors, &[("url", url), ("origin", &origin)]))
+        }
+        Failure::Fetch(url, FetchError::TimedOut) => (
+            "timeout",
+            tf(
+                l,
+                Msg::PromErrTimeout,
+                &[("url", url), ("s", &secs(QUERY_TIMEOUT_MS)), ("total", &secs(TOTAL_TIMEOUT_MS))],
+            ),
+        ),
+        Failure::Fetch(url, FetchError::BodyFailed(d)) => {
+            let d: String = d.chars().take(300).collect();
+            ("body", tf(l, Msg::PromErrBody, &[("url", url), ("detail", &d)]))
+        }
+        Failure::Prom(e) => {
+            let d = e.to_string();
+            let (kind, m) = match e {
+                PromError::BadSelector(_) => ("selector", Msg::PromErrSelector),
+                PromError::Rejected { error_type, .. } if error_type == "bad_data" => {
+                    ("selector", Msg::PromErrSelector)
+                }
+                PromError::BadWindow(_) => ("window", Msg::PromErrWindow),
+                // No such path: not Prometheus's API here (or a path prefix is missing).
+                PromError::NotPrometheus(_) | PromError::Server { status: 404, .. } => {
+                    ("not-prometheus", Msg::PromErrNotProm)
+                }
+                PromError::Empty(_) => ("empty", Msg::PromErrEmpty),
+                _ => ("server", Msg::PromErrServer),
+            };
+            (kind, tf(l, m, &[("detail", &d)]))
+        }
+    }
+}
+
+/// The server's base URL as the browser reads it: http(s), no credentials, query or fragment.
+fn base_url(raw: &str) -> Option<String> {
+    let u = web_sys::Url::new(raw.trim()).ok()?;
+    let ok = matches!(u.protocol().as_str(), "http:" | "https:")
+        && u.username().is_empty()
+        && u.password().is_empty()
+        && u.search().is_empty()
+        && u.hash().is_empty();
+    ok.then(|| u.href().trim_end_matches('/').to_owned())
+}
+
+/// The link's parameters: `#/triage?a=b&…`, percent-decoded.
+fn link_params() -> Vec<(String, String)> {
+    let hash = web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default();
+    let Some((_, query)) = hash.split_once('?') else { return Vec::new() };
+    let decode = |s: &str| {
+        js_sys::decode_uri_component(&s.replace('+', " ")).ok().map(String::from).unwrap_or_default()
+    };
+    query.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (decode(k), decode(v))).collect()
+}
+
+/// The window the fields describe: from/to when given, else the last `minutes` up to now.
+fn window(from: &str, to: &str, minutes: &str, step: &str) -> Result<Window, String> {
+    let step_s = exchange::parse_step(step)?;
+    let now_s = (js_sys::Date::now() / 1000.0).floor();
+    let end_s = if to.trim().is_empty() { now_s } else { exchange::parse_time(to)? };
+    let start_s = if from.trim().is_empty() {
+        let m: f64 = minutes.trim().parse().map_err(|_| format!("{minutes:?}: minutes"))?;
+        end_s - m * 60.0
+    } else {
+        exchange::parse_time(from)?
+    };
+    Ok(Window { start_s, end_s, step_s })
+}
+
+/// What a finished run keeps so a language switch can read the same window again.
+struct Done {
+    exchange: Exchange,
+    secrets: Secrets,
+}
+
+fn analyse(d: &Done, lang: Lang) -> Result<Report, PromError> {
+    d.exchange.report(&Config { lang, slo: Slo::default(), secrets: &d.secrets }, None)
+}
+
+/// Ask the questions core's [`Exchange`] gives, one after the other, within the deadlines.
+async fn ask(base: String, selector: String, w: Window, token: String) -> Result<Done, Failure> {
+    let (mut exchange, first) = Exchange::start(&base, &selector, w, LIMITS).map_err(Failure::Prom)?;
+    let mut secrets = Secrets::new();
+    let auth = format!("Bearer {token}");
+    let mut headers =
+        vec![("content-type", "application/x-www-form-urlencoded"), ("accept", "application/json")];
+    if !token.is_empty() {
+        secrets.add(&token);
+        headers.push(("authorization", auth.as_str()));
+    }
+    let started = browser::now_ms();
+    let mut request = Some(first);
+    while let Some(r) = request.take() {
+        let url = format!("{base}{}", r.path);
+        let left = (TOTAL_TIMEOUT_MS - (browser::now_ms() - started)).min(QUERY_TIMEOUT_MS);
+        if left <= 0.0 {
+            return Err(Failure::Fetch(url, FetchError::TimedOut));
+        }
+        let max = MAX_BODY_BYTES.min(r.max_body);
+        let (status, body) = browser::post_bounded(&url, &headers, &r.form, left as i32, max)
+            .await
+            .map_err(|e| Failure::Fetch(url, e))?;
+        request = exchange.answered(status, &body, &secrets).map_err(Failure::Prom)?;
+    }
+    Ok(Done { exchange, secrets })
+}
+
+/// The Prometheus source, its report and its fleet view.
+#[component]
+pub fn PromSource() -> impl IntoView {
+    let lang = use_lang();
+    let params = link_params();
+    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let from_link = param("prometheus");
+    let url = RwSignal::new(from_link.clone().unwrap_or_default());
+    let from = RwSignal::new(param("from").unwrap_or_default());
+    let to = RwSignal::new(param("to").unwrap_or_default());
+    let minutes = RwSignal::new("60".to_owned());
+    let step = RwSignal::new(param("step").unwrap_or_else(|| "15s".into()));
+    let selector = RwSignal::new(param("selector").unwrap_or_default());
+    // A token is offered again only for the URL it was remembered with.
+    let stored = browser::storage_get(TOKEN_KEY)
+        .and_then(|s| s.split_once('\n').map(|(u, t)| (u.to_owned(), t.to_owned())));
+    let token = RwSignal::new(String::new());
+    let remember = RwSignal::new(stored.is_some());
+    if let Some((u, tok)) = &stored
+        && base_url(&url.get_untracked()).as_deref() == Some(u.as_str())
+    {
+        token.set(tok.clone());
+    }
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<Failure>);
+    let report = RwSignal::new(None::<Report>);
+    let done = StoredValue::new_local(None::<Done>);
+
+    let run = move || {
+        if busy.get_untracked() {
+            return;
+        }
+        error.set(None);
+        report.set(None);
+        let Some(base) = base_url(&url.get_untracked()) else {
+            error.set(Some(Failure::Url));
+            return;
+        };
+        let w = match window(
+            &from.get_untracked(),
+            &to.get_untracked(),
+            &minutes.get_untracked(),
+            &step.get_untracked(),
+        ) {
+            Ok(w) => w,
+            Err(e) => return error.set(Some(Failure::Window(e))),
+        };
+        let tok = token.get_untracked().trim().to_owned();
+        // Unticked: forgotten. Ticked: this URL's token kept (a run without one keeps the last).
+        if !remember.get_untracked() {
+            browser::storage_remove(TOKEN_KEY);
+        } else if !tok.is_empty() {
+            browser::storage_set(TOKEN_KEY, &format!("{base}\n{tok}"));
+        }
+        busy.set(true);
+        let sel = selector.get_untracked();
+        leptos::task::spawn_local(async move {
+            let result = ask(base, sel, w, tok).await.and_then(|d| {
+                let r = analyse(&d, lang.get_untracked()).map_err(Failure::Prom)?;
+                done.set_value(Some(d));
+                Ok(r)
+            });
+            busy.set(false);
+            match result {
+                Ok(r) => report.set(Some(r)),
+                Err(f) => error.set(Some(f)),
+            }
+        });
+    };
+    // A report on screen follows the language: the same answer, read again.
+    Effect::new(move |prev: Option<Lang>| {
+        let l = lang.get();
+        if prev.is_some_and(|p| p != l) && report.get_untracked().is_some() {
+            let again = done.with_value(|d| d.as_ref().map(|d| analyse(d, l)));
+            if let Some(Ok(r)) = again {
+                report.set(Some(r));
+            }
+        }
+        l
+    });
+
+    let field = move |label: Msg, sig: RwSignal<String>, id: &'static str, kind: &'static str| {
+        fixed(view! {
+            <label>
+                {tx(lang, label)} " "
+                <input type=kind data-testid=id autocomplete="off" spellcheck="false" prop:value=move || sig.get() on:input=set_text(sig)/>
+            </label>
+        })
+    };
+    fixed(view! {
+        <details class="prom" data-testid="prom-source" open=from_link.is_some()>
+            <summary>{tx(lang, Msg::PromTitle)}</summary>
+            <p class="legend">{tx(lang, Msg::PromIntro)}</p>
+            {from_link.is_some().then(|| fixed(view! { <p data-testid="prom-from-link">{tx(lang, Msg::PromFromLink)}</p> }))}
+            <div class="row">
+                {field(Msg::PromUrl, url, "prom-url", "url")}
+                {field(Msg::PromLast, minutes, "prom-minutes", "number")}
+                {field(Msg::PromFrom, from, "prom-from", "text")}
+                {field(Msg::PromTo, to, "prom-to", "text")}
+                {field(Msg::PromStep, step, "prom-step", "text")}
+                {field(Msg::PromSelector, selector, "prom-selector", "text")}
+                {field(Msg::PromToken, token, "prom-token", "password")}
+                <label>
+                    <input
+                        type="checkbox"
+                        data-testid="prom-remember"
+                        prop:checked=move || remember.get()
+                        on:change=on_event(move |ev| remember.set(event_target_checked(&ev)))
+                    />
+                    " " {tx(lang, Msg::PromRemember)}
+                </label>
+                <button data-testid="prom-run" class="primary" on:click=click(move |_| run())>
+                    {move || tx(lang, if busy.get() { Msg::PromRunning } else { Msg::PromRun })()}
+                </button>
+            </div>
+            {move || error.get().map(|f| {
+                let kind = explain(Lang::En, &f).0;
+                fixed(view! { <p class="error" data-testid="prom-error" data-kind=kind>{move || explain(lang.get(), &f).1}</p> })
+            })}
+        </details>
+        {move || report.get().map(|r| {
+            let p = r.prometheus.clone();
+            fixed(view! {
+                <div data-testid="prom-report">
+                    {p.map(|p| fixed(view! { <FleetView p/> }))}
+                    <super::triage::ReportView report=r inputs=Vec::new()/>
+                </div>
+            })
+        })}
+    })
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "–".into(), |x| format!("{x:.digits$}"))
+}
+
+/// Replicas ranked by the symptom, GPUs against their peers, the queries as graph links.
+#[component]
+fn FleetView(p: PrometheusInput) -> impl IntoView {
+    let lang = use_lang();
+    let by = p.fleet.ranked_by.clone();
+    fixed(view! {
+        <section class="fleet" data-testid="fleet-view">
+            <h2>{tx(lang, Msg::FleetTitle)}</h2>
+            <p>{move || tf(lang.get(), Msg::FleetRankedBy, &[("by", &by)])}</p>
+            <table class="figures">
+                <thead><tr><th></th><th></th><th>"TTFT p99 s"</th><th>"ITL p99 s"</th><th>"waiting"</th><th>"KV"</th><th>"tok/s"</th></tr></thead>
+                <tbody>
+                    {p.fleet.replicas.iter().map(|r| fixed(view! {
+                        <tr data-testid="fleet-replica" data-verdict=r.verdict.as_str()>
+                            <td><code>{r.subject.describe()}</code></td>
+                            <td>{r.verdict.as_str()}</td>
+                            <td>{r.ttft_p99.clone().unwrap_or_else(|| "–".into())}</td>
+                            <td>{r.itl_p99.clone().unwrap_or_else(|| "–".into())}</td>
+                            <td>{num(r.waiting_max, 0)}</td>
+                            <td>{num(r.kv_usage_max, 2)}</td>
+                            <td>{num(r.generation_tokens_per_s, 1)}</td>
+                        </tr>
+                    })).collect_view()}
+                </tbody>
+            </table>
+            {(!p.fleet.gpus.is_empty()).then(|| fixed(view! {
+                <h3>{tx(lang, Msg::FleetGpus)}</h3>
+                <table class="figures">
+                    <thead><tr><th></th><th>"SM MHz"</th><th>"peers MHz"</th><th>"ratio"</th><th>"°C"</th><th>"util %"</th></tr></thead>
+                    <tbody>
+                        {p.fleet.gpus.iter().map(|g| fixed(view! {
+                            <tr data-testid="fleet-gpu">
+                                <td><code>{g.subject.describe()}</code></td>
+                                <td>{num(Some(g.sm_clock_mhz), 0)}</td>
+                                <td>{num(g.peer_median_mhz, 0)} " " {g.peers.clone().unwrap_or_default()}</td>
+                                <td>{num(g.ratio, 2)}</td>
+                                <td>{num(g.temp_c, 0)}</td>
+                                <td>{num(g.util_pct, 0)}</td>
+                            </tr>
+                        })).collect_view()}
+                    </tbody>
+                </table>
+            }))}
+            <h3>{tx(lang, Msg::FleetQueries)}</h3>
+            <ul>
+                {p.queries.iter().map(|q| fixed(view! {
+                    <li><a href=q.graph_url.clone() target="_blank" rel="noopener noreferrer">{q.api.clone()}</a> " · " {q.series} " · " <code>{q.expr.clone()}</code></li>
+                })).collect_view()}
+            </ul>
+            {(!p.cut.is_empty()).then(|| fixed(view! {
+                <h3>{tx(lang, Msg::FleetCut)}</h3>
+                <ul>{p.cut.iter().map(|c| fixed(view! { <li>{c.clone()}</li> })).collect_view()}</ul>
+            }))}
+        </section>
+    })
+}
