@@ -56,10 +56,21 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// only when the UI is switched to 中文 (runs holding Chinese are ~80 KB gzip of the data), the
 /// drill's simulator as its own wasm module (~20 KB gzip of code), the KV estimator likewise
 /// (~30 KB); panic locations (1,298, 21 KB raw) need nightly's `-Zlocation-detail=none`.
-pub const BUDGET_GZIP_BYTES: u64 = 700 * 1024;
+///
+/// Raised to 765 KiB in all and 708 KiB for the first visit (2026-12-04, session 7) by
+/// "Diagnose straight from Prometheus": the report's additive `prometheus` input and finding
+/// subjects (serde both ways, the page reads the worker's report as JSON) and the metric-window
+/// branches of two rules (+~21 KB gzip on the first visit with no Prometheus page yet: 650,003 →
+/// 671,059 B), then the page's Prometheus source — the exchange, the answer parser and the
+/// replay into the analyzer's inputs, shared with the CLI, and the page (+~50 KB: 671,059 →
+/// 720,989 B first visit; 727,211 → 777,141 B in all). That is a regression against the 600 KB
+/// goal and is recorded as one: the Prometheus source is the natural first module to load on
+/// demand (only someone who opens it needs it), before the Chinese text and the drill.
+pub const BUDGET_GZIP_BYTES: u64 = 765 * 1024;
 /// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: a ratchet just over
-/// what was measured when it was introduced (650,023 B gzip, 2026-12-04), on the way to 600 KB.
-pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 640 * 1024;
+/// what was measured (introduced at 650,023 B gzip, 2026-12-04; 720,989 B with the Prometheus
+/// source, see above), on the way to 600 KB.
+pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 708 * 1024;
 /// What the first visit to the page downloads; everything else in `site/dist` is loaded on
 /// demand (`worker.js` when the triage page opens, on the same wasm; `deck.json` when the cards
 /// page opens).
