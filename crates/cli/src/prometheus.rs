@@ -222,6 +222,7 @@ pub async fn analyze(
     }
     let mut expr = matcher.clone();
     let mut expected = sets.len();
+    let mut kept_instances: Option<Vec<String>> = None;
     if sets.len() > opts.limits.max_series {
         // Keep whole instances, in name order, until the bound is reached.
         let mut per_instance: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
@@ -243,7 +244,7 @@ pub async fn analyze(
                 opts.limits.max_series
             ));
         } else {
-            let alternatives: Vec<String> = kept.iter().map(|i| regex_escape(i)).collect();
+            let alternatives: Vec<String> = kept.iter().map(|i| query::regex_literal(i)).collect();
             expr = format!(
                 "{},instance=~\"{}\"}}",
                 matcher.trim_end_matches('}'),
@@ -257,7 +258,21 @@ pub async fn analyze(
                 opts.limits.max_series
             ));
             expected = n;
+            kept_instances = Some(kept.iter().map(|i| (*i).to_owned()).collect());
         }
+    }
+    // When each engine started and whether Prometheus reached it, for the engines read.
+    let mut engines: Vec<&str> = sets
+        .iter()
+        .filter(|s| s.get("__name__").is_some_and(|n| query::is_engine_metric(n)))
+        .filter_map(|s| s.get("instance").map(String::as_str))
+        .filter(|i| kept_instances.as_ref().is_none_or(|k| k.iter().any(|x| x == i)))
+        .collect();
+    engines.sort_unstable();
+    engines.dedup();
+    if let Some(live) = query::liveness_matcher(&user, &engines) {
+        expr = format!("{expr} or {live}");
+        expected += 2 * engines.len();
     }
     let (w, note) =
         w.fitted(expected.min(opts.limits.max_series), opts.limits.max_points).map_err(prom_err)?;
@@ -305,18 +320,6 @@ fn range_form(expr: &str, w: &Window) -> String {
     )
 }
 
-/// A literal inside an RE2 alternation.
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// `--from`/`--to`: unix seconds (or ms, µs, ns by magnitude) or RFC 3339.
 pub fn parse_time(s: &str) -> Result<f64, String> {
     let t = s.trim();
@@ -351,7 +354,6 @@ mod tests {
         assert_eq!(parse_time("1764460800000").unwrap(), 1_764_460_800.0);
         assert_eq!(parse_time("2025-11-30T00:00:00Z").unwrap(), 1_764_460_800.0);
         assert!(parse_time("yesterday").is_err());
-        assert_eq!(regex_escape("10.0.0.1:8000"), "10\\.0\\.0\\.1:8000");
         let s = secrets(&Auth::Basic("admin".into(), "correct-horse-battery".into()));
         assert!(!s.redact("x correct-horse-battery y").contains("horse"));
     }

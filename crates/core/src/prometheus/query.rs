@@ -156,6 +156,41 @@ pub fn series_matcher(user: &[Matcher]) -> String {
     format!("{{{}}}", parts.join(","))
 }
 
+/// Series every Prometheus target has that say when it started and whether it answered; asked
+/// only for the engines' own instances ([`liveness_matcher`]), so the rules see a restart
+/// inside the window (`cold-start`).
+pub const LIVENESS: &str = "up|process_start_time_seconds";
+
+/// A literal inside an RE2 alternation: the metacharacters escaped.
+pub fn regex_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `{__name__=~"up|process_start_time_seconds",<user's matchers>,instance=~"a|b"}` for these
+/// instances; `None` without any.
+pub fn liveness_matcher(user: &[Matcher], instances: &[&str]) -> Option<String> {
+    if instances.is_empty() {
+        return None;
+    }
+    let alternatives: Vec<String> = instances.iter().map(|i| regex_literal(i)).collect();
+    let mut parts = vec![format!("__name__=~\"{LIVENESS}\"")];
+    parts.extend(user.iter().map(Matcher::render));
+    parts.push(format!("instance=~\"{}\"", escape_value(&alternatives.join("|"))));
+    Some(format!("{{{}}}", parts.join(",")))
+}
+
+/// Is this one of the engines' own families (`vllm:`, `sglang:`, `tgi_`)?
+pub fn is_engine_metric(name: &str) -> bool {
+    name.starts_with("vllm:") || name.starts_with("sglang:") || name.starts_with("tgi_")
+}
+
 /// One series as a selector: `name{a="b",…}` (its exact labels), for citations and links.
 pub fn series_selector(labels: &std::collections::BTreeMap<String, String>) -> String {
     let name = labels.get("__name__").map_or("", String::as_str);
@@ -340,6 +375,18 @@ mod tests {
             "/api/v1/series?match%5B%5D=%7Ba%3D%22b%22%7D&start=100&end=160"
         );
         assert_eq!(range_path("up", &w), "/api/v1/query_range?query=up&start=100&end=160&step=15");
+    }
+
+    #[test]
+    fn liveness_is_asked_for_the_engines_instances_only() {
+        assert_eq!(regex_literal("10.0.0.1:8000"), "10\\.0\\.0\\.1:8000");
+        let user = parse_selector(r#"{namespace="llm"}"#).unwrap();
+        assert_eq!(
+            liveness_matcher(&user, &["10.0.0.1:8000", "b"]).unwrap(),
+            r#"{__name__=~"up|process_start_time_seconds",namespace="llm",instance=~"10\\.0\\.0\\.1:8000|b"}"#
+        );
+        assert_eq!(liveness_matcher(&user, &[]), None);
+        assert!(is_engine_metric("vllm:num_requests_waiting") && !is_engine_metric("DCGM_FI_DEV_SM_CLOCK"));
     }
 
     #[test]

@@ -9,13 +9,13 @@ pub(crate) const RULE: Rule = Rule {
         id: "cold-start",
         class: Class::TtftHigh,
         title: "Cold start: the first requests hit an instance that is not warm",
-        detects: "The earliest requests in a request log are far slower than the rest, or the engine log shows weights loading / CUDA graphs capturing alongside traffic.",
+        detects: "The earliest requests in a request log are far slower than the rest, or the engine log shows weights loading / CUDA graphs capturing alongside traffic, or metrics over a window show the process starting in it (`process_start_time_seconds`, `up`) with a TTFT tail.",
         why: "A new or restarted instance loads weights, captures CUDA graphs and fills caches; requests routed to it before that is done see seconds of TTFT, which looks like an incident in the p99.",
         example: "The first 5 requests after `Model loading took 14.99 GiB and 32.1 s` have TTFT 6–9 s; the rest 250 ms.",
         fix: "Warm up each instance with synthetic requests before it takes traffic (readiness probe after a warm-up generation), keep a minimum of warm replicas, roll out gradually.",
         zh: RuleText {
             title: "冷启动：最早的请求打到了还没预热的实例",
-            detects: "请求日志里最早的一批请求比其余请求慢得多，或者引擎日志显示有流量时还在加载权重 / 捕获 CUDA graph。",
+            detects: "请求日志里最早的一批请求比其余请求慢得多，或者引擎日志显示有流量时还在加载权重 / 捕获 CUDA graph，或者一段时间窗的指标显示进程在窗内启动（`process_start_time_seconds`、`up`）且 TTFT 有长尾。",
             why: "新启动或重启的实例要加载权重、捕获 CUDA graph、填充缓存；在这之前被路由过来的请求 TTFT 会达到数秒，在 p99 上看就像一次故障。",
             example: "`Model loading took 14.99 GiB and 32.1 s` 之后的前 5 个请求 TTFT 为 6–9 s，其余请求 250 ms。",
             fix: "实例接流量前先用合成请求预热（readiness 探针等预热生成完成再通过），保持最少数量的热副本，灰度发布。",
@@ -23,6 +23,57 @@ pub(crate) const RULE: Rule = Rule {
     },
     check,
 };
+
+/// The first scrape is before `process_start_time_seconds` (the engine (re)started in the
+/// window) and vLLM's TTFT histogram over the window has p99 ≥ 3× p50 and ≥ half the TTFT
+/// target (p99 at its bucket's lower bound, p50 at its upper). `up` at 0 in the first scrape —
+/// Prometheus found no `/metrics` while the engine loaded — makes it surer.
+fn from_metrics(f: &Facts, lang: Lang) -> Option<(f64, String, Vec<crate::analyze::report::EvidenceLine>)> {
+    use crate::stats::{BucketQuantile, histogram_quantile};
+    let m = &f.metrics;
+    let (first, last) = m.window()?;
+    let window_start_s = first.timestamp_ms? as f64 / 1000.0;
+    let (started_s, pst) = last.max("process_start_time_seconds")?;
+    // A minute of slack: the exporter's start time can precede its first sample.
+    if started_s < window_start_s - 60.0 {
+        return None;
+    }
+    let ttft = crate::stats::delta(
+        &first.histogram("vllm:time_to_first_token_seconds"),
+        &last.histogram("vllm:time_to_first_token_seconds"),
+    )
+    .ok()?;
+    let upper = |q: BucketQuantile| match q {
+        BucketQuantile::BelowFirstBucket { upper } | BucketQuantile::Within { upper, .. } => Some(upper),
+        _ => None,
+    };
+    let lower = |q: BucketQuantile| match q {
+        BucketQuantile::Within { lower, .. } | BucketQuantile::AboveLastBucket { lower } => Some(lower),
+        _ => None,
+    };
+    let t50 = upper(histogram_quantile(0.5, &ttft).0)?;
+    let t99 = lower(histogram_quantile(0.99, &ttft).0)?;
+    if t99 < 3.0 * t50 || t99 * 1000.0 < 0.5 * f.slo.ttft_ms {
+        return None;
+    }
+    let mut evidence = vec![last.evidence(pst)];
+    let down = first.series.iter().find(|s| s.name == "up" && s.value == 0.0);
+    if let Some(up) = down {
+        evidence.push(first.evidence(up));
+    }
+    let after = started_s - window_start_s;
+    let why = lang.pick(
+        format!(
+            "the engine process started {after:.0} s into the window (process_start_time_seconds){}, and TTFT p99 over the window is ≥ {t99} s against p50 ≤ {t50} s",
+            if down.is_some() { ", Prometheus found it down (up 0) at first" } else { "" }
+        ),
+        format!(
+            "引擎进程在时间窗开始后 {after:.0} s 才启动（process_start_time_seconds）{}，时间窗内 TTFT p99 ≥ {t99} s，p50 ≤ {t50} s",
+            if down.is_some() { "，起初 Prometheus 抓取不到它（up 为 0）" } else { "" }
+        ),
+    );
+    Some((if down.is_some() { 0.8 } else { 0.7 }, why, evidence))
+}
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let r = &f.requests;
@@ -85,6 +136,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         evidence.push(f.vllm.startup_events[f.vllm.startup_events.len() - 1].clone());
         evidence.push(first.evidence.clone());
         evidence.push(last.evidence.clone());
+    }
+    // Metrics over a window (two scrapes with timestamps, or `triage analyze --prometheus`): the
+    // process started within the window and the TTFT tail is far above its median.
+    if confidence == 0.0
+        && let Some((c, why, lines)) = from_metrics(f, lang)
+    {
+        confidence = c;
+        reasons.push(why);
+        evidence.extend(lines);
     }
     // llama-server / Ollama: models swapped in and out (each request waits for a load), or one
     // slow load that a request waited for (Gin's latency, `ollama run --verbose`'s load duration).
@@ -190,5 +250,21 @@ mod tests {
     fn a_start_up_in_the_log_alone_is_not_a_cold_start() {
         let log = "INFO 11-29 10:00:00 [gpu_model_runner.py:1] Model loading took 14.99 GiB and 32.1 seconds\nINFO 11-29 10:01:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 150.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n";
         assert!(fired(&[("vllm.log", log)], "cold-start").is_none());
+    }
+
+    /// Two timestamped scrapes: the engine started in the window (down at first) and the TTFT
+    /// tail is long; an engine started days ago with the same tail is not a cold start.
+    #[test]
+    fn fires_on_a_start_in_the_window_from_metrics() {
+        let scrapes = |started: f64| {
+            format!(
+                "# TYPE up gauge\nup 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"0.25\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"40.0\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"80.0\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} 0 1796394257000\nprocess_start_time_seconds {started} 1796394257000\nup 1 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"0.25\"}} 600 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"40.0\"}} 610 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"80.0\"}} 700 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} 700 1796394497000\nprocess_start_time_seconds {started} 1796394497000\n"
+            )
+        };
+        let f = fired(&[("metrics", &scrapes(1_796_394_257.0))], "cold-start").unwrap();
+        assert_eq!(f.confidence, 0.8);
+        assert_eq!(f.evidence.len(), 2, "{:?}", f.evidence);
+        assert!(f.evidence[0].text.starts_with("process_start_time_seconds"), "{:?}", f.evidence);
+        assert!(fired(&[("metrics", &scrapes(1_796_135_057.0))], "cold-start").is_none());
     }
 }

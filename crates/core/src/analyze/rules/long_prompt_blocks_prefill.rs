@@ -3,19 +3,20 @@
 use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
+use crate::stats::{BucketQuantile, histogram_quantile};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
         id: "long-prompt-blocks-prefill",
         class: Class::TtftHigh,
         title: "Long prompts block the prefill window",
-        detects: "Prompt lengths with a heavy tail (p99 far above the mean) together with a TTFT tail, in per-request logs.",
+        detects: "Prompt lengths with a heavy tail (p99 far above the mean) together with a TTFT tail, in per-request logs or in vLLM's `/metrics` histograms over a window (two scrapes, or `triage analyze --prometheus`).",
         why: "Prefill is compute-bound and, without chunking, not preemptible: one 8k-token prompt occupies the step and every request that arrived with it waits. The mean barely moves; p99 TTFT explodes.",
         example: "Mean prompt 600 tokens, p99 9,000; p50 TTFT 280 ms, p99 TTFT 3.1 s; the slowest requests are the long prompts and their neighbours.",
         fix: "Enable chunked prefill (`--enable-chunked-prefill --max-num-batched-tokens 8192`), cap the input length, or send long prompts to their own pool (prefill/decode disaggregation).",
         zh: RuleText {
             title: "长 prompt 堵住了 prefill 窗口",
-            detects: "请求日志中 prompt 长度长尾明显（p99 远高于均值），同时 TTFT 也有长尾。",
+            detects: "请求日志中，或一段时间窗内 vLLM `/metrics` 的直方图中（两次抓取，或 `triage analyze --prometheus`），prompt 长度长尾明显（p99 远高于均值），同时 TTFT 也有长尾。",
             why: "prefill 是计算密集型的，不开 chunked prefill 时也不可抢占：一个 8k token 的 prompt 会占满整个调度步，同时到达的请求全都得等它。均值几乎不动，p99 TTFT 却会暴涨。",
             example: "prompt 均值 600 token、p99 9,000；TTFT p50 280 ms、p99 3.1 s；最慢的请求正是这些长 prompt 和与它们同批的请求。",
             fix: "开启 chunked prefill（`--enable-chunked-prefill --max-num-batched-tokens 8192`），限制输入长度，或把长 prompt 分流到单独的实例池（PD 分离：prefill 与 decode 分开部署）。",
@@ -25,7 +26,105 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_request_log(f, lang).or_else(|| from_slot_timings(f, lang))
+    from_request_log(f, lang).or_else(|| from_slot_timings(f, lang)).or_else(|| from_metrics(f, lang))
+}
+
+/// A histogram of the window: the bucket deltas between the first and the last scrape, or the
+/// one scrape's buckets (since the server started).
+fn window_histogram(f: &Facts, base: &str) -> Option<Vec<(f64, f64)>> {
+    let m = &f.metrics;
+    let buckets = match m.window() {
+        Some((a, b)) => crate::stats::delta(&a.histogram(base), &b.histogram(base)).ok()?,
+        None => m.latest()?.histogram(base),
+    };
+    (!buckets.is_empty()).then_some(buckets)
+}
+
+/// The bounds of the bucket a quantile fell in: (lower, upper). Unknown sides are 0 and ∞.
+fn bounds(q: BucketQuantile) -> Option<(f64, f64)> {
+    match q {
+        BucketQuantile::BelowFirstBucket { upper } => Some((0.0, upper)),
+        BucketQuantile::Within { lower, upper, .. } => Some((lower, upper)),
+        BucketQuantile::AboveLastBucket { lower } => Some((lower, f64::INFINITY)),
+        BucketQuantile::Empty | BucketQuantile::NoFiniteBucket => None,
+    }
+}
+
+/// vLLM's `/metrics` over a window: `vllm:request_prompt_tokens` with p99 ≥ 4× its mean and
+/// ≥ 2,000 tokens, and `vllm:time_to_first_token_seconds` with p99 ≥ 3× p50. Each quantile is
+/// taken at the side of its bucket that argues against the finding (the prompt p99 and TTFT p99
+/// at their bucket's lower bound, the TTFT p50 at its upper bound). Histograms cannot tie the
+/// slow requests to the long ones, so the confidence stays below a request log's.
+fn from_metrics(f: &Facts, lang: Lang) -> Option<Finding> {
+    let prompts = window_histogram(f, "vllm:request_prompt_tokens")?;
+    let ttft = window_histogram(f, "vllm:time_to_first_token_seconds")?;
+    let (count, sum) = match f.metrics.window() {
+        Some(_) => (
+            f.metrics.delta("vllm:request_prompt_tokens_count")?,
+            f.metrics.delta("vllm:request_prompt_tokens_sum")?,
+        ),
+        None => {
+            let s = f.metrics.latest()?;
+            (s.sum("vllm:request_prompt_tokens_count")?.0, s.sum("vllm:request_prompt_tokens_sum")?.0)
+        }
+    };
+    if count < 10.0 || sum <= 0.0 {
+        return None;
+    }
+    let mean = sum / count;
+    let (p99, _) = bounds(histogram_quantile(0.99, &prompts).0)?;
+    let (_, t50) = bounds(histogram_quantile(0.5, &ttft).0)?;
+    let (t99, _) = bounds(histogram_quantile(0.99, &ttft).0)?;
+    if p99 < 4.0 * mean || p99 < 2000.0 || t99 < 3.0 * t50 || t99 * 1000.0 < 0.5 * f.slo.ttft_ms {
+        return None;
+    }
+    let last = f.metrics.latest()?;
+    let bucket = |name: &str, le: f64| {
+        last.series.iter().find(|s| {
+            s.name == name && s.label("le").and_then(crate::analyze::parsers::prom::parse_value) == Some(le)
+        })
+    };
+    let mut evidence = Vec::new();
+    for (name, le) in
+        [("vllm:request_prompt_tokens_bucket", p99), ("vllm:time_to_first_token_seconds_bucket", t99)]
+    {
+        if let Some(s) = bucket(name, le) {
+            evidence.push(last.evidence(s));
+        }
+    }
+    Some(RULE.doc.finding(
+        lang,
+        0.6,
+        lang.pick(
+            format!(
+                "vLLM's histograms over the window: prompt length p99 ≥ {p99:.0} tokens against a mean of {mean:.0}, and TTFT p99 ≥ {t99} s against p50 ≤ {t50} s — a few long prompts hold the prefill step while short requests wait."
+            ),
+            format!(
+                "时间窗内 vLLM 的直方图：prompt 长度 p99 ≥ {p99:.0} token，均值 {mean:.0}；TTFT p99 ≥ {t99} s，p50 ≤ {t50} s——少数长 prompt 占住了 prefill 步，短请求只能等。"
+            ),
+        ),
+        evidence,
+        texts(lang, &[
+            (
+                "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
+                "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
+            ),
+            (
+                "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
+                "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
+            ),
+        ]),
+        texts(lang, &[
+            (
+                "read the request log (enqueue and first-token times with prompt lengths) to tie the slow requests to the long prompts",
+                "查看请求日志（入队时间、首 token 时间和 prompt 长度），确认慢请求正是长 prompt 及其同批请求",
+            ),
+            (
+                "check whether chunked prefill is on (vLLM logs `non-default args` at start-up)",
+                "确认 chunked prefill 是否开启（vLLM 启动时会打印 `non-default args`）",
+            ),
+        ]),
+    ))
 }
 
 /// llama-server fills a slot's whole prompt before that slot generates, and a server with few
@@ -168,5 +267,29 @@ mod tests {
     #[test]
     fn quiet_without_long_prompts() {
         assert!(fired(&[("req.jsonl", &log(0))], "long-prompt-blocks-prefill").is_none());
+    }
+
+    /// Two scrapes of vLLM's histograms: a prompt-length tail and a TTFT tail over the window.
+    #[test]
+    fn fires_on_metrics_histograms_over_a_window() {
+        let scrape = |n: f64, long: f64, slow: f64| {
+            format!(
+                "vllm:request_prompt_tokens_bucket{{le=\"1000.0\"}} {a}\nvllm:request_prompt_tokens_bucket{{le=\"20000.0\"}} {a}\nvllm:request_prompt_tokens_bucket{{le=\"50000.0\"}} {b}\nvllm:request_prompt_tokens_bucket{{le=\"+Inf\"}} {b}\nvllm:request_prompt_tokens_count {b}\nvllm:request_prompt_tokens_sum {s}\nvllm:time_to_first_token_seconds_bucket{{le=\"0.25\"}} {c}\nvllm:time_to_first_token_seconds_bucket{{le=\"1.0\"}} {c}\nvllm:time_to_first_token_seconds_bucket{{le=\"2.5\"}} {b}\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {b}\n",
+                a = n,
+                b = n + long,
+                s = n * 400.0 + long * 30_000.0,
+                c = n + long - slow,
+            )
+        };
+        let both = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(950.0, 50.0, 40.0));
+        let f = fired(&[("metrics", &both)], "long-prompt-blocks-prefill").unwrap();
+        assert_eq!(f.confidence, 0.6);
+        assert_eq!(f.evidence.len(), 2, "{:?}", f.evidence);
+        assert!(f.evidence[0].text.contains("le=\"20000.0\""), "{:?}", f.evidence);
+        // Short prompts only, or no TTFT tail: quiet.
+        let short = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(1000.0, 0.0, 0.0));
+        assert!(fired(&[("metrics", &short)], "long-prompt-blocks-prefill").is_none());
+        let fast = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(950.0, 50.0, 0.0));
+        assert!(fired(&[("metrics", &fast)], "long-prompt-blocks-prefill").is_none());
     }
 }
