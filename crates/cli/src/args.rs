@@ -158,7 +158,8 @@ pub struct AnalyzeArgs {
     /// Resolution of the range query (widened, with a note, when the points would exceed the bound).
     #[arg(long, requires = "prometheus", default_value = "15s", value_parser = parse_duration)]
     pub step: Duration,
-    /// Label matchers every series must match, e.g. '{namespace="llm",job=~"vllm.*"}'.
+    /// Label matchers every series must match — the engines', the GPUs' and the gateway's alike,
+    /// so use labels they share, e.g. '{namespace="llm"}' or '{cluster="prod-a"}'.
     #[arg(long, requires = "prometheus", default_value = "")]
     pub selector: String,
     /// Environment variable holding a bearer token for Prometheus (never printed).

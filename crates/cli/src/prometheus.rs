@@ -1,6 +1,7 @@
 //! `triage analyze --prometheus URL`: the HTTP half. Core's `prometheus` module builds the
-//! questions, reads the answers and turns them into findings; this file only sends two POSTs
-//! (`/api/v1/series`, then `/api/v1/query_range`) and brings back bounded bytes.
+//! questions, reads the answers and turns them into findings; this file only sends the POSTs
+//! (`/api/v1/series`, then `/api/v1/query_range` for the families and for the engines' `up` and
+//! `process_start_time_seconds`) and brings back bounded bytes.
 //!
 //! Hostile or broken servers are expected: no redirect is followed (credentials go only to the
 //! URL the user named), every request has a deadline and so does the whole run, a body larger
@@ -24,6 +25,10 @@ use crate::output::UsageError;
 /// Largest answer read by default (`--max-body-mib`): a range answer of the default bounds
 /// fits well within it.
 pub const MAX_BODY_BYTES: usize = 256 << 20;
+
+/// Largest `/api/v1/series` answer read (about 200,000 label sets): more matching series than
+/// that is a selector to narrow, not a fleet to count.
+pub const MAX_SERIES_BODY_BYTES: usize = 64 << 20;
 
 /// How to authenticate, read from the environment by the caller; never printed.
 #[derive(Clone, Debug, Default)]
@@ -97,12 +102,11 @@ struct Client<'a> {
     deadline: Instant,
     /// The overall deadline as given, for the message.
     total: Duration,
-    max_body: usize,
 }
 
 impl Client<'_> {
-    /// POST `path` with a form body; `(status, body)` within the deadlines and the byte bound.
-    async fn post(&self, path: &str, form: String) -> anyhow::Result<(u16, Vec<u8>)> {
+    /// POST `path` with a form body; `(status, body)` within the deadlines and `max_body` bytes.
+    async fn post(&self, path: &str, form: String, max_body: usize) -> anyhow::Result<(u16, Vec<u8>)> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         let limit = self.per_query.min(left);
         let what = format!("{}{path}", self.base);
@@ -130,10 +134,10 @@ impl Client<'_> {
             }
             let mut body = Vec::new();
             while let Some(chunk) = resp.chunk().await.map_err(|e| self.transport(&what, &e))? {
-                if body.len() + chunk.len() > self.max_body {
+                if body.len() + chunk.len() > max_body {
                     anyhow::bail!(
                         "{what}: the answer is larger than {} MiB (--max-body-mib); narrow --selector, shorten the window or lower --max-series",
-                        self.max_body >> 20
+                        max_body >> 20
                     );
                 }
                 body.extend_from_slice(&chunk);
@@ -202,7 +206,6 @@ pub async fn analyze(
         per_query: opts.query_timeout,
         deadline: Instant::now() + opts.total_timeout,
         total: opts.total_timeout,
-        max_body: opts.max_body_bytes,
     };
     let matcher = query::series_matcher(&user);
     let w = opts.window;
@@ -210,7 +213,9 @@ pub async fn analyze(
 
     // 1. Which series exist: the count bounds the range query before it is asked.
     let form = series_form(&matcher, &w);
-    let (status, body) = client.post("/api/v1/series", form).await?;
+    // Label sets are parsed whole: their answer is held to less than a range answer's.
+    let (status, body) =
+        client.post("/api/v1/series", form, opts.max_body_bytes.min(MAX_SERIES_BODY_BYTES)).await?;
     let sets = answer::parse_series(status, &body, &secrets).map_err(prom_err)?;
     drop(body);
     if sets.is_empty() {
@@ -270,8 +275,10 @@ pub async fn analyze(
         .collect();
     engines.sort_unstable();
     engines.dedup();
-    if let Some(live) = query::liveness_matcher(&user, &engines) {
-        expr = format!("{expr} or {live}");
+    // Asked apart, not with `or`: `or` drops a right-hand series whose labels (name aside) equal
+    // a left-hand one's, and `up` carries exactly an engine gauge's target labels.
+    let live = query::liveness_matcher(&user, &engines);
+    if live.is_some() {
         expected += 2 * engines.len();
     }
     let (w, note) =
@@ -286,8 +293,9 @@ pub async fn analyze(
     drop(sets);
 
     // 2. The window itself.
-    let (status, body) = client.post("/api/v1/query_range", range_form(&expr, &w)).await?;
-    let m: Matrix =
+    let (status, body) =
+        client.post("/api/v1/query_range", range_form(&expr, &w), opts.max_body_bytes).await?;
+    let mut m: Matrix =
         answer::parse_matrix(status, &body, &secrets, opts.limits.max_series, opts.limits.max_points)
             .map_err(prom_err)?;
     drop(body);
@@ -297,6 +305,25 @@ pub async fn analyze(
         graph_url: query::graph_url(&base, &expr, &w),
         series: m.series.len(),
     });
+    // 3. When the engines started and whether Prometheus reached them, within what is left of
+    // the bounds.
+    if let Some(live) = live {
+        let (status, body) =
+            client.post("/api/v1/query_range", range_form(&live, &w), opts.max_body_bytes).await?;
+        let series_left = opts.limits.max_series.saturating_sub(m.series.len());
+        let points_left = opts.limits.max_points.saturating_sub(m.points);
+        let more =
+            answer::parse_matrix(status, &body, &secrets, series_left, points_left).map_err(prom_err)?;
+        queries.push(QueryRecord {
+            api: "/api/v1/query_range".into(),
+            expr: live.clone(),
+            graph_url: query::graph_url(&base, &live, &w),
+            series: more.series.len(),
+        });
+        m.series.extend(more.series);
+        m.points += more.points;
+        m.cut.extend(more.cut);
+    }
     let asked = Asked { url: base, selector: opts.selector.clone(), window: w, queries, cut };
     replay::analyze(&m, asked, &Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
 }

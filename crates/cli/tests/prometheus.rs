@@ -111,8 +111,9 @@ fn node(fleet: &'static str, host: &str, slow: Option<u32>) -> Vec<Gen> {
 
 /// The fleets: `queue` (replica b of two queues, its TTFT tail long), `gpu` (GPU 2 of node-g
 /// throttled, next to a healthy replica), `stall` (a replica running with no tokens out),
+/// `restart` (a replica that started inside the window, down at first, its first requests slow),
 /// `healthy`.
-fn fleet() -> Vec<Gen> {
+fn fleet(t0: u64) -> Vec<Gen> {
     let mut v = Vec::new();
     v.extend(replica("queue", "queue-a:8000", 0.0, false, 600.0));
     v.extend(replica("queue", "queue-b:8000", 45.0, true, 300.0));
@@ -131,13 +132,29 @@ fn fleet() -> Vec<Gen> {
         vec![("fleet", "stall".to_owned()), ("instance", "stuck:8000".to_owned())],
         Box::new(|_| 77_000.0),
     ));
+    let restart = |extra: &[(&'static str, &'static str)]| {
+        let mut l = vec![("fleet", "restart".to_owned()), ("instance", "fresh:8000".to_owned())];
+        l.extend(extra.iter().map(|(k, x)| (*k, (*x).to_owned())));
+        l
+    };
+    v.push(("up", restart(&[]), Box::new(|k| if k < 3 { 0.0 } else { 1.0 })));
+    v.push(("process_start_time_seconds", restart(&[]), Box::new(move |_| t0 as f64 + 10.0)));
+    v.push(("vllm:num_requests_running", restart(&[]), Box::new(|_| 8.0)));
+    v.push(("vllm:generation_tokens_total", restart(&[]), Box::new(|k| 400.0 * k as f64)));
+    for (le, per) in [("0.25", 90.0), ("40.0", 90.0), ("80.0", 100.0), ("+Inf", 100.0)] {
+        v.push((
+            "vllm:time_to_first_token_seconds_bucket",
+            restart(&[("le", le)]),
+            Box::new(move |k| per * k as f64),
+        ));
+    }
     v
 }
 
 /// OpenMetrics text of the fleet from `t0` (unix s): every sample of a series together, in time
 /// order, as promtool wants it.
 fn openmetrics(t0: u64) -> String {
-    let mut gens = fleet();
+    let mut gens = fleet(t0);
     gens.sort_by(|a, b| a.0.cmp(b.0));
     let mut out = String::new();
     for (name, labels, f) in &gens {
@@ -249,7 +266,8 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert_eq!(p["kind"], "prometheus");
     assert_eq!(p["fleet"]["replicas"][0]["subject"]["instance"], "queue-b:8000");
     assert_eq!(p["series"], 18);
-    assert_eq!(p["queries"].as_array().unwrap().len(), 2);
+    // Series, range, and the engines' `up` / `process_start_time_seconds` (none here).
+    assert_eq!(p["queries"].as_array().unwrap().len(), 3);
     let e = &r["findings"][0]["evidence"][0];
     let c = p["citations"]
         .as_array()
@@ -281,6 +299,19 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert_eq!(r["verdict"], "THROUGHPUT_ZERO", "{r:#}");
     assert_eq!(r["findings"][0]["rule"], "scheduler-stall");
     assert_eq!(r["findings"][0]["subject"]["instance"], "stuck:8000");
+
+    // A restart inside the window: named from `up` and `process_start_time_seconds`, which are
+    // asked for the engines' instances only.
+    let r = run("restart");
+    assert_eq!(r["verdict"], "TTFT_HIGH", "{r:#}");
+    assert_eq!(r["findings"][0]["rule"], "cold-start");
+    assert_eq!(r["findings"][0]["subject"]["instance"], "fresh:8000");
+    let q = &r["prometheus"]["queries"][2];
+    assert_eq!(
+        q["expr"],
+        "{__name__=~\"up|process_start_time_seconds\",fleet=\"restart\",instance=~\"fresh:8000\"}"
+    );
+    assert_eq!(q["series"], 2);
 
     let r = run("healthy");
     assert_eq!(r["verdict"], "HEALTHY", "{r:#}");
