@@ -203,10 +203,10 @@ fn every_scenario_is_either_named_or_listed_with_a_reason() {
 #[test]
 fn prometheus_serves_the_backfilled_fleet() {
     let Some(tools) = prom::tools() else { return };
-    let dir = prom::fresh_dir("fleet");
+    let dir = prom::TempDir::new("fleet");
     let start = base_unix_s(2);
-    let (slow_file, slow) = write_fleet(&dir, "slow-gpu", scenario::DEFAULT_SEED, start);
-    let (leak_file, leak) = write_fleet(&dir, "kv-leak", scenario::DEFAULT_SEED, start + WINDOW_S);
+    let (slow_file, slow) = write_fleet(dir.path(), "slow-gpu", scenario::DEFAULT_SEED, start);
+    let (leak_file, leak) = write_fleet(dir.path(), "kv-leak", scenario::DEFAULT_SEED, start + WINDOW_S);
     let p = Prometheus::start(&tools, dir, &[slow_file, leak_file]);
 
     // slow-gpu: twelve GPUs on three nodes, the throttled one at ~840 MHz among 1980s.
@@ -247,14 +247,14 @@ fn every_fault_that_shows_in_metrics_is_named_from_prometheus_alone() {
         "this test needs `triage analyze --prometheus` (issue #19, the CLI half)"
     );
     let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
-    let dir = prom::fresh_dir("all");
+    let dir = prom::TempDir::new("all");
     let base = base_unix_s(names.len() as u64);
     let mut files = Vec::new();
     let mut fleets = Vec::new();
     for (k, name) in names.iter().enumerate() {
         // A seed per scenario, so the faulty replica is not always in the same place.
         let seed = scenario::DEFAULT_SEED + k as u64;
-        let (file, fleet) = write_fleet(&dir, name, seed, base + k as u64 * WINDOW_S);
+        let (file, fleet) = write_fleet(dir.path(), name, seed, base + k as u64 * WINDOW_S);
         files.push(file);
         fleets.push((*name, fleet));
     }

@@ -57,10 +57,11 @@ fn wait_for(mut child: Child, within: Duration, what: &str) -> std::process::Out
     }
 }
 
-/// A running Prometheus over backfilled blocks. Dropped: killed, its folder removed.
+/// A running Prometheus over backfilled blocks. Dropped: killed, then its folder removed.
 pub struct Prometheus {
     child: Child,
-    dir: PathBuf,
+    /// Dropped after `drop` has killed the child.
+    _dir: TempDir,
     pub port: u16,
 }
 
@@ -68,24 +69,37 @@ impl Drop for Prometheus {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
-/// A folder under the system's temp folder, empty, removed by [`Prometheus`]'s drop (or by the
-/// caller when no Prometheus came of it).
-pub fn fresh_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("triage-backfill-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("creating the test folder");
-    d
+/// A folder under the system's temp folder, empty at first, removed when dropped — also when a
+/// test fails before any Prometheus came of it.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("triage-backfill-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("creating the test folder");
+        TempDir(d)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl Prometheus {
     /// Backfill every OpenMetrics file in `files` into `dir/data`, then start Prometheus on it.
-    pub fn start(tools: &(PathBuf, PathBuf), dir: PathBuf, files: &[PathBuf]) -> Prometheus {
+    pub fn start(tools: &(PathBuf, PathBuf), dir: TempDir, files: &[PathBuf]) -> Prometheus {
         let (prometheus, promtool) = tools;
-        let data = dir.join("data");
+        let data = dir.path().join("data");
         for f in files {
             let child = Command::new(promtool)
                 .args(["tsdb", "create-blocks-from", "openmetrics", "--quiet"])
@@ -97,9 +111,6 @@ impl Prometheus {
                 .spawn()
                 .expect("starting promtool");
             let out = wait_for(child, BACKFILL_WITHIN, "promtool tsdb create-blocks-from openmetrics");
-            if !out.status.success() {
-                let _ = std::fs::remove_dir_all(&dir);
-            }
             assert!(
                 out.status.success(),
                 "promtool refused {}: {}{}",
@@ -110,13 +121,13 @@ impl Prometheus {
         }
         // No scrape targets: the backfilled blocks are all it holds. Backfilled data is hours
         // old; a century's retention keeps Prometheus from deleting it at start.
-        let config = dir.join("prometheus.yml");
+        let config = dir.path().join("prometheus.yml");
         std::fs::write(&config, "global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n").unwrap();
         let mut last_log = String::new();
         // A free port can be taken between our probe and Prometheus' bind: three tries.
         for _ in 0..3 {
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let log = dir.join("prometheus.log");
+            let log = dir.path().join("prometheus.log");
             let mut child = Command::new(prometheus)
                 .arg(format!("--config.file={}", config.display()))
                 .arg(format!("--storage.tsdb.path={}", data.display()))
@@ -134,7 +145,7 @@ impl Prometheus {
                     break;
                 }
                 if matches!(http_get(port, "/-/ready"), Some((200, _))) {
-                    return Prometheus { child, dir, port };
+                    return Prometheus { child, _dir: dir, port };
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -142,7 +153,6 @@ impl Prometheus {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = std::fs::remove_dir_all(&dir);
         panic!("prometheus was not ready within {READY_WITHIN:?}: {last_log}");
     }
 
