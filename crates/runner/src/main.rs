@@ -442,6 +442,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut o = stdout.lock();
             let mut prev_t: Option<f64> = None;
             let mut no_log = None;
+            let mut raised = 0usize;
             for tick in &series.ticks {
                 let t = tick.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
                 if let (Some(factor), Some(p)) = (pace, prev_t) {
@@ -453,6 +454,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 prev_t = Some(t);
                 let done = runner.tick(tick.clone());
                 report_tick(&done, &mut no_log)?;
+                raised += done.raised.len();
                 match format {
                     Format::Jsonl => write_lines(&mut o, None, &done.raised)?,
                     Format::Text => {
@@ -462,6 +464,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 }
                 o.flush()?;
+            }
+            // Text is for a person: a quiet replay says so instead of printing nothing.
+            if matches!(format, Format::Text) {
+                say!(
+                    "replayed {} ticks of {} GPU(s): {raised} finding(s) raised",
+                    series.ticks.len(),
+                    series.gpu_count()
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

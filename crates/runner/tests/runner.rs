@@ -679,3 +679,44 @@ fn replay_without_plugins_falls_back_to_the_builtin_rules_with_a_note() {
     assert_eq!(err.lines().filter(|l| l.contains("built-in rules")).count(), 1, "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("slow-gpu"), "the rules ran");
 }
+
+/// The captures `cargo xtask gpu-check` took on a real H200 (2026-12-04, driver 580.159.04,
+/// `tests/data/gpu-check/`): 20 s at 100 ms of an idle GPU, recorded by the runner there. They
+/// replay here: every tick read, the GPU as NVML named it, idle readings (SM at its idle clock,
+/// nothing running), and no finding — natively and through the sandboxed plugin alike — and
+/// the runner's own capture says what it found on the machine (its plugin loaded, DCGM names).
+#[test]
+fn the_gpu_check_captures_from_a_real_h200_replay_quietly() {
+    let path = data("gpu-check/series.jsonl");
+    let series = Series::parse(&std::fs::read_to_string(&path).unwrap());
+    assert!(series.issues.is_empty(), "{:?}", series.issues);
+    let meta = series.meta.as_ref().expect("the recorder's meta line");
+    assert_eq!(meta.driver.as_deref(), Some("580.159.04"));
+    assert_eq!(meta.gpus.len(), 1);
+    assert_eq!(meta.gpus[0].name, "NVIDIA H200");
+    assert_eq!(series.ticks.len(), 200, "20 s at 100 ms");
+    assert!(series.ticks.iter().all(|t| t.len() == 1));
+    let idle = series.ticks.iter().flatten().filter(|s| s.util_gpu_pct == Some(0)).count();
+    assert!(idle >= 190, "an idle GPU: {idle} of 200 ticks at 0 % utilisation");
+
+    assert!(triage_runner::native_replay(&series, None).is_empty());
+    let dir = plugin_folder("gpu-check");
+    let lines =
+        replay_cli(&[path.to_str().unwrap(), "--plugins", dir.to_str().unwrap(), "--format", "jsonl"]);
+    assert!(lines.is_empty(), "{lines:?}");
+    // In text, a quiet replay says so (on stderr) rather than printing nothing.
+    let out = Command::new(RUNNER)
+        .args(["replay", path.to_str().unwrap(), "--plugins", dir.to_str().unwrap(), "--format", "text"])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stdout.is_empty());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("replayed 200 ticks of 1 GPU(s): 0 finding(s) raised"), "{said}");
+
+    let once = std::fs::read_to_string(data("gpu-check/once.txt")).unwrap();
+    assert!(once.contains("exit: 0"), "{once}");
+    assert!(once.contains("triage_runner_plugins_loaded 1"), "{once}");
+    assert!(once.contains("DCGM_FI_DEV_SM_CLOCK{gpu=\"0\""), "{once}");
+    let sample = std::fs::read_to_string(data("gpu-check/sample-20s.txt")).unwrap();
+    assert!(sample.contains("ticks 200"), "{sample}");
+}
