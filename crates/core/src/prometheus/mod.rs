@@ -9,8 +9,9 @@
 //! - `answer.rs` — the JSON answers read with bounds on series and points (what was cut is
 //!   said), and every failure classified ([`PromError`]).
 //! - `replay.rs` — the window turned into the facts pasted inputs give, per replica and per GPU
-//!   node, so every rule works unchanged: each replica's series become two exposition scrapes
-//!   (the window's first and last points, counters corrected for resets), each node's DCGM
+//!   node, so every rule works unchanged: each replica's series become exposition scrapes
+//!   (the window's first and last points and the recent tail's start between, counters
+//!   corrected for resets; the tail is also analysed on its own), each node's DCGM
 //!   gauges an `nvidia-smi --query-gpu` CSV series; each group runs its own `Analyzer`, and the
 //!   reports merge into one with the finding's [`Subject`], a fleet view and citations.
 //!

@@ -2,10 +2,12 @@
 //! node, analysed by the unchanged rules, and merged into one report that names the replica or
 //! GPU of each finding, ranks the fleet and cites the series behind every evidence line.
 //!
-//! Replica: the series of one `instance` (else `pod`) become two exposition scrapes with
-//! timestamps — each series' first and last point of the window — so gauges read as "the last
-//! scrape", counters and histogram buckets as deltas over the window (a counter that went down
-//! in between was reset: the increase is corrected as Prometheus's `increase` does). GPU node:
+//! Replica: the series of one `instance` (else `pod`) become exposition scrapes with
+//! timestamps — each series' first and last point of the window, and between them its point at
+//! the recent tail's start — so gauges read as "the last scrape", counters and histogram buckets
+//! as deltas over the window (a counter that went down in between was reset: the increase is
+//! corrected as Prometheus's `increase` does), and the scrape before the last tells what changed
+//! lately (a counter that stopped). The recent tail is also analysed on its own. GPU node:
 //! the DCGM series of one `Hostname` (else `instance`) become an `nvidia-smi --query-gpu` CSV
 //! series at up to [`MAX_INSTANTS`] instants, so the GPU rules compare each GPU with its peers.
 
@@ -83,27 +85,33 @@ fn clean(secrets: &Secrets, v: &str) -> String {
 
 /// A sample: (unix s, value).
 type Point = (f64, f64);
-/// A series' first point and last point (the last corrected for counter resets).
-type Ends = (Point, Point);
+/// A series' first point, its point at the recent tail's start, and its last point (the later
+/// two corrected for counter resets).
+type Ends = (Point, Point, Point);
 /// Cumulative histogram buckets `(le, count)`.
 type Buckets = Vec<(f64, f64)>;
 
-/// First value and last value of a series from `from_s` on, the last corrected for counter
-/// resets.
-fn ends(s: &RangeSeries, from_s: f64) -> Option<Ends> {
+/// First value, value at `mid_s` (its last point at or before, else the first) and last value
+/// of a series from `from_s` on, the later two corrected for counter resets.
+fn ends(s: &RangeSeries, from_s: f64, mid_s: f64) -> Option<Ends> {
     let points = &s.points[s.points.partition_point(|p| p.0 < from_s)..];
     let first = *points.first()?;
     let last = *points.last()?;
+    let k = points.partition_point(|p| p.0 <= mid_s).max(1) - 1;
     if !is_counter(s.name()) {
-        return Some((first, last));
+        return Some((first, points[k], last));
     }
     let mut total = first.1;
     let mut prev = first.1;
-    for &(_, v) in &points[1..] {
+    let mut mid = first;
+    for (j, &(t, v)) in points.iter().enumerate().skip(1) {
         total += if v >= prev { v - prev } else { v };
         prev = v;
+        if j == k {
+            mid = (t, total);
+        }
     }
-    Some((first, (last.0, total)))
+    Some((first, mid, (last.0, total)))
 }
 
 /// One group's input text and, per line, the series and point it came from.
@@ -113,21 +121,31 @@ struct Built {
     lines: BTreeMap<usize, (usize, f64, f64)>,
 }
 
-/// Two exposition scrapes of a replica's series.
-fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, from_s: f64) -> Built {
+/// Exposition scrapes of a replica's series: each series' first and last point, and with
+/// `mid_s` its point at that instant between them (the recent tail's start: so that the rules
+/// can tell "rose earlier, flat lately" from one run).
+fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, from_s: f64, mid_s: Option<f64>) -> Built {
     let mut b = Built { text: String::new(), lines: BTreeMap::new() };
-    let ends: Vec<(usize, Ends)> =
-        members.iter().filter_map(|&i| Some((i, ends(&m.series[i], from_s)?))).collect();
-    let start_ts = ends.iter().map(|(_, (a, _))| a.0).fold(f64::INFINITY, f64::min);
-    let end_ts = ends.iter().map(|(_, (_, z))| z.0).fold(f64::NEG_INFINITY, f64::max);
+    let ends: Vec<(usize, Ends)> = members
+        .iter()
+        .filter_map(|&i| Some((i, ends(&m.series[i], from_s, mid_s.unwrap_or(f64::NEG_INFINITY))?)))
+        .collect();
+    let start_ts = ends.iter().map(|(_, (a, _, _))| a.0).fold(f64::INFINITY, f64::min);
+    let end_ts = ends.iter().map(|(_, (_, _, z))| z.0).fold(f64::NEG_INFINITY, f64::max);
+    let mut instants = vec![(0, start_ts)];
+    if let Some(mid_s) = mid_s.filter(|&t| t > start_ts && t < end_ts) {
+        instants.push((1, mid_s));
+    }
+    instants.push((2, end_ts));
     let mut no = 0;
-    for (which, ts) in [(0, start_ts), (1, end_ts)] {
+    for (which, ts) in instants {
         no += 1;
         b.text.push_str(&format!(
-            "# prometheus: the window's {} point of each series\n",
-            ["first", "last"][which]
+            "# prometheus: {} of each series\n",
+            ["the window's first point", "the point at the recent tail's start", "the window's last point"]
+                [which]
         ));
-        for (i, (first, last)) in &ends {
+        for (i, (first, mid, last)) in &ends {
             let s = &m.series[*i];
             let labels: Vec<String> = s
                 .labels
@@ -137,11 +155,16 @@ fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, from_s: f64) -> 
                     format!("{}=\"{}\"", clean(secrets, k), query::escape_value(&clean(secrets, v)))
                 })
                 .collect();
-            let (value, raw_at, raw) = if which == 0 {
-                (first.1, first.0, first.1)
-            } else {
-                let raw = s.points.last().map_or(last.1, |p| p.1);
-                (last.1, last.0, raw)
+            let (value, raw_at, raw) = match which {
+                0 => (first.1, first.0, first.1),
+                1 => {
+                    let raw = s.points.iter().find(|p| p.0 == mid.0).map_or(mid.1, |p| p.1);
+                    (mid.1, mid.0, raw)
+                }
+                _ => {
+                    let raw = s.points.last().map_or(last.1, |p| p.1);
+                    (last.1, last.0, raw)
+                }
             };
             no += 1;
             let ts_ms = (ts * 1000.0).round() as i64;
@@ -419,7 +442,7 @@ pub fn analyze(
             // The window's last minutes on their own, so that what changed lately — a counter
             // that stopped — is not averaged away by the calm before it. Gauges read the same.
             let tail_name = format!("{name} (last {} s)", query::secs(tail_s));
-            let b = exposition(m, &part.members, cfg.secrets, w.end_s - tail_s);
+            let b = exposition(m, &part.members, cfg.secrets, w.end_s - tail_s, None);
             let mut a = Analyzer::new().with_lang(cfg.lang).with_slo(cfg.slo);
             a.begin_as(&tail_name, InputKind::PromMetrics);
             a.feed(b.text.as_bytes());
@@ -452,7 +475,9 @@ pub fn analyze(
         }
         let mut a = Analyzer::new().with_lang(cfg.lang).with_slo(cfg.slo);
         if part.role == "replica" {
-            let b = exposition(m, &part.members, cfg.secrets, f64::NEG_INFINITY);
+            // With the tail's start between, so that "rose earlier, flat lately" reads from one run.
+            let mid = tail_s.map(|t| w.end_s - t);
+            let b = exposition(m, &part.members, cfg.secrets, f64::NEG_INFINITY, mid);
             a.begin_as(&name, InputKind::PromMetrics);
             a.feed(b.text.as_bytes());
             a.end();
@@ -467,7 +492,7 @@ pub fn analyze(
             let others: Vec<usize> =
                 part.members.iter().copied().filter(|&i| m.series[i].name().starts_with("triage_")).collect();
             if !others.is_empty() {
-                let b = exposition(m, &others, cfg.secrets, f64::NEG_INFINITY);
+                let b = exposition(m, &others, cfg.secrets, f64::NEG_INFINITY, None);
                 let n = format!("{name} triage-runner");
                 a.begin_as(&n, InputKind::PromMetrics);
                 a.feed(b.text.as_bytes());

@@ -113,8 +113,9 @@ impl Scrape {
 /// What the Prometheus scrapes in the inputs say.
 #[derive(Debug, Default)]
 pub struct MetricsFacts {
-    /// Every scrape read, up to [`MAX_SCRAPES`]. Rules compare the first with the last, so only
-    /// those two keep their samples; the ones between are kept empty, for the count.
+    /// Every scrape read, up to [`MAX_SCRAPES`]. Rules compare the first with the last, and the
+    /// one before the last with the last (what changed lately), so only those three keep their
+    /// samples; the ones between are kept empty, for the count.
     pub scrapes: Vec<Scrape>,
     /// `# TYPE` by metric family (at most [`MAX_SERIES`] families).
     pub types: BTreeMap<String, String>,
@@ -127,6 +128,17 @@ impl MetricsFacts {
     pub fn window(&self) -> Option<(&Scrape, &Scrape)> {
         match self.scrapes.as_slice() {
             [first, .., last] => Some((first, last)),
+            _ => None,
+        }
+    }
+
+    /// The scrape before the last, when there are three or more (with two it is the first):
+    /// with [`MetricsFacts::window`] it splits the window into what came before and the recent
+    /// tail. `triage analyze --prometheus` writes a replica's series at the window's start, its
+    /// recent tail's start and its end, so here it is the tail's start.
+    pub fn before_last(&self) -> Option<&Scrape> {
+        match self.scrapes.as_slice() {
+            [_, .., mid, _] if self.scrapes.len() >= 3 => Some(mid),
             _ => None,
         }
     }
@@ -234,17 +246,20 @@ pub struct PromParser {
 }
 
 impl PromParser {
-    /// A new scrape begins. The previous last one, unless it is the first, is now between the
-    /// first and the last and nothing reads its samples: they are dropped to bound memory.
+    /// A new scrape begins. The previous last one is now the one before the last; the one
+    /// before it, unless it is the first, is now between and nothing reads its samples: they are
+    /// dropped to bound memory.
     fn start_scrape(&mut self, cx: &mut Cx<'_>, no: usize) {
         let m = &mut cx.facts.metrics;
-        if m.scrapes.len() > 1
-            && let Some(last) = m.scrapes.last_mut()
-        {
-            last.series = Vec::new();
+        let n = m.scrapes.len();
+        if n > 2 {
+            m.scrapes[n - 2].series = Vec::new();
         }
-        if m.scrapes.len() >= MAX_SCRAPES {
-            m.scrapes.pop();
+        if n >= MAX_SCRAPES {
+            // The count stops: the previous last one takes the place of the one before it.
+            if let Some(last) = m.scrapes.pop() {
+                m.scrapes[n - 2] = last;
+            }
             if !std::mem::replace(&mut self.capped, true) {
                 cx.issue_in(
                     no,
@@ -365,7 +380,8 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.
     }
 
     /// A one-line sample repeated is a scrape per line: memory grew about a hundred times faster
-    /// than the input. Now only the first and the last scrape keep samples, and the count stops.
+    /// than the input. Now only the first, the one before the last and the last scrape keep samples,
+    /// and the count stops.
     #[test]
     fn many_scrapes_stay_bounded() {
         let text = "vllm:generation_tokens_total 1\n".repeat(MAX_SCRAPES + 5)
@@ -373,13 +389,18 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 50.
             + &"# TYPE m gauge\n".repeat(3);
         let (f, sections) = run("metrics", &text).take(|f| f.metrics);
         assert_eq!(f.scrapes.len(), MAX_SCRAPES);
-        assert!(f.scrapes[1..MAX_SCRAPES - 1].iter().all(|s| s.series.is_empty()));
+        assert!(f.scrapes[1..MAX_SCRAPES - 2].iter().all(|s| s.series.is_empty()));
+        assert_eq!(
+            f.before_last().and_then(|s| s.sum("vllm:generation_tokens_total")).map(|x| x.0),
+            Some(1.0)
+        );
         assert_eq!(f.delta("vllm:generation_tokens_total"), Some(6.0));
         assert_eq!(f.types.len(), 1);
         let issues = &sections[0].issues;
         assert_eq!(issues.iter().filter(|i| i.message.contains("scrapes; the count stops")).count(), 1);
-        let small = run("metrics", &format!("{SCRAPE}{SCRAPE}{SCRAPE}")).facts.metrics;
-        assert_eq!(small.scrapes.iter().map(|s| s.series.len()).collect::<Vec<_>>(), vec![7, 0, 7]);
+        let small = run("metrics", &format!("{SCRAPE}{SCRAPE}{SCRAPE}{SCRAPE}")).facts.metrics;
+        assert_eq!(small.scrapes.iter().map(|s| s.series.len()).collect::<Vec<_>>(), vec![7, 0, 7, 7]);
+        assert_eq!(small.before_last().map(|s| s.series[0].line), Some(21));
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub(crate) const RULE: Rule = Rule {
     check,
 };
 
+/// KV usage (a fraction) below this is an empty cache: an idle engine's.
+const EMPTY_CACHE: f64 = 0.05;
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let mut confidence: f64 = 0.0;
     let mut reasons = Vec::new();
@@ -103,7 +106,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 && matches!((g.mem_used_mib, g.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= 0.85)
         })
         .collect();
-    if !idle_full.is_empty() {
+    // The engine's own view, in the same analysis, says idle with the cache empty: the memory
+    // the GPU holds is vLLM's preallocated KV cache, not a leak, and the hint yields.
+    let empty_cache = |running: Option<f64>, usage: Option<f64>| {
+        running == Some(0.0) && usage.is_some_and(|u| u < EMPTY_CACHE)
+    };
+    let engine_idle_empty =
+        f.metrics.latest().is_some_and(|s| {
+            empty_cache(
+                s.sum("vllm:num_requests_running").map(|x| x.0),
+                s.max("vllm:kv_cache_usage_perc").map(|x| x.0),
+            )
+        }) || f.vllm.stats.last().is_some_and(|s| empty_cache(s.running, s.kv_usage_pct.map(|p| p / 100.0)));
+    if !idle_full.is_empty() && !(confidence == 0.0 && engine_idle_empty) {
         if confidence > 0.0 {
             confidence = 0.9;
         } else {
@@ -185,6 +200,37 @@ mod tests {
         let f =
             snapshot(&[("smi.csv", &idle_at_the_end)], "kv-leak", "gpu_idle_at_the_last_reading").unwrap();
         assert_eq!(f.evidence[0].line, 3, "the last reading is cited: {:?}", f.evidence);
+    }
+
+    /// An idle GPU with its memory reserved beside the engine's own view: idle with an empty
+    /// cache — vLLM's preallocation, the hint yields; nothing running with the cache full — a
+    /// leak, confirmed.
+    #[test]
+    fn the_gpu_hint_yields_to_an_idle_engine_with_an_empty_cache() {
+        let smi = "index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n0, 97, 130000, 143771\n0, 0, 130000, 143771\n";
+        let metrics = |kv: f64| {
+            format!(
+                "vllm:num_requests_running{{model_name=\"m\"}} 0\nvllm:num_requests_waiting{{model_name=\"m\"}} 0\nvllm:kv_cache_usage_perc{{model_name=\"m\"}} {kv}\n"
+            )
+        };
+        let empty = metrics(0.01);
+        assert!(
+            snapshot(&[("smi.csv", smi), ("metrics", &empty)], "kv-leak", "quiet_gpu_hint_engine_idle_empty")
+                .is_none()
+        );
+        let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.2%, Prefix cache hit rate: 0.0%\n";
+        assert!(
+            snapshot(
+                &[("smi.csv", smi), ("vllm.log", log)],
+                "kv-leak",
+                "quiet_gpu_hint_engine_log_idle_empty"
+            )
+            .is_none()
+        );
+        let full = metrics(0.97);
+        let f = snapshot(&[("smi.csv", smi), ("metrics", &full)], "kv-leak", "gpu_hint_with_a_full_cache")
+            .unwrap();
+        assert_eq!(f.confidence, 0.9);
     }
 
     #[test]

@@ -23,7 +23,7 @@ fn buckets(m: &Matrix, members: &[usize], bases: &[&str], per_s: f64) -> Option<
             else {
                 continue;
             };
-            let Some((a, z)) = ends(s, f64::NEG_INFINITY) else { continue };
+            let Some((a, _, z)) = ends(s, f64::NEG_INFINITY, f64::NEG_INFINITY) else { continue };
             first.entry(le.to_bits()).or_insert((le, 0.0)).1 += a.1;
             last.entry(le.to_bits()).or_insert((le, 0.0)).1 += z.1;
         }
@@ -77,7 +77,7 @@ fn counter_rate(m: &Matrix, members: &[usize], names: &[&str]) -> Option<f64> {
             if s.name() != *n && gateway_name(s.name()) != Some(*n) {
                 continue;
             }
-            let (a, z) = ends(s, f64::NEG_INFINITY)?;
+            let (a, _, z) = ends(s, f64::NEG_INFINITY, f64::NEG_INFINITY)?;
             *sum.get_or_insert(0.0) += z.1 - a.1;
             t0 = t0.min(a.0);
             t1 = t1.max(z.0);

@@ -231,6 +231,57 @@ fn a_stalled_replica_and_a_leaking_one_are_named() {
     assert_eq!(report.findings[0].rule, "kv-leak", "{:#?}", report.findings);
 }
 
+/// Traffic stopped reaching one replica mid-window (its counters flat from the fifth step,
+/// nothing running, the cache empty, `up` 1) while a peer that never served sits idle: the whole
+/// window's run sees the rise, the recent tail's start between its first and last scrape sees the
+/// stop — `upstream-cut` names the first, its evidence cited at the tail's start; the idle peer
+/// (never served) is quiet.
+#[test]
+fn a_replica_that_traffic_stopped_reaching_is_named() {
+    let cut = [("instance", "cut:8000")];
+    let idle = [("instance", "idle:8000")];
+    let mut r = vec![
+        series("vllm:request_success_total", &cut, |k| 100.0 + 40.0 * k.min(4) as f64),
+        series("vllm:generation_tokens_total", &cut, |k| 1e4 + 5e3 * k.min(4) as f64),
+        series("vllm:num_requests_running", &cut, |k| if k > 4 { 0.0 } else { 8.0 }),
+        series("vllm:num_requests_waiting", &cut, |_| 0.0),
+        series("vllm:kv_cache_usage_perc", &cut, |k| if k > 4 { 0.0 } else { 0.3 }),
+        series("up", &cut, |_| 1.0),
+    ];
+    r.extend([
+        series("vllm:request_success_total", &idle, |_| 7.0),
+        series("vllm:num_requests_running", &idle, |_| 0.0),
+        series("vllm:num_requests_waiting", &idle, |_| 0.0),
+        series("vllm:kv_cache_usage_perc", &idle, |_| 0.0),
+        series("up", &idle, |_| 1.0),
+    ]);
+    let report = run(&matrix(r), Lang::En);
+    assert_eq!(report.verdict, Verdict::ThroughputZero, "{:#?}", report.findings);
+    let top = &report.findings[0];
+    assert_eq!(top.rule, "upstream-cut", "{:#?}", report.findings);
+    assert_eq!(top.subject.as_ref().unwrap().instance.as_deref(), Some("cut:8000"));
+    assert_eq!(report.findings.iter().filter(|f| f.rule == "upstream-cut").count(), 1);
+    let p = report.prometheus.as_ref().unwrap();
+    let cited: Vec<(&str, f64, String)> = top
+        .evidence
+        .iter()
+        .map(|e| {
+            let c = p.citations.iter().find(|c| c.input == e.input && c.line == e.line).unwrap();
+            (c.labels["__name__"].as_str(), c.value, c.at.clone())
+        })
+        .collect();
+    // The window's start, the tail's start (30 s before the end) and the end.
+    assert_eq!(
+        cited,
+        vec![
+            ("vllm:request_success_total", 100.0, query::iso(T0)),
+            ("vllm:request_success_total", 260.0, query::iso(T0 + STEP * 6.0)),
+            ("vllm:request_success_total", 260.0, query::iso(T0 + STEP * 8.0)),
+            ("vllm:num_requests_running", 0.0, query::iso(T0 + STEP * 8.0)),
+        ]
+    );
+}
+
 #[test]
 fn nothing_in_the_window_is_an_error_and_labels_are_redacted() {
     let secrets = Secrets::new();
