@@ -22,8 +22,9 @@ const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(root, 'target');
 const triageBin = process.env.TRIAGE_RELEASE_BIN ?? path.join(targetDir, 'release/triage');
 const out = process.argv[2] ?? path.join(root, 'bench-results/site.json');
 const RUNS = Number(process.env.SITE_BENCH_RUNS ?? 5);
-// Probe runs per concurrency (the figures are their medians); SITE_BENCH_PROBE_ONLY=1 skips the
-// analysis part.
+// Probe runs per concurrency (the figures are their medians; SITE_BENCH_PROBE_CONC lists the
+// concurrencies, default 1,6; then concurrency 1 with the page's thread busy unless
+// SITE_BENCH_PROBE_BUSY=0); SITE_BENCH_PROBE_ONLY=1 skips the analysis part.
 const PROBE_RUNS = Number(process.env.SITE_BENCH_PROBE_RUNS ?? 3);
 const PROBE_ONLY = process.env.SITE_BENCH_PROBE_ONLY === '1';
 const SIZE = 30 * 1024 * 1024;
@@ -112,7 +113,7 @@ for (let i = 0; i < (PROBE_ONLY ? 0 : RUNS); i++) {
 // performance.now(), from the fetch() call). Errors are TTFT minus the server's record; the first
 // `conc` requests of each group pay for the preflight and the connections and are left out.
 const PROBE_N = 20;
-async function probeRun(conc) {
+async function probeRun(conc, busy) {
   const proc = spawn(triageBin, ['scripted-serve', '--requests', String(2 * PROBE_N), '--ttft-ms', '150', '--gap-ms', '15', '--tokens', '12', '--lifetime-s', '120']);
   let text = '';
   proc.stdout.on('data', (d) => { text += d; });
@@ -127,6 +128,9 @@ async function probeRun(conc) {
   const page = await context.newPage();
   await page.goto(`${origin}/#/probe`);
   await page.waitForSelector('[data-testid=probe-start]');
+  // "busy": the page's thread is taken 8 ms in every 33 (a heavy redraw each frame) while both
+  // readers run, the condition in which stamps taken on the page's thread come late.
+  if (busy) await page.evaluate(() => { setInterval(() => { const t = performance.now(); while (performance.now() - t < 8); }, 33); });
   const bare = await page.evaluate(async ({ base, n, conc }) => {
     const res = [];
     let next = 0;
@@ -154,6 +158,8 @@ async function probeRun(conc) {
   await page.click('[data-testid=probe-start]');
   await page.waitForFunction(() => !document.querySelector('[data-testid=probe-start]')?.disabled, null, { timeout: 60000 });
   const probed = await page.$$eval('[data-testid=probe-request]', (rows) => rows.map((r) => [r.dataset.responseId, Number(r.dataset.ttft)]));
+  // How many requests measured from the wire ("Sent" from Resource Timing), of how many.
+  const wire = ((await page.textContent('[data-testid=probe-sent-note]')).match(/(\d+) of (\d+)/) || []).slice(1).map(Number);
   await context.close();
   await Promise.race([exited, new Promise((r) => setTimeout(r, 10000))]);
   proc.kill();
@@ -163,29 +169,32 @@ async function probeRun(conc) {
     if (!rec) throw new Error(`no server record for ${id}`);
     return t - rec.ttft_ms;
   });
-  return { probe: errors(probed), bare: errors(bare) };
+  return { probe: errors(probed), bare: errors(bare), wire };
 }
 const quantile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); const i = (s.length - 1) * q; const lo = Math.floor(i); return s[lo] + (s[Math.min(lo + 1, s.length - 1)] - s[lo]) * (i - lo); };
 const round3 = (x) => Math.round(x * 1000) / 1000;
 const errSummary = (xs) => ({ p50: round3(quantile(xs, 0.5)), p90: round3(quantile(xs, 0.9)), above_2ms: xs.filter((x) => x > 2).length, n: xs.length, errors: xs.map(round3) });
 /** `PROBE_RUNS` runs at `conc`; each run's p50/p90, and their medians. */
-async function probeFigures(conc) {
+async function probeFigures(conc, busy = false) {
   const runs = [];
-  for (let i = 0; i < PROBE_RUNS; i++) runs.push(await probeRun(conc));
+  for (let i = 0; i < PROBE_RUNS; i++) runs.push(await probeRun(conc, busy));
   const side = (k) => {
     const each = runs.map((r) => errSummary(r[k]));
-    return { p50_median: round3(median(each.map((e) => e.p50))), p90_median: round3(median(each.map((e) => e.p90))), runs: each };
+    return { p50_median: round3(median(each.map((e) => e.p50))), p90_median: round3(median(each.map((e) => e.p90))), runs: each, ...(k === 'probe' ? { sent_from_wire: runs.map((r) => r.wire) } : {}) };
   };
   const probe = side('probe'), bare = side('bare');
   return {
     requests: PROBE_N,
     concurrency: conc,
+    page_busy: busy,
     site_probe_error_ms: probe,
     bare_fetch_error_ms: bare,
     site_over_bare_p50: +(probe.p50_median / Math.max(bare.p50_median, 0.001)).toFixed(2),
   };
 }
-const probe = [await probeFigures(1), await probeFigures(6)];
+const probe = [];
+for (const conc of (process.env.SITE_BENCH_PROBE_CONC ?? '1,6').split(',').map(Number)) probe.push(await probeFigures(conc));
+if (process.env.SITE_BENCH_PROBE_BUSY !== '0') probe.push(await probeFigures(1, true));
 
 await browser.close();
 server.close();
