@@ -22,6 +22,11 @@ const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(root, 'target');
 const triageBin = process.env.TRIAGE_RELEASE_BIN ?? path.join(targetDir, 'release/triage');
 const out = process.argv[2] ?? path.join(root, 'bench-results/site.json');
 const RUNS = Number(process.env.SITE_BENCH_RUNS ?? 5);
+// Probe runs per concurrency (the figures are their medians; SITE_BENCH_PROBE_CONC lists the
+// concurrencies, default 1,6; then concurrency 1 with the page's thread busy unless
+// SITE_BENCH_PROBE_BUSY=0); SITE_BENCH_PROBE_ONLY=1 skips the analysis part.
+const PROBE_RUNS = Number(process.env.SITE_BENCH_PROBE_RUNS ?? 3);
+const PROBE_ONLY = process.env.SITE_BENCH_PROBE_ONLY === '1';
 const SIZE = 30 * 1024 * 1024;
 
 const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
@@ -91,7 +96,7 @@ function nativeRun() {
 
 const site = [], native = [], listed = [], stages = {};
 let verdicts = new Set();
-for (let i = 0; i < RUNS; i++) {
+for (let i = 0; i < (PROBE_ONLY ? 0 : RUNS); i++) {
   const n = nativeRun();
   native.push(n.ms);
   const s = await siteRun();
@@ -101,13 +106,14 @@ for (let i = 0; i < RUNS; i++) {
   verdicts.add(n.verdict);
   if (!s.verdict.includes(n.verdict)) throw new Error(`site verdict ${s.verdict} != native ${n.verdict}`);
 }
-// The probe: 20 requests at concurrency 1 against the scripted SSE server (CORS,
-// Timing-Allow-Origin), whose record says when it wrote each first token. Baseline in the same
-// page and run: a bare fetch reader (fetch(), read the body, stamp the first token with
+// The probe: 20 requests at concurrency 1, then at the page's limit (6: HTTP/1.1 connections per
+// origin), against the scripted SSE server (CORS, Timing-Allow-Origin), whose record says when it
+// wrote each first token. Baseline in the same page and run: a bare fetch reader at the same
+// concurrency (fetch(), read the body on the page's thread, stamp the first token with
 // performance.now(), from the fetch() call). Errors are TTFT minus the server's record; the first
-// request of each group pays for the preflight and the connection and is left out.
+// `conc` requests of each group pay for the preflight and the connections and are left out.
 const PROBE_N = 20;
-async function probeRun() {
+async function probeRun(conc, busy) {
   const proc = spawn(triageBin, ['scripted-serve', '--requests', String(2 * PROBE_N), '--ttft-ms', '150', '--gap-ms', '15', '--tokens', '12', '--lifetime-s', '120']);
   let text = '';
   proc.stdout.on('data', (d) => { text += d; });
@@ -122,9 +128,13 @@ async function probeRun() {
   const page = await context.newPage();
   await page.goto(`${origin}/#/probe`);
   await page.waitForSelector('[data-testid=probe-start]');
-  const bare = await page.evaluate(async ({ base, n }) => {
+  // "busy": the page's thread is taken 8 ms in every 33 (a heavy redraw each frame) while both
+  // readers run, the condition in which stamps taken on the page's thread come late.
+  if (busy) await page.evaluate(() => { setInterval(() => { const t = performance.now(); while (performance.now() - t < 8); }, 33); });
+  const bare = await page.evaluate(async ({ base, n, conc }) => {
     const res = [];
-    for (let i = 0; i < n; i++) {
+    let next = 0;
+    const lane = async () => { for (let i = next++; i < n; i = next++) {
       const t0 = performance.now();
       const r = await fetch(`${base}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: '{"model":"m","stream":true}' });
       const reader = r.body.getReader();
@@ -137,30 +147,54 @@ async function probeRun() {
         if (first === null && buf.includes('"content":"tok0')) first = performance.now();
       }
       res.push([(buf.match(/chatcmpl-scripted-\d+/) || [''])[0], first - t0]);
-    }
+    } };
+    await Promise.all(Array.from({ length: conc }, lane));
     return res;
-  }, { base, n: PROBE_N });
+  }, { base, n: PROBE_N, conc });
   await page.fill('[data-testid=probe-url]', base);
   await page.fill('[data-testid=probe-model]', 'scripted');
   await page.fill('[data-testid=probe-n]', String(PROBE_N));
+  await page.fill('[data-testid=probe-concurrency]', String(conc));
   await page.click('[data-testid=probe-start]');
   await page.waitForFunction(() => !document.querySelector('[data-testid=probe-start]')?.disabled, null, { timeout: 60000 });
   const probed = await page.$$eval('[data-testid=probe-request]', (rows) => rows.map((r) => [r.dataset.responseId, Number(r.dataset.ttft)]));
+  // How many requests measured from the wire ("Sent" from Resource Timing), of how many.
+  const wire = ((await page.textContent('[data-testid=probe-sent-note]')).match(/(\d+) of (\d+)/) || []).slice(1).map(Number);
   await context.close();
   await Promise.race([exited, new Promise((r) => setTimeout(r, 10000))]);
   proc.kill();
   const records = text.trim().split('\n').slice(1).map((l) => JSON.parse(l));
-  const errors = (pairs) => pairs.slice(1).map(([id, t]) => {
+  const errors = (pairs) => pairs.slice(conc).map(([id, t]) => {
     const rec = records.find((r) => r.response_id === id);
     if (!rec) throw new Error(`no server record for ${id}`);
     return t - rec.ttft_ms;
   });
-  return { probe: errors(probed), bare: errors(bare) };
+  return { probe: errors(probed), bare: errors(bare), wire };
 }
 const quantile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); const i = (s.length - 1) * q; const lo = Math.floor(i); return s[lo] + (s[Math.min(lo + 1, s.length - 1)] - s[lo]) * (i - lo); };
-const probe = await probeRun();
 const round3 = (x) => Math.round(x * 1000) / 1000;
-const errSummary = (xs) => ({ p50: round3(quantile(xs, 0.5)), p90: round3(quantile(xs, 0.9)), above_2ms: xs.filter((x) => x > 2).length, n: xs.length, runs: xs.map(round3) });
+const errSummary = (xs) => ({ p50: round3(quantile(xs, 0.5)), p90: round3(quantile(xs, 0.9)), above_2ms: xs.filter((x) => x > 2).length, n: xs.length, errors: xs.map(round3) });
+/** `PROBE_RUNS` runs at `conc`; each run's p50/p90, and their medians. */
+async function probeFigures(conc, busy = false) {
+  const runs = [];
+  for (let i = 0; i < PROBE_RUNS; i++) runs.push(await probeRun(conc, busy));
+  const side = (k) => {
+    const each = runs.map((r) => errSummary(r[k]));
+    return { p50_median: round3(median(each.map((e) => e.p50))), p90_median: round3(median(each.map((e) => e.p90))), runs: each, ...(k === 'probe' ? { sent_from_wire: runs.map((r) => r.wire) } : {}) };
+  };
+  const probe = side('probe'), bare = side('bare');
+  return {
+    requests: PROBE_N,
+    concurrency: conc,
+    page_busy: busy,
+    site_probe_error_ms: probe,
+    bare_fetch_error_ms: bare,
+    site_over_bare_p50: +(probe.p50_median / Math.max(bare.p50_median, 0.001)).toFixed(2),
+  };
+}
+const probe = [];
+for (const conc of (process.env.SITE_BENCH_PROBE_CONC ?? '1,6').split(',').map(Number)) probe.push(await probeFigures(conc));
+if (process.env.SITE_BENCH_PROBE_BUSY !== '0') probe.push(await probeFigures(1, true));
 
 await browser.close();
 server.close();
@@ -170,7 +204,7 @@ const mbps = (ms) => bytes / 1e6 / (ms / 1e3);
 const result = {
   schema: 'triage.bench.site/v1',
   note: 'medians of alternating runs on a shared machine; compare the ratio, not the absolute times',
-  analysis: {
+  analysis: PROBE_ONLY ? null : {
     input_bytes: bytes,
     runs: RUNS,
     verdict: [...verdicts][0],
@@ -183,12 +217,9 @@ const result = {
     site_over_native_time: +(median(site) / median(native)).toFixed(2),
   },
   probe: {
-    requests: PROBE_N,
-    concurrency: 1,
-    note: 'TTFT minus the server record, warm requests; the probe stamps on the page thread',
-    site_probe_error_ms: errSummary(probe.probe),
-    bare_fetch_error_ms: errSummary(probe.bare),
-    site_over_bare_p50: +(quantile(probe.probe, 0.5) / Math.max(quantile(probe.bare, 0.5), 0.001)).toFixed(2),
+    note: 'TTFT minus the server record, warm requests; medians of the runs\' p50 and p90; the probe reads and stamps in its worker (static/probe-worker.js)',
+    runs: PROBE_RUNS,
+    by_concurrency: probe,
   },
 };
 fs.mkdirSync(path.dirname(out), { recursive: true });

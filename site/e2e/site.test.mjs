@@ -439,6 +439,9 @@ test('a probe against the scripted SSE server: TTFT equals the server record ±2
   figures.browser_floor_error_best_ms = round(Math.min(...rawErr.slice(1)));
   // Every request measured from the wire, and none before the server wrote its token.
   assert.match(await page.textContent('[data-testid=probe-sent-note]'), new RegExp(`\\b${n} of ${n}\\b`));
+  // Read and stamped in the probe worker (static/probe-worker.js), and the page says so.
+  assert.ok(page.workers().some((w) => w.url().endsWith('/probe-worker.js')), 'the probe worker runs');
+  assert.match(await page.textContent('[data-testid=probe-timing-note]'), /background worker/);
   assert.ok(warm.every((e) => e >= -0.5), `the probe saw a token before the server wrote it: ${warm}`);
   // Within ±2 ms of the server's record: the median warm request, and at least half of them
   // (a 2-core VM shared with builds can delay any one request's chunk in the renderer).

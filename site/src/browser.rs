@@ -86,7 +86,7 @@ pub struct Head {
     pub redirect: bool,
     pub content_type: String,
     pub retry_after: Option<String>,
-    /// `performance.now()` when the head arrived.
+    /// When the head arrived, on the page's clock ([`now_ms`]).
     pub at_ms: f64,
 }
 
@@ -110,9 +110,26 @@ pub struct Post<'a> {
 /// POST `post.body` to `post.url` and stream the response: `on_send(at_ms, url)` as it is handed
 /// to `fetch` (with the URL as the browser normalised it, the name of its Resource Timing
 /// entry), `on_head` once, then `on_chunk(bytes, at_ms)` for every piece the stream yields,
-/// stamped with `performance.now()` as it arrives. The whole exchange is aborted after
-/// `post.timeout_ms`.
+/// stamped as it arrives. The whole exchange is aborted after `post.timeout_ms`. Returns how it
+/// ended and when (the last read). The reading and stamping happen in the probe worker
+/// (`probe-worker.js`) where the browser has workers, so that drawing on the page cannot delay
+/// a stamp; its times are on the page's clock ([`now_ms`]). Without one, on the page's thread.
 pub async fn stream_post(
+    post: Post<'_>,
+    on_send: impl FnOnce(f64, String),
+    on_head: impl FnMut(&Head),
+    on_chunk: impl FnMut(&[u8], f64),
+) -> (Result<(), FetchError>, f64) {
+    if let Some(pw) = probe_worker() {
+        return pw.stream(post, on_send, on_head, on_chunk).await;
+    }
+    let result = stream_on_page(post, on_send, on_head, on_chunk).await;
+    (result, now_ms())
+}
+
+/// [`stream_post`] on the page's thread: each chunk stamped with `performance.now()` when the
+/// page gets to it (a redraw in between delays the stamp).
+async fn stream_on_page(
     post: Post<'_>,
     on_send: impl FnOnce(f64, String),
     mut on_head: impl FnMut(&Head),
@@ -189,6 +206,11 @@ pub struct Wire {
 /// Start a run's Resource Timing afresh, with room for `requests` entries (the default buffer
 /// holds 250, and a full buffer drops new entries).
 pub fn resource_timing_reset(requests: usize) {
+    if let Some(pw) = probe_worker() {
+        let msg = js_sys::Object::new();
+        let _ = Reflect::set(&msg, &"reset".into(), &JsValue::from(requests as f64));
+        let _ = pw.worker.post_message(&msg);
+    }
     if let Some(p) = window().and_then(|w| w.performance()) {
         p.clear_resource_timings();
         p.set_resource_timing_buffer_size(
@@ -223,6 +245,10 @@ pub async fn wire_times(url: &str, called_ms: f64, ended_ms: f64, calls: &[f64])
     let crowded = calls.iter().filter(|&&c| (c - called_ms).abs() < ISOLATION_MS).count() > 1;
     if crowded || ended_ms - called_ms < ISOLATION_MS {
         return None;
+    }
+    // The fetches ran in the probe worker: their entries are on its timeline.
+    if let Some(pw) = probe_worker() {
+        return pw.wire(url, called_ms, ended_ms).await;
     }
     let perf = window()?.performance()?;
     for _ in 0..6 {
@@ -435,4 +461,237 @@ pub async fn post_bounded(
     w.clear_timeout_with_handle(timer);
     drop(abort);
     result
+}
+
+/// Messages from the probe worker for one request (or one Resource Timing lookup), in order,
+/// and the task waiting for the next.
+#[derive(Default)]
+struct Inbox {
+    queue: std::collections::VecDeque<JsValue>,
+    waker: Option<std::task::Waker>,
+}
+
+type SharedInbox = std::rc::Rc<std::cell::RefCell<Inbox>>;
+/// The open inboxes by id: as many as requests in flight (the page's concurrency, ≤ 64).
+type Inboxes = std::rc::Rc<std::cell::RefCell<Vec<(u32, SharedInbox)>>>;
+
+fn deliver(inbox: &SharedInbox, msg: JsValue) {
+    let mut b = inbox.borrow_mut();
+    b.queue.push_back(msg);
+    if let Some(w) = b.waker.take() {
+        w.wake();
+    }
+}
+
+/// The next message of an [`Inbox`].
+struct Next(SharedInbox);
+
+impl Future for Next {
+    type Output = JsValue;
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<JsValue> {
+        let mut b = self.0.borrow_mut();
+        match b.queue.pop_front() {
+            Some(v) => std::task::Poll::Ready(v),
+            None => {
+                b.waker = Some(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+        }
+    }
+}
+
+/// The probe's reader (`static/probe-worker.js`, plain JS): one per page, shared by every
+/// request of a run, each with its id. Messages are listed at the top of the script.
+struct ProbeWorker {
+    worker: web_sys::Worker,
+    next: std::cell::Cell<u32>,
+    inboxes: Inboxes,
+    /// The worker failed (its script did not load, say): the page reads from then on.
+    broken: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+thread_local! {
+    static PROBE_WORKER: std::cell::OnceCell<Option<std::rc::Rc<ProbeWorker>>> = const { std::cell::OnceCell::new() };
+}
+
+/// The probe worker, started on first use; `None` where the browser has no workers or it failed.
+fn probe_worker() -> Option<std::rc::Rc<ProbeWorker>> {
+    PROBE_WORKER
+        .with(|c| c.get_or_init(|| ProbeWorker::start().map(std::rc::Rc::new)).clone())
+        .filter(|pw| !pw.broken.get())
+}
+
+/// Whether the probe reads and stamps in a worker (else on the page's thread).
+pub fn probe_in_worker() -> bool {
+    probe_worker().is_some()
+}
+
+fn get(v: &JsValue, k: &str) -> Option<JsValue> {
+    Reflect::get(v, &k.into()).ok().filter(|v| !v.is_undefined() && !v.is_null())
+}
+
+impl ProbeWorker {
+    fn start() -> Option<ProbeWorker> {
+        let opts = web_sys::WorkerOptions::new();
+        opts.set_type(web_sys::WorkerType::Module);
+        let worker = web_sys::Worker::new_with_options("./probe-worker.js", &opts).ok()?;
+        let inboxes = Inboxes::default();
+        let broken = std::rc::Rc::new(std::cell::Cell::new(false));
+        let on_message = {
+            let inboxes = inboxes.clone();
+            Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+                let data = ev.data();
+                let id = get(&data, "id").and_then(|v| v.as_f64()).unwrap_or(-1.0) as u32;
+                let inbox = inboxes.borrow().iter().find(|(i, _)| *i == id).map(|(_, b)| b.clone());
+                if let Some(inbox) = inbox {
+                    deliver(&inbox, data);
+                }
+            })
+        };
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+        // A failed worker ends what waits on it, as a network error would.
+        let on_error = {
+            let (inboxes, broken) = (inboxes.clone(), broken.clone());
+            Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
+                broken.set(true);
+                let text = get(&ev, "message")
+                    .and_then(|m| m.as_string())
+                    .unwrap_or_else(|| "probe worker failed".into());
+                for (_, inbox) in inboxes.borrow().iter() {
+                    deliver(inbox, failure("rejected", &text));
+                }
+            })
+        };
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        on_error.forget();
+        Some(ProbeWorker { worker, next: Default::default(), inboxes, broken })
+    }
+
+    fn open(&self) -> (u32, SharedInbox) {
+        let id = self.next.get().wrapping_add(1);
+        self.next.set(id);
+        let inbox = SharedInbox::default();
+        self.inboxes.borrow_mut().push((id, inbox.clone()));
+        (id, inbox)
+    }
+
+    /// Wait for the messages of `inbox` until `done` says the last came, or `deadline_ms`.
+    fn deadline(inbox: &SharedInbox, deadline_ms: i32) -> Option<(Closure<dyn FnMut()>, i32)> {
+        let inbox = inbox.clone();
+        let late = Closure::<dyn FnMut()>::new(move || deliver(&inbox, failure("timeout", "")));
+        let timer = window()?
+            .set_timeout_with_callback_and_timeout_and_arguments_0(late.as_ref().unchecked_ref(), deadline_ms)
+            .ok()?;
+        Some((late, timer))
+    }
+
+    fn close(&self, id: u32, deadline: Option<(Closure<dyn FnMut()>, i32)>) {
+        self.inboxes.borrow_mut().retain(|(i, _)| *i != id);
+        if let (Some(w), Some((_, timer))) = (window(), &deadline) {
+            w.clear_timeout_with_handle(*timer);
+        }
+    }
+
+    async fn stream(
+        &self,
+        post: Post<'_>,
+        on_send: impl FnOnce(f64, String),
+        mut on_head: impl FnMut(&Head),
+        mut on_chunk: impl FnMut(&[u8], f64),
+    ) -> (Result<(), FetchError>, f64) {
+        let (id, inbox) = self.open();
+        let headers = js_sys::Array::new();
+        for (k, v) in post.headers {
+            headers.push(&js_sys::Array::of2(&JsValue::from_str(k), &JsValue::from_str(v)));
+        }
+        let msg = js_sys::Object::new();
+        let origin = window().and_then(|w| w.performance()).map_or(0.0, |p| p.time_origin());
+        for (k, v) in [
+            ("go", JsValue::from(id)),
+            ("url", JsValue::from_str(post.url)),
+            ("headers", headers.into()),
+            ("body", JsValue::from_str(post.body)),
+            ("timeout_ms", JsValue::from(post.timeout_ms)),
+            ("origin", JsValue::from(origin)),
+        ] {
+            let _ = Reflect::set(&msg, &k.into(), &v);
+        }
+        if let Err(e) = self.worker.post_message(&msg) {
+            self.close(id, None);
+            return (Err(FetchError::Rejected(js_message(&e))), now_ms());
+        }
+        // The worker aborts at the timeout; this is the page's own bound on waiting for it.
+        let deadline = Self::deadline(&inbox, post.timeout_ms.saturating_add(5_000));
+        let mut on_send = Some(on_send);
+        let f = |m: &JsValue, k: &str| get(m, k).and_then(|v| v.as_f64());
+        let end = loop {
+            let m = Next(inbox.clone()).await;
+            if let Some(at) = f(&m, "at")
+                && let Some(chunk) = get(&m, "chunk")
+            {
+                on_chunk(&Uint8Array::new(&chunk).to_vec(), at);
+            } else if let Some(at) = f(&m, "sent") {
+                if let Some(send) = on_send.take() {
+                    send(at, get(&m, "url").and_then(|u| u.as_string()).unwrap_or_default());
+                }
+            } else if let Some(h) = get(&m, "head") {
+                on_head(&Head {
+                    status: f(&h, "status").unwrap_or(0.0) as u16,
+                    redirect: get(&h, "redirect").and_then(|r| r.as_bool()).unwrap_or(false),
+                    content_type: get(&h, "content_type").and_then(|c| c.as_string()).unwrap_or_default(),
+                    retry_after: get(&h, "retry_after").and_then(|c| c.as_string()),
+                    at_ms: f(&h, "at").unwrap_or_else(now_ms),
+                });
+            } else {
+                let end = f(&m, "end").unwrap_or_else(now_ms);
+                let result = match get(&m, "error") {
+                    None => Ok(()),
+                    Some(e) => {
+                        let text = get(&e, "message").and_then(|t| t.as_string()).unwrap_or_default();
+                        Err(match get(&e, "kind").and_then(|k| k.as_string()).as_deref() {
+                            Some("timeout") => FetchError::TimedOut,
+                            Some("body") => FetchError::BodyFailed(text),
+                            _ => FetchError::Rejected(text),
+                        })
+                    }
+                };
+                break (result, end);
+            }
+        };
+        self.close(id, deadline);
+        end
+    }
+
+    /// The worker's Resource Timing lookup (see [`wire_times`]), page times in and out.
+    async fn wire(&self, url: &str, called_ms: f64, ended_ms: f64) -> Option<Wire> {
+        let (id, inbox) = self.open();
+        let msg = js_sys::Object::new();
+        for (k, v) in [
+            ("wire", JsValue::from(id)),
+            ("url", JsValue::from_str(url)),
+            ("called", JsValue::from(called_ms)),
+            ("ended", JsValue::from(ended_ms)),
+        ] {
+            let _ = Reflect::set(&msg, &k.into(), &v);
+        }
+        let deadline =
+            if self.worker.post_message(&msg).is_ok() { Self::deadline(&inbox, 2_000) } else { None };
+        let m = if deadline.is_some() { Some(Next(inbox.clone()).await) } else { None };
+        self.close(id, deadline);
+        let w = get(&m?, "wire")?;
+        let f = |k: &str| get(&w, k).and_then(|v| v.as_f64());
+        Some(Wire { sent_ms: f("sent")?, head_ms: f("head")? })
+    }
+}
+
+/// A worker message saying the request failed (`kind` as `probe-worker.js` names it).
+fn failure(kind: &str, message: &str) -> JsValue {
+    let error = js_sys::Object::new();
+    let _ = Reflect::set(&error, &"kind".into(), &JsValue::from_str(kind));
+    let _ = Reflect::set(&error, &"message".into(), &JsValue::from_str(message));
+    let msg = js_sys::Object::new();
+    let _ = Reflect::set(&msg, &"end".into(), &JsValue::from(now_ms()));
+    let _ = Reflect::set(&msg, &"error".into(), &error);
+    msg.into()
 }

@@ -72,6 +72,7 @@ pub enum Msg {
     ProbeRunning,
     ProbeConnLimit,
     ProbeLimits,
+    ProbeLimitsPage,
     ProbeSentWire,
     ProbeLive,
     ProbeCorsHelp,
@@ -272,8 +273,12 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
             "浏览器对同一源最多开 6 个 HTTP/1.1 连接：并发超过 6 时请求会在浏览器里排队，TTFT 会包含这段等待。HTTP/2 接口可多路复用，不受此限制。",
         ),
         ProbeLimits => (
-            "Browser timing: chunks are stamped with performance.now() when the stream yields them (resolution 0.1 ms here, coarser in some browsers); one chunk can carry several SSE events, which then share a time and show 0 ms gaps.",
-            "浏览器计时：每个数据块在流读出时用 performance.now() 打点（这里精度 0.1 ms，有的浏览器更粗）；一个数据块可能包含多个 SSE 事件，这些事件时间相同，间隔显示为 0 ms。",
+            "Browser timing: a background worker reads each stream and stamps every chunk with performance.now() as it arrives, on this page's clock, so drawing the charts cannot delay a stamp. The figures are therefore bounded by what the browser's network stack adds between the socket and the script: measured against a server's own write times, about 1 ms at the median and about 2 ms at p90 at concurrency 1, about 2 ms at the median with 6 at once (resolution 0.1 ms here, coarser in some browsers). One chunk can carry several SSE events, which then share a time and show 0 ms gaps.",
+            "浏览器计时：由后台 worker 读取每个流，并在数据块到达时用 performance.now() 打点（换算到本页的时钟），所以绘制图表不会推迟打点。因此数值的误差上限是浏览器网络栈在套接字与脚本之间加入的时间：与服务端自己记录的写出时刻相比，并发 1 时中位数约 1 ms、p90 约 2 ms，并发 6 时中位数约 2 ms（这里精度 0.1 ms，有的浏览器更粗）。一个数据块可能包含多个 SSE 事件，这些事件时间相同，间隔显示为 0 ms。",
+        ),
+        ProbeLimitsPage => (
+            "Browser timing: this browser gave the probe no worker, so chunks are stamped on the page's own thread when it gets to them; while the page draws, a stamp can be late by several ms (resolution 0.1 ms here, coarser in some browsers). One chunk can carry several SSE events, which then share a time and show 0 ms gaps.",
+            "浏览器计时：此浏览器没有为探测提供 worker，数据块在页面主线程处理到时才打点；页面绘制时打点可能晚几毫秒（这里精度 0.1 ms，有的浏览器更粗）。一个数据块可能包含多个 SSE 事件，这些事件时间相同，间隔显示为 0 ms。",
         ),
         ProbeLive => (
             "{requests} in flight · {tokens} tokens received so far (while a request streams, its TTFT counts from the fetch() call; its final figure replaces it)",

@@ -1,5 +1,6 @@
 //! Probe: stream requests from the browser at an OpenAI- or Anthropic-compatible endpoint,
-//! stamp every chunk with `performance.now()` as it arrives, and judge the result with the
+//! stamp every chunk as it arrives (in the probe worker, on the page's clock: see
+//! `browser::stream_post`), and judge the result with the
 //! same core code as `triage probe` (timer, faults, report).
 
 use crate::app::{click, effect, num_text, on_event, set_parsed, set_text, tx, use_lang};
@@ -134,7 +135,7 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
     let shown = Cell::new(0usize);
     let entry_name = RefCell::new(o.url.clone());
     let post = browser::Post { url: &o.url, headers: &o.headers, body: &o.body, timeout_ms: o.timeout_ms };
-    let result = browser::stream_post(
+    let (result, end) = browser::stream_post(
         post,
         |at, url| {
             sent.set(at);
@@ -168,7 +169,6 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
         },
     )
     .await;
-    let end = browser::now_ms();
     let tokens = timer.borrow().tokens_so_far();
     let secrets = o.secrets();
     let mut timing = timer.into_inner().finish_redacted(ns(end), &secrets);
@@ -500,7 +500,7 @@ pub fn ProbePage() -> impl IntoView {
                     fixed(view! { <p class="note" data-testid="probe-sent-note">{tf(lang.get(), Msg::ProbeSentWire, &[("wire", &w), ("total", &n)])}</p> })
                 })
             }}
-            <p class="note">{tx(lang, Msg::ProbeLimits)}</p>
+            <p class="note" data-testid="probe-timing-note">{tx(lang, if browser::probe_in_worker() { Msg::ProbeLimits } else { Msg::ProbeLimitsPage })}</p>
             <p class="note">{tx(lang, Msg::ProbeCorsHelp)}</p>
             <p class="note">{tx(lang, Msg::ProbeConnLimit)}</p>
         </section>
