@@ -205,7 +205,7 @@ impl Exchange {
             .filter_map(|s| s.get("instance").map(String::as_str))
             .filter(|i| kept_instances.as_ref().is_none_or(|k| k.contains(i)))
             .collect();
-        engines.sort_unstable();
+        crate::sort::sort(&mut engines);
         engines.dedup();
         let live = query::liveness_matcher(&self.user, &engines);
         if live.is_some() {
