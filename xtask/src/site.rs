@@ -57,7 +57,7 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// drill's simulator as its own wasm module (~20 KB gzip of code), the KV estimator likewise
 /// (~30 KB); panic locations (1,298, 21 KB raw) need nightly's `-Zlocation-detail=none`.
 ///
-/// Raised to 765 KiB in all and 708 KiB for the first visit (2026-12-04, session 7) by
+/// Raised to 768 KiB in all and 712 KiB for the first visit (2026-12-04, session 7) by
 /// "Diagnose straight from Prometheus": the report's additive `prometheus` input and finding
 /// subjects (serde both ways, the page reads the worker's report as JSON) and the metric-window
 /// branches of two rules (+~21 KB gzip on the first visit with no Prometheus page yet: 650,003 →
@@ -65,12 +65,15 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// replay into the analyzer's inputs, shared with the CLI, and the page (+~50 KB: 671,059 →
 /// 720,989 B first visit; 727,211 → 777,141 B in all). That is a regression against the 600 KB
 /// goal and is recorded as one: the Prometheus source is the natural first module to load on
-/// demand (only someone who opens it needs it), before the Chinese text and the drill.
-pub const BUDGET_GZIP_BYTES: u64 = 765 * 1024;
+/// demand (only someone who opens it needs it), before the Chinese text and the drill. With the
+/// probe's reader moved into `probe-worker.js` (1.7 KB gzip, on demand; the page's side of it
+/// +~5 KB in the wasm), measured 784,012 B in all and 726,186 B the first visit: 768 KiB and
+/// 712 KiB.
+pub const BUDGET_GZIP_BYTES: u64 = 768 * 1024;
 /// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: a ratchet just over
 /// what was measured (introduced at 650,023 B gzip, 2026-12-04; 720,989 B with the Prometheus
 /// source, see above), on the way to 600 KB.
-pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 708 * 1024;
+pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 712 * 1024;
 /// What the first visit to the page downloads; everything else in `site/dist` is loaded on
 /// demand (`worker.js` when the triage page opens, on the same wasm; `deck.json` when the cards
 /// page opens).
