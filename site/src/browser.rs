@@ -135,6 +135,41 @@ async fn stream_on_page(
     mut on_head: impl FnMut(&Head),
     mut on_chunk: impl FnMut(&[u8], f64),
 ) -> Result<(), FetchError> {
+    let head = |resp: &web_sys::Response| {
+        let header = |name: &str| resp.headers().get(name).ok().flatten();
+        on_head(&Head {
+            status: resp.status(),
+            redirect: is_redirect(resp),
+            content_type: header("content-type").unwrap_or_default(),
+            retry_after: header("retry-after"),
+            at_ms: now_ms(),
+        });
+        Ok(())
+    };
+    post_on_page(post, false, on_send, head, |bytes, at| {
+        on_chunk(bytes, at);
+        Ok(())
+    })
+    .await
+}
+
+/// The answer is a redirect (never followed: it would carry the key or token elsewhere).
+fn is_redirect(resp: &web_sys::Response) -> bool {
+    resp.type_() == web_sys::ResponseType::Opaqueredirect || (300..400).contains(&resp.status())
+}
+
+/// The page's one POST: `fetch` with CORS, no redirect followed, cookies left out when
+/// `omit_credentials`, and the whole exchange — body read included — aborted after
+/// `post.timeout_ms`. `on_send(at_ms, url)` as it is handed to `fetch`, `on_head` once with the
+/// response, then `on_chunk(bytes, at_ms)` for every piece of the body, stamped as it arrives;
+/// either ends the exchange early by returning an error (the request is then aborted).
+async fn post_on_page(
+    post: Post<'_>,
+    omit_credentials: bool,
+    on_send: impl FnOnce(f64, String),
+    on_head: impl FnOnce(&web_sys::Response) -> Result<(), FetchError>,
+    mut on_chunk: impl FnMut(&[u8], f64) -> Result<(), FetchError>,
+) -> Result<(), FetchError> {
     let Post { url, headers, body, timeout_ms } = post;
     let w = window().ok_or_else(|| FetchError::Rejected("no window".into()))?;
     let controller = web_sys::AbortController::new().map_err(|e| FetchError::Rejected(js_message(&e)))?;
@@ -146,11 +181,15 @@ async fn stream_on_page(
         .set_timeout_with_callback_and_timeout_and_arguments_0(abort.as_ref().unchecked_ref(), timeout_ms)
         .unwrap_or(0);
     let signal = controller.signal();
+    let failed = |e: String| if signal.aborted() { FetchError::TimedOut } else { FetchError::BodyFailed(e) };
     let result = async {
         let mut builder = gloo_net::http::Request::post(url)
             .mode(web_sys::RequestMode::Cors)
             .redirect(web_sys::RequestRedirect::Manual)
             .abort_signal(Some(&signal));
+        if omit_credentials {
+            builder = builder.credentials(web_sys::RequestCredentials::Omit);
+        }
         for (k, v) in headers {
             builder = builder.header(k, v);
         }
@@ -160,34 +199,25 @@ async fn stream_on_page(
             if signal.aborted() { FetchError::TimedOut } else { FetchError::Rejected(e.to_string()) }
         })?;
         let resp: web_sys::Response = resp.into();
-        let header = |name: &str| resp.headers().get(name).ok().flatten();
-        let redirect =
-            resp.type_() == web_sys::ResponseType::Opaqueredirect || (300..400).contains(&resp.status());
-        on_head(&Head {
-            status: resp.status(),
-            redirect,
-            content_type: header("content-type").unwrap_or_default(),
-            retry_after: header("retry-after"),
-            at_ms: now_ms(),
-        });
+        on_head(&resp)?;
         let Some(stream) = resp.body() else { return Ok(()) };
         let reader: web_sys::ReadableStreamDefaultReader =
-            stream.get_reader().dyn_into().map_err(|e| FetchError::BodyFailed(js_message(&e)))?;
+            stream.get_reader().dyn_into().map_err(|e| failed(js_message(&e)))?;
         loop {
-            let chunk = JsFuture::from(reader.read()).await.map_err(|e| {
-                if signal.aborted() { FetchError::TimedOut } else { FetchError::BodyFailed(js_message(&e)) }
-            })?;
+            let chunk = JsFuture::from(reader.read()).await.map_err(|e| failed(js_message(&e)))?;
             let at = now_ms();
             if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
                 return Ok(());
             }
             if let Ok(value) = Reflect::get(&chunk, &"value".into()) {
-                let bytes = Uint8Array::new(&value).to_vec();
-                on_chunk(&bytes, at);
+                on_chunk(&Uint8Array::new(&value).to_vec(), at)?;
             }
         }
     }
     .await;
+    if result.is_err() {
+        controller.abort();
+    }
     w.clear_timeout_with_handle(timer);
     drop(abort);
     result
@@ -402,65 +432,32 @@ impl AnalysisWorker {
 
 /// POST `body` to `url` and read the whole answer, at most `max_bytes` of it: `(status, body)`.
 /// No redirect is followed (a token would go where it points: [`FetchError::Rejected`] says
-/// so); the request, body read included, is aborted after `timeout_ms`.
+/// so), no cookie is sent; the request, body read included, is aborted after `timeout_ms`.
 pub async fn post_bounded(
     url: &str,
-    headers: &[(&str, &str)],
+    headers: &[(String, String)],
     body: &str,
     timeout_ms: i32,
     max_bytes: usize,
 ) -> Result<(u16, Vec<u8>), FetchError> {
-    let w = window().ok_or_else(|| FetchError::Rejected("no window".into()))?;
-    let controller = web_sys::AbortController::new().map_err(|e| FetchError::Rejected(js_message(&e)))?;
-    let abort = {
-        let c = controller.clone();
-        Closure::<dyn FnMut()>::new(move || c.abort())
-    };
-    let timer = w
-        .set_timeout_with_callback_and_timeout_and_arguments_0(abort.as_ref().unchecked_ref(), timeout_ms)
-        .unwrap_or(0);
-    let signal = controller.signal();
-    let failed = |e: String| if signal.aborted() { FetchError::TimedOut } else { FetchError::BodyFailed(e) };
-    let result = async {
-        let mut builder = gloo_net::http::Request::post(url)
-            .mode(web_sys::RequestMode::Cors)
-            .redirect(web_sys::RequestRedirect::Manual)
-            .credentials(web_sys::RequestCredentials::Omit)
-            .abort_signal(Some(&signal));
-        for (k, v) in headers {
-            builder = builder.header(k, v);
-        }
-        let req = builder.body(body).map_err(|e| FetchError::Rejected(e.to_string()))?;
-        let resp = req.send().await.map_err(|e| {
-            if signal.aborted() { FetchError::TimedOut } else { FetchError::Rejected(e.to_string()) }
-        })?;
-        let resp: web_sys::Response = resp.into();
-        if resp.type_() == web_sys::ResponseType::Opaqueredirect || (300..400).contains(&resp.status()) {
+    let mut status = 0;
+    let mut out = Vec::new();
+    let head = |resp: &web_sys::Response| {
+        if is_redirect(resp) {
             return Err(FetchError::Rejected("redirect".into()));
         }
-        let mut out = Vec::new();
-        let Some(stream) = resp.body() else { return Ok((resp.status(), out)) };
-        let reader: web_sys::ReadableStreamDefaultReader =
-            stream.get_reader().dyn_into().map_err(|e| failed(js_message(&e)))?;
-        loop {
-            let chunk = JsFuture::from(reader.read()).await.map_err(|e| failed(js_message(&e)))?;
-            if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
-                return Ok((resp.status(), out));
-            }
-            if let Ok(value) = Reflect::get(&chunk, &"value".into()) {
-                let part = Uint8Array::new(&value);
-                if out.len() + part.length() as usize > max_bytes {
-                    controller.abort();
-                    return Err(FetchError::BodyFailed(format!("larger than {} MiB", max_bytes >> 20)));
-                }
-                out.extend(part.to_vec());
-            }
+        status = resp.status();
+        Ok(())
+    };
+    let chunk = |part: &[u8], _at| {
+        if out.len() + part.len() > max_bytes {
+            return Err(FetchError::BodyFailed(format!("larger than {} MiB", max_bytes >> 20)));
         }
-    }
-    .await;
-    w.clear_timeout_with_handle(timer);
-    drop(abort);
-    result
+        out.extend_from_slice(part);
+        Ok(())
+    };
+    post_on_page(Post { url, headers, body, timeout_ms }, true, |_, _| {}, head, chunk).await?;
+    Ok((status, out))
 }
 
 /// Messages from the probe worker for one request (or one Resource Timing lookup), in order,

@@ -134,12 +134,13 @@ fn analyse(d: &Done, lang: Lang) -> Result<Report, PromError> {
 async fn ask(base: String, selector: String, w: Window, token: String) -> Result<Done, Failure> {
     let (mut exchange, first) = Exchange::start(&base, &selector, w, LIMITS).map_err(Failure::Prom)?;
     let mut secrets = Secrets::new();
-    let auth = format!("Bearer {token}");
-    let mut headers =
-        vec![("content-type", "application/x-www-form-urlencoded"), ("accept", "application/json")];
+    let mut headers: Vec<(String, String)> =
+        [("content-type", "application/x-www-form-urlencoded"), ("accept", "application/json")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .to_vec();
     if !token.is_empty() {
         secrets.add(&token);
-        headers.push(("authorization", auth.as_str()));
+        headers.push(("authorization".to_owned(), format!("Bearer {token}")));
     }
     let started = browser::now_ms();
     let mut request = Some(first);
