@@ -1,4 +1,4 @@
-//! Browser I/O in one place: clock, storage, language, streaming fetch, the analysis worker,
+//! Browser I/O in one place: clock, storage, language, streaming fetch,
 //! downloads. Pages call these; they never touch `web_sys` themselves.
 
 use js_sys::{Reflect, Uint8Array};
@@ -90,7 +90,7 @@ pub struct Head {
     pub at_ms: f64,
 }
 
-fn js_message(v: &JsValue) -> String {
+pub(crate) fn js_message(v: &JsValue) -> String {
     v.dyn_ref::<js_sys::Error>()
         .map(|e| String::from(e.message()))
         .or_else(|| v.as_string())
@@ -308,127 +308,6 @@ pub async fn wire_times(url: &str, called_ms: f64, ended_ms: f64, calls: &[f64])
 /// How far apart (ms) two fetches of one URL must be called for their Resource Timing entries
 /// to be told apart by start time.
 pub const ISOLATION_MS: f64 = 10.0;
-
-/// One input handed to the analysis worker.
-pub enum WorkerInput<'a> {
-    /// A chosen or dropped file: the worker reads it itself (`File.stream()`); only the handle
-    /// crosses, not its bytes.
-    File { name: &'a str, file: &'a web_sys::File },
-    /// A paste: its UTF-8 bytes, copied once out of wasm memory and transferred (not cloned).
-    Text { name: &'a str, text: &'a str },
-}
-
-/// How an analysis in the worker ended.
-#[derive(Clone, Debug, PartialEq)]
-pub enum WorkerDone {
-    /// The `triage.report/v1` JSON and the source view's excerpts as JSON
-    /// ([`crate::Excerpt`]s).
-    Report {
-        report: String,
-        excerpts: String,
-    },
-    Failed(String),
-    Cancelled,
-}
-
-/// The analysis worker (`worker.js`): the same wasm module on its own thread. Created when the
-/// triage page opens so the module is compiled before the first large input.
-#[derive(Clone)]
-pub struct AnalysisWorker {
-    worker: web_sys::Worker,
-    /// The id of the last run started (messages of earlier runs are ignored).
-    last: std::rc::Rc<std::cell::Cell<u32>>,
-}
-
-impl AnalysisWorker {
-    pub fn start() -> Result<AnalysisWorker, String> {
-        let opts = web_sys::WorkerOptions::new();
-        opts.set_type(web_sys::WorkerType::Module);
-        let worker = web_sys::Worker::new_with_options("./worker.js", &opts).map_err(|e| js_message(&e))?;
-        Ok(AnalysisWorker { worker, last: Default::default() })
-    }
-
-    /// Analyse `inputs` into a report written in `lang`; `on_progress(0..1)` (by bytes) while it
-    /// runs, then `on_done` once. Starting a run cancels the one before. Returns the run's id
-    /// (for [`AnalysisWorker::cancel`]).
-    pub fn run(
-        &self,
-        inputs: &[WorkerInput<'_>],
-        lang: crate::i18n::Lang,
-        on_progress: impl Fn(f64) + 'static,
-        on_done: impl Fn(WorkerDone) + 'static,
-    ) -> Result<u32, String> {
-        let id = self.last.get().wrapping_add(1);
-        self.last.set(id);
-        let on_done = std::rc::Rc::new(on_done);
-        // The worker itself failed (its script, the wasm, out of memory): the run ends with that
-        // error instead of waiting for an answer that will not come.
-        let failed = {
-            let (on_done, last) = (on_done.clone(), self.last.clone());
-            Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
-                if last.get() == id {
-                    let message = Reflect::get(&ev, &"message".into()).ok().and_then(|m| m.as_string());
-                    on_done(WorkerDone::Failed(message.unwrap_or_default()));
-                }
-            })
-        };
-        self.worker.set_onerror(Some(failed.as_ref().unchecked_ref()));
-        failed.forget();
-        let on_message =
-            Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
-                let data = ev.data();
-                let get = |k: &str| Reflect::get(&data, &k.into()).ok().filter(|v| !v.is_undefined());
-                if get("id").and_then(|v| v.as_f64()) != Some(f64::from(id)) {
-                    return;
-                }
-                if let Some(p) = get("progress").and_then(|p| p.as_f64()) {
-                    on_progress(p);
-                } else if let Some(report) = get("report").and_then(|r| r.as_string()) {
-                    let excerpts = get("excerpts").and_then(|e| e.as_string()).unwrap_or_else(|| "[]".into());
-                    on_done(WorkerDone::Report { report, excerpts });
-                } else if get("cancelled").is_some() {
-                    on_done(WorkerDone::Cancelled);
-                } else {
-                    on_done(WorkerDone::Failed(get("error").and_then(|e| e.as_string()).unwrap_or_default()));
-                }
-            });
-        self.worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        // The worker outlives this call; the next run replaces the handler.
-        on_message.forget();
-        let list = js_sys::Array::new();
-        let transfer = js_sys::Array::new();
-        for input in inputs {
-            let item = js_sys::Object::new();
-            let name = match input {
-                WorkerInput::File { name, file } => {
-                    let _ = Reflect::set(&item, &"file".into(), file);
-                    name
-                }
-                WorkerInput::Text { name, text } => {
-                    let bytes = Uint8Array::from(text.as_bytes());
-                    transfer.push(&bytes.buffer());
-                    let _ = Reflect::set(&item, &"bytes".into(), &bytes);
-                    name
-                }
-            };
-            let _ = Reflect::set(&item, &"name".into(), &JsValue::from_str(name));
-            list.push(&item);
-        }
-        let msg = js_sys::Object::new();
-        let _ = Reflect::set(&msg, &"run".into(), &JsValue::from(id));
-        let _ = Reflect::set(&msg, &"lang".into(), &JsValue::from_str(lang.as_str()));
-        let _ = Reflect::set(&msg, &"inputs".into(), &list);
-        self.worker.post_message_with_transfer(&msg, &transfer).map_err(|e| js_message(&e))?;
-        Ok(id)
-    }
-
-    /// Stop run `id`: the worker stops between two chunks and answers `Cancelled`.
-    pub fn cancel(&self, id: u32) {
-        let msg = js_sys::Object::new();
-        let _ = Reflect::set(&msg, &"cancel".into(), &JsValue::from(id));
-        let _ = self.worker.post_message(&msg);
-    }
-}
 
 /// POST `body` to `url` and read the whole answer, at most `max_bytes` of it: `(status, body)`.
 /// No redirect is followed (a token would go where it points: [`FetchError::Rejected`] says

@@ -1,8 +1,9 @@
-// The analysis worker: files read as bytes (File.stream) straight into the wasm analyzer.
-// Protocol and stages: ARCHITECTURE.md, "site".
-import init, { AnalysisSession } from './triage_site.js';
+// The analysis worker: the analyzer's own wasm module (site/analyzer), loaded the first time
+// the page needs it. Files are read as bytes (File.stream) straight into the wasm analyzer.
+// Protocol: site/src/worker.rs; stages: ARCHITECTURE.md, "site".
+import init, { AnalysisSession, PromSession, call } from './triage_site_analyzer.js';
 
-const ready = init({ module_or_path: new URL('./triage_site_bg.wasm', import.meta.url) });
+const ready = init({ module_or_path: new URL('./triage_site_analyzer_bg.wasm', import.meta.url) });
 
 const PIECE = 1 << 20;
 const PROGRESS_MS = 50;
@@ -88,8 +89,44 @@ async function analyze(job, lang, inputs) {
   }
 }
 
+// Prometheus exchanges held for the page, by session number (a few at most: one per run).
+const proms = new Map();
+const MAX_PROMS = 4;
+
+function promStep(msg) {
+  if (msg.prom === 'start') {
+    const s = new PromSession();
+    proms.set(msg.session, s);
+    for (const [k, old] of proms) {
+      if (proms.size <= MAX_PROMS) break;
+      proms.delete(k);
+      old.free();
+    }
+    return s.start(msg.base, msg.selector, msg.start_s, msg.end_s, msg.step_s);
+  }
+  const s = proms.get(msg.session);
+  if (msg.prom === 'close') {
+    if (s) { proms.delete(msg.session); s.free(); }
+    return null;
+  }
+  if (!s) return JSON.stringify({ err: { kind: 'state', detail: 'no exchange started' } });
+  if (msg.prom === 'answered') return s.answered(msg.status, msg.body, msg.token);
+  if (msg.prom === 'report') return s.report(msg.lang, msg.token);
+  return JSON.stringify({ err: { kind: 'state', detail: `no such step: ${msg.prom}` } });
+}
+
 self.onmessage = async (event) => {
   const msg = event.data;
+  if (msg.call !== undefined || msg.prom !== undefined) {
+    try {
+      await ready;
+      const result = msg.call !== undefined ? call(msg.call, msg.args ?? '') : promStep(msg);
+      if (result !== null) self.postMessage({ id: msg.id, result });
+    } catch (e) {
+      if (msg.id !== undefined) self.postMessage({ id: msg.id, error: String(e) });
+    }
+    return;
+  }
   if (msg.cancel !== undefined) {
     if (current && current.id === msg.cancel) current.cancelled = true;
     return;

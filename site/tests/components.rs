@@ -74,9 +74,26 @@ async fn the_kv_page_answers_what_a_partial_config_determines() {
     assert_eq!(text_of(&root, "kv-missing"), "", "nothing left unknown");
 }
 
+/// The rule docs as the worker answers them (`docs`).
+fn docs() -> Vec<triage_site::pages::playbook::Doc> {
+    serde_json::from_value(triage_site_analyzer::answer("docs", "").unwrap()).unwrap()
+}
+
 #[wasm_bindgen_test]
 fn the_playbook_lists_every_rule_as_a_branch() {
-    let root = mount_in_div(|| triage_site::pages::playbook::PlaybookPage().into_any());
+    use triage_core::analyze::report::Class;
+    use triage_site::pages::playbook::Branches;
+    let classes = [
+        Class::TtftHigh,
+        Class::TbtTail,
+        Class::Oom,
+        Class::ThroughputZero,
+        Class::Config,
+        Class::Inconclusive,
+    ];
+    let root = mount_in_div(move || {
+        classes.into_iter().map(|class| view! { <Branches class docs=docs()/> }).collect_view().into_any()
+    });
     let branches = root.query_selector_all("[data-testid=playbook-branch]").unwrap().length() as usize;
     assert_eq!(branches, triage_core::analyze::rules::RULES.len());
 }
@@ -117,8 +134,10 @@ fn the_catalogue_has_both_languages_for_every_message() {
 /// The playbook's rule docs follow the language, in place.
 #[wasm_bindgen_test]
 async fn the_playbook_shows_rule_docs_in_the_ui_language() {
+    use triage_core::analyze::report::Class;
+    use triage_site::pages::playbook::Branches;
     let lang = RwSignal::new(Lang::Zh);
-    let root = mount_in_lang(lang, || triage_site::pages::playbook::PlaybookPage().into_any());
+    let root = mount_in_lang(lang, || view! { <Branches class=Class::TtftHigh docs=docs()/> }.into_any());
     let summary = || {
         root.query_selector("[data-testid=playbook-branch] summary").unwrap().unwrap().text_content().unwrap()
     };
@@ -132,17 +151,20 @@ async fn the_playbook_shows_rule_docs_in_the_ui_language() {
 /// A report analysed in Chinese shows Chinese findings with the same rule ids and verdict.
 #[wasm_bindgen_test]
 fn a_report_in_chinese_keeps_rule_ids_and_verdict() {
-    use triage_site::NamedText;
+    use triage_site_analyzer::{NamedText, analyze_inputs, excerpts};
     let inputs = vec![NamedText {
         name: "paste".into(),
         text: include_str!("../../tests/data/incidents/ttft_queueing.log").into(),
     }];
-    let zh = triage_site::analyze_inputs(&inputs, Lang::Zh, &|_| {});
-    let en = triage_site::analyze_inputs(&inputs, Lang::En, &|_| {});
+    let zh = analyze_inputs(&inputs, Lang::Zh);
+    let en = analyze_inputs(&inputs, Lang::En);
     assert_eq!(zh.verdict, en.verdict);
+    let shown = excerpts(&zh, &inputs);
     let root = mount_in_lang(RwSignal::new(Lang::Zh), move || {
-        view! { <triage_site::pages::triage::ReportView report=zh inputs=inputs/> }.into_any()
+        view! { <triage_site::pages::triage::ReportView report=zh excerpts=shown/> }.into_any()
     });
+    // The evidence line is shown in the source view, marked.
+    assert!(root.query_selector("div.hit").unwrap().is_some(), "no evidence line in the source view");
     assert!(text_of(&root, "verdict").contains("TTFT_HIGH"));
     let finding = root.query_selector("[data-testid=finding]").unwrap().unwrap();
     assert_eq!(finding.get_attribute("data-rule").as_deref(), Some(en.findings[0].rule.as_str()));
@@ -226,15 +248,13 @@ async fn the_kv_page_explains_itself_in_the_ui_language() {
 /// The drill's symptom, file descriptions and choices follow the UI language, in place.
 #[wasm_bindgen_test]
 async fn the_drill_page_switches_to_chinese() {
+    use triage_site::pages::drill::{DrillShown, DrillView};
+    let drill: DrillView =
+        serde_json::from_value(triage_site_analyzer::answer("drill", r#"{"seed":3}"#).unwrap()).unwrap();
     let lang = RwSignal::new(Lang::En);
-    let root = mount_in_lang(lang, || triage_site::pages::drill::DrillPage().into_any());
+    let root = mount_in_lang(lang, move || view! { <DrillShown drill/> }.into_any());
     let el =
         |sel: &str| -> web_sys::HtmlElement { root.query_selector(sel).unwrap().unwrap().unchecked_into() };
-    let seed: web_sys::HtmlInputElement = el("[data-testid=drill-seed]").unchecked_into();
-    seed.set_value("3");
-    seed.dispatch_event(&web_sys::Event::new("input").unwrap()).unwrap();
-    el("[data-testid=drill-start]").click();
-    leptos::task::tick().await;
     let text = |sel: &str| el(sel).text_content().unwrap();
     let (symptom, file, choice) = (
         text("[data-testid=drill-symptom]"),
@@ -288,96 +308,6 @@ fn card_counts_keep_new_learning_and_due_apart() {
     let ui = mount_in_div(|| triage_site::pages::cards::CardsPage().into_any());
     assert_eq!(text_of(&ui, "cards-due"), text_of(&ui, "cards-due").trim());
     assert!(!text_of(&ui, "cards-new").is_empty());
-}
-
-/// The worker's streaming session (`AnalysisSession`, fed what `File.stream()` yields) gives
-/// exactly the report and source excerpts the page computes from the same inputs read as text
-/// (`File.text()`: invalid UTF-8 replaced, a leading BOM dropped), in every chunking — lines,
-/// UTF-8 sequences and the BOM split anywhere — in both languages.
-#[wasm_bindgen_test]
-fn the_streaming_session_equals_the_page_analysis_in_any_chunking() {
-    use triage_site::{AnalysisSession, NamedText, analyze_inputs, excerpts};
-    const BOM: &[u8] = b"\xEF\xBB\xBF";
-    let mut oom = BOM.to_vec();
-    oom.extend_from_slice(include_bytes!("../../tests/data/oom/h200_200gib.txt"));
-    // Broken UTF-8 and a CJK character inside an evidence line, CRLF, no final newline.
-    oom.extend_from_slice(
-        b"\r\nRuntimeError: CUDA error: out of memory \xFF\xFE \xE4\xB8\xAD\xE6\r\nnext line \xE4\xB8",
-    );
-    let inputs: Vec<(&str, Vec<u8>, bool)> = vec![
-        ("ttft.log", include_bytes!("../../tests/data/incidents/ttft_queueing.log").to_vec(), true),
-        ("oom.txt", oom, true),
-        ("empty.log", Vec::new(), true),
-        // Starts like a BOM but is not one: those bytes are the input's own.
-        ("odd.txt", b"\xEF\xBBnot a BOM\nERROR boom\n".to_vec(), true),
-        ("paste", b"\xEF\xBB\xBFa paste keeps its bytes\nERROR engine died\n".to_vec(), false),
-    ];
-    let texts: Vec<NamedText> = inputs
-        .iter()
-        .map(|(name, bytes, file)| {
-            let bytes = if *file { bytes.strip_prefix(BOM).unwrap_or(bytes) } else { bytes };
-            NamedText { name: (*name).into(), text: String::from_utf8_lossy(bytes).into_owned() }
-        })
-        .collect();
-    for lang in [Lang::En, Lang::Zh] {
-        let want = analyze_inputs(&texts, lang, &|_| {});
-        let want_excerpts = excerpts(&want, &texts);
-        assert!(
-            want_excerpts
-                .iter()
-                .any(|(n, lines)| n == "oom.txt" && lines.iter().any(|l| l.1.contains('\u{FFFD}'))),
-            "the broken line is not in an excerpt: {want_excerpts:?}"
-        );
-        let (want, want_excerpts) =
-            (serde_json::to_string(&want).unwrap(), serde_json::to_string(&want_excerpts).unwrap());
-        for step in [1, 2, 3, 7, 64, 4096, usize::MAX] {
-            let mut s = AnalysisSession::new(lang.as_str());
-            for (name, bytes, file) in &inputs {
-                s.begin(name, *file);
-                bytes.chunks(step.min(bytes.len()).max(1)).for_each(|c| s.feed(c));
-                s.end();
-            }
-            assert_eq!(s.finish().unwrap(), want, "report, {lang:?}, chunks of {step}");
-            for (name, bytes, file) in &inputs {
-                if s.wants_excerpt(name) {
-                    s.excerpt_begin(name, *file);
-                    for c in bytes.chunks(step.min(bytes.len()).max(1)) {
-                        if !s.excerpt_feed(c) {
-                            break;
-                        }
-                    }
-                    s.excerpt_end();
-                }
-            }
-            assert_eq!(s.excerpts().unwrap(), want_excerpts, "excerpts, {lang:?}, chunks of {step}");
-        }
-    }
-}
-
-/// The excerpt reader keeps lines as `str::lines` splits them: a CR before LF dropped, a last
-/// line without LF (and its CR) kept, only the wanted lines and their context.
-#[wasm_bindgen_test]
-fn the_excerpt_reader_splits_lines_like_str_lines() {
-    use triage_site::ExcerptReader;
-    let mut r = ExcerptReader::new("x", vec![3, 9]);
-    r.feed(b"1\n2\r\n3\n4\n5\n6\n7\n8\n9\r");
-    let (name, lines) = r.finish().unwrap();
-    assert_eq!(name, "x");
-    let got: Vec<(usize, &str, bool)> = lines.iter().map(|(n, t, e)| (*n, t.as_str(), *e)).collect();
-    assert_eq!(
-        got,
-        vec![
-            (1, "1", false),
-            (2, "2", false),
-            (3, "3", true),
-            (4, "4", false),
-            (5, "5", false),
-            (7, "7", false),
-            (8, "8", false),
-            (9, "9\r", true)
-        ]
-    );
-    assert!(ExcerptReader::new("y", vec![]).finish().is_none());
 }
 
 /// The Prometheus source checks what it can before asking anything: a URL that is not http(s)

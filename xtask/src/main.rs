@@ -131,6 +131,8 @@ fn ci() -> anyhow::Result<()> {
         "clippy",
         "--package",
         "triage-site",
+        "--package",
+        "triage-site-analyzer",
         "--target",
         "wasm32-unknown-unknown",
         "--all-targets",

@@ -1,23 +1,77 @@
-//! Drill: a random incident from the simulator (run here, in wasm), its files, a choice of
-//! causes, and then the analyzer's evidence — practice for the ten-minute path.
+//! Drill: a random incident from the simulator, its files, a choice of causes, and then the
+//! analyzer's evidence — practice for the ten-minute path. The simulator and the analyzer run
+//! in the analysis worker (`site/analyzer/src/calls.rs`: `drill`, `drill-check`); the page shows.
 
 use crate::app::{click, num_text, set_parsed, tx, use_lang};
-use crate::fixed::fixed;
-use crate::i18n::{Lang, Msg};
+use crate::fixed::{Erase, fixed};
+use crate::i18n::Msg;
 use crate::pages::triage::ReportView;
-use crate::{NamedText, analyze_inputs};
+use crate::{Excerpt, worker};
 use leptos::prelude::*;
-use triage_sim_model::drill::{Drill, Verdict};
+use serde::Deserialize;
+use triage_core::analyze::report::Report;
+
+/// One file the incident left: its first lines and its size (the worker keeps the rest).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct DrillFile {
+    pub name: String,
+    /// What it is, in English and Chinese.
+    pub what: [String; 2],
+    pub bytes: usize,
+    pub head: String,
+}
+
+/// One cause a person can pick.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct DrillChoice {
+    pub name: String,
+    pub class: String,
+    pub cause: [String; 2],
+}
+
+/// A drill as the worker describes it (the answer stays there until a pick is checked).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct DrillView {
+    pub seed: u64,
+    pub symptom: [String; 2],
+    pub files: Vec<DrillFile>,
+    pub choices: Vec<DrillChoice>,
+}
+
+/// What a pick was worth.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct Verdict {
+    pub correct: bool,
+    pub same_class: bool,
+    pub answer: String,
+    pub class: String,
+    pub cause: [String; 2],
+    pub rules: Vec<String>,
+}
+
+/// A checked pick: the verdict and the analyzer's report of the drill's files.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Checked {
+    pub verdict: Verdict,
+    pub report: Report,
+    pub excerpts: Vec<Excerpt>,
+}
 
 #[component]
 pub fn DrillPage() -> impl IntoView {
     let lang = use_lang();
     let seed = RwSignal::new((js_sys::Date::now() as u64) % 100_000);
-    let drill = RwSignal::new_local(None::<Drill>);
-    let verdict = RwSignal::new(None::<Verdict>);
+    let drill = RwSignal::new(None::<DrillView>);
+    let error = RwSignal::new(None::<String>);
     let start = move |_| {
-        verdict.set(None);
-        drill.set(Some(Drill::new(seed.get_untracked())));
+        error.set(None);
+        let s = seed.get_untracked();
+        leptos::task::spawn_local(async move {
+            match worker::call::<DrillView>("drill", &serde_json::json!({ "seed": s })).await {
+                Ok(d) => drill.set(Some(d)),
+                Err(e) => error.set(Some(e)),
+            }
+        });
     };
     fixed(view! {
         <p>{tx(lang, Msg::DrillIntro)}</p>
@@ -28,62 +82,72 @@ pub fn DrillPage() -> impl IntoView {
             </label>
             <button class="primary" data-testid="drill-start" on:click=click(start)>{tx(lang, Msg::DrillNew)}</button>
         </div>
-        {move || drill.get().map(|d| {
-            let files: Vec<(String, [String; 2], String)> = d
-                .files
-                .iter()
-                .map(|f| {
-                    let what = Lang::ALL.map(|l| f.what_in(l).to_owned());
-                    (f.name.clone(), what, f.content.clone())
-                })
-                .collect();
-            let symptom = Lang::ALL.map(|l| d.symptom_in(l));
-            let choices = d.choices.clone();
-            let inputs: Vec<NamedText> = d
-                .files
-                .iter()
-                .filter(|f| f.analyzable)
-                .map(|f| NamedText { name: f.name.clone(), text: f.content.clone() })
-                .collect();
-            let d2 = d.clone();
+        {move || error.get().map(|e| fixed(view! { <p class="error" data-testid="drill-error">{e}</p> }))}
+        {move || drill.get().map(|d| fixed(view! { <DrillShown drill=d/> }))}
+    })
+}
+
+/// A drill on screen: symptom, files, choices, and after a pick the verdict and the evidence
+/// (asked again in the new language when the UI switches).
+#[component]
+pub fn DrillShown(drill: DrillView) -> impl IntoView {
+    let lang = use_lang();
+    let picked = RwSignal::new(None::<String>);
+    let checked = RwSignal::new(None::<Result<Checked, String>>);
+    let seed = drill.seed;
+    Effect::new(move |_| {
+        let l = lang.get();
+        let Some(pick) = picked.get() else { return };
+        leptos::task::spawn_local(async move {
+            let args = serde_json::json!({ "seed": seed, "pick": pick, "lang": l.as_str() });
+            let got = worker::call::<Checked>("drill-check", &args).await;
+            checked.set(Some(got));
+        });
+    });
+    let symptom = drill.symptom.clone();
+    fixed(view! {
+        <h3>{tx(lang, Msg::DrillSymptom)}</h3>
+        <p class="symptom" data-testid="drill-symptom">{move || lang.get().pick(&symptom[0], &symptom[1]).clone()}</p>
+        <h3>{tx(lang, Msg::DrillFiles)}</h3>
+        {drill.files.into_iter().map(|f| {
+            let what = f.what;
             fixed(view! {
-                <h3>{tx(lang, Msg::DrillSymptom)}</h3>
-                <p class="symptom" data-testid="drill-symptom">{move || lang.get().pick(symptom[0], symptom[1])}</p>
-                <h3>{tx(lang, Msg::DrillFiles)}</h3>
-                {files.into_iter().map(|(name, what, content)| {
-                    let head: String = content.lines().take(40).collect::<Vec<_>>().join("\n");
-                    fixed(view! {
-                        <details class="branch" data-testid="drill-file">
-                            <summary><code>{name}</code> " — " {move || lang.get().pick(&what[0], &what[1]).clone()} " (" {content.len()} " B)"</summary>
-                            <pre>{head}</pre>
-                        </details>
-                    })
-                }).collect_view()}
-                <h3>{tx(lang, Msg::DrillPick)}</h3>
-                <div class="choices">
-                    {choices.into_iter().map(|c| {
-                        let d3 = d2.clone();
-                        let cause = Lang::ALL.map(|l| c.cause_in(l));
-                        fixed(view! {
-                            <button data-testid="drill-choice" data-name=c.name on:click=click(move |_| verdict.set(Some(d3.check(c.name))))>
-                                <code>{c.class}</code> " " {move || lang.get().pick(cause[0], cause[1])}
-                            </button>
-                        })
-                    }).collect_view()}
-                </div>
-                {move || verdict.get().map(|v| {
-                    // In the UI language: switching it analyses the drill's files again.
-                    let report = analyze_inputs(&inputs, lang.get(), &|_| {});
-                    let msg = if v.correct { Msg::DrillRight } else if v.same_class { Msg::DrillSameClass } else { Msg::DrillWrong };
-                    fixed(view! {
-                        <div class="verdict" data-testid="drill-verdict" data-answer=v.answer data-correct=v.correct.to_string()>
-                            {tx(lang, msg)} " " <code>{v.class}</code> " " {v.cause_in(lang.get())} " — " {v.rules.join(", ")}
-                        </div>
-                        <h3>{tx(lang, Msg::DrillEvidence)}</h3>
-                        <ReportView report inputs=inputs.clone()/>
-                    })
-                })}
+                <details class="branch" data-testid="drill-file">
+                    <summary><code>{f.name}</code> " — " {move || lang.get().pick(&what[0], &what[1]).clone()} " (" {f.bytes} " B)"</summary>
+                    <pre>{f.head}</pre>
+                </details>
             })
+        }).collect_view()}
+        <h3>{tx(lang, Msg::DrillPick)}</h3>
+        <div class="choices">
+            {drill.choices.into_iter().map(|c| {
+                let name = c.name.clone();
+                let cause = c.cause;
+                fixed(view! {
+                    <button data-testid="drill-choice" data-name=c.name.clone() on:click=click(move |_| {
+                        checked.set(None);
+                        picked.set(Some(name.clone()));
+                    })>
+                        <code>{c.class}</code> " " {move || lang.get().pick(&cause[0], &cause[1]).clone()}
+                    </button>
+                })
+            }).collect_view()}
+        </div>
+        {move || checked.get().map(|got| match got {
+            Err(e) => fixed(view! { <p class="error" data-testid="drill-error">{e}</p> }).erase(),
+            Ok(c) => {
+                let v = c.verdict;
+                let msg = if v.correct { Msg::DrillRight } else if v.same_class { Msg::DrillSameClass } else { Msg::DrillWrong };
+                let cause = v.cause;
+                fixed(view! {
+                    <div class="verdict" data-testid="drill-verdict" data-answer=v.answer data-correct=v.correct.to_string()>
+                        {tx(lang, msg)} " " <code>{v.class}</code> " " {move || lang.get().pick(&cause[0], &cause[1]).clone()} " — " {v.rules.join(", ")}
+                    </div>
+                    <h3>{tx(lang, Msg::DrillEvidence)}</h3>
+                    <ReportView report=c.report excerpts=c.excerpts/>
+                })
+                .erase()
+            }
         })}
     })
 }

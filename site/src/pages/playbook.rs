@@ -1,13 +1,15 @@
 //! Playbook: the four trees as interactive branches (each branch is a rule and its docs), the
 //! configuration pitfalls, what an error no rule explains means, and a client-config generator
-//! linted as you type by the analyzer.
+//! linted as you type by the analyzer. The rule docs and the lint come from the analysis worker
+//! (`docs`, `analyze`): the page's own wasm carries neither.
 
 use crate::app::{set_text, tx, use_lang};
 use crate::fixed::{Erase, fixed};
 use crate::i18n::Msg;
+use crate::worker;
 use leptos::prelude::*;
-use triage_core::analyze::report::Class;
-use triage_core::analyze::rules;
+use serde::Deserialize;
+use triage_core::analyze::report::{Class, Finding, Report};
 
 const TREES: [(Class, Msg); 4] = [
     (Class::TtftHigh, Msg::TreeTtft),
@@ -16,22 +18,46 @@ const TREES: [(Class, Msg); 4] = [
     (Class::ThroughputZero, Msg::TreeThroughput),
 ];
 
-/// Each rule of `class` as a branch, its docs in the UI language (core holds both).
+/// A rule's docs in one language.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct DocText {
+    pub title: String,
+    pub detects: String,
+    pub why: String,
+    pub example: String,
+    pub fix: String,
+}
+
+/// A rule's docs in both languages, as the worker gives them.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct Doc {
+    pub id: String,
+    pub class: Class,
+    pub en: DocText,
+    pub zh: DocText,
+}
+
+/// Each rule of `class` in `docs` as a branch, its docs in the UI language.
 #[component]
-fn Branches(class: Class) -> impl IntoView {
+pub fn Branches(class: Class, docs: Vec<Doc>) -> impl IntoView {
     let lang = use_lang();
-    rules::docs()
+    docs.into_iter()
         .filter(move |d| d.class == class)
         .map(|d| {
-            let doc = move || d.text(lang.get());
+            let id = d.id.clone();
+            let d = std::sync::Arc::new(d);
+            let field = |f: fn(&DocText) -> String| {
+                let d = d.clone();
+                move || f(lang.get().pick(&d.en, &d.zh))
+            };
             fixed(view! {
-                <details class="branch" data-testid="playbook-branch" data-rule=d.id>
-                    <summary>{move || doc().title} " " <code>{d.id}</code></summary>
+                <details class="branch" data-testid="playbook-branch" data-rule=id.clone()>
+                    <summary>{field(|t| t.title.clone())} " " <code>{id.clone()}</code></summary>
                     <dl>
-                        <dt>{tx(lang, Msg::Detects)}</dt><dd>{move || doc().detects}</dd>
-                        <dt>{tx(lang, Msg::Why)}</dt><dd>{move || doc().why}</dd>
-                        <dt>{tx(lang, Msg::ExampleLabel)}</dt><dd><code>{move || doc().example}</code></dd>
-                        <dt>{tx(lang, Msg::Fix)}</dt><dd>{move || doc().fix}</dd>
+                        <dt>{tx(lang, Msg::Detects)}</dt><dd>{field(|t| t.detects.clone())}</dd>
+                        <dt>{tx(lang, Msg::Why)}</dt><dd>{field(|t| t.why.clone())}</dd>
+                        <dt>{tx(lang, Msg::ExampleLabel)}</dt><dd><code>{field(|t| t.example.clone())}</code></dd>
+                        <dt>{tx(lang, Msg::Fix)}</dt><dd>{field(|t| t.fix.clone())}</dd>
                     </dl>
                 </details>
             })
@@ -55,13 +81,40 @@ pub fn PlaybookPage() -> impl IntoView {
     let timeout = RwSignal::new("60000".to_owned());
     let retries = RwSignal::new("2".to_owned());
     let text = Memo::new(move |_| generated(&base.get(), &model.get(), &timeout.get(), &retries.get()));
-    let lint = Memo::new(move |_| {
-        triage_core::analyze::analyze_in(lang.get(), &[("generated config", &text.get())])
-            .findings
-            .into_iter()
-            .filter(|f| f.class == Class::Config)
-            .collect::<Vec<_>>()
+    let docs = RwSignal::new(None::<Result<Vec<Doc>, String>>);
+    leptos::task::spawn_local(async move {
+        docs.set(Some(worker::call::<Vec<Doc>>("docs", &serde_json::Value::Null).await));
     });
+    // The generator's config linted by the analyzer in the worker; an answer to an older text
+    // (the user typed on) is dropped.
+    let lint = RwSignal::new(Vec::<Finding>::new());
+    let asked = StoredValue::new(0u32);
+    Effect::new(move |_| {
+        let args = serde_json::json!({
+            "lang": lang.get().as_str(),
+            "inputs": [{"name": "generated config", "text": text.get()}],
+        });
+        let n = asked.get_value().wrapping_add(1);
+        asked.set_value(n);
+        leptos::task::spawn_local(async move {
+            #[derive(Deserialize)]
+            struct Analysed {
+                report: Report,
+            }
+            if let Ok(a) = worker::call::<Analysed>("analyze", &args).await
+                && asked.get_value() == n
+            {
+                lint.set(a.report.findings.into_iter().filter(|f| f.class == Class::Config).collect());
+            }
+        });
+    });
+    let branches = move |class: Class| {
+        move || match docs.get() {
+            None => fixed(view! { <p class="note">"…"</p> }).erase(),
+            Some(Err(e)) => fixed(view! { <p class="error">{e}</p> }).erase(),
+            Some(Ok(d)) => fixed(view! { <Branches class docs=d/> }).erase(),
+        }
+    };
     fixed(view! {
         <p>{tx(lang, Msg::PlaybookIntro)}</p>
         {TREES
@@ -70,18 +123,18 @@ pub fn PlaybookPage() -> impl IntoView {
                 fixed(view! {
                     <section class="tree" data-testid="playbook-tree">
                         <h2>{tx(lang, title)} " " <code>{class.as_str()}</code></h2>
-                        <Branches class/>
+                        {branches(class)}
                     </section>
                 })
             })
             .collect_view()}
         <section class="tree">
             <h2>{tx(lang, Msg::Pitfalls)} " " <code>"CONFIG"</code></h2>
-            <Branches class=Class::Config/>
+            {branches(Class::Config)}
         </section>
         <section class="tree">
             <h2>{tx(lang, Msg::Unexplained)} " " <code>"INCONCLUSIVE"</code></h2>
-            <Branches class=Class::Inconclusive/>
+            {branches(Class::Inconclusive)}
         </section>
         <section class="generator form">
             <h2>{tx(lang, Msg::Generator)}</h2>

@@ -1,6 +1,7 @@
 //! The triage page's Prometheus source: the same questions as `triage analyze --prometheus`,
-//! asked by the browser's `fetch`, answered by core's [`Exchange`] (no second implementation),
-//! and the same report — each finding's replica or GPU, the fleet view, the queries as links.
+//! asked by the browser's `fetch`, answered by core's `Exchange` (no second implementation)
+//! held in the analysis worker ([`PromSession`]), and the same report — each finding's replica
+//! or GPU, the fleet view, the queries as links.
 //!
 //! A link `#/triage?prometheus=URL&from=…&to=…[&step=…&selector=…]` (Grafana's `${__from}` and
 //! `${__to}` are unix ms; unix s and RFC 3339 work too) fills the source and waits for one click:
@@ -13,22 +14,18 @@ use crate::app::{click, on_event, set_text, tx, use_lang};
 use crate::browser::{self, FetchError};
 use crate::fixed::fixed;
 use crate::i18n::{Lang, Msg, t, tf};
+use crate::worker::{PromFailure, PromSession, PromStep};
 use leptos::prelude::*;
-use triage_core::analyze::facts::Slo;
 use triage_core::analyze::report::Report;
-use triage_core::prometheus::exchange::{self, Exchange};
+use triage_core::prometheus::PrometheusInput;
+use triage_core::prometheus::exchange;
 use triage_core::prometheus::query::Window;
-use triage_core::prometheus::replay::Config;
-use triage_core::prometheus::{Limits, PromError, PrometheusInput};
-use triage_core::safe::Secrets;
 
 /// Deadline of one query (sending, waiting, reading the whole body), and of the whole run.
 const QUERY_TIMEOUT_MS: f64 = 30_000.0;
 const TOTAL_TIMEOUT_MS: f64 = 60_000.0;
 /// Largest answer read.
 const MAX_BODY_BYTES: usize = 64 << 20;
-/// The bounds on series and points: the CLI's, lighter (a page's memory is smaller).
-const LIMITS: Limits = Limits { max_series: 2_000, max_points: 1_000_000 };
 /// `URL\ntoken`, only when the user ticked "remember".
 const TOKEN_KEY: &str = "triage.prom.token";
 
@@ -38,7 +35,9 @@ enum Failure {
     Url,
     Window(String),
     Fetch(String, FetchError),
-    Prom(PromError),
+    Prom(PromFailure),
+    /// The analysis worker could not answer.
+    Worker(String),
 }
 
 fn explain(l: Lang, f: &Failure) -> (&'static str, String) {
@@ -66,22 +65,23 @@ fn explain(l: Lang, f: &Failure) -> (&'static str, String) {
             ("body", tf(l, Msg::PromErrBody, &[("url", url), ("detail", &d)]))
         }
         Failure::Prom(e) => {
-            let d = e.to_string();
-            let (kind, m) = match e {
-                PromError::BadSelector(_) => ("selector", Msg::PromErrSelector),
-                PromError::Rejected { error_type, .. } if error_type == "bad_data" => {
-                    ("selector", Msg::PromErrSelector)
-                }
-                PromError::BadWindow(_) => ("window", Msg::PromErrWindow),
-                // No such path: not Prometheus's API here (or a path prefix is missing).
-                PromError::NotPrometheus(_) | PromError::Server { status: 404, .. } => {
-                    ("not-prometheus", Msg::PromErrNotProm)
-                }
-                PromError::Empty(_) => ("empty", Msg::PromErrEmpty),
-                _ => ("server", Msg::PromErrServer),
+            let m = match e.kind.as_str() {
+                "selector" => Msg::PromErrSelector,
+                "window" => Msg::PromErrWindow,
+                "not-prometheus" => Msg::PromErrNotProm,
+                "empty" => Msg::PromErrEmpty,
+                _ => Msg::PromErrServer,
             };
-            (kind, tf(l, m, &[("detail", &d)]))
+            let kind = match e.kind.as_str() {
+                "selector" => "selector",
+                "window" => "window",
+                "not-prometheus" => "not-prometheus",
+                "empty" => "empty",
+                _ => "server",
+            };
+            (kind, tf(l, m, &[("detail", &e.detail)]))
         }
+        Failure::Worker(e) => ("worker", tf(l, Msg::WorkerFailed, &[("error", e)])),
     }
 }
 
@@ -120,26 +120,30 @@ fn window(from: &str, to: &str, minutes: &str, step: &str) -> Result<Window, Str
     Ok(Window { start_s, end_s, step_s })
 }
 
-/// What a finished run keeps so a language switch can read the same window again.
+/// What a finished run keeps so a language switch can read the same window again: the
+/// exchange in the worker, and the token sent (for redaction, never shown or stored).
+#[derive(Clone)]
 struct Done {
-    exchange: Exchange,
-    secrets: Secrets,
+    session: PromSession,
+    token: String,
 }
 
-fn analyse(d: &Done, lang: Lang) -> Result<Report, PromError> {
-    d.exchange.report(&Config { lang, slo: Slo::default(), secrets: &d.secrets }, None)
+fn step<T>(got: PromStep<T>) -> Result<T, Failure> {
+    got.map_err(Failure::Worker)?.map_err(Failure::Prom)
 }
 
-/// Ask the questions core's [`Exchange`] gives, one after the other, within the deadlines.
+async fn analyse(d: &Done, lang: Lang) -> Result<Report, Failure> {
+    step(d.session.report(lang, &d.token).await)
+}
+
+/// Ask the questions core's exchange gives, one after the other, within the deadlines.
 async fn ask(base: String, selector: String, w: Window, token: String) -> Result<Done, Failure> {
-    let (mut exchange, first) = Exchange::start(&base, &selector, w, LIMITS).map_err(Failure::Prom)?;
-    let mut secrets = Secrets::new();
+    let (session, first) = step(PromSession::start(&base, &selector, &w).await)?;
     let mut headers: Vec<(String, String)> =
         [("content-type", "application/x-www-form-urlencoded"), ("accept", "application/json")]
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .to_vec();
     if !token.is_empty() {
-        secrets.add(&token);
         headers.push(("authorization".to_owned(), format!("Bearer {token}")));
     }
     let started = browser::now_ms();
@@ -154,9 +158,9 @@ async fn ask(base: String, selector: String, w: Window, token: String) -> Result
         let (status, body) = browser::post_bounded(&url, &headers, &r.form, left as i32, max)
             .await
             .map_err(|e| Failure::Fetch(url, e))?;
-        request = exchange.answered(status, &body, &secrets).map_err(Failure::Prom)?;
+        request = step(session.answered(status, &body, &token).await)?;
     }
-    Ok(Done { exchange, secrets })
+    Ok(Done { session, token })
 }
 
 /// The Prometheus source, its report and its fleet view.
@@ -186,6 +190,11 @@ pub fn PromSource() -> impl IntoView {
     let error = RwSignal::new(None::<Failure>);
     let report = RwSignal::new(None::<Report>);
     let done = StoredValue::new_local(None::<Done>);
+    on_cleanup(move || {
+        if let Some(d) = done.try_get_value().flatten() {
+            d.session.close();
+        }
+    });
 
     let run = move || {
         if busy.get_untracked() {
@@ -216,11 +225,17 @@ pub fn PromSource() -> impl IntoView {
         busy.set(true);
         let sel = selector.get_untracked();
         leptos::task::spawn_local(async move {
-            let result = ask(base, sel, w, tok).await.and_then(|d| {
-                let r = analyse(&d, lang.get_untracked()).map_err(Failure::Prom)?;
-                done.set_value(Some(d));
-                Ok(r)
-            });
+            let result = match ask(base, sel, w, tok).await {
+                Ok(d) => {
+                    let r = analyse(&d, lang.get_untracked()).await;
+                    if let Some(old) = done.get_value() {
+                        old.session.close();
+                    }
+                    done.set_value(Some(d));
+                    r
+                }
+                Err(e) => Err(e),
+            };
             busy.set(false);
             match result {
                 Ok(r) => report.set(Some(r)),
@@ -231,11 +246,15 @@ pub fn PromSource() -> impl IntoView {
     // A report on screen follows the language: the same answer, read again.
     Effect::new(move |prev: Option<Lang>| {
         let l = lang.get();
-        if prev.is_some_and(|p| p != l) && report.get_untracked().is_some() {
-            let again = done.with_value(|d| d.as_ref().map(|d| analyse(d, l)));
-            if let Some(Ok(r)) = again {
-                report.set(Some(r));
-            }
+        if prev.is_some_and(|p| p != l)
+            && report.get_untracked().is_some()
+            && let Some(d) = done.get_value()
+        {
+            leptos::task::spawn_local(async move {
+                if let Ok(r) = analyse(&d, l).await {
+                    report.set(Some(r));
+                }
+            });
         }
         l
     });
@@ -284,7 +303,7 @@ pub fn PromSource() -> impl IntoView {
             fixed(view! {
                 <div data-testid="prom-report">
                     {p.map(|p| fixed(view! { <FleetView p/> }))}
-                    <super::triage::ReportView report=r inputs=Vec::new()/>
+                    <super::triage::ReportView report=r/>
                 </div>
             })
         })}

@@ -5,19 +5,16 @@
 //! language while a report is shown analyses the same inputs again.
 
 use crate::app::{click, effect, on_event, set_text, tx, use_lang};
-use crate::browser;
 use crate::fixed::{Erase, fixed};
 use crate::i18n::{Lang, Msg, t, tf};
-use crate::{Excerpt, NamedText, analyze_inputs, excerpts};
+use crate::worker::{self, WorkerDone, WorkerInput};
+use crate::{Excerpt, NamedText};
 use leptos::prelude::*;
 use triage_core::analyze::report::{Finding, Report};
 use wasm_bindgen::JsCast;
 
 /// Pastes above this size are kept out of the textarea (listed like files).
 const LARGE_PASTE_BYTES: usize = 256 * 1024;
-
-/// Inputs above this size go to the Web Worker so the page never freezes.
-const WORKER_THRESHOLD_BYTES: usize = 1 << 20;
 
 /// Built-in examples (the test corpus), so a first visit has something to analyse.
 const EXAMPLES: &[(&str, &str)] = &[
@@ -41,7 +38,7 @@ const EXAMPLES: &[(&str, &str)] = &[
 ];
 
 /// An input waiting on the page: a paste kept out of the textarea, or a chosen or dropped file,
-/// kept as its handle (the worker reads it; it is read as text here only without a worker).
+/// kept as its handle (the worker reads it).
 #[derive(Clone)]
 enum Input {
     Text(NamedText),
@@ -71,23 +68,6 @@ fn list_files(list: web_sys::FileList) -> Vec<Input> {
         .collect()
 }
 
-/// The inputs as text, files read here (`File.text()`: UTF-8, invalid bytes replaced, a BOM
-/// dropped). Only used when the worker could not start.
-async fn read_texts(inputs: Vec<Input>) -> Vec<NamedText> {
-    let mut out = Vec::new();
-    for input in inputs {
-        match input {
-            Input::Text(t) => out.push(t),
-            Input::File { name, file } => {
-                if let Ok(text) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                    out.push(NamedText { name, text: text.as_string().unwrap_or_default() });
-                }
-            }
-        }
-    }
-    out
-}
-
 /// A report on screen: the report, its source excerpts, and the inputs it was made from (to
 /// analyse again when the language changes).
 type Shown = (Report, Vec<Excerpt>, Vec<Input>);
@@ -105,48 +85,21 @@ pub fn TriagePage() -> impl IntoView {
     let cancelled = RwSignal::new(false);
     // The worker run in progress, for Cancel.
     let running = StoredValue::new(None::<u32>);
-    // Started now so its wasm is compiled before the first large input.
-    let worker = StoredValue::new_local(browser::AnalysisWorker::start().ok());
 
-    // Analyse `inputs` in `l`: here for small pastes, in the worker for files and large pastes.
+    // Analyse `inputs` in `l`, in the worker (the analyzer's own module, off the page thread).
     let analyze = move |inputs: Vec<Input>, l: Lang| {
         error.set(None);
         cancelled.set(false);
-        let size: f64 = inputs.iter().map(Input::size).sum();
-        let texts_only = inputs.iter().all(|i| matches!(i, Input::Text(_)));
-        let on_page = move |texts: Vec<NamedText>, inputs: Vec<Input>| {
-            let report = analyze_inputs(&texts, l, &|_| {});
-            let shown = excerpts(&report, &texts);
-            result.set(Some((report, shown, inputs)));
-        };
-        let Some(w) = worker.get_value() else {
-            // No worker: files are read as text here; small inputs are analysed here.
-            leptos::task::spawn_local(async move {
-                let texts = read_texts(inputs.clone()).await;
-                if texts.iter().map(|t| t.text.len()).sum::<usize>() < WORKER_THRESHOLD_BYTES {
-                    on_page(texts, inputs);
-                } else {
-                    error.set(Some(t(l, Msg::WorkerUnavailable).to_owned()));
-                }
-            });
-            return;
-        };
-        if texts_only && size < WORKER_THRESHOLD_BYTES as f64 {
-            let texts =
-                inputs.iter().filter_map(|i| if let Input::Text(t) = i { Some(t.clone()) } else { None });
-            on_page(texts.collect(), inputs);
-            return;
-        }
         progress.set(Some(0.0));
-        let sent: Vec<browser::WorkerInput<'_>> = inputs
+        let sent: Vec<WorkerInput<'_>> = inputs
             .iter()
             .map(|i| match i {
-                Input::Text(t) => browser::WorkerInput::Text { name: &t.name, text: &t.text },
-                Input::File { name, file } => browser::WorkerInput::File { name, file },
+                Input::Text(t) => WorkerInput::Text { name: &t.name, text: &t.text },
+                Input::File { name, file } => WorkerInput::File { name, file },
             })
             .collect();
         let kept = std::rc::Rc::new(std::cell::RefCell::new(Some(inputs.clone())));
-        let started = w.run(
+        let started = worker::run(
             &sent,
             l,
             move |p| progress.set(Some(p)),
@@ -154,7 +107,7 @@ pub fn TriagePage() -> impl IntoView {
                 progress.set(None);
                 running.set_value(None);
                 match done {
-                    browser::WorkerDone::Report { report, excerpts } => {
+                    WorkerDone::Report { report, excerpts } => {
                         let parsed = serde_json::from_str::<Report>(&report)
                             .and_then(|r| Ok((r, serde_json::from_str::<Vec<Excerpt>>(&excerpts)?)));
                         match parsed {
@@ -165,8 +118,8 @@ pub fn TriagePage() -> impl IntoView {
                             Err(e) => error.set(Some(e.to_string())),
                         }
                     }
-                    browser::WorkerDone::Failed(e) => error.set(Some(e)),
-                    browser::WorkerDone::Cancelled => cancelled.set(true),
+                    WorkerDone::Failed(e) => error.set(Some(tf(l, Msg::WorkerFailed, &[("error", &e)]))),
+                    WorkerDone::Cancelled => cancelled.set(true),
                 }
             },
         );
@@ -187,8 +140,8 @@ pub fn TriagePage() -> impl IntoView {
         analyze(inputs, lang.get_untracked());
     };
     let cancel = move || {
-        if let (Some(id), Some(w)) = (running.get_value(), worker.get_value()) {
-            w.cancel(id);
+        if let Some(id) = running.get_value() {
+            worker::cancel(id);
         }
     };
     // A report on screen follows the language: the same inputs, analysed again in the new one.
@@ -204,12 +157,14 @@ pub fn TriagePage() -> impl IntoView {
 
     let on_files = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
+        worker::warm();
         if let Some(list) = input.files() {
             files.update(|f| f.extend(list_files(list)));
         }
     };
     let on_drop = move |ev: leptos::ev::DragEvent| {
         ev.prevent_default();
+        worker::warm();
         if let Some(list) = ev.data_transfer().and_then(|d| d.files()) {
             files.update(|f| f.extend(list_files(list)));
         }
@@ -227,6 +182,8 @@ pub fn TriagePage() -> impl IntoView {
                 autocomplete="off"
                 placeholder=tx(lang, Msg::PastePlaceholder)
                 on:input=set_text(text)
+                // The analyzer's module is fetched and compiled while the user is still typing.
+                on:focus=|_| worker::warm()
                 on:paste=move |ev: leptos::ev::ClipboardEvent| {
                     // A big paste becomes an input of its own, listed like a file: laying out
                     // megabytes in a textarea freezes the page for seconds and shows nothing useful.
@@ -342,19 +299,13 @@ fn FindingView(finding: Finding) -> impl IntoView {
 }
 
 /// A whole report: verdict, findings, inputs, figures, evidence in the source. Also used by the
-/// drill page. The source view shows `excerpts` when given (read by the worker), else reads
-/// them from `inputs` ([`crate::excerpts`]).
+/// drill page. The source view shows `excerpts` (read by the worker).
 #[component]
-pub fn ReportView(
-    report: Report,
-    #[prop(optional)] inputs: Vec<NamedText>,
-    #[prop(optional)] excerpts: Option<Vec<Excerpt>>,
-) -> impl IntoView {
+pub fn ReportView(report: Report, #[prop(optional)] excerpts: Vec<Excerpt>) -> impl IntoView {
     let lang = use_lang();
     let verdict = report.verdict.as_str();
     let empty = report.findings.is_empty();
     // Source excerpts: every evidence line with two lines of context, per input.
-    let excerpts: Vec<Excerpt> = excerpts.unwrap_or_else(|| crate::excerpts(&report, &inputs));
     let slowest = report.figures.get("request_log.slowest").and_then(|f| f.value.as_array().cloned());
     fixed(view! {
         <section class="report">

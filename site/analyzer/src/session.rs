@@ -1,0 +1,133 @@
+//! The streaming analysis `worker.js` drives with a file's or a paste's bytes.
+
+use crate::excerpt::{Excerpt, ExcerptReader, marks_for};
+use triage_core::lang::Lang;
+use wasm_bindgen::prelude::*;
+
+/// A streaming analysis for the worker (`static/worker.js`): inputs arrive as bytes in any
+/// chunking (a `File`'s stream, a paste encoded once), straight into wasm memory; no text is
+/// ever a JS string. `finish` gives the report; then `excerpt_*` read the inputs that have
+/// evidence a second time for the source view.
+#[wasm_bindgen]
+pub struct AnalysisSession {
+    analyzer: Option<triage_core::analyze::Analyzer>,
+    report: Option<triage_core::analyze::report::Report>,
+    /// The current input starts with these bytes still unseen (the UTF-8 BOM, for files).
+    bom_left: usize,
+    excerpt: Option<ExcerptReader>,
+    excerpts: Vec<Excerpt>,
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+impl AnalysisSession {
+    /// Drop a leading UTF-8 BOM as the browser's `File.text()` does (so a file reads as it did
+    /// when the page read it as text); `bytes` is what remains.
+    fn skip_bom<'a>(&mut self, bytes: &'a [u8]) -> &'a [u8] {
+        if self.bom_left == 0 {
+            return bytes;
+        }
+        let seen = BOM.len() - self.bom_left;
+        let n = bytes.len().min(self.bom_left);
+        if bytes[..n] == BOM[seen..seen + n] {
+            self.bom_left -= n;
+            if self.bom_left == 0 { &bytes[n..] } else { &[] }
+        } else {
+            // Not a BOM after all: what was held back is part of the input.
+            self.bom_left = 0;
+            if seen > 0 {
+                let held = &BOM[..seen];
+                if let Some(a) = self.analyzer.as_mut() {
+                    a.feed(held);
+                }
+                if let Some(x) = self.excerpt.as_mut() {
+                    x.feed(held);
+                }
+            }
+            bytes
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl AnalysisSession {
+    /// A session whose report is written in `lang` (`en` or `zh`; anything else is English).
+    #[wasm_bindgen(constructor)]
+    pub fn new(lang: &str) -> AnalysisSession {
+        let lang = Lang::parse(lang).unwrap_or_default();
+        AnalysisSession {
+            analyzer: Some(triage_core::analyze::Analyzer::new().with_lang(lang)),
+            report: None,
+            bom_left: 0,
+            excerpt: None,
+            excerpts: Vec::new(),
+        }
+    }
+
+    /// Start input `name`; `file`: its bytes come from a file (a leading BOM is dropped).
+    pub fn begin(&mut self, name: &str, file: bool) {
+        self.bom_left = if file { BOM.len() } else { 0 };
+        if let Some(a) = self.analyzer.as_mut() {
+            a.begin(name);
+        }
+    }
+
+    /// The next bytes of the current input (lines and UTF-8 may be split anywhere).
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let bytes = self.skip_bom(bytes);
+        if let Some(a) = self.analyzer.as_mut() {
+            a.feed(bytes);
+        }
+    }
+
+    /// The current input ended.
+    pub fn end(&mut self) {
+        self.bom_left = 0;
+        if let Some(a) = self.analyzer.as_mut() {
+            a.end();
+        }
+    }
+
+    /// The `triage.report/v1` report as JSON; ends the analysis.
+    pub fn finish(&mut self) -> Result<String, JsValue> {
+        let report =
+            self.analyzer.take().ok_or_else(|| JsValue::from_str("analysis already finished"))?.finish();
+        let json = serde_json::to_string(&report).map_err(|e| JsValue::from_str(&e.to_string()))?;
+        self.report = Some(report);
+        Ok(json)
+    }
+
+    /// After `finish`: whether input `name` has evidence lines to show (read it again if so).
+    pub fn wants_excerpt(&self, name: &str) -> bool {
+        self.report.as_ref().is_some_and(|r| !marks_for(r, name).is_empty())
+    }
+
+    /// After `finish`: start reading input `name` again for its excerpt.
+    pub fn excerpt_begin(&mut self, name: &str, file: bool) {
+        let wanted = self.report.as_ref().map(|r| marks_for(r, name)).unwrap_or_default();
+        self.bom_left = if file { BOM.len() } else { 0 };
+        self.excerpt = Some(ExcerptReader::new(name, wanted));
+    }
+
+    /// The next bytes of the input read for its excerpt; `false` once nothing more is needed.
+    pub fn excerpt_feed(&mut self, bytes: &[u8]) -> bool {
+        let bytes = self.skip_bom(bytes);
+        self.excerpt.as_mut().is_some_and(|x| {
+            x.feed(bytes);
+            !x.done()
+        })
+    }
+
+    /// The input read for its excerpt ended.
+    pub fn excerpt_end(&mut self) {
+        self.bom_left = 0;
+        if let Some(x) = self.excerpt.take().and_then(ExcerptReader::finish) {
+            self.excerpts.push(x);
+        }
+    }
+
+    /// Every excerpt read, as JSON (`[[name, [[line, text, evidence], …]], …]`).
+    pub fn excerpts(&self) -> Result<String, JsValue> {
+        serde_json::to_string(&self.excerpts).map_err(|e| JsValue::from_str(&e.to_string()))
+    }
+}
