@@ -422,7 +422,7 @@ fn citation<'a>(
     r: &'a Report,
     e: &triage_core::analyze::report::EvidenceLine,
 ) -> Option<&'a triage_core::prometheus::Citation> {
-    r.prometheus.as_ref()?.citations.iter().find(|c| c.input == e.input && c.line == e.line)
+    r.prometheus.as_ref()?.citations.iter().find(|c| *c.input == *e.input && c.line == e.line)
 }
 
 /// A URL inside Markdown link parentheses: the characters that would end it, encoded.

@@ -39,7 +39,7 @@
 //! let top = &report.findings[0];
 //! println!("{}: {} ({})", top.rule, top.summary, top.confidence);
 //! assert_eq!(top.rule, "input-too-long");
-//! assert_eq!((top.evidence[0].input.as_str(), top.evidence[0].line), ("oom.txt", 1));
+//! assert_eq!((&*top.evidence[0].input, top.evidence[0].line), ("oom.txt", 1));
 //! ```
 
 #![deny(missing_docs)]

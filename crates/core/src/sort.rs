@@ -33,6 +33,51 @@ pub fn sort<T: Ord>(v: &mut [T]) {
     sort_by(v, T::cmp);
 }
 
+/// Sort floats in the order of [`f64::total_cmp`] (`-NaN < -∞ < … < -0 < +0 < … < +∞ < NaN`),
+/// in linear time: an LSD radix sort, one byte at a time, over each value's bits mapped so
+/// that unsigned order is `total_cmp`'s (flip every bit of a negative, the sign of a positive).
+/// Bytes every key shares are skipped, so small integers or values of one magnitude take a few
+/// passes. Equal keys are equal bit patterns, so the result is exactly `sort_by(total_cmp)`'s.
+/// The analyzer sorts every value of a metric for exact quantiles (up to 50,000 stats lines'
+/// worth), where [`sort_by`]'s comparison sort through `dyn` was a third of its `finish`.
+pub fn sort_f64(v: &mut [f64]) {
+    if v.len() < 2 {
+        return;
+    }
+    let key = |x: f64| {
+        let b = x.to_bits();
+        if b >> 63 == 1 { !b } else { b | 1 << 63 }
+    };
+    let mut keys: Vec<u64> = v.iter().map(|&x| key(x)).collect();
+    let mut spare = vec![0u64; keys.len()];
+    for shift in (0..64).step_by(8) {
+        let mut count = [0usize; 256];
+        for k in &keys {
+            count[(k >> shift) as usize & 0xFF] += 1;
+        }
+        // Every key has the same byte here: this pass would not move anything.
+        if count.contains(&keys.len()) {
+            continue;
+        }
+        let mut at = 0;
+        for c in &mut count {
+            let n = *c;
+            *c = at;
+            at += n;
+        }
+        for &k in &keys {
+            let d = (k >> shift) as usize & 0xFF;
+            spare[count[d]] = k;
+            count[d] += 1;
+        }
+        std::mem::swap(&mut keys, &mut spare);
+    }
+    for (x, k) in v.iter_mut().zip(keys) {
+        let b = if k >> 63 == 1 { k & !(1 << 63) } else { !k };
+        *x = f64::from_bits(b);
+    }
+}
+
 /// The indices `0..n` in the order `cmp` gives them, stably: a bottom-up merge sort.
 fn order(n: usize, cmp: &mut dyn FnMut(usize, usize) -> Ordering) -> Vec<usize> {
     let mut a: Vec<usize> = (0..n).collect();
@@ -114,6 +159,17 @@ mod tests {
             sort_by(&mut ours, |a, b| a.0.cmp(&b.0));
             std_.sort_by_key(|a| a.0);
             prop_assert_eq!(ours, std_);
+        }
+
+        #[test]
+        fn the_float_radix_sort_is_total_cmp_order(
+            v in proptest::collection::vec(prop_oneof![any::<f64>(), (-3i32..3).prop_map(f64::from), Just(-0.0), Just(f64::NAN), Just(-f64::NAN), Just(f64::INFINITY)], 0..300)
+        ) {
+            let mut ours = v.clone();
+            let mut std_ = v;
+            sort_f64(&mut ours);
+            std_.sort_by(f64::total_cmp);
+            prop_assert_eq!(ours.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), std_.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
         }
 
         #[test]

@@ -23,7 +23,7 @@ pub(crate) fn marks_for(report: &triage_core::analyze::report::Report, name: &st
         .findings
         .iter()
         .flat_map(|f| f.evidence.iter())
-        .filter(|e| e.input == name)
+        .filter(|e| &*e.input == name)
         .map(|e| e.line)
         .collect();
     triage_core::sort::sort(&mut wanted);
@@ -62,6 +62,16 @@ impl ExcerptReader {
     fn shown(&self, n: usize) -> bool {
         let from = self.wanted.partition_point(|w| *w + EXCERPT_CONTEXT < n);
         self.wanted.get(from).is_some_and(|w| w.abs_diff(n) <= EXCERPT_CONTEXT)
+    }
+
+    /// Jump to the start of line `line_no` (at or after the current line): what was read of the
+    /// current line is dropped. The excerpt pass reads only the regions around the evidence.
+    pub fn seek(&mut self, line_no: usize) {
+        if line_no > self.line_no {
+            self.partial.clear();
+            self.len = 0;
+            self.line_no = line_no;
+        }
     }
 
     /// Whether no line after the current one can be shown.

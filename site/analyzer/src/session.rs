@@ -16,7 +16,19 @@ pub struct AnalysisSession {
     bom_left: usize,
     excerpt: Option<ExcerptReader>,
     excerpts: Vec<Excerpt>,
+    /// Bytes of the current input seen so far, BOM included (offsets into the file).
+    offset: u64,
+    /// Per input: where some lines start, `(byte offset, line number)`, at least
+    /// [`MARK_EVERY`] bytes apart, so that the excerpt pass reads only around the evidence.
+    marks: Vec<(String, Vec<(u64, usize)>)>,
 }
+
+/// Bytes between two line marks: the excerpt pass reads at most about twice this around each
+/// evidence line, and a 1 GiB input keeps 1,024 marks.
+pub const MARK_EVERY: u64 = 1 << 20;
+
+/// Lines of context the source view shows around each evidence line (as `ExcerptReader`).
+const CONTEXT: usize = 2;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -61,12 +73,16 @@ impl AnalysisSession {
             bom_left: 0,
             excerpt: None,
             excerpts: Vec::new(),
+            offset: 0,
+            marks: Vec::new(),
         }
     }
 
     /// Start input `name`; `file`: its bytes come from a file (a leading BOM is dropped).
     pub fn begin(&mut self, name: &str, file: bool) {
         self.bom_left = if file { BOM.len() } else { 0 };
+        self.offset = 0;
+        self.marks.push((name.to_owned(), vec![(0, 1)]));
         if let Some(a) = self.analyzer.as_mut() {
             a.begin(name);
         }
@@ -74,9 +90,18 @@ impl AnalysisSession {
 
     /// The next bytes of the current input (lines and UTF-8 may be split anywhere).
     pub fn feed(&mut self, bytes: &[u8]) {
-        let bytes = self.skip_bom(bytes);
-        if let Some(a) = self.analyzer.as_mut() {
-            a.feed(bytes);
+        let at = self.offset;
+        self.offset += bytes.len() as u64;
+        let fed = self.skip_bom(bytes);
+        let Some(a) = self.analyzer.as_mut() else { return };
+        a.feed(fed);
+        // Mark where the line after this chunk's last `\n` starts, now and then.
+        let Some((_, marks)) = self.marks.last_mut() else { return };
+        let last = marks.last().map_or(0, |m| m.0);
+        if self.offset - last >= MARK_EVERY
+            && let Some(i) = memchr::memrchr(b'\n', bytes)
+        {
+            marks.push((at + i as u64 + 1, a.lines_read() + 1));
         }
     }
 
@@ -100,6 +125,30 @@ impl AnalysisSession {
     /// After `finish`: whether input `name` has evidence lines to show (read it again if so).
     pub fn wants_excerpt(&self, name: &str) -> bool {
         self.report.as_ref().is_some_and(|r| !marks_for(r, name).is_empty())
+    }
+
+    /// After `finish`: the regions of input `name` to read again for its excerpt, as
+    /// `[start, end, first line, …]` (byte offsets; `end` −1 for the end of the input), in
+    /// order and not overlapping; before each, call [`AnalysisSession::excerpt_seek`] with
+    /// its first line. Empty when no line of it is evidence.
+    pub fn excerpt_plan(&self, name: &str) -> Vec<f64> {
+        let wanted = self.report.as_ref().map(|r| marks_for(r, name)).unwrap_or_default();
+        let marks = self.marks.iter().find(|(n, _)| n == name).map_or(&[(0, 1)][..], |(_, m)| m);
+        plan(marks, &wanted)
+            .into_iter()
+            .flat_map(|(s, e, l)| [s as f64, e.map_or(-1.0, |e| e as f64), l as f64])
+            .collect()
+    }
+
+    /// The excerpt's reading jumps to line `line` (the first line of a region of the plan).
+    pub fn excerpt_seek(&mut self, line: usize) {
+        if line > 1 {
+            // Mid-input: no BOM to look for.
+            self.bom_left = 0;
+        }
+        if let Some(x) = self.excerpt.as_mut() {
+            x.seek(line);
+        }
     }
 
     /// After `finish`: start reading input `name` again for its excerpt.
@@ -130,4 +179,27 @@ impl AnalysisSession {
     pub fn excerpts(&self) -> Result<String, JsValue> {
         serde_json::to_string(&self.excerpts).map_err(|e| JsValue::from_str(&e.to_string()))
     }
+}
+
+/// The regions to read for lines `wanted` (sorted) given line `marks` (ascending, the first at
+/// `(0, 1)`): for each wanted line, from the last mark at or before its context to the first
+/// mark after it; regions that touch are merged. `(start, end or None for the end, first line)`.
+pub fn plan(marks: &[(u64, usize)], wanted: &[usize]) -> Vec<(u64, Option<u64>, usize)> {
+    let mut out: Vec<(u64, Option<u64>, usize)> = Vec::new();
+    for &w in wanted {
+        let from = marks.partition_point(|m| m.1 + CONTEXT <= w).saturating_sub(1);
+        let (start, line) = marks.get(from).copied().unwrap_or((0, 1));
+        let end = marks.iter().find(|m| m.1 > w + CONTEXT + 1).map(|m| m.0);
+        match out.last_mut() {
+            // Touches or overlaps the last region: grow it.
+            Some(last) if last.1.is_none_or(|e| start <= e) => {
+                last.1 = match (last.1, end) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                };
+            }
+            _ => out.push((start, end, line)),
+        }
+    }
+    out
 }

@@ -92,3 +92,74 @@ fn the_excerpt_reader_splits_lines_like_str_lines() {
     );
     assert!(ExcerptReader::new("y", vec![]).finish().is_none());
 }
+
+/// The excerpt pass as `worker.js` makes it: only the regions of the plan, each after a seek.
+fn planned_excerpts(
+    s: &mut triage_site_analyzer::AnalysisSession,
+    name: &str,
+    bytes: &[u8],
+    step: usize,
+) -> u64 {
+    let plan = s.excerpt_plan(name);
+    s.excerpt_begin(name, true);
+    let mut read = 0u64;
+    'regions: for r in plan.chunks(3) {
+        s.excerpt_seek(r[2] as usize);
+        let end = if r[1] < 0.0 { bytes.len() } else { r[1] as usize };
+        for c in bytes[r[0] as usize..end].chunks(step) {
+            read += c.len() as u64;
+            if !s.excerpt_feed(c) {
+                break 'regions;
+            }
+        }
+    }
+    s.excerpt_end();
+    read
+}
+
+/// A large input with evidence near its start and its end: the excerpt pass reads the regions
+/// around them only, and shows exactly what reading all of it shows, in any chunking.
+#[test]
+fn the_excerpt_pass_reads_only_around_the_evidence_and_shows_the_same() {
+    use triage_site_analyzer::{AnalysisSession, NamedText, analyze_inputs, excerpts};
+    let mut big = b"\xEF\xBB\xBF".to_vec();
+    big.extend_from_slice(include_bytes!("../../../tests/data/oom/h200_200gib.txt"));
+    let filler = b"INFO 01-01 00:00:01 [engine.py:1] nothing to see here, just a busy engine log line\n";
+    while big.len() < 12 << 20 {
+        big.extend_from_slice(filler);
+    }
+    big.extend_from_slice(include_bytes!("../../../tests/data/incidents/ttft_queueing.log"));
+    let text = NamedText {
+        name: "big.log".into(),
+        text: String::from_utf8_lossy(big.strip_prefix(b"\xEF\xBB\xBF").unwrap()).into_owned(),
+    };
+    let want = analyze_inputs(std::slice::from_ref(&text), Lang::En);
+    let want_excerpts = serde_json::to_string(&excerpts(&want, &[text])).unwrap();
+    assert!(want_excerpts.len() > 100, "{want_excerpts}");
+    for step in [1 << 16, 1 << 20, 3 << 20] {
+        let mut s = AnalysisSession::new("en");
+        s.begin("big.log", true);
+        big.chunks(step).for_each(|c| s.feed(c));
+        s.end();
+        s.finish().unwrap();
+        let read = planned_excerpts(&mut s, "big.log", &big, step);
+        assert_eq!(s.excerpts().unwrap(), want_excerpts, "chunks of {step}");
+        assert!(read < big.len() as u64 / 2, "read {read} of {} B again", big.len());
+    }
+}
+
+#[test]
+fn regions_cover_each_wanted_line_and_merge_when_they_touch() {
+    use triage_site_analyzer::session::plan;
+    let marks = [(0, 1), (1000, 50), (2000, 100), (3000, 150)];
+    assert_eq!(plan(&marks, &[]), vec![]);
+    assert_eq!(plan(&marks, &[2]), vec![(0, Some(1000), 1)]);
+    // Line 120: from the mark at line 100 to the one at 150.
+    assert_eq!(plan(&marks, &[120]), vec![(2000, Some(3000), 100)]);
+    // Near a mark, the context reaches back: line 51 needs line 49.
+    assert_eq!(plan(&marks, &[51]), vec![(0, Some(2000), 1)]);
+    // Past the last mark: to the end.
+    assert_eq!(plan(&marks, &[10, 160]), vec![(0, Some(1000), 1), (3000, None, 150)]);
+    // Touching regions merge.
+    assert_eq!(plan(&marks, &[60, 120]), vec![(1000, Some(3000), 50)]);
+}

@@ -50,7 +50,7 @@ struct Open {
 }
 
 struct InputState {
-    name: String,
+    name: std::sync::Arc<str>,
     line_no: usize,
     partial: Vec<u8>,
     open: Option<Open>,
@@ -109,11 +109,19 @@ impl Analyzer {
         self.lang
     }
 
+    /// Lines of the current input read so far, each ended by `\n` (0 before any): the next
+    /// line completed is line `lines_read() + 1`, as evidence numbers it. A host that knows
+    /// where in its bytes that line starts can later read the input again from there (the
+    /// site's source view reads only the regions around the evidence).
+    pub fn lines_read(&self) -> usize {
+        self.input.as_ref().map_or(0, |s| s.line_no)
+    }
+
     /// Start a new input (a file, a paste). Ends the previous one if still open.
     pub fn begin(&mut self, name: &str) {
         self.end();
         self.input = Some(InputState {
-            name: name.to_owned(),
+            name: name.into(),
             line_no: 0,
             partial: Vec::new(),
             open: None,
@@ -401,7 +409,7 @@ struct ReadLine<'a> {
     vllm_needles: u64,
 }
 
-fn feed_open(facts: &mut Facts, name: &str, open: &mut Open, read: ReadLine<'_>, lang: Lang) {
+fn feed_open(facts: &mut Facts, name: &std::sync::Arc<str>, open: &mut Open, read: ReadLine<'_>, lang: Lang) {
     let ReadLine { no, text: line, cut, vllm_needles } = read;
     open.end = no;
     if open.kind == InputKind::Unknown {
@@ -424,7 +432,7 @@ fn close(
     facts: &mut Facts,
     sections: &mut Vec<InputSection>,
     dropped: &mut usize,
-    name: &str,
+    name: &std::sync::Arc<str>,
     mut open: Open,
     lang: Lang,
 ) {
@@ -435,7 +443,7 @@ fn close(
         return;
     }
     sections.push(InputSection {
-        name: name.to_owned(),
+        name: name.to_string(),
         kind: open.kind,
         lines: [open.start, open.end],
         issues: open.issues,

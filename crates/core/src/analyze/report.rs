@@ -117,8 +117,9 @@ impl From<Class> for Verdict {
 /// One quoted line that supports a finding.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvidenceLine {
-    /// The input's name (file name, or `paste`).
-    pub input: String,
+    /// The input's name (file name, or `paste`): shared, not copied, by every evidence line of
+    /// the input (a long log holds tens of thousands of stats lines, each keeping its line).
+    pub input: std::sync::Arc<str>,
     /// 1-based line number in that input.
     pub line: usize,
     /// The line's text, redacted and cut.
@@ -128,7 +129,12 @@ pub struct EvidenceLine {
 impl EvidenceLine {
     /// Line `line` of `input`, quoted: redacted, then cut ([`super::text::quote_redacted`]).
     pub fn quoted(input: &str, line: usize, text: &str) -> EvidenceLine {
-        EvidenceLine { input: input.to_owned(), line, text: super::text::quote_redacted(text) }
+        EvidenceLine::quoted_shared(&input.into(), line, text)
+    }
+
+    /// As [`EvidenceLine::quoted`], sharing the input's name.
+    pub fn quoted_shared(input: &std::sync::Arc<str>, line: usize, text: &str) -> EvidenceLine {
+        EvidenceLine { input: input.clone(), line, text: super::text::quote_redacted(text) }
     }
 }
 

@@ -779,11 +779,7 @@ impl Watch {
             let hits = out.hits.entry(i).or_default();
             hits.count += 1;
             if hits.lines.len() < MAX_HITS {
-                hits.lines.push(EvidenceLine {
-                    input: input.to_owned(),
-                    line: no,
-                    text: quote_redacted(line),
-                });
+                hits.lines.push(EvidenceLine { input: input.into(), line: no, text: quote_redacted(line) });
             }
         }
         let seen =
@@ -853,7 +849,7 @@ impl Block {
             input: input.to_owned(),
             first: no,
             last: no,
-            quote: EvidenceLine { input: input.to_owned(), line: no, text: String::new() },
+            quote: EvidenceLine { input: input.into(), line: no, text: String::new() },
             quote_rank: 0,
             unknown_lines: 0,
             kinds: Vec::new(),

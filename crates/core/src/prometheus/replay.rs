@@ -270,7 +270,7 @@ fn smi_csv(m: &Matrix, gpus: &[Gpu<'_>]) -> Built {
         .iter()
         .flat_map(|g| g.fields.values().flat_map(|&i| m.series[i].points.iter().map(|p| p.0)))
         .collect();
-    crate::sort::sort_by(&mut times, f64::total_cmp);
+    crate::sort::sort_f64(&mut times);
     times.dedup();
     if times.is_empty() || cols.is_empty() {
         return b;
@@ -590,11 +590,11 @@ pub fn analyze(
     for t in &tagged {
         for e in &t.finding.evidence {
             if citations.len() >= MAX_CITATIONS
-                || citations.iter().any(|c| c.input == e.input && c.line == e.line)
+                || citations.iter().any(|c| *c.input == *e.input && c.line == e.line)
             {
                 continue;
             }
-            let Some((_, b)) = built.iter().find(|(n, _)| *n == e.input) else { continue };
+            let Some((_, b)) = built.iter().find(|(n, _)| **n == *e.input) else { continue };
             let Some(&(i, ts, v)) = b.lines.get(&e.line) else { continue };
             let labels: BTreeMap<String, String> = m.series[i]
                 .labels
@@ -603,7 +603,7 @@ pub fn analyze(
                 .collect();
             let expr = query::series_selector(&labels);
             citations.push(Citation {
-                input: e.input.clone(),
+                input: e.input.to_string(),
                 line: e.line,
                 graph_url: query::graph_url(&asked.url, &expr, &w),
                 expr,

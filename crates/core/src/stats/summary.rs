@@ -54,7 +54,7 @@ impl Summary {
     pub fn from_values(values: &[f64]) -> Option<Summary> {
         let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         let skipped = (values.len() - sorted.len()) as u64;
-        crate::sort::sort_by(&mut sorted, f64::total_cmp);
+        crate::sort::sort_f64(&mut sorted);
         let (&min, &max) = (sorted.first()?, sorted.last()?);
         let (mean, std) = mean_and_std(&sorted, min, max);
         Some(Summary {
@@ -108,7 +108,7 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
-    crate::sort::sort_by(values, f64::total_cmp);
+    crate::sort::sort_f64(values);
     Some(quantile_sorted(values, 0.5))
 }
 

@@ -26,8 +26,8 @@ const MAX_ISSUES: usize = 20;
 
 /// What a parser sees of the world while it reads a section.
 pub struct Cx<'a> {
-    /// The name of the input being read.
-    pub input: &'a str,
+    /// The name of the input being read (shared by its evidence lines).
+    pub input: &'a std::sync::Arc<str>,
     /// Where the parser writes what it learns.
     pub facts: &'a mut Facts,
     /// The section's issues (use [`Cx::issue`], which bounds them).
@@ -41,7 +41,7 @@ pub struct Cx<'a> {
 impl Cx<'_> {
     /// Evidence pointing at `line` of the current input: secrets redacted, then cut.
     pub fn evidence(&self, line: usize, text: &str) -> EvidenceLine {
-        EvidenceLine::quoted(self.input, line, text)
+        EvidenceLine::quoted_shared(self.input, line, text)
     }
 
     /// Report a problem at `line`. After [`MAX_ISSUES`], issues are only counted.

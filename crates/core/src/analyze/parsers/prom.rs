@@ -103,7 +103,7 @@ impl Scrape {
             format!("{{{}}}", inner.join(","))
         };
         EvidenceLine {
-            input: self.input.clone(),
+            input: self.input.as_str().into(),
             line: s.line,
             text: format!("{}{labels} {}", s.name, s.value),
         }
@@ -268,7 +268,7 @@ impl PromParser {
                 );
             }
         }
-        cx.facts.metrics.scrapes.push(Scrape { input: cx.input.to_owned(), ..Scrape::default() });
+        cx.facts.metrics.scrapes.push(Scrape { input: cx.input.to_string(), ..Scrape::default() });
     }
 }
 

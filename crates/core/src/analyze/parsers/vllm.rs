@@ -185,28 +185,39 @@ pub(crate) fn stamp(line: &str) -> Option<f64> {
     None
 }
 
-/// The value after `key=` or `'key': ` in an argument dump.
+/// The value after `key=` or `'key': ` (or `"key": `) in an argument dump: the first
+/// `'key': ` if any, else the first `key=`, else the first `"key": `, each only where `key` is a
+/// whole name (not `max_model_len` inside `draft_max_model_len`). One pass over the line, no
+/// allocation: a dump line is read for every argument the rules know.
 fn arg_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    for pat in [format!("'{key}': "), format!("{key}="), format!("\"{key}\": ")] {
-        let mut from = 0;
-        while let Some(i) = line[from..].find(&pat) {
-            let start = from + i;
-            // Not the tail of a longer name (`max_model_len` inside `draft_max_model_len`).
-            let ok = start == 0
-                || !line.as_bytes()[start - 1].is_ascii_alphanumeric() && line.as_bytes()[start - 1] != b'_';
-            let rest = &line[start + pat.len()..];
-            if ok {
-                let end = if let Some(q) = rest.strip_prefix('\'') {
-                    return q.find('\'').map(|e| &q[..e]);
-                } else {
-                    rest.find([',', ')', '}', ' ']).unwrap_or(rest.len())
-                };
-                return Some(&rest[..end]);
-            }
-            from = start + pat.len();
+    let b = line.as_bytes();
+    let whole = |start: usize| start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
+    // Where the value starts, per form: `'key': `, `key=`, `"key": `.
+    let mut found = [None::<usize>; 3];
+    for (k, _) in line.match_indices(key) {
+        let end = k + key.len();
+        let after = &line[end..];
+        let quoted = |q: u8, tail: &str| k > 0 && b[k - 1] == q && after.starts_with(tail) && whole(k - 1);
+        let (form, value) = if quoted(b'\'', "': ") {
+            (0, end + 3)
+        } else if after.starts_with('=') && whole(k) {
+            (1, end + 1)
+        } else if quoted(b'"', "\": ") {
+            (2, end + 3)
+        } else {
+            continue;
+        };
+        found[form].get_or_insert(value);
+        if form == 0 {
+            break;
         }
     }
-    None
+    let rest = &line[found.into_iter().flatten().next()?..];
+    if let Some(q) = rest.strip_prefix('\'') {
+        return q.find('\'').map(|e| &q[..e]);
+    }
+    let end = rest.find([',', ')', '}', ' ']).unwrap_or(rest.len());
+    Some(&rest[..end])
 }
 
 /// The strings [`VllmParser::line`] dispatches on. The alarm watch's one scan of every line
@@ -667,6 +678,11 @@ mod tests {
         assert_eq!(arg_value("x, max_model_len=4096, y", "max_model_len"), Some("4096"));
         assert_eq!(arg_value("draft_max_model_len=1, max_model_len=8", "max_model_len"), Some("8"));
         assert_eq!(arg_value("{'model': 'a/b', 'x': 1}", "model"), Some("a/b"));
+        assert_eq!(arg_value(r#"{"model": "m", "max_num_seqs": 8}"#, "max_num_seqs"), Some("8"));
+        // The quoted dict form wins over `key=` wherever it is; a longer name is not the key.
+        assert_eq!(arg_value("max_num_seqs=4, {'max_num_seqs': 16}", "max_num_seqs"), Some("16"));
+        assert_eq!(arg_value("x_max_num_seqs=4, {'y_max_num_seqs': 16}", "max_num_seqs"), None);
+        assert_eq!(arg_value("model='a b', x", "model"), Some("a b"));
         assert_eq!(stamp("INFO 01-01 00:00:10 x"), Some(86_400.0 * 1.0 + 10.0));
     }
 }

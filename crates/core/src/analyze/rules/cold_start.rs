@@ -85,7 +85,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         && r.ttft_ms.count() >= 20
     {
         let mut first: Vec<f64> = r.earliest.iter().take(5).filter_map(|row| row.ttft_ms).collect();
-        crate::sort::sort_by(&mut first, f64::total_cmp);
+        crate::sort::sort_f64(&mut first);
         if let Some(&median_first) = first.get(first.len() / 2)
             && median_first >= 5.0 * p50
             && median_first >= 1000.0

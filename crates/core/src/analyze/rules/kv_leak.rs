@@ -93,14 +93,14 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // busy series — the first scrape after start-up — has released nothing.
     let mut last: std::collections::BTreeMap<(&str, u32), u64> = std::collections::BTreeMap::new();
     for g in &f.gpus.readings {
-        let e = last.entry((g.evidence.input.as_str(), g.index)).or_insert(g.snapshot);
+        let e = last.entry((&*g.evidence.input, g.index)).or_insert(g.snapshot);
         *e = (*e).max(g.snapshot);
     }
     let idle_full: Vec<_> = f
         .gpus
         .readings
         .iter()
-        .filter(|g| last.get(&(g.evidence.input.as_str(), g.index)) == Some(&g.snapshot))
+        .filter(|g| last.get(&(&*g.evidence.input, g.index)) == Some(&g.snapshot))
         .filter(|g| {
             g.util_pct == Some(0.0)
                 && matches!((g.mem_used_mib, g.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= 0.85)

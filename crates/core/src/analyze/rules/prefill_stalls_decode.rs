@@ -32,7 +32,7 @@ const DIP: f64 = 0.5;
 const SURGE: f64 = 3.0;
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
-    crate::sort::sort_by(&mut v, f64::total_cmp);
+    crate::sort::sort_f64(&mut v);
     v.get(v.len() / 2).copied()
 }
 

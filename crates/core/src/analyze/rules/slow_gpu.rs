@@ -90,7 +90,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // different machines).
     let mut by_input: BTreeMap<&str, BTreeMap<u32, Vec<&GpuReading>>> = BTreeMap::new();
     for r in f.gpus.readings.iter().filter(|r| r.sm_clock_mhz.is_some() && busy(r)) {
-        by_input.entry(r.evidence.input.as_str()).or_default().entry(r.index).or_default().push(r);
+        by_input.entry(&*r.evidence.input).or_default().entry(r.index).or_default().push(r);
     }
     let mut best: Option<Finding> = None;
     for gpus in by_input.values() {

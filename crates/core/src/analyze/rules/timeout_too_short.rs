@@ -268,7 +268,7 @@ fn fixed_abort_age(f: &Facts) -> Option<(f64, Vec<EvidenceLine>)> {
         return None;
     }
     let mut sorted: Vec<f64> = ages.iter().map(|(a, _)| *a).filter(|a| *a > 0.0).collect();
-    crate::sort::sort_by(&mut sorted, f64::total_cmp);
+    crate::sort::sort_f64(&mut sorted);
     let (lo, hi) = (*sorted.first()?, *sorted.last()?);
     let median = sorted[sorted.len() / 2];
     if sorted.len() < 3 || hi - lo > (0.1 * median).max(2.0) {

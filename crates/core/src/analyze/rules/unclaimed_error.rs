@@ -42,7 +42,7 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
         found
             .iter()
             .filter(|x| !consequences.contains(&x.rule.as_str()))
-            .any(|x| x.evidence.iter().any(|e| e.input == b.input && (b.first..=b.last).contains(&e.line)))
+            .any(|x| x.evidence.iter().any(|e| *e.input == *b.input && (b.first..=b.last).contains(&e.line)))
     };
     // A block whose every alarm line is a known message of a rule that fired is explained too,
     // even by a consequence: a lone `EngineDeadError` says all there is to say.

@@ -106,7 +106,7 @@ fn the_queued_replica_is_named_and_ranked_first() {
     assert_eq!(p.fleet.replicas[0].generation_tokens_per_s, Some(20.0));
     // The evidence line is cited: series, time, value, a link.
     let e = &top.evidence[0];
-    let c = p.citations.iter().find(|c| c.input == e.input && c.line == e.line).unwrap();
+    let c = p.citations.iter().find(|c| *c.input == *e.input && c.line == e.line).unwrap();
     assert_eq!(c.labels["__name__"], "vllm:num_requests_waiting");
     assert_eq!(c.value, 40.0);
     assert_eq!(c.at, query::iso(T0 + STEP * 8.0));
@@ -152,7 +152,7 @@ fn the_straggler_gpu_is_named_among_its_peers() {
     let c = p
         .citations
         .iter()
-        .find(|c| c.input == top.evidence[0].input && c.line == top.evidence[0].line)
+        .find(|c| *c.input == *top.evidence[0].input && c.line == top.evidence[0].line)
         .unwrap();
     assert_eq!((c.labels["__name__"].as_str(), c.value), ("DCGM_FI_DEV_SM_CLOCK", 840.0));
     assert_eq!(p.fleet.gpus[0].peers.as_deref(), Some("node"));
@@ -266,7 +266,7 @@ fn a_replica_that_traffic_stopped_reaching_is_named() {
         .evidence
         .iter()
         .map(|e| {
-            let c = p.citations.iter().find(|c| c.input == e.input && c.line == e.line).unwrap();
+            let c = p.citations.iter().find(|c| *c.input == *e.input && c.line == e.line).unwrap();
             (c.labels["__name__"].as_str(), c.value, c.at.clone())
         })
         .collect();

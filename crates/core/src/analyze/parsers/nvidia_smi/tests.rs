@@ -21,7 +21,7 @@ fn parser_after(text: &str) -> SmiParser {
     let mut facts = crate::analyze::facts::Facts::default();
     let mut issues = Vec::new();
     let mut cx = Cx {
-        input: "smi",
+        input: &std::sync::Arc::from("smi"),
         facts: &mut facts,
         issues: &mut issues,
         lang: crate::lang::Lang::En,
