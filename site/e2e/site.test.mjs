@@ -133,6 +133,25 @@ test('a pasted incident gets its verdict and ranked findings with evidence', asy
   await context.close();
 });
 
+test('an analyzer module that cannot load is an error on the page, and the next try starts a new worker', async () => {
+  const { page, context, requests } = await open();
+  // The worker's module answers 404 (a broken deploy, a proxy in the way).
+  await page.route('**/triage_site_analyzer_bg.wasm', (r) => r.fulfill({ status: 404, body: 'not here' }));
+  const log = fs.readFileSync(path.join(root, 'tests/data/incidents/ttft_queueing.log'), 'utf8');
+  await page.fill('[data-testid=paste-input]', log);
+  await page.click('[data-testid=analyze-button]');
+  const error = await page.waitForSelector('section.input p.error', { timeout: 15000 });
+  assert.match(await error.textContent(), /could not load/);
+  assert.equal(await page.$('[data-testid=analyze-progress]'), null, 'still shows progress');
+  // Fixed: the next click starts a new worker, which loads and answers.
+  await page.unroute('**/triage_site_analyzer_bg.wasm');
+  await page.click('[data-testid=analyze-button]');
+  assert.match(await page.textContent('[data-testid=verdict]'), /TTFT_HIGH/);
+  assert.equal(await page.$('section.input p.error'), null);
+  onlyOrigins(requests, [origin]);
+  await context.close();
+});
+
 test('SGLang batch lines become running/queue, token usage and throughput charts', async () => {
   const { page, context, requests } = await open();
   const log = fs.readFileSync(path.join(root, 'tests/data/sglang/server.log'), 'utf8');

@@ -12,8 +12,9 @@
 //! - `{prom, id, session, …}` → `{id, result}`: a step of a Prometheus exchange held in the
 //!   worker (`site/analyzer/src/prom.rs`).
 //!
-//! When the worker itself fails (its script, the wasm, out of memory) every pending answer
-//! ends with that error; the next request starts a new worker.
+//! When the worker itself fails (its script, the wasm, out of memory: `onerror`; its module
+//! would not load: `{fatal}`) every pending answer ends with that error; the next request
+//! starts a new worker.
 
 use crate::browser::js_message;
 use js_sys::{Reflect, Uint8Array};
@@ -86,6 +87,10 @@ fn start() -> Result<Rc<Hub>, String> {
     let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
         let Some(hub) = weak.upgrade() else { return };
         let data = ev.data();
+        if let Some(fatal) = get(&data, "fatal") {
+            die(&hub, fatal.as_string().unwrap_or_default());
+            return;
+        }
         let Some(id) = get(&data, "id").and_then(|v| v.as_f64()) else { return };
         let handler = hub.pending.borrow().get(&(id as u32)).cloned();
         if let Some(h) = handler {
@@ -97,19 +102,29 @@ fn start() -> Result<Rc<Hub>, String> {
     let weak = Rc::downgrade(&hub);
     let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
         let message = get(&ev, "message").and_then(|m| m.as_string()).unwrap_or_default();
-        let message = if message.is_empty() { "the analysis worker failed".to_owned() } else { message };
-        HUB.with(|h| h.borrow_mut().take());
         if let Some(hub) = weak.upgrade() {
-            hub.worker.terminate();
-            let pending = std::mem::take(&mut *hub.pending.borrow_mut());
-            for h in pending.into_values() {
-                h(Answer::Died(message.clone()));
-            }
+            die(&hub, message);
         }
     });
     hub.worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     on_error.forget();
     Ok(hub)
+}
+
+/// The worker is gone: forget it (the next request starts another) and fail what waited on it.
+fn die(hub: &Rc<Hub>, message: String) {
+    let message = if message.is_empty() { "the analysis worker failed".to_owned() } else { message };
+    HUB.with(|h| {
+        let mut slot = h.borrow_mut();
+        if slot.as_ref().is_some_and(|s| Rc::ptr_eq(s, hub)) {
+            *slot = None;
+        }
+    });
+    hub.worker.terminate();
+    let pending = std::mem::take(&mut *hub.pending.borrow_mut());
+    for h in pending.into_values() {
+        h(Answer::Died(message.clone()));
+    }
 }
 
 fn hub() -> Result<Rc<Hub>, String> {

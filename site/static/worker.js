@@ -10,6 +10,13 @@ const ready = init({ module_or_path: new URL('./triage_site_analyzer_bg.wasm', i
     const t = performance.now();
     warm_up();
     performance.measure('triage:warm-up', { start: t, end: performance.now() });
+  })
+  .catch((e) => {
+    // Without its module this worker can do nothing: say so once, and go. The page fails what
+    // it was waiting for and starts a new worker for the next request (site/src/worker.rs).
+    self.postMessage({ fatal: `the analyzer module could not load: ${e}` });
+    self.close();
+    throw e;
   });
 
 const PIECE = 1 << 20;
