@@ -385,6 +385,8 @@ test('switching to 中文 with an incident analysed shows Chinese findings: same
 
 test('the playbook lints a generated client config as you type', async () => {
   const { page, context } = await open('#/playbook');
+  // The rule docs come from the analysis worker (its module loads when the playbook opens).
+  await page.waitForSelector('[data-testid=playbook-branch]');
   assert.ok((await page.$$('[data-testid=playbook-branch]')).length >= 20);
   await page.fill('[data-testid=gen-timeout]', '10000');
   await page.waitForSelector('[data-testid=gen-finding][data-rule=timeout-too-short]');
