@@ -289,43 +289,155 @@ test('the KV page reproduces the CLI', async () => {
   await context.close();
 });
 
-test('a flashcard review survives a reload', async () => {
+const frontId = (page) => page.getAttribute('[data-testid=card-front]', 'data-card');
+const waitText = (page, id, text) =>
+  page.waitForFunction(([id, t]) => document.querySelector(`[data-testid=${id}]`)?.textContent === t, [id, String(text)]);
+
+/** Click `testid` and return the text of the file it downloads. */
+async function downloaded(page, testid) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid=${testid}]`)]);
+  return { name: dl.suggestedFilename(), text: fs.readFileSync(await dl.path(), 'utf8') };
+}
+
+test('flashcards: ten cards by keyboard with a typed number and one undo; reload keeps them; export → import restores them exactly', async () => {
   const { page, context } = await open('#/cards');
-  const first = await page.getAttribute('[data-testid=card-front]', 'data-card');
-  // The page has the CLI's whole deck (deck.json plus the rule cards it makes), log-reading
-  // and numeric cards included.
+  await page.waitForSelector('[data-testid=card-front]');
+  // The page has the CLI's whole deck, log-reading and numeric cards included.
   const deck = JSON.parse(execFileSync(triageBin, ['cards', '--format', 'json'])).cards;
   assert.ok(deck.some((c) => c.kind === 'log') && deck.some((c) => c.kind === 'numeric'));
   assert.equal(Number(await page.textContent('[data-testid=cards-total]')), deck.length);
-  await page.keyboard.press(' ');
-  await page.waitForSelector('[data-testid=card-back]');
-  await page.keyboard.press('3');
-  await page.waitForFunction((id) => document.querySelector('[data-testid=card-front]')?.getAttribute('data-card') !== id, first);
-  assert.equal(await page.textContent('[data-testid=cards-reviewed]'), '1');
-  // The header counts new, learning and due cards apart: a new card on screen is not "0 due".
-  assert.ok(Number(await page.textContent('[data-testid=cards-new]')) > 0);
+  assert.equal(await page.textContent('[data-testid=cards-new]'), '20');
+  const seen = [];
+  let undone = false;
+  let typed = 0;
+  while (seen.length < 10) {
+    const id = await frontId(page);
+    assert.ok(!seen.includes(id), `${id} came back before it was due`);
+    if ((await page.getAttribute('[data-testid=card-front]', 'data-kind')) === 'numeric') {
+      // The answer box has the focus: type the number, Enter checks it and shows the answer.
+      const card = deck.find((c) => c.id === id);
+      await page.waitForFunction(() => document.activeElement?.getAttribute('data-testid') === 'card-answer');
+      await page.keyboard.type(card.answer.toLocaleString('en-US', { maximumFractionDigits: 6 }));
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('[data-testid=card-verdict]');
+      await page.waitForSelector('[data-testid=card-verdict][data-correct=true]');
+      typed += 1;
+    } else {
+      await page.keyboard.press(' ');
+    }
+    await page.waitForSelector('[data-testid=card-back]');
+    await page.keyboard.press('3');
+    seen.push(id);
+    await waitText(page, 'cards-reviewed', seen.length);
+    if (seen.length === 5 && !undone) {
+      // u takes the last rating back: the card is on screen again, unanswered.
+      await page.keyboard.press('u');
+      await page.waitForFunction((id) => document.querySelector('[data-testid=card-front]')?.getAttribute('data-card') === id, id);
+      await waitText(page, 'cards-reviewed', 4);
+      assert.equal(await page.$('[data-testid=card-back]'), null);
+      seen.pop();
+      undone = true;
+    }
+  }
+  assert.ok(typed >= 1, 'kinds take turns, so a numeric card comes up in the first ten');
+  // Good on a new card is a learning step (10 minutes): ten learning, ten new left today.
+  await waitText(page, 'cards-learning', 10);
+  assert.equal(await page.textContent('[data-testid=cards-new]'), '10');
   assert.equal(await page.textContent('[data-testid=cards-due]'), '0');
-  await page.reload();
-  await page.waitForSelector('[data-testid=cards-reviewed]');
-  assert.equal(await page.textContent('[data-testid=cards-reviewed]'), '1');
-  assert.notEqual(await page.getAttribute('[data-testid=card-front]', 'data-card'), first, 'the reviewed card is not due again');
   await page.screenshot({ path: path.join(shots, 'cards.png') });
+
+  await page.reload();
+  await page.waitForSelector('[data-testid=card-front]');
+  assert.equal(await page.textContent('[data-testid=cards-reviewed]'), '10');
+  assert.equal(await page.textContent('[data-testid=cards-learning]'), '10');
+  assert.ok(!seen.includes(await frontId(page)), 'reviewed cards are not due again yet');
+
+  const exported = await downloaded(page, 'cards-export');
+  assert.equal(exported.name, 'triage-cards-progress.json');
+  const progress = JSON.parse(exported.text);
+  assert.equal(progress.schema, 'triage.cards.progress/v2');
+  assert.deepEqual(progress.log.map((e) => e.id), seen);
+  assert.ok(progress.log.some((e) => e.typed_ok === true));
   await context.close();
+
+  // Another browser profile: nothing reviewed; a broken file is refused and changes nothing;
+  // the export imports, and exporting again gives the same file.
+  const other = await open('#/cards');
+  await other.page.waitForSelector('[data-testid=card-front]');
+  assert.equal(await other.page.textContent('[data-testid=cards-reviewed]'), '0');
+  // (The download's own file goes with the profile that downloaded it: keep a copy.)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cards-'));
+  const broken = path.join(dir, 'broken.json');
+  const saved = path.join(dir, 'triage-cards-progress.json');
+  fs.writeFileSync(broken, exported.text.slice(0, exported.text.length / 2));
+  fs.writeFileSync(saved, exported.text);
+  await other.page.setInputFiles('[data-testid=cards-import]', broken);
+  await other.page.waitForSelector('[data-testid=cards-import-error]');
+  assert.equal(await other.page.textContent('[data-testid=cards-reviewed]'), '0');
+  await other.page.setInputFiles('[data-testid=cards-import]', saved);
+  await other.page.waitForSelector('[data-testid=cards-import-ok]');
+  await waitText(other.page, 'cards-reviewed', 10);
+  assert.equal(await other.page.textContent('[data-testid=cards-learning]'), '10');
+  assert.equal((await downloaded(other.page, 'cards-export')).text, exported.text);
+  fs.rmSync(dir, { recursive: true, force: true });
+  await other.context.close();
 });
 
-test('the language switch changes every label and is remembered', async () => {
-  const { page, context } = await open();
-  // Its label reads without a CJK font ("EN" is Latin) and says what it does in words.
-  assert.match(await page.textContent('[data-testid=lang-toggle]'), /EN/);
-  assert.match(await page.getAttribute('[data-testid=lang-toggle]', 'aria-label'), /English/);
-  await page.click('[data-testid=lang-toggle]');
-  assert.equal(await page.textContent('[data-testid=nav-triage]'), '排查');
-  assert.match(await page.getAttribute('[data-testid=paste-input]', 'placeholder'), /粘贴/);
-  await page.reload();
-  await page.waitForSelector('[data-testid=nav-triage]');
-  assert.equal(await page.textContent('[data-testid=nav-triage]'), '排查');
-  await page.click('[data-testid=lang-toggle]');
-  assert.equal(await page.textContent('[data-testid=nav-triage]'), 'Triage');
+test('flashcards: a topic filter, bury and suspend, the card browser, the progress charts and the Anki file', async () => {
+  const { page, context } = await open('#/cards');
+  await page.waitForSelector('[data-testid=card-front]');
+  const deck = JSON.parse(execFileSync(triageBin, ['cards', '--format', 'json'])).cards;
+  const byId = new Map(deck.map((c) => [c.id, c]));
+  // Only OOM cards once the topic is picked.
+  await page.selectOption('[data-testid=cards-tag]', 'oom');
+  await page.waitForFunction((ids) => ids.includes(document.querySelector('[data-testid=card-front]')?.getAttribute('data-card')), deck.filter((c) => c.tags.includes('oom')).map((c) => c.id));
+  const buried = await frontId(page);
+  assert.ok(byId.get(buried).tags.includes('oom'));
+  await page.keyboard.press('b');
+  await page.waitForFunction((id) => document.querySelector('[data-testid=card-front]')?.getAttribute('data-card') !== id, buried);
+  const suspended = await frontId(page);
+  await page.click('[data-testid=card-suspend]');
+  await page.waitForFunction((id) => document.querySelector('[data-testid=card-front]')?.getAttribute('data-card') !== id, suspended);
+  for (let i = 0; i < 2; i++) {
+    const id = await frontId(page);
+    assert.ok(id !== buried && id !== suspended && byId.get(id).tags.includes('oom'));
+    await page.click('[data-testid=card-show]');
+    await page.click('[data-testid=rate-easy]');
+    await waitText(page, 'cards-reviewed', i + 1);
+  }
+
+  // The browser: every topic again, searched; the suspended card says so and is restored.
+  await page.selectOption('[data-testid=cards-tag]', '');
+  await page.click('[data-testid=cards-tab-browse]');
+  await page.fill('[data-testid=browse-search]', 'kv-leak');
+  await page.waitForSelector('[data-testid=browse-row][data-card^="rule:kv-leak:"]');
+  const rows = await page.$$eval('[data-testid=browse-row]', (rs) => rs.map((r) => r.getAttribute('data-card')));
+  assert.ok(rows.filter((id) => id.startsWith('rule:kv-leak')).length >= 4, rows.join(' '));
+  await page.fill('[data-testid=browse-search]', suspended);
+  const row = `[data-testid=browse-row][data-card="${suspended}"]`;
+  await page.waitForSelector(`${row}[data-suspended=true]`);
+  await page.click(`${row} [data-testid=browse-suspend]`);
+  await page.waitForSelector(`${row}[data-suspended=false]`);
+
+  // Progress: two ratings today, both of new cards (not counted as recall); a forecast.
+  await page.click('[data-testid=cards-tab-stats]');
+  await waitText(page, 'stats-today', 2);
+  assert.equal(await page.textContent('[data-testid=stats-retention]'), '–');
+  for (const id of ['chart-retention', 'chart-reviews', 'chart-forecast']) {
+    const inked = await page.$eval(`[data-testid=${id}]`, (c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4) n += d[i] > 0 ? 1 : 0;
+      return n;
+    });
+    assert.ok(inked > 500, `${id} drew ${inked} pixels`);
+  }
+  await page.screenshot({ path: path.join(shots, 'cards-stats.png'), fullPage: true });
+
+  // The Anki file from the page is the CLI's, byte for byte.
+  const anki = await downloaded(page, 'cards-anki');
+  assert.equal(anki.name, 'triage-cards-anki.tsv');
+  assert.equal(anki.text, execFileSync(triageBin, ['cards', '--format', 'tsv'], { encoding: 'utf8' }));
   await context.close();
 });
 

@@ -40,12 +40,12 @@ pub fn navigator_language() -> String {
     window().and_then(|w| w.navigator().language()).unwrap_or_default()
 }
 
-/// Offer `text` as a file download.
-pub fn download(filename: &str, text: &str) {
+/// Offer `text` as a file download of type `mime`.
+pub fn download(filename: &str, text: &str, mime: &str) {
     let Some(doc) = window().and_then(|w| w.document()) else { return };
     let parts = js_sys::Array::of1(&JsValue::from_str(text));
     let opts = web_sys::BlobPropertyBag::new();
-    opts.set_type("application/json");
+    opts.set_type(mime);
     let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else { return };
     let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
     if let Ok(a) = doc.create_element("a").map(|e| e.unchecked_into::<web_sys::HtmlAnchorElement>()) {

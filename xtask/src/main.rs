@@ -38,7 +38,9 @@ commands:
                    and a 20 s sample), save the output under tests/data/gpu-check/;
                    --prepare only builds the bundle to carry (see docs/runner.md)
   purity           only the core dependency check
-  site             build the static site into site/dist (needs wasm-bindgen-cli 0.2.130)
+  setup            install what the others need and lack (wasm-bindgen-cli; Chromium,
+                   chromedriver and Prometheus from apt as root); ci, site and site-test run it
+  site             build the static site into site/dist
   site-test        build the site, then run its browser tests (Chromium, playwright-core)
   serve [PORT]     serve site/dist on 127.0.0.1 (default 8080)
 ";
@@ -63,8 +65,11 @@ fn run() -> anyhow::Result<()> {
         Some("purity") => purity(),
         Some("plugins") => plugins(),
         Some("gpu-check") => gpu_check(args.get(1).is_some_and(|a| a == "--prepare")),
-        Some("site") => site::build().map(|_| ()),
-        Some("site-test") => site::build().and_then(|_| site::browser_tests()).map(|_| ()),
+        Some("setup") => setup::ensure_tools(),
+        Some("site") => setup::ensure_tools().and_then(|_| site::build()).map(|_| ()),
+        Some("site-test") => {
+            setup::ensure_tools().and_then(|_| site::build()).and_then(|_| site::browser_tests()).map(|_| ())
+        }
         Some("serve") => {
             let port =
                 args.get(1).map(|p| p.parse()).transpose().context("port must be a number")?.unwrap_or(8080);
@@ -121,6 +126,10 @@ fn ci() -> anyhow::Result<()> {
         "triage-site",
         "--all-targets",
         "--locked",
+        // Core's review feature is the site's only (and the site is checked below): on here so
+        // its code and tests are linted and run natively.
+        "--features",
+        "triage-core/review",
         "--",
         "-D",
         "warnings",
@@ -150,7 +159,15 @@ fn ci() -> anyhow::Result<()> {
     plugins()?;
 
     let mut test = cargo();
-    test.args(["test", "--workspace", "--exclude", "triage-site", "--locked"]);
+    test.args([
+        "test",
+        "--workspace",
+        "--exclude",
+        "triage-site",
+        "--locked",
+        "--features",
+        "triage-core/review",
+    ]);
     let (mut passed, mut failed) =
         step_counting_tests("tests", test).inspect_err(|_| println!("ci: tests failed"))?;
 

@@ -127,12 +127,10 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
         let entry = entry?;
         std::fs::copy(entry.path(), out.join(entry.file_name()))?;
     }
-    // The flashcard deck as data the cards page fetches when it opens, built here, natively, by
-    // the same core: every card but the rules' (the page makes those from the rule docs its
-    // wasm carries for the analyzer: `cards::with_rule_cards`).
-    let deck: Vec<_> =
-        triage_core::cards::deck().into_iter().filter(|c| !triage_core::cards::is_rule_card(c)).collect();
-    std::fs::write(out.join(DECK_FILE), serde_json::to_string(&deck)?)?;
+    // The whole flashcard deck as data the cards page fetches when it opens, built here,
+    // natively, by the same core (`triage cards` prints the same cards). The page's wasm holds no
+    // card text and no rule docs: those are the analyzer's, in the worker's module.
+    std::fs::write(out.join(DECK_FILE), serde_json::to_string(&triage_core::cards::deck())?)?;
     let (mut raw, mut gz, mut first_raw, mut first_gz) = (0, 0, 0, 0);
     let mut on_demand = serde_json::Map::new();
     let mut files: Vec<_> = std::fs::read_dir(&out)?.filter_map(Result::ok).map(|e| e.path()).collect();

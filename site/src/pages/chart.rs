@@ -160,7 +160,7 @@ pub fn line(canvas: &web_sys::HtmlCanvasElement, points: &[(f64, f64)], x_label:
     }
 }
 
-fn draw_bars(root: &Area, items: &[(String, f64)], y_label: &str) -> Drawn {
+fn draw_bars(root: &Area, items: &[(String, f64)], y_label: &str, zeros: bool) -> Drawn {
     let n = items.len().max(1);
     let top = nice_max(items.iter().map(|i| i.1).fold(0.0, f64::max));
     // Bar i is centred on x = i, so the integer ticks fall under the bars and carry their names.
@@ -180,6 +180,7 @@ fn draw_bars(root: &Area, items: &[(String, f64)], y_label: &str) -> Drawn {
         items
             .iter()
             .enumerate()
+            .filter(|(_, (_, v))| zeros || *v != 0.0)
             .map(|(i, (_, v))| Text::new(format!("{v:.0}"), (i as f64, *v), value_font.clone())),
     )?;
     root.present()
@@ -188,7 +189,14 @@ fn draw_bars(root: &Area, items: &[(String, f64)], y_label: &str) -> Drawn {
 /// One bar per label (e.g. each GPU's SM clock), with the value printed on it.
 pub fn bars(canvas: &web_sys::HtmlCanvasElement, items: &[(String, f64)], y_label: &str) {
     if let Some(root) = area(canvas) {
-        let _ = draw_bars(&root, items, y_label);
+        let _ = draw_bars(&root, items, y_label, true);
+    }
+}
+
+/// Bars for counts per day (the flashcards' reviews and forecast): empty days print no value.
+pub fn day_bars(canvas: &web_sys::HtmlCanvasElement, items: &[(String, f64)], y_label: &str) {
+    if let Some(root) = area(canvas) {
+        let _ = draw_bars(&root, items, y_label, false);
     }
 }
 

@@ -1,4 +1,4 @@
-//! Interview flashcards: the deck and an FSRS scheduler.
+//! Interview flashcards: the deck, and (feature `review`) reviewing it with FSRS.
 //!
 //! Cards are generated from the same sources the analyzer and the estimator use, so a card never
 //! teaches something the tool does not do:
@@ -22,11 +22,12 @@
 pub mod anatomy;
 pub mod anki;
 pub mod concept;
-pub mod fsrs;
 #[cfg(feature = "full-deck")]
 pub mod log;
 #[cfg(feature = "full-deck")]
 pub mod numeric;
+#[cfg(feature = "review")]
+pub mod review;
 
 use serde::{Deserialize, Serialize};
 
@@ -225,23 +226,6 @@ pub(crate) fn card(
     }
 }
 
-/// Whether `card` is one of a rule's four cards (`rule:…`), made from its [`RuleDoc`] text.
-///
-/// [`RuleDoc`]: crate::analyze::rules::RuleDoc
-pub fn is_rule_card(card: &Card) -> bool {
-    card.id.starts_with("rule:")
-}
-
-/// The deck from its other cards: `rest` is [`deck`] without its rule cards, in deck order, and
-/// the rule cards are made here and put back where [`deck`] has them (after the last concept
-/// card). The site loads `rest` as data and makes the rule cards from the rule docs it carries
-/// for the analyzer anyway, so their text is not downloaded twice.
-pub fn with_rule_cards(mut rest: Vec<Card>) -> Vec<Card> {
-    let at = rest.iter().rposition(|c| c.kind == CardKind::Concept).map_or(0, |i| i + 1);
-    rest.splice(at..at, concept::every_rule());
-    rest
-}
-
 /// The whole deck, in a stable order: concepts, log excerpts, numbers, line anatomy.
 pub fn deck() -> Vec<Card> {
     let mut cards = concept::cards();
@@ -342,13 +326,6 @@ pub fn numbers_in(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn the_deck_without_its_rule_cards_and_them_make_the_deck() {
-        let all = deck();
-        let rest: Vec<Card> = all.iter().filter(|c| !is_rule_card(c)).cloned().collect();
-        assert_eq!(all.len() - rest.len(), 4 * crate::analyze::rules::docs().count());
-        assert_eq!(with_rule_cards(rest), all);
-    }
     use super::*;
     use crate::lang::has_cjk;
 
