@@ -438,6 +438,19 @@ test('flashcards: a topic filter, bury and suspend, the card browser, the progre
   const anki = await downloaded(page, 'cards-anki');
   assert.equal(anki.name, 'triage-cards-anki.tsv');
   assert.equal(anki.text, execFileSync(triageBin, ['cards', '--format', 'tsv'], { encoding: 'utf8' }));
+
+  // A browser that stops keeping what is saved (storage full): the page says so, not nothing.
+  await page.click('[data-testid=cards-tab-review]');
+  await page.waitForSelector('[data-testid=card-front]');
+  assert.equal(await page.$('[data-testid=cards-unsaved]'), null);
+  await page.evaluate(() => {
+    Storage.prototype.setItem = () => {
+      throw new DOMException('full', 'QuotaExceededError');
+    };
+  });
+  await page.keyboard.press(' ');
+  await page.keyboard.press('4');
+  await page.waitForSelector('[data-testid=cards-unsaved]');
   await context.close();
 });
 

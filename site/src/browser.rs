@@ -23,10 +23,9 @@ pub fn storage_get(key: &str) -> Option<String> {
     storage()?.get_item(key).ok().flatten()
 }
 
-pub fn storage_set(key: &str, value: &str) {
-    if let Some(s) = storage() {
-        let _ = s.set_item(key, value);
-    }
+/// Store `value` under `key`; false when the browser refused (storage full, blocked or absent).
+pub fn storage_set(key: &str, value: &str) -> bool {
+    storage().is_some_and(|s| s.set_item(key, value).is_ok())
 }
 
 pub fn storage_remove(key: &str) {

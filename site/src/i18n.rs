@@ -146,6 +146,7 @@ pub enum Msg {
     CardsExport,
     CardsImport,
     CardsKeys,
+    CardsUnsaved,
     CardsReview,
     CardsBrowse,
     CardsStats,
@@ -408,6 +409,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         CardsKeys => (
             "Keys: space shows the answer, 1–4 rate it, u undoes the last rating, b buries the card until tomorrow. Numeric cards: type the number and press Enter.",
             "快捷键：空格显示答案，1–4 评分，u 撤销上一次评分，b 今日搁置。数字题：输入数字后按回车。",
+        ),
+        CardsUnsaved => (
+            "This browser did not keep the last change (storage full or blocked): export your progress to keep it.",
+            "浏览器未能保存最近的进度（存储已满或被禁用）：请导出进度以免丢失。",
         ),
         CardsReview => ("Review", "复习"),
         CardsBrowse => ("Browse", "浏览"),

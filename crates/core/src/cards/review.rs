@@ -349,7 +349,7 @@ pub fn new_order(deck: &[Card]) -> Vec<usize> {
         keyed.push((seen[k], k, i));
         seen[k] += 1;
     }
-    keyed.sort_unstable();
+    crate::sort::sort(&mut keyed);
     keyed.into_iter().map(|(_, _, i)| i).collect()
 }
 

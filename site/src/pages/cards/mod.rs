@@ -44,8 +44,10 @@ fn load() -> Progress {
     saved.and_then(|s| import(&s).ok()).unwrap_or_default()
 }
 
-fn save(p: &Progress) {
-    browser::storage_set(STORE, &p.to_json());
+/// Keep `p` (compact JSON; the export is the same file pretty-printed); false when the browser
+/// refused it (storage full or blocked).
+fn save(p: &Progress) -> bool {
+    serde_json::to_string(p).is_ok_and(|json| browser::storage_set(STORE, &json))
 }
 
 /// The deck and the order its new cards are introduced in.
@@ -65,15 +67,19 @@ pub struct Shared {
     pub filter: RwSignal<Filter>,
     /// Bumped every 20 s, so learning cards that fall due appear without a click.
     pub tick: RwSignal<u32>,
+    /// The last save failed: the page says so (export keeps the progress).
+    pub unsaved: RwSignal<bool>,
 }
 
 impl Shared {
     /// Change the progress and save it.
     pub fn update(self, f: impl FnOnce(&mut Progress)) {
+        let mut saved = true;
         self.progress.update(|p| {
             f(p);
-            save(p);
+            saved = save(p);
         });
+        self.unsaved.set(!saved);
     }
 }
 
@@ -93,6 +99,7 @@ pub fn CardsPage() -> impl IntoView {
         progress: RwSignal::new(load()),
         filter: RwSignal::new(Filter::default()),
         tick: RwSignal::new(0),
+        unsaved: RwSignal::new(false),
     };
     leptos::task::spawn_local(async move {
         let got = browser::fetch_own(DECK_FILE)
@@ -133,7 +140,7 @@ pub fn CardsPage() -> impl IntoView {
                 wasm_bindgen_futures::JsFuture::from(file.text()).await.ok().and_then(|t| t.as_string());
             match text.map(|t| import(&t)) {
                 Some(Ok(p)) => {
-                    save(&p);
+                    shared.unsaved.set(!save(&p));
                     shared.progress.set(p);
                     import_error.set(Some(String::new()));
                 }
@@ -185,6 +192,7 @@ pub fn CardsPage() -> impl IntoView {
         } else {
             fixed(view! { <p class="error" data-testid="cards-import-error">{tx(lang, Msg::CardsImportFailed)} " " {e}</p> })
         })}
+        {move || shared.unsaved.get().then(|| fixed(view! { <p class="warn" data-testid="cards-unsaved">{tx(lang, Msg::CardsUnsaved)}</p> }))}
         <p class="note">{tx(lang, Msg::CardsAnkiSteps)}</p>
     })
 }

@@ -1,3 +1,6 @@
+//! `cards::review`'s tests: the learning steps, undo, the queue and its counts, filters, stats,
+//! export → import, refused files, the v1 file, and a property over random sessions.
+
 use super::*;
 use crate::cards::{Card, CardKind, Tag, card};
 use proptest::prelude::*;
