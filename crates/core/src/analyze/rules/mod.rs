@@ -151,7 +151,8 @@ impl RuleDoc {
 
     /// The ending of a rule that collects reasons: none, no finding; else a finding whose summary
     /// is `"{lead}: {reason}; {reason}."` (`"{lead}：{reason}；{reason}。"` in Chinese; `lead` is
-    /// `(en, zh)`), the rest from `body`.
+    /// `(en, zh)`, and an empty lead leaves the reasons alone: `"{reason}; {reason}."`), the rest
+    /// from `body`.
     pub(crate) fn finding_from_reasons(
         &self,
         lang: Lang,
@@ -159,13 +160,28 @@ impl RuleDoc {
         reasons: &[String],
         body: FindingBody,
     ) -> Option<Finding> {
+        self.finding_from_reasons_then(lang, lead, reasons, String::new, body)
+    }
+
+    /// As [`Self::finding_from_reasons`], with `then()` — text already in `lang`, made only when
+    /// there are reasons — right after the reasons' closing stop: `"{lead}: {reasons}.{then}"`.
+    pub(crate) fn finding_from_reasons_then(
+        &self,
+        lang: Lang,
+        lead: (&str, &str),
+        reasons: &[String],
+        then: impl FnOnce() -> String,
+        body: FindingBody,
+    ) -> Option<Finding> {
         if reasons.is_empty() {
             return None;
         }
-        let summary = match lang {
-            Lang::En => format!("{}: {}.", lead.0, reasons.join("; ")),
-            Lang::Zh => format!("{}：{}。", lead.1, reasons.join("；")),
+        let (lead, separator, joiner, stop) = match lang {
+            Lang::En => (lead.0, ": ", "; ", "."),
+            Lang::Zh => (lead.1, "：", "；", "。"),
         };
+        let lead = if lead.is_empty() { String::new() } else { format!("{lead}{separator}") };
+        let summary = format!("{lead}{}{stop}{}", reasons.join(joiner), then());
         let FindingBody { confidence, evidence, remediation, next_checks } = body;
         Some(self.finding(lang, confidence, summary, evidence, remediation, next_checks))
     }
