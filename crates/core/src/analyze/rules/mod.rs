@@ -126,16 +126,9 @@ impl RuleDoc {
         }
     }
 
-    /// A finding of this rule, titled in `lang` (the other texts are already in it).
-    pub(crate) fn finding(
-        &self,
-        lang: Lang,
-        confidence: f64,
-        summary: String,
-        evidence: Vec<EvidenceLine>,
-        remediation: Vec<String>,
-        next_checks: Vec<String>,
-    ) -> Finding {
+    /// A finding of this rule, titled in `lang` (the summary and `body` are already in it).
+    pub(crate) fn finding(&self, lang: Lang, summary: String, body: FindingBody) -> Finding {
+        let FindingBody { confidence, evidence, remediation, next_checks } = body;
         Finding {
             class: self.class,
             rule: self.id.to_owned(),
@@ -182,8 +175,7 @@ impl RuleDoc {
         };
         let lead = if lead.is_empty() { String::new() } else { format!("{lead}{separator}") };
         let summary = format!("{lead}{}{stop}{}", reasons.join(joiner), then());
-        let FindingBody { confidence, evidence, remediation, next_checks } = body;
-        Some(self.finding(lang, confidence, summary, evidence, remediation, next_checks))
+        Some(self.finding(lang, summary, body))
     }
 }
 
@@ -330,11 +322,13 @@ pub(crate) fn from_signals(
     }
     Some(doc.finding(
         lang,
-        confidence,
         summary(n),
-        f.signals.lines_for(doc.id, 4),
-        texts(lang, remediation),
-        texts(lang, next_checks),
+        FindingBody {
+            confidence,
+            evidence: f.signals.lines_for(doc.id, 4),
+            remediation: texts(lang, remediation),
+            next_checks: texts(lang, next_checks),
+        },
     ))
 }
 

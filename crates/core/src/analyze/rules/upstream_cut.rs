@@ -1,6 +1,6 @@
 //! Rule `upstream-cut`: the process is alive but no requests arrive.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -78,7 +78,6 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     Some(RULE.doc.finding(
         lang,
-        0.6,
         lang.pick(
             format!(
                 "{name} rose by {served:.0} in the window, then stayed flat for the last {flat_s:.0} s with nothing running or waiting at the end: requests stopped arriving while the process stayed up."
@@ -87,9 +86,12 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<Finding> {
                 "{name} 在时间窗内先涨了 {served:.0}，之后最近 {flat_s:.0} 秒一直不变，结束时没有运行、没有等待的请求：进程还在，请求却不再到达。"
             ),
         ),
-        vec![first.evidence(sa), mid.evidence(sb), last.evidence(sz), last.evidence(sr)],
-        remediation(lang),
-        next_checks(lang),
+        FindingBody {
+            confidence: 0.6,
+            evidence: vec![first.evidence(sa), mid.evidence(sb), last.evidence(sz), last.evidence(sr)],
+            remediation: remediation(lang),
+            next_checks: next_checks(lang),
+        },
     ))
 }
 
@@ -110,7 +112,6 @@ fn from_stats(f: &Facts, lang: Lang) -> Option<Finding> {
     let n = tail.len();
     Some(RULE.doc.finding(
         lang,
-        0.65,
         lang.pick(
             format!(
                 "The engine served traffic, then logged {n} idle stats lines in a row (nothing running or waiting, 0 tokens/s): requests stopped arriving while the process stayed up."
@@ -119,9 +120,12 @@ fn from_stats(f: &Facts, lang: Lang) -> Option<Finding> {
                 "引擎先是在正常服务，随后连续 {n} 条统计行都是空闲（没有运行、没有等待，0 tokens/s）：进程还在，请求却不再到达。"
             ),
         ),
-        vec![stats[last_busy].evidence.clone(), tail[0].evidence.clone()],
-        remediation(lang),
-        next_checks(lang),
+        FindingBody {
+            confidence: 0.65,
+            evidence: vec![stats[last_busy].evidence.clone(), tail[0].evidence.clone()],
+            remediation: remediation(lang),
+            next_checks: next_checks(lang),
+        },
     ))
 }
 
