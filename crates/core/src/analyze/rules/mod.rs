@@ -177,6 +177,34 @@ impl RuleDoc {
         let summary = format!("{lead}{}{stop}{}", reasons.join(joiner), then());
         Some(self.finding(lang, summary, body))
     }
+
+    /// A finding of this rule made from the known messages it explains ([`Signals::for_rule`]):
+    /// `None` when none was seen. The summary is `finding.summary` of the number of lines that
+    /// matched; the evidence, the first four of those lines.
+    ///
+    /// [`Signals::for_rule`]: crate::analyze::signals::Signals::for_rule
+    pub(crate) fn finding_from_signals(
+        &self,
+        f: &Facts,
+        lang: Lang,
+        finding: SignalFinding<'_, impl FnOnce(u64) -> String>,
+    ) -> Option<Finding> {
+        let n = f.signals.count_for(self.id);
+        if n == 0 {
+            return None;
+        }
+        let SignalFinding { confidence, summary, remediation, next_checks } = finding;
+        Some(self.finding(
+            lang,
+            summary(n),
+            FindingBody {
+                confidence,
+                evidence: f.signals.lines_for(self.id, 4),
+                remediation: texts(lang, remediation),
+                next_checks: texts(lang, next_checks),
+            },
+        ))
+    }
 }
 
 /// What a finding says besides its summary, already in the report's language: how sure, the
@@ -186,6 +214,16 @@ pub(crate) struct FindingBody {
     pub evidence: Vec<EvidenceLine>,
     pub remediation: Vec<String>,
     pub next_checks: Vec<String>,
+}
+
+/// What a finding made from known messages says ([`RuleDoc::finding_from_signals`]): how sure, the
+/// summary given how many lines matched (already in the report's language), and what to change
+/// and check next in both languages.
+pub(crate) struct SignalFinding<'a, S> {
+    pub confidence: f64,
+    pub summary: S,
+    pub remediation: &'a [Both],
+    pub next_checks: &'a [Both],
 }
 
 /// Every rule, in the order of the article's trees.
@@ -301,35 +339,6 @@ pub const ADVISORIES: &[&str] = &["missing-timestamps", "mean-not-p99", "prefix-
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
     RULES.iter().map(|r| &r.doc)
-}
-
-/// A finding of `doc`'s rule made from the known messages it explains ([`Signals::for_rule`]):
-/// `None` when none was seen. `summary` gets the number of lines that matched.
-///
-/// [`Signals::for_rule`]: crate::analyze::signals::Signals::for_rule
-pub(crate) fn from_signals(
-    doc: &RuleDoc,
-    f: &Facts,
-    lang: Lang,
-    confidence: f64,
-    summary: impl FnOnce(u64) -> String,
-    remediation: &[Both],
-    next_checks: &[Both],
-) -> Option<Finding> {
-    let n = f.signals.count_for(doc.id);
-    if n == 0 {
-        return None;
-    }
-    Some(doc.finding(
-        lang,
-        summary(n),
-        FindingBody {
-            confidence,
-            evidence: f.signals.lines_for(doc.id, 4),
-            remediation: texts(lang, remediation),
-            next_checks: texts(lang, next_checks),
-        },
-    ))
 }
 
 /// Quantile of a sketch, when it has data.
