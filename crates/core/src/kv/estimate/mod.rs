@@ -7,17 +7,21 @@
 //! vLLM's `%.2f` prints it, and its whole part rounded down; `tokens` is vLLM 0.33's
 //! `int(concurrency × max_model_len)` (see [`crate::kv::layout`] for the sources).
 //!
-//! This file has the options, the answer's types and [`estimate`] itself; `rows.rs` the
-//! per-layer breakdown and the `--need` answer, `formula.rs` the formula lines the report prints,
-//! `unknown.rs` the `missing` list, `tests.rs` the tests against vLLM's own figures.
+//! This file has the options, the answer's types and [`estimate`] itself; `settings.rs` fills in
+//! vLLM's defaults for the options not given, `memory.rs` the KV memory (given, or the budget
+//! planned from the GPU), `rows.rs` the per-layer breakdown and the `--need` answer,
+//! `formula.rs` the formula lines the report prints, `unknown.rs` the `missing` list, `tests.rs`
+//! the tests against vLLM's own figures.
 
 mod formula;
+mod memory;
 mod rows;
+mod settings;
 mod unknown;
 
 use crate::kv::KvError;
 use crate::kv::article::article_kv_bytes;
-use crate::kv::budget::{self, Budget, BudgetContext, BudgetInputs};
+use crate::kv::budget::{Budget, BudgetInputs};
 use crate::kv::defaults;
 use crate::kv::dtype::{KvDtype, ModelDtype};
 use crate::kv::layout::{Layout, LayoutOptions};
@@ -26,8 +30,10 @@ use crate::kv::model::{Attention, ModelShape};
 use crate::kv::units::{fmt_gib, fmt_int};
 use crate::lang::Lang;
 use formula::{FormulaFigures, formula_lines};
+use memory::kv_memory;
 use rows::{Sizing, layer_rows, need_row};
 use serde::Serialize;
+use settings::{Resolved, resolve};
 use unknown::{Unknowns, missing_entries};
 
 /// vLLM's default `--block-size` on CUDA ([`defaults::BLOCK_SIZE`]).
@@ -263,135 +269,20 @@ pub struct KvEstimate {
     pub missing: Vec<Missing>,
 }
 
+/// What an estimate writes down besides its figures: what it assumed where the inputs were
+/// silent, and what would stop vLLM or surprise the operator.
+struct Notes {
+    assumptions: Vec<String>,
+    warnings: Vec<String>,
+}
+
 /// Run the estimate.
 pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Result<KvEstimate, KvError> {
-    let mut assumptions: Vec<String> = model.notes.clone();
-    let mut warnings = Vec::new();
+    let mut notes = Notes { assumptions: model.notes.clone(), warnings: Vec::new() };
     let lang = opts.lang;
-
-    let serving_dtype = match (opts.dtype, model.dtype) {
-        (Some(d), _) => d,
-        (None, Some(ModelDtype::Fp32)) => {
-            assumptions.push(
-                lang.pick(
-                    "float32 checkpoint: vLLM serves it in 16 bits by default (bf16 assumed)",
-                    "float32 权重：vLLM 默认以 16 位精度加载服务（按 bf16 计算）",
-                )
-                .to_owned(),
-            );
-            ModelDtype::Bf16
-        }
-        (None, Some(d)) => d,
-        (None, None) => ModelDtype::Bf16,
-    };
-    let large = opts.large_gpu.unwrap_or(true);
-    let block_size = match opts.block_size {
-        Some(b) => b,
-        None if model.mla.is_some() && opts.large_gpu == Some(true) => {
-            assumptions.push(
-                lang.pick(
-                    "block size 64: vLLM forces it for the FlashMLA backend on Hopper (CUTLASS MLA on Blackwell \
-                     uses 128)",
-                    "block size 64：Hopper 上 vLLM 的 FlashMLA 后端强制使用该值（Blackwell 上的 CUTLASS MLA 用 128）",
-                )
-                .to_owned(),
-            );
-            64
-        }
-        None => {
-            if model.mla.is_some() {
-                assumptions.push(
-                    lang.pick(
-                        "block size 16 (vLLM's default); on Hopper vLLM forces 64 for FlashMLA — pass \
-                         --block-size 64 to match (capacity moves by less than one block)",
-                        "block size 16（vLLM 默认值）；Hopper 上 vLLM 会为 FlashMLA 强制使用 64——传 \
-                         --block-size 64 与之对齐（容量变化不到一个 block）",
-                    )
-                    .to_owned(),
-                );
-            } else {
-                assumptions.push(
-                    lang.pick("block size 16 (vLLM's default)", "block size 16（vLLM 默认值）").to_owned(),
-                );
-            }
-            DEFAULT_BLOCK_SIZE
-        }
-    };
-    let max_model_len = match (opts.max_model_len, model.max_model_len) {
-        (Some(0), _) => return Err(KvError::invalid("--max-model-len", 0, "must be at least 1 token")),
-        (Some(l), Some(m)) => {
-            if l > m {
-                let (l, m) = (fmt_int(l), fmt_int(m));
-                warnings.push(lang.pick(
-                    format!(
-                        "max_model_len {l} is above the model's {m} tokens: vLLM refuses it unless \
-                         VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
-                    ),
-                    format!(
-                        "max_model_len {l} 超过模型的 {m} token 上下文：除非设置 \
-                         VLLM_ALLOW_LONG_MAX_MODEL_LEN=1，否则 vLLM 会拒绝启动"
-                    ),
-                ));
-            }
-            Some(l)
-        }
-        (Some(l), None) => Some(l),
-        (None, Some(m)) => {
-            let mm = fmt_int(m);
-            assumptions.push(lang.pick(
-                format!("max_model_len {mm} (the model's context, vLLM's default)"),
-                format!("max_model_len {mm}（模型的上下文长度，vLLM 默认值）"),
-            ));
-            Some(m)
-        }
-        // Unknown: every figure that needs it is left out and `missing` says what settles it.
-        (None, None) => None,
-    };
-    if let Some(max_model_len) = max_model_len
-        && max_model_len > 1 << 40
-    {
-        return Err(KvError::invalid(
-            "max_model_len",
-            max_model_len,
-            "more than 2^40 tokens is not plausible",
-        ));
-    }
-    let gpu_words = match opts.large_gpu {
-        Some(true) => lang.pick("on ≥ 70 GiB GPUs other than A100", "，适用于 A100 以外 ≥ 70 GiB 的 GPU"),
-        Some(false) => lang.pick("on this GPU", "，适用于这张 GPU"),
-        None => lang.pick("assuming a ≥ 70 GiB GPU", "，按 ≥ 70 GiB 的 GPU 计"),
-    };
-    let mnbt = match opts.max_num_batched_tokens {
-        Some(0) => return Err(KvError::invalid("--max-num-batched-tokens", 0, "must be at least 1")),
-        Some(n) => n,
-        None => {
-            let n = if large { 8192 } else { 2048 };
-            assumptions.push(lang.pick(
-                format!("max_num_batched_tokens {n} (vLLM `vllm serve` default {gpu_words})"),
-                format!("max_num_batched_tokens {n}（vLLM `vllm serve` 默认值{gpu_words}）"),
-            ));
-            n
-        }
-    };
-    let max_num_seqs = match opts.max_num_seqs {
-        Some(0) => return Err(KvError::invalid("--max-num-seqs", 0, "must be at least 1")),
-        Some(n) => n,
-        None => {
-            let n = if large { 1024 } else { 256 };
-            assumptions.push(lang.pick(
-                format!("max_num_seqs {n} (vLLM `vllm serve` default {gpu_words})"),
-                format!("max_num_seqs {n}（vLLM `vllm serve` 默认值{gpu_words}）"),
-            ));
-            n
-        }
-    };
-    if opts.kv_dtype == KvDtype::Auto {
-        let d = serving_dtype.as_str();
-        assumptions.push(lang.pick(
-            format!("kv cache dtype auto = the model's dtype ({d})"),
-            format!("kv cache dtype auto = 模型的 dtype（{d}）"),
-        ));
-    }
+    let settings = resolve(model, opts, &mut notes)?;
+    let Resolved { serving_dtype, block_size, max_model_len, max_num_batched_tokens: mnbt, max_num_seqs } =
+        settings;
     let in_flight_batches = u64::from(opts.pp) + u64::from(opts.async_scheduling);
     let in_flight = mnbt.saturating_mul(in_flight_batches);
 
@@ -405,61 +296,10 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
         lang,
     };
     let layout = Layout::new(model, &lo)?;
-    assumptions.extend(layout.notes.iter().cloned());
+    notes.assumptions.extend(layout.notes.iter().cloned());
 
-    let (budget_row, available) = match budget {
-        KvBudget::Available(b) => {
-            let (g, n) = (fmt_gib(*b), fmt_int(*b));
-            assumptions.push(lang.pick(
-                format!("KV memory given: {g} per GPU ({n} B)"),
-                format!("给定的 KV 显存：每张 GPU {g}（{n} B）"),
-            ));
-            (None, Some(*b))
-        }
-        KvBudget::Gpu(inp) => {
-            let ctx = BudgetContext {
-                tp: opts.tp,
-                pp: opts.pp,
-                serving_dtype,
-                max_num_batched_tokens: mnbt,
-                max_num_seqs,
-                lang,
-            };
-            let b = budget::plan(model, &ctx, inp)?;
-            let d = budget::describe_in(&b, lang);
-            assumptions.push(lang.pick(format!("budget per GPU: {d}"), format!("每张 GPU 的预算：{d}")));
-            let w = &b.weights_how;
-            assumptions.push(lang.pick(format!("weights: {w}"), format!("权重：{w}")));
-            let a = &b.activation_how;
-            assumptions.push(lang.pick(format!("activation peak: {a}"), format!("激活峰值：{a}")));
-            let n = &b.non_torch_how;
-            assumptions.push(lang.pick(format!("non-torch memory: {n}"), format!("非 torch 显存：{n}")));
-            assumptions.push(
-                lang.pick(
-                    "CUDA graphs are captured outside vLLM's KV budget: keep 0.5–2 GiB of headroom beyond it",
-                    "CUDA graph 在 vLLM 的 KV 预算之外捕获：预算之外再留 0.5–2 GiB 余量",
-                )
-                .to_owned(),
-            );
-            if let Some(short) = b.shortfall_bytes.filter(|s| *s > 0) {
-                let (u, short) = (crate::kv::units::fmt_ppm(b.utilization_ppm), fmt_gib(short));
-                warnings.push(lang.pick(
-                    format!(
-                        "no memory left for KV: weights + activation + non-torch exceed {u} of the GPU by {short} — \
-                         vLLM fails with \"No available memory for the cache blocks\"; add GPUs (--tp), quantize, \
-                         or raise gpu_memory_utilization"
-                    ),
-                    format!(
-                        "没有显存留给 KV：权重 + 激活 + 非 torch 显存超出 GPU 的 {u} 达 {short}——\
-                         vLLM 会报 \"No available memory for the cache blocks\" 启动失败；请增加 GPU（--tp）、量化，\
-                         或调高 gpu_memory_utilization"
-                    ),
-                ));
-            }
-            let avail = b.available_kv_bytes;
-            (Some(b), avail)
-        }
-    };
+    let (budget_row, available) = kv_memory(model, opts, &settings, budget, &mut notes)?;
+    let Notes { mut assumptions, mut warnings } = notes;
 
     let busiest = layout.ranks.iter().max_by_key(|r| layout.block_bytes(r)).cloned();
     let (pool_tensors, block_bytes) =
