@@ -9,10 +9,12 @@
 //!
 //! This file has the options, the answer's types and [`estimate`] itself; `settings.rs` fills in
 //! vLLM's defaults for the options not given, `memory.rs` the KV memory (given, or the budget
-//! planned from the GPU), `rows.rs` the per-layer breakdown and the `--need` answer,
+//! planned from the GPU), `capacity.rs` what that memory holds and the warnings and notes it
+//! calls for, `rows.rs` the per-layer breakdown and the `--need` answer,
 //! `formula.rs` the formula lines the report prints, `unknown.rs` the `missing` list, `tests.rs`
 //! the tests against vLLM's own figures.
 
+mod capacity;
 mod formula;
 mod memory;
 mod rows;
@@ -26,9 +28,9 @@ use crate::kv::defaults;
 use crate::kv::dtype::{KvDtype, ModelDtype};
 use crate::kv::layout::{Layout, LayoutOptions};
 use crate::kv::missing::Missing;
-use crate::kv::model::{Attention, ModelShape};
-use crate::kv::units::{fmt_gib, fmt_int};
+use crate::kv::model::ModelShape;
 use crate::lang::Lang;
+use capacity::{Capacity, capacity, fit_warning, sliding_notes};
 use formula::{FormulaFigures, formula_lines};
 use memory::kv_memory;
 use rows::{Sizing, layer_rows, need_row};
@@ -272,20 +274,19 @@ pub struct KvEstimate {
 /// What an estimate writes down besides its figures: what it assumed where the inputs were
 /// silent, and what would stop vLLM or surprise the operator.
 struct Notes {
+    /// The language they are written in.
+    lang: Lang,
     assumptions: Vec<String>,
     warnings: Vec<String>,
 }
 
 /// Run the estimate.
 pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Result<KvEstimate, KvError> {
-    let mut notes = Notes { assumptions: model.notes.clone(), warnings: Vec::new() };
     let lang = opts.lang;
+    let mut notes = Notes { lang, assumptions: model.notes.clone(), warnings: Vec::new() };
     let settings = resolve(model, opts, &mut notes)?;
     let Resolved { serving_dtype, block_size, max_model_len, max_num_batched_tokens: mnbt, max_num_seqs } =
         settings;
-    let in_flight_batches = u64::from(opts.pp) + u64::from(opts.async_scheduling);
-    let in_flight = mnbt.saturating_mul(in_flight_batches);
-
     let lo = LayoutOptions {
         tp: opts.tp,
         pp: opts.pp,
@@ -299,107 +300,29 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
     notes.assumptions.extend(layout.notes.iter().cloned());
 
     let (budget_row, available) = kv_memory(model, opts, &settings, budget, &mut notes)?;
-    let Notes { mut assumptions, mut warnings } = notes;
-
-    let busiest = layout.ranks.iter().max_by_key(|r| layout.block_bytes(r)).cloned();
-    let (pool_tensors, block_bytes) =
-        busiest.as_ref().map_or((0, 0), |r| (r.pool_tensors, layout.block_bytes(r)));
-    let blocks = available.map(|a| layout.num_blocks(a));
-    let tokens = blocks.zip(max_model_len).map(|(b, l)| layout.capacity_tokens(b, l, in_flight));
-    let legacy_tokens = blocks.map(|b| layout.legacy_logged_tokens(b));
-    let groups = layout.groups.len() as u64;
-
-    let concurrency_len = opts.at_len.or(max_model_len);
-    if concurrency_len == Some(0) {
-        return Err(KvError::invalid("--at-len", 0, "must be at least 1 token"));
-    }
-    let bpr = concurrency_len.map(|l| layout.blocks_per_request(l, in_flight).max(1));
-    let centi =
-        blocks.zip(concurrency_len).map(|(b, l)| centi_as_vllm_prints(layout.concurrency(b, l, in_flight)));
-    let max_concurrency = centi.map(|c| c as f64 / 100.0);
-    let max_concurrency_whole = blocks.zip(bpr).map(|(b, r)| b / r);
-    let bpr_max_len = max_model_len.map(|l| layout.blocks_per_request(l, in_flight).max(1));
-    let max_num_seqs_fit = blocks.zip(bpr_max_len).map(|(b, r)| b / r);
-    let check = available.map(|a| layout.check_memory(a));
-    let max_model_len_fit = check.and_then(|c| layout.max_len_fitting(c, in_flight));
-
-    // Warnings vLLM would raise (only where the figures are known).
-    let no_shortfall = budget_row.as_ref().is_none_or(|b| b.shortfall_bytes == Some(0));
-    if let (Some(max_model_len), Some(check)) = (max_model_len, check) {
-        let needed = layout.request_bytes(max_model_len, in_flight);
-        let fit = max_num_seqs_fit.unwrap_or(0);
-        if needed > check && no_shortfall {
-            let est = max_model_len_fit.map_or(lang.pick("unlimited", "无上限").to_owned(), fmt_int);
-            let (mml, need, avail) = (fmt_int(max_model_len), fmt_gib(needed), fmt_gib(check));
-            warnings.push(lang.pick(
-                format!(
-                    "vLLM would refuse to start: one request of max_model_len {mml} needs {need} of KV per GPU, more \
-                     than the {avail} available once one block is held back for the null block; the estimated \
-                     maximum model length is {est} — lower --max-model-len, raise gpu_memory_utilization, add GPUs \
-                     or use an fp8 KV cache"
-                ),
-                format!(
-                    "vLLM 会拒绝启动：一个 max_model_len {mml} 的请求每张 GPU 需要 {need} KV，超过预留一个 null block \
-                     后可用的 {avail}；估算的最大模型长度为 {est}——请调低 --max-model-len、调高 gpu_memory_utilization、\
-                     增加 GPU 或改用 fp8 KV cache"
-                ),
-            ));
-        } else if fit < max_num_seqs && fit > 0 {
-            let (seqs, fit, mml) = (fmt_int(max_num_seqs), fmt_int(fit), fmt_int(max_model_len));
-            warnings.push(lang.pick(
-                format!(
-                    "max_num_seqs {seqs} is above the {fit} sequences of {mml} tokens that fit: when they all grow long \
-                     vLLM preempts (recomputes) the excess — set max_num_seqs ≤ {fit} to keep every admitted \
-                     sequence's KV resident"
-                ),
-                format!(
-                    "max_num_seqs {seqs} 超过能放下的 {fit} 条 {mml} token 序列：当它们都变长时，vLLM 会抢占（重算）\
-                     超出的部分——设 max_num_seqs ≤ {fit}，让每条已接纳序列的 KV 都常驻显存"
-                ),
-            ));
-        }
-    }
-    if layout.groups.iter().any(|g| matches!(g.attention, Attention::Sliding { .. })) {
-        let (inf, mn) = (fmt_int(in_flight), fmt_int(mnbt));
-        let why = match (opts.async_scheduling, lang) {
-            (true, Lang::En) => "async scheduling, vLLM's default: pipeline stages + 1",
-            (false, Lang::En) => "async scheduling off: one per pipeline stage",
-            (true, Lang::Zh) => "async scheduling，vLLM 默认开启：流水线 stage 数 + 1",
-            (false, Lang::Zh) => "async scheduling 关闭：每个流水线 stage 一个",
-        };
-        assumptions.push(lang.pick(
-            format!(
-                "sliding-window layers are budgeted as vLLM 0.33 budgets them: min(window − 1 + {inf} in-flight \
-                 tokens, max_model_len) plus one block per request, in flight = max_num_batched_tokens {mn} × {in_flight_batches} \
-                 batch(es) ({why}); older releases budgeted one batch. In steady decode they hold only about \
-                 the window"
-            ),
-            format!(
-                "滑动窗口层按 vLLM 0.33 的方式计预算：min(window − 1 + {inf} 个在途 token, max_model_len) \
-                 再加每个请求一个 block，在途 = max_num_batched_tokens {mn} × {in_flight_batches} 个 batch\
-                 （{why}）；旧版本只按一个 batch 计。稳定 decode 阶段它们只占大约一个窗口"
-            ),
-        ));
-        if groups > 1
-            && let (Some(blocks), Some(bpr_max_len), Some(tokens), Some(legacy_tokens)) =
-                (blocks, bpr_max_len, tokens, legacy_tokens)
-        {
-            let (bl, bm, tk, lt) =
-                (fmt_int(blocks), fmt_int(bpr_max_len), fmt_int(tokens), fmt_int(legacy_tokens));
-            assumptions.push(lang.pick(
-                format!(
-                    "hybrid allocator: {groups} KV-cache groups share one pool of {bl} blocks; one request of \
-                     max_model_len takes {bm} of them, and vLLM 0.33 logs \"GPU KV cache size\" as blocks / {bm} × \
-                     max_model_len = {tk} tokens (older releases: blocks / {groups} groups × block size = {lt})"
-                ),
-                format!(
-                    "hybrid allocator：{groups} 个 KV-cache group 共用一个 {bl} block 的池；一个 max_model_len \
-                     的请求占其中 {bm} 个，vLLM 0.33 日志中的 \"GPU KV cache size\" = blocks / {bm} × \
-                     max_model_len = {tk} token（旧版本：blocks / {groups} 个 group × block size = {lt}）"
-                ),
-            ));
-        }
-    }
+    let cap = capacity(&layout, opts, &settings, available)?;
+    fit_warning(&layout, &settings, &cap, budget_row.as_ref(), &mut notes);
+    sliding_notes(&layout, opts, &settings, &cap, &mut notes);
+    let Notes { assumptions, warnings, .. } = notes;
+    let Capacity {
+        in_flight_batches,
+        in_flight,
+        pool_tensors,
+        block_bytes,
+        blocks,
+        tokens,
+        legacy_tokens,
+        groups,
+        concurrency_len,
+        bpr,
+        centi,
+        max_concurrency,
+        max_concurrency_whole,
+        bpr_max_len,
+        max_num_seqs_fit,
+        max_model_len_fit,
+        ..
+    } = cap;
 
     let layers = layer_rows(&layout, model, in_flight, max_model_len);
     let per_rank = layout.bytes_per_token_per_rank();
