@@ -31,7 +31,9 @@ pub(crate) const RULE: Rule = Rule {
 const DIP: f64 = 0.5;
 const SURGE: f64 = 3.0;
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The middle value of `v`, the upper of the two middle ones for an even count — not
+/// [`crate::stats::median`], which averages them as numpy does; `None` when empty.
+fn upper_median(mut v: Vec<f64>) -> Option<f64> {
     crate::sort::sort_f64(&mut v);
     v.get(v.len() / 2).copied()
 }
@@ -42,8 +44,8 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     if busy.len() < 4 {
         return None;
     }
-    let gen_median = median(busy.iter().filter_map(|s| s.gen_tps).collect())?;
-    let prompt_median = median(busy.iter().filter_map(|s| s.prompt_tps).collect())?;
+    let gen_median = upper_median(busy.iter().filter_map(|s| s.gen_tps).collect())?;
+    let prompt_median = upper_median(busy.iter().filter_map(|s| s.prompt_tps).collect())?;
     if gen_median <= 0.0 {
         return None;
     }
