@@ -107,7 +107,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     match (&args.out, args.serve) {
-        (Some(dir), None) => offline(&s, args.seed, args.duration, dir, args.force, args.format),
+        (Some(dir), None) => offline(&s, &args, dir),
         (None, Some(port)) => serve(&s, &args, port).await,
         _ => {
             eprintln!(
@@ -227,26 +227,21 @@ fn write_file(path: &Path, content: &str, force: bool, flag: &str) -> anyhow::Re
     }
 }
 
-fn offline(
-    s: &Scenario,
-    seed: u64,
-    duration: Option<Duration>,
-    dir: &Path,
-    force: bool,
-    format: Format,
-) -> anyhow::Result<ExitCode> {
-    let until = duration.map_or(s.duration_ns(), |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+/// `--out DIR`: the incident's files, written into `dir`.
+fn offline(s: &Scenario, args: &SimArgs, dir: &Path) -> anyhow::Result<ExitCode> {
+    let seed = args.seed;
+    let until = args.duration.map_or(s.duration_ns(), |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let started = Instant::now();
     let mut sim = Sim::new(s.config(seed));
     sim.run(until);
     let files = sim.artifacts();
     let took = started.elapsed();
-    if let Err(refusal) = write_files(dir, &files, force)? {
+    if let Err(refusal) = write_files(dir, &files, args.force)? {
         eprintln!("triage: error: {refusal}");
         return Ok(ExitCode::from(2));
     }
     let totals = sim.totals();
-    match format {
+    match args.format {
         Format::Json => {
             let listed: Vec<_> = files
                 .iter()

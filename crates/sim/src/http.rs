@@ -106,6 +106,12 @@ impl Drop for Serving {
     }
 }
 
+/// The state behind `m`, also after a connection task panicked while holding it: one panicking
+/// connection must not take the whole server down with a poisoned lock.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 async fn accept_loop<F, Fut>(
     listener: TcpListener,
     mut stopped: watch::Receiver<bool>,

@@ -33,7 +33,9 @@ use tokio::sync::{Notify, mpsc, watch};
 use triage_core::endpoint::Api;
 use triage_sim_model::{Artifact, ExternalEvent, Outcome, Scenario, Sim};
 
-use crate::http::{CORS, Conn, Events, Limits, Next, Serving, error_body, hangup, reason, send, write_chunk};
+use crate::http::{
+    CORS, Conn, Events, Limits, Next, Serving, error_body, hangup, lock, reason, send, write_chunk,
+};
 
 /// How a live run behaves.
 #[derive(Clone, Copy, Debug)]
@@ -106,10 +108,6 @@ struct Shared {
     max_requests: usize,
     served: AtomicUsize,
     limits: Limits,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A running live simulation. Dropping it stops it.

@@ -15,7 +15,7 @@
 //! client hung up even while its script hangs, and stops by itself after `lifetime`, aborting
 //! whatever is still running.
 
-use crate::http::{CORS, Conn, Events, Limits, Next, Serving, hangup, reason, send, write_chunk};
+use crate::http::{CORS, Conn, Events, Limits, Next, Serving, hangup, lock, reason, send, write_chunk};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -203,11 +203,6 @@ impl ScriptedServer {
     pub fn shutdown(&self) {
         self.serving.shutdown();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panicking connection task must not take the whole server down with a poisoned lock.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {

@@ -45,30 +45,46 @@ fn unit_in(lang: Lang, unit: &str) -> &str {
     }
 }
 
-fn put(
-    out: &mut BTreeMap<String, Figure>,
+/// The figures being written, their definitions (and units that are words) in `lang`.
+struct Figures {
+    out: BTreeMap<String, Figure>,
     lang: Lang,
-    name: &str,
-    value: Option<serde_json::Value>,
-    unit: &str,
-    definition: &str,
-) {
-    if let Some(value) = value {
-        out.insert(
-            name.to_owned(),
-            Figure { value, unit: unit_in(lang, unit).to_owned(), definition: definition.to_owned() },
-        );
+}
+
+impl Figures {
+    /// The figure `name`: `value` in `unit`, meaning `definition`; nothing when there is no value.
+    fn put(&mut self, name: &str, value: Option<serde_json::Value>, unit: &str, definition: &str) {
+        if let Some(value) = value {
+            self.out.insert(
+                name.to_owned(),
+                Figure {
+                    value,
+                    unit: unit_in(self.lang, unit).to_owned(),
+                    definition: definition.to_owned(),
+                },
+            );
+        }
     }
 }
 
 /// The report's figures, their definitions written in `lang`.
 pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
-    let mut out = BTreeMap::new();
-    let put = |out: &mut BTreeMap<String, Figure>,
-               name: &str,
-               value: Option<serde_json::Value>,
-               unit: &str,
-               definition: &str| put(out, lang, name, value, unit, definition);
+    let mut out = Figures { out: BTreeMap::new(), lang };
+    request_log(&mut out, f);
+    vllm_stats(&mut out, f);
+    metrics(&mut out, f);
+    gpus(&mut out, f);
+    oom(&mut out, f);
+    kv_startup(&mut out, f);
+    bench(&mut out, f);
+    tgi(&mut out, f);
+    sglang(&mut out, f);
+    out.out
+}
+
+/// The figures of the request log's rows: counts, latency quantiles and the slowest requests.
+fn request_log(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
     let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let r = &f.requests;
     if !r.is_empty() {
@@ -85,8 +101,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
                 "；分位数来自相对误差 ≤ 1% 的草图（sketch）",
             )
         };
-        put(
-            &mut out,
+        out.put(
             "request_log.requests",
             Some(json!(r.rows)),
             "requests",
@@ -175,10 +190,9 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             } else {
                 quantiles(sketch)
             };
-            put(&mut out, &format!("request_log.{name}"), value, unit, &format!("{definition}{note}"));
+            out.put(&format!("request_log.{name}"), value, unit, &format!("{definition}{note}"));
         }
-        put(
-            &mut out,
+        out.put(
             "request_log.failed",
             Some(json!(r.failed)),
             "requests",
@@ -201,8 +215,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             })
             .collect();
         if !slowest.is_empty() {
-            put(
-                &mut out,
+            out.put(
                 "request_log.slowest",
                 Some(json!(slowest)),
                 "requests",
@@ -213,20 +226,24 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             );
         }
     }
+}
+
+/// The figures of vLLM's periodic stats lines and preemption warnings.
+fn vllm_stats(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let v = &f.vllm;
     if !v.stats.is_empty() {
         let max = |get: fn(&super::parsers::vllm::VllmStat) -> Option<f64>| {
             v.stats.iter().filter_map(get).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
         };
-        put(
-            &mut out,
+        out.put(
             "vllm.stats_lines",
             Some(json!(v.stats.len() as u64 + v.stats_dropped)),
             "lines",
             tr("periodic stats lines read", "读到的周期性统计行"),
         );
-        put(
-            &mut out,
+        out.put(
             "vllm.max_waiting",
             max(|s| s.waiting).map(|x| json!(x)),
             "requests",
@@ -235,15 +252,13 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
                 "统计行中 `Waiting`（V1）/ `Pending`（V0）的最大值",
             ),
         );
-        put(
-            &mut out,
+        out.put(
             "vllm.max_running",
             max(|s| s.running).map(|x| json!(x)),
             "requests",
             tr("largest `Running` in the stats lines", "统计行中 `Running` 的最大值"),
         );
-        put(
-            &mut out,
+        out.put(
             "vllm.max_kv_usage_pct",
             max(|s| s.kv_usage_pct).map(|x| json!(x)),
             "%",
@@ -251,8 +266,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
         );
     }
     if v.preemptions > 0 {
-        put(
-            &mut out,
+        out.put(
             "vllm.preemptions",
             Some(json!(v.preemptions)),
             "events",
@@ -262,6 +276,13 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             ),
         );
     }
+}
+
+/// The figures of Prometheus scrapes: counters over the window, the latency histograms'
+/// quantiles, the number of scrapes.
+fn metrics(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let m = &f.metrics;
     if m.window().is_some() {
         let counters = [
@@ -277,8 +298,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
                     Some(w) => json!({ "delta": d, "per_s": round(d / w, 2), "window_s": w }),
                     None => json!({ "delta": d }),
                 };
-                put(
-                    &mut out,
+                out.put(
                     &format!("metrics.{name}"),
                     Some(v),
                     "count",
@@ -332,8 +352,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
         } else {
             tr("since the server started", "自服务启动以来")
         };
-        put(
-            &mut out,
+        out.put(
             &format!("metrics.{name}_s"),
             Some(
                 json!({ "p50": p50.to_string(), "p99": p99.to_string(), "p50_detail": p50, "p99_detail": p99 }),
@@ -350,8 +369,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
         );
     }
     if !f.metrics.scrapes.is_empty() {
-        put(
-            &mut out,
+        out.put(
             "metrics.scrapes",
             Some(json!(f.metrics.scrapes.len())),
             "scrapes",
@@ -361,9 +379,15 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             ),
         );
     }
+}
+
+/// The figures of nvidia-smi readings: how many, each GPU's median SM clock and its clock-event
+/// reasons.
+fn gpus(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     if !f.gpus.readings.is_empty() {
-        put(
-            &mut out,
+        out.put(
             "gpus.readings",
             Some(json!(f.gpus.readings.len())),
             "readings",
@@ -387,8 +411,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             })
             .collect();
         if !clocks.is_empty() {
-            put(
-                &mut out,
+            out.put(
                 "gpus.sm_clock_mhz",
                 Some(json!(clocks)),
                 "MHz",
@@ -404,8 +427,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             .map(|(i, (_, r))| (i.to_string(), json!(r)))
             .collect();
         if !reasons.is_empty() {
-            put(
-                &mut out,
+            out.put(
                 "gpus.clock_event_reasons",
                 Some(json!(reasons)),
                 "reasons",
@@ -416,11 +438,16 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             );
         }
     }
+}
+
+/// The figures of out-of-memory messages: the first one's figures and how many.
+fn oom(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     if let Some(o) = f.ooms.first() {
         let v = json!({ "tried_gib": o.tried_gib, "total_gib": o.total_gib, "free_gib": o.free_gib,
             "allocated_by_pytorch_gib": o.allocated_by_pytorch_gib, "reserved_unallocated_gib": o.reserved_unallocated_gib });
-        put(
-            &mut out,
+        out.put(
             "oom.first",
             Some(v),
             "GiB",
@@ -429,20 +456,24 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
                 "第一条显存溢出信息：申请失败的大小、GPU 总容量与空闲显存、PyTorch 已分配及已预留未分配的显存",
             ),
         );
-        put(
-            &mut out,
+        out.put(
             "oom.count",
             Some(json!(f.ooms.len())),
             "messages",
             tr("out-of-memory messages read", "读到的显存溢出信息条数"),
         );
     }
+}
+
+/// The figures of the KV-cache capacity vLLM logs at start-up.
+fn kv_startup(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let lines: Vec<&str> = f.vllm.startup_lines.iter().map(|e| e.text.as_str()).collect();
     if !lines.is_empty() {
         let s = crate::kv::startup::parse_startup(&lines.join("\n"));
         if let Some(t) = &s.kv_cache_tokens {
-            put(
-                &mut out,
+            out.put(
                 "vllm.kv_cache_tokens",
                 Some(json!(t.value)),
                 "tokens",
@@ -453,8 +484,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             );
         }
         if let Some(a) = &s.available_kv {
-            put(
-                &mut out,
+            out.put(
                 "vllm.available_kv",
                 Some(json!(a.value.to_string())),
                 "bytes",
@@ -465,8 +495,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             );
         }
         if let Some(c) = &s.max_concurrency {
-            put(
-                &mut out,
+            out.put(
                 "vllm.max_concurrency",
                 Some(
                     json!({"tokens_per_request": c.value.tokens_per_request, "times": c.value.times.as_f64()}),
@@ -479,6 +508,12 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             );
         }
     }
+}
+
+/// Each benchmark run's figures, one entry per run.
+fn bench(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     for (i, b) in f.bench.iter().enumerate() {
         let name = match &b.label {
             Some(l) => format!("bench.{}.{i}.{l}", b.tool),
@@ -488,8 +523,7 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
         if !b.notes.is_empty() {
             v["notes"] = json!(b.notes);
         }
-        put(
-            &mut out,
+        out.put(
             &name,
             Some(v),
             "ms / per s",
@@ -499,17 +533,21 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             ),
         );
     }
+}
+
+/// The figures of TGI request spans.
+fn tgi(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let t = &f.tgi;
     if t.requests > 0 {
-        put(
-            &mut out,
+        out.put(
             "tgi.requests",
             Some(json!(t.requests)),
             "requests",
             tr("TGI request spans read", "读到的 TGI 请求 span 数"),
         );
-        put(
-            &mut out,
+        out.put(
             "tgi.total_ms",
             quantiles(&t.total_ms),
             "ms",
@@ -518,15 +556,13 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
                 "TGI 每个请求的 total_time（校验 + 排队 + 推理）",
             ),
         );
-        put(
-            &mut out,
+        out.put(
             "tgi.queue_ms",
             quantiles(&t.queue_ms),
             "ms",
             tr("TGI queue_time per request", "TGI 每个请求的 queue_time"),
         );
-        put(
-            &mut out,
+        out.put(
             "tgi.time_per_token_ms",
             quantiles(&t.time_per_token_ms),
             "ms",
@@ -536,6 +572,12 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             ),
         );
     }
+}
+
+/// The figures of SGLang batch lines.
+fn sglang(out: &mut Figures, f: &Facts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let b = &f.sglang.batches;
     if !b.is_empty() {
         let max = |get: fn(&super::parsers::sglang::SglangBatch) -> Option<f64>| {
@@ -544,29 +586,25 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
                 .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
                 .map(|x| json!(x))
         };
-        put(
-            &mut out,
+        out.put(
             "sglang.batches",
             Some(json!(b.len() as u64 + f.sglang.batches_dropped)),
             "lines",
             tr("SGLang prefill/decode batch lines read", "读到的 SGLang prefill/decode batch 行数"),
         );
-        put(
-            &mut out,
+        out.put(
             "sglang.max_queue",
             max(|x| x.queue),
             "requests",
             tr("largest `#queue-req` in the batch lines", "batch 行中 `#queue-req` 的最大值"),
         );
-        put(
-            &mut out,
+        out.put(
             "sglang.max_running",
             max(|x| x.running),
             "requests",
             tr("largest `#running-req` in the batch lines", "batch 行中 `#running-req` 的最大值"),
         );
-        put(
-            &mut out,
+        out.put(
             "sglang.max_token_usage",
             max(|x| x.token_usage),
             "fraction",
@@ -576,7 +614,6 @@ pub fn figures(f: &Facts, lang: Lang) -> BTreeMap<String, Figure> {
             ),
         );
     }
-    out
 }
 
 /// Most points in one chart series.

@@ -63,9 +63,7 @@ struct InputState {
 /// The streaming analyzer. See the module docs.
 pub struct Analyzer {
     facts: Facts,
-    sections: Vec<InputSection>,
-    /// Sections read beyond [`MAX_SECTIONS`].
-    sections_dropped: usize,
+    sections: Sections,
     input: Option<InputState>,
     /// The language findings, figure definitions and issues are written in.
     lang: Lang,
@@ -80,13 +78,7 @@ impl Default for Analyzer {
 impl Analyzer {
     /// An analyzer that writes its report in English.
     pub fn new() -> Analyzer {
-        Analyzer {
-            facts: Facts::default(),
-            sections: Vec::new(),
-            sections_dropped: 0,
-            input: None,
-            lang: Lang::En,
-        }
+        Analyzer { facts: Facts::default(), sections: Sections::default(), input: None, lang: Lang::En }
     }
 
     /// Write the report's text (finding titles, summaries, remediation, next checks, figure
@@ -175,7 +167,7 @@ impl Analyzer {
         state.watch.end(&mut self.facts.signals);
         if let Some(open) = state.open.take() {
             let lang = self.lang;
-            close(&mut self.facts, &mut self.sections, &mut self.sections_dropped, &state.name, open, lang);
+            close(&mut self.facts, &mut self.sections, &state.name, open, lang);
         }
     }
 
@@ -244,8 +236,7 @@ impl Analyzer {
                     if prev.kind == InputKind::Unknown && prev.head.belongs_to(kind) {
                         start = prev.start;
                     } else {
-                        let (sections, dropped) = (&mut self.sections, &mut self.sections_dropped);
-                        close(&mut self.facts, sections, dropped, &state.name, prev, lang);
+                        close(&mut self.facts, &mut self.sections, &state.name, prev, lang);
                     }
                 }
                 self.facts.kinds.insert(kind);
@@ -288,10 +279,10 @@ impl Analyzer {
     /// `testutil`, asserts on both).
     pub(crate) fn finish_with_facts(mut self) -> (Report, Facts) {
         self.end();
-        if self.sections_dropped > 0
-            && let Some(last) = self.sections.last_mut()
+        if self.sections.dropped > 0
+            && let Some(last) = self.sections.listed.last_mut()
         {
-            let n = self.sections_dropped;
+            let n = self.sections.dropped;
             last.issues.push(Issue {
                 line: last.lines[1],
                 message: self.lang.pick(
@@ -345,7 +336,7 @@ impl Analyzer {
             schema: report::SCHEMA.to_owned(),
             verdict,
             findings,
-            inputs: self.sections,
+            inputs: self.sections.listed,
             figures: figures::figures(&facts, lang),
             series: figures::series(&facts),
             prometheus: None,
@@ -428,26 +419,26 @@ fn feed_open(facts: &mut Facts, name: &std::sync::Arc<str>, open: &mut Open, rea
     open.parser.line(&mut cx, no, line);
 }
 
-fn close(
-    facts: &mut Facts,
-    sections: &mut Vec<InputSection>,
-    dropped: &mut usize,
-    name: &std::sync::Arc<str>,
-    mut open: Open,
-    lang: Lang,
-) {
+fn close(facts: &mut Facts, sections: &mut Sections, name: &std::sync::Arc<str>, mut open: Open, lang: Lang) {
     let mut cx = Cx { input: name, facts, issues: &mut open.issues, lang, vllm_needles: 0 };
     open.parser.finish(&mut cx);
-    if sections.len() >= MAX_SECTIONS {
-        *dropped += 1;
+    if sections.listed.len() >= MAX_SECTIONS {
+        sections.dropped += 1;
         return;
     }
-    sections.push(InputSection {
+    sections.listed.push(InputSection {
         name: name.to_string(),
         kind: open.kind,
         lines: [open.start, open.end],
         issues: open.issues,
     });
+}
+
+/// The report's sections: the first [`MAX_SECTIONS`] listed, the ones read beyond counted.
+#[derive(Default)]
+struct Sections {
+    listed: Vec<InputSection>,
+    dropped: usize,
 }
 
 /// Analyse whole texts: `(name, text)` pairs. The report is in English.

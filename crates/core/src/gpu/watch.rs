@@ -357,7 +357,10 @@ impl GpuWatch {
             st.slow.update(now, holds, cfg, || {
                 let m = mine.unwrap_or(0.0);
                 let p = peer_median.unwrap_or(0.0);
-                straggler(sample.as_ref(), g, m, p, peer_count, reasons)
+                straggler(
+                    sample.as_ref(),
+                    Straggler { gpu: g, clock_mhz: m, peers_mhz: p, peer_count, reasons },
+                )
             });
         }
     }
@@ -426,14 +429,18 @@ fn unreachable_finding() -> GpuFinding {
     }
 }
 
-fn straggler(
-    s: Option<&GpuSample>,
-    g: u32,
-    mine: f64,
-    peers: f64,
+/// A GPU whose clock stays below its busy peers': which, both medians (MHz), how many peers
+/// the peers' median is of, and the clock-event reason bits seen while it was busy.
+struct Straggler {
+    gpu: u32,
+    clock_mhz: f64,
+    peers_mhz: f64,
     peer_count: usize,
     reasons: u64,
-) -> GpuFinding {
+}
+
+fn straggler(s: Option<&GpuSample>, straggler: Straggler) -> GpuFinding {
+    let Straggler { gpu: g, clock_mhz: mine, peers_mhz: peers, peer_count, reasons } = straggler;
     let names = reason_names(reasons);
     let why = if names.is_empty() { "no clock-event reason reported".to_owned() } else { names.join(", ") };
     let hw = reasons & REASONS_HW != 0;

@@ -4,7 +4,8 @@
 //! what the estimator reads), [`KvRequest`](crate::kv::request::KvRequest) (the flags as text,
 //! what the CLI and the site fill in) and [`BudgetInputs`](crate::kv::budget::BudgetInputs)
 //! (the memory budget's terms) — and each has defaults. They all read them from here (so do the
-//! CLI's flags), so that what `triage kv` assumes without a flag is what the library assumes.
+//! CLI's flags and the model listings' bytes per token), so that what `triage kv` assumes without
+//! a flag is what the library assumes.
 
 use crate::kv::dtype::KvDtype;
 

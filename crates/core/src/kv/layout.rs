@@ -144,97 +144,108 @@ pub fn pp_partition(layers: u32, pp: u32) -> Vec<u32> {
     parts
 }
 
+/// The model's layer count, when vLLM would accept these settings for it; settings it would
+/// reject are errors, a block size its CUDA backends do not take is a note.
+fn check_settings(model: &ModelShape, o: &LayoutOptions, notes: &mut Vec<String>) -> Result<u32, KvError> {
+    let n_layers = u32::try_from(model.num_layers()).map_err(|_| KvError::Overflow("layer count"))?;
+    if n_layers == 0 {
+        return Err(KvError::invalid("num_hidden_layers", 0, "a model needs at least one layer"));
+    }
+    if o.tp == 0 || o.tp > 4096 {
+        return Err(KvError::invalid("--tp", o.tp, "tensor parallel size must be between 1 and 4096"));
+    }
+    if o.pp == 0 || o.pp > 4096 {
+        return Err(KvError::invalid("--pp", o.pp, "pipeline parallel size must be between 1 and 4096"));
+    }
+    if o.pp > n_layers {
+        return Err(KvError::PpExceedsLayers { pp: o.pp, layers: n_layers });
+    }
+    if o.block_size == 0 || o.block_size > 1024 {
+        return Err(KvError::invalid("--block-size", o.block_size, "must be between 1 and 1024 tokens"));
+    }
+    if !VLLM_BLOCK_SIZES.contains(&o.block_size) {
+        let bs = o.block_size;
+        notes.push(o.lang.pick(
+            format!("block size {bs} is not one vLLM's CUDA backends accept ({VLLM_BLOCK_SIZES:?})"),
+            format!("block size {bs} 不是 vLLM 的 CUDA 后端接受的取值（{VLLM_BLOCK_SIZES:?}）"),
+        ));
+    }
+    let heads = model.num_attention_heads;
+    if heads == 0 || !heads.is_multiple_of(o.tp) {
+        return Err(KvError::TpDoesNotDivideHeads { tp: o.tp, heads, suggest: divisors_up_to(heads, 16) });
+    }
+    if o.kv_dtype == KvDtype::Fp8DsMla && model.mla.is_none() {
+        return Err(KvError::DsMlaNeedsMla);
+    }
+    Ok(n_layers)
+}
+
+/// KV heads on each TP rank, and the KV bytes one token costs in one layer on one rank: MLA's
+/// latent (whole on every rank), else K and V of the rank's heads (a head replicated when TP
+/// exceeds the KV heads).
+fn kv_per_rank(
+    model: &ModelShape,
+    o: &LayoutOptions,
+    element_bytes: u64,
+    notes: &mut Vec<String>,
+) -> Result<(u32, u64), KvError> {
+    Ok(match model.mla {
+        Some(mla) => {
+            let (lora, rope) = (u64::from(mla.kv_lora_rank), u64::from(mla.qk_rope_head_dim));
+            let b = if o.kv_dtype == KvDtype::Fp8DsMla {
+                // 512 fp8 latent values, one fp32 scale per 128 of them, rope kept in bf16.
+                lora + lora.div_ceil(128) * 4 + rope * 2
+            } else {
+                (lora + rope) * element_bytes
+            };
+            if o.tp > 1 {
+                let tp = o.tp;
+                notes.push(o.lang.pick(
+                    format!(
+                        "MLA: every one of the {tp} TP ranks holds the whole latent cache ({b} B per token per \
+                         layer); it is not divided by TP"
+                    ),
+                    format!("MLA：{tp} 个 TP rank 每个都存完整的 latent cache（每 token 每层 {b} B），不会按 TP 切分"),
+                ));
+            }
+            (1, b)
+        }
+        None => {
+            let kv = model.num_kv_heads;
+            if kv == 0 {
+                return Err(KvError::invalid("num_key_value_heads", 0, "a model needs at least one kv head"));
+            }
+            let fits = if o.tp <= kv { kv.is_multiple_of(o.tp) } else { o.tp.is_multiple_of(kv) };
+            if !fits {
+                return Err(KvError::TpDoesNotFitKvHeads { tp: o.tp, kv_heads: kv });
+            }
+            let per_rank = (kv / o.tp).max(1);
+            if o.tp > kv {
+                let (tp, rep) = (o.tp, o.tp / kv);
+                notes.push(o.lang.pick(
+                    format!(
+                        "TP {tp} > {kv} kv heads: each kv head is replicated on {rep} ranks, so every rank holds \
+                         1 kv head"
+                    ),
+                    format!("TP {tp} > {kv} 个 kv head：每个 kv head 复制到 {rep} 个 rank 上，每个 rank 持有 1 个 kv head"),
+                ));
+            }
+            let b = u64::from(per_rank)
+                * (u64::from(model.head_dim_k) + u64::from(model.head_dim_v))
+                * element_bytes;
+            (per_rank, b)
+        }
+    })
+}
+
 impl Layout {
     /// Place `model` on `tp × pp` GPUs; rejects settings vLLM would reject.
     pub fn new(model: &ModelShape, o: &LayoutOptions) -> Result<Layout, KvError> {
         let mut notes = Vec::new();
-        let n_layers = u32::try_from(model.num_layers()).map_err(|_| KvError::Overflow("layer count"))?;
-        if n_layers == 0 {
-            return Err(KvError::invalid("num_hidden_layers", 0, "a model needs at least one layer"));
-        }
-        if o.tp == 0 || o.tp > 4096 {
-            return Err(KvError::invalid("--tp", o.tp, "tensor parallel size must be between 1 and 4096"));
-        }
-        if o.pp == 0 || o.pp > 4096 {
-            return Err(KvError::invalid("--pp", o.pp, "pipeline parallel size must be between 1 and 4096"));
-        }
-        if o.pp > n_layers {
-            return Err(KvError::PpExceedsLayers { pp: o.pp, layers: n_layers });
-        }
-        if o.block_size == 0 || o.block_size > 1024 {
-            return Err(KvError::invalid("--block-size", o.block_size, "must be between 1 and 1024 tokens"));
-        }
-        if !VLLM_BLOCK_SIZES.contains(&o.block_size) {
-            let bs = o.block_size;
-            notes.push(o.lang.pick(
-                format!("block size {bs} is not one vLLM's CUDA backends accept ({VLLM_BLOCK_SIZES:?})"),
-                format!("block size {bs} 不是 vLLM 的 CUDA 后端接受的取值（{VLLM_BLOCK_SIZES:?}）"),
-            ));
-        }
-        let heads = model.num_attention_heads;
-        if heads == 0 || !heads.is_multiple_of(o.tp) {
-            return Err(KvError::TpDoesNotDivideHeads {
-                tp: o.tp,
-                heads,
-                suggest: divisors_up_to(heads, 16),
-            });
-        }
-        if o.kv_dtype == KvDtype::Fp8DsMla && model.mla.is_none() {
-            return Err(KvError::DsMlaNeedsMla);
-        }
+        let n_layers = check_settings(model, o, &mut notes)?;
         let element_bytes = o.kv_dtype.element_bytes(o.serving_dtype);
 
-        let (kv_heads_per_rank, per_layer) = match model.mla {
-            Some(mla) => {
-                let (lora, rope) = (u64::from(mla.kv_lora_rank), u64::from(mla.qk_rope_head_dim));
-                let b = if o.kv_dtype == KvDtype::Fp8DsMla {
-                    // 512 fp8 latent values, one fp32 scale per 128 of them, rope kept in bf16.
-                    lora + lora.div_ceil(128) * 4 + rope * 2
-                } else {
-                    (lora + rope) * element_bytes
-                };
-                if o.tp > 1 {
-                    let tp = o.tp;
-                    notes.push(o.lang.pick(
-                        format!(
-                            "MLA: every one of the {tp} TP ranks holds the whole latent cache ({b} B per token per \
-                             layer); it is not divided by TP"
-                        ),
-                        format!("MLA：{tp} 个 TP rank 每个都存完整的 latent cache（每 token 每层 {b} B），不会按 TP 切分"),
-                    ));
-                }
-                (1, b)
-            }
-            None => {
-                let kv = model.num_kv_heads;
-                if kv == 0 {
-                    return Err(KvError::invalid(
-                        "num_key_value_heads",
-                        0,
-                        "a model needs at least one kv head",
-                    ));
-                }
-                let fits = if o.tp <= kv { kv.is_multiple_of(o.tp) } else { o.tp.is_multiple_of(kv) };
-                if !fits {
-                    return Err(KvError::TpDoesNotFitKvHeads { tp: o.tp, kv_heads: kv });
-                }
-                let per_rank = (kv / o.tp).max(1);
-                if o.tp > kv {
-                    let (tp, rep) = (o.tp, o.tp / kv);
-                    notes.push(o.lang.pick(
-                        format!(
-                            "TP {tp} > {kv} kv heads: each kv head is replicated on {rep} ranks, so every rank holds \
-                             1 kv head"
-                        ),
-                        format!("TP {tp} > {kv} 个 kv head：每个 kv head 复制到 {rep} 个 rank 上，每个 rank 持有 1 个 kv head"),
-                    ));
-                }
-                let b = u64::from(per_rank)
-                    * (u64::from(model.head_dim_k) + u64::from(model.head_dim_v))
-                    * element_bytes;
-                (per_rank, b)
-            }
-        };
+        let (kv_heads_per_rank, per_layer) = kv_per_rank(model, o, element_bytes, &mut notes)?;
         if per_layer == 0 {
             return Err(KvError::invalid("head_dim", 0, "a layer with no KV bytes cannot be sized"));
         }

@@ -54,17 +54,20 @@ impl Preset {
         Ok(m)
     }
 
-    /// KV bytes per token on one GPU at TP 1, bf16, block 16: the figure model listings show.
+    /// KV bytes per token on one GPU, served in bf16 with vLLM's defaults otherwise (TP 1,
+    /// block 16, the cache in the serving dtype: [`crate::kv::defaults`]): the figure model
+    /// listings show.
     pub fn bf16_bytes_per_token(&self, shape: &ModelShape) -> Result<u64, KvError> {
-        use crate::kv::dtype::{KvDtype, ModelDtype};
+        use crate::kv::defaults;
+        use crate::kv::dtype::ModelDtype;
         use crate::kv::layout::{Layout, LayoutOptions};
         let o = LayoutOptions {
-            tp: 1,
-            pp: 1,
-            block_size: 16,
-            kv_dtype: KvDtype::Auto,
+            tp: defaults::TP,
+            pp: defaults::PP,
+            block_size: defaults::BLOCK_SIZE,
+            kv_dtype: defaults::KV_DTYPE,
             serving_dtype: ModelDtype::Bf16,
-            hybrid: true,
+            hybrid: defaults::HYBRID,
             lang: crate::lang::Lang::En,
         };
         Ok(Layout::new(shape, &o)?.bytes_per_token_per_rank())

@@ -427,6 +427,68 @@ pub fn analyze(
     }
     let w = asked.window;
     let parts = partition(m, cfg.secrets);
+    let analysed = analyse_parts(m, &parts, w, cfg);
+    let mut tagged = tag_findings(m, cfg, &analysed, files.as_ref());
+    let verdict = rank_findings(&mut tagged, &analysed.reports, files.as_ref());
+    let citations = citations(m, cfg, &asked, &analysed.built, &tagged);
+    let Analysed { groups, reports, gpu_ranks, origin, .. } = analysed;
+
+    let fleet = fleet(m, &parts, &groups, &origin, verdict, gpu_ranks);
+    let mut out = Report {
+        schema: crate::analyze::report::SCHEMA.to_owned(),
+        verdict,
+        findings: tagged.into_iter().map(|t| t.finding).collect(),
+        inputs: Vec::new(),
+        figures: BTreeMap::new(),
+        series: BTreeMap::new(),
+        prometheus: None,
+    };
+    if let Some(files) = files {
+        out.inputs.extend(files.inputs);
+        out.figures.extend(files.figures);
+        out.series.extend(files.series);
+    }
+    for (g, r) in groups.iter().zip(reports) {
+        let Some(r) = r else { continue };
+        out.inputs.extend(r.inputs);
+        out.figures.extend(r.figures.into_iter().map(|(k, v)| (format!("{} · {k}", g.input), v)));
+        out.series.extend(r.series.into_iter().map(|(k, v)| (format!("{} · {k}", g.input), v)));
+    }
+    out.prometheus = Some(PrometheusInput {
+        kind: "prometheus".to_owned(),
+        url: asked.url,
+        selector: asked.selector,
+        start: query::iso(w.start_s),
+        end: query::iso(w.end_s),
+        start_unix_s: w.start_s,
+        end_unix_s: w.end_s,
+        step_s: w.step_s,
+        queries: asked.queries,
+        series: m.series.len(),
+        points: m.points,
+        cut: asked.cut.into_iter().chain(m.cut.iter().cloned()).collect(),
+        groups,
+        fleet,
+        citations,
+    });
+    Ok(out)
+}
+
+/// Each part analysed as the input a person would paste (a replica's series, and its recent
+/// tail on its own; a node's GPUs as an `nvidia-smi` series); gateways are listed, not analysed.
+struct Analysed {
+    groups: Vec<Group>,
+    /// Per group, its report; `None` for a gateway.
+    reports: Vec<Option<Report>>,
+    /// Each input's text, with the series, time and value behind each of its lines.
+    built: Vec<(String, Built)>,
+    gpu_ranks: Vec<GpuRank>,
+    /// Per group: its part and whether it is a replica's recent tail.
+    origin: Vec<(usize, bool)>,
+}
+
+/// Analyse every part of the window `w`.
+fn analyse_parts(m: &Matrix, parts: &[Part], w: Window, cfg: &Config<'_>) -> Analysed {
     let mut groups: Vec<Group> = Vec::new();
     let mut reports: Vec<Option<Report>> = Vec::new();
     let mut built: Vec<(String, Built)> = Vec::new();
@@ -513,7 +575,12 @@ pub fn analyze(
         });
         reports.push(Some(r));
     }
+    Analysed { groups, reports, built, gpu_ranks, origin }
+}
 
+/// Every group's findings, and those of the files given alongside (group `usize::MAX`).
+fn tag_findings(m: &Matrix, cfg: &Config<'_>, analysed: &Analysed, files: Option<&Report>) -> Vec<Tagged> {
+    let Analysed { groups, reports, built, .. } = analysed;
     // Findings, each with its subject: the group's, refined to the GPU its first cited row names.
     let row_subject = |input: &str, line: usize| -> Option<Subject> {
         let (_, b) = built.iter().find(|(n, _)| n == input)?;
@@ -534,16 +601,22 @@ pub fn analyze(
             tagged.push(Tagged { finding: f, group: gi });
         }
     }
-    if let Some(files) = &files {
+    if let Some(files) = files {
         for f in &files.findings {
             tagged.push(Tagged { finding: f.clone(), group: usize::MAX });
         }
     }
+    tagged
+}
+
+/// The verdict across groups; `tagged` ranked, a replica's repeated finding dropped, and the
+/// finding that names the verdict first.
+fn rank_findings(tagged: &mut Vec<Tagged>, reports: &[Option<Report>], files: Option<&Report>) -> Verdict {
     // Each group's verdict is decided by its own analyzer; across groups the most urgent cause
     // names the incident, in the analyzer's own order (outage, confidence, severity). A group
     // left INCONCLUSIVE (an unexplained error) keeps the whole from HEALTHY, not from a cause
     // found elsewhere: its finding is listed either way.
-    let all: Vec<&Report> = reports.iter().flatten().chain(files.iter()).collect();
+    let all: Vec<&Report> = reports.iter().flatten().chain(files).collect();
     let mut causes: Vec<&Finding> = all
         .iter()
         .filter(|r| !matches!(r.verdict, Verdict::Healthy | Verdict::Inconclusive))
@@ -556,7 +629,7 @@ pub fn analyze(
         None if !all.is_empty() && all.iter().all(|r| r.verdict == Verdict::Healthy) => Verdict::Healthy,
         None => Verdict::Inconclusive,
     };
-    crate::sort::sort_by(&mut tagged, |a, b| rank(&a.finding, &b.finding).then(a.group.cmp(&b.group)));
+    crate::sort::sort_by(tagged, |a, b| rank(&a.finding, &b.finding).then(a.group.cmp(&b.group)));
     // A replica's tail and its whole window may find the same: keep the better-ranked one.
     let mut seen: Vec<(String, Option<Subject>)> = Vec::new();
     tagged.retain(|t| {
@@ -584,10 +657,22 @@ pub fn analyze(
         let t = tagged.remove(i);
         tagged.insert(0, t);
     }
+    verdict
+}
 
+/// A citation (series, time, value, graph link) for every evidence line that came from a series,
+/// at most [`MAX_CITATIONS`].
+fn citations(
+    m: &Matrix,
+    cfg: &Config<'_>,
+    asked: &Asked,
+    built: &[(String, Built)],
+    tagged: &[Tagged],
+) -> Vec<Citation> {
+    let w = asked.window;
     // Citations for every evidence line that came from a series.
     let mut citations: Vec<Citation> = Vec::new();
-    for t in &tagged {
+    for t in tagged {
         for e in &t.finding.evidence {
             if citations.len() >= MAX_CITATIONS
                 || citations.iter().any(|c| *c.input == *e.input && c.line == e.line)
@@ -614,46 +699,7 @@ pub fn analyze(
             });
         }
     }
-
-    let fleet = fleet(m, &parts, &groups, &origin, verdict, gpu_ranks);
-    let mut out = Report {
-        schema: crate::analyze::report::SCHEMA.to_owned(),
-        verdict,
-        findings: tagged.into_iter().map(|t| t.finding).collect(),
-        inputs: Vec::new(),
-        figures: BTreeMap::new(),
-        series: BTreeMap::new(),
-        prometheus: None,
-    };
-    if let Some(files) = files {
-        out.inputs.extend(files.inputs);
-        out.figures.extend(files.figures);
-        out.series.extend(files.series);
-    }
-    for (g, r) in groups.iter().zip(reports) {
-        let Some(r) = r else { continue };
-        out.inputs.extend(r.inputs);
-        out.figures.extend(r.figures.into_iter().map(|(k, v)| (format!("{} · {k}", g.input), v)));
-        out.series.extend(r.series.into_iter().map(|(k, v)| (format!("{} · {k}", g.input), v)));
-    }
-    out.prometheus = Some(PrometheusInput {
-        kind: "prometheus".to_owned(),
-        url: asked.url,
-        selector: asked.selector,
-        start: query::iso(w.start_s),
-        end: query::iso(w.end_s),
-        start_unix_s: w.start_s,
-        end_unix_s: w.end_s,
-        step_s: w.step_s,
-        queries: asked.queries,
-        series: m.series.len(),
-        points: m.points,
-        cut: asked.cut.into_iter().chain(m.cut.iter().cloned()).collect(),
-        groups,
-        fleet,
-        citations,
-    });
-    Ok(out)
+    citations
 }
 
 /// The analyzer's ranking: an outage first, then confidence, then severity, then rule id.

@@ -6,7 +6,7 @@
 //! cache, what grows at run time is the activations. Such findings carry a low confidence and
 //! say that the figures did not pin the cause, so an OOM paste never comes out HEALTHY.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::oom::{OomFacts, fmt_gib};
 use crate::analyze::report::{Class, Finding};
@@ -100,27 +100,29 @@ fn compute_buffer(f: &Facts, lang: Lang) -> Option<Finding> {
     evidence.truncate(3);
     Some(RULE.doc.finding(
         lang,
-        0.75,
         lang.pick(
             "The compute buffer for one batch's activations could not be allocated: the weights and the KV cache fit, the batch does not.",
             "一个批的激活所需的计算缓冲区分配失败：权重和 KV 缓存放得下，这个批放不下。",
         )
         .to_owned(),
-        evidence,
-        texts(lang, &[
-            (
-                "lower the batch sizes (llama.cpp `-b` / `-ub`, Ollama `num_batch`): the compute buffer grows with them",
-                "调小批大小（llama.cpp 的 `-b` / `-ub`、Ollama 的 `num_batch`）：计算缓冲区随之增长",
-            ),
-            (
-                "shorten the context (`-c`, `num_ctx`) or enable flash attention (`-fa`), which shrinks the attention buffers",
-                "缩短上下文（`-c`、`num_ctx`），或开启 flash attention（`-fa`），减小注意力缓冲区",
-            ),
-        ]),
-        texts(lang, &[(
-            "read the `compute buffer size` lines at start-up against the free memory `nvidia-smi` shows",
-            "对照启动时的 `compute buffer size` 行和 `nvidia-smi` 显示的空闲显存",
-        )]),
+        FindingBody {
+            confidence: 0.75,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "lower the batch sizes (llama.cpp `-b` / `-ub`, Ollama `num_batch`): the compute buffer grows with them",
+                    "调小批大小（llama.cpp 的 `-b` / `-ub`、Ollama 的 `num_batch`）：计算缓冲区随之增长",
+                ),
+                (
+                    "shorten the context (`-c`, `num_ctx`) or enable flash attention (`-fa`), which shrinks the attention buffers",
+                    "缩短上下文（`-c`、`num_ctx`），或开启 flash attention（`-fa`），减小注意力缓冲区",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "read the `compute buffer size` lines at start-up against the free memory `nvidia-smi` shows",
+                "对照启动时的 `compute buffer size` 行和 `nvidia-smi` 显示的空闲显存",
+            )]),
+        },
     ))
 }
 
@@ -172,40 +174,42 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     Some(RULE.doc.finding(
         lang,
-        confidence,
         lang.pick(
             format!("Likely the activation peak of a large prefill batch: {why}."),
             format!("很可能是大 prefill 批的激活峰值：{why}。"),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "lower --max-num-batched-tokens (e.g. 8192) so each step's activations stay inside the profiled headroom",
-                "调低 --max-num-batched-tokens（例如 8192），让每一步的激活都在 profile 出的余量之内",
-            ),
-            (
-                "enable chunked prefill (--enable-chunked-prefill) so long prompts are split across steps",
-                "开启 chunked prefill（--enable-chunked-prefill），把长 prompt 拆到多个步里",
-            ),
-            (
-                "lower --gpu-memory-utilization a little (0.90 → 0.85) to leave more activation headroom",
-                "把 --gpu-memory-utilization 稍微调低（0.90 → 0.85），给激活留出更多余量",
-            ),
-            (
-                "cap concurrent long prompts at the gateway if one burst of them triggers it",
-                "如果是一波长 prompt 集中到达触发的，就在网关限制长 prompt 的并发",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "look at the prompt lengths in flight at the time of the OOM (a burst of long prompts?)",
-                "看 OOM 发生时正在处理的请求的 prompt 长度（是不是一波长 prompt？）",
-            ),
-            (
-                "compare the engine's profiled activation peak (`PyTorch activation peak memory takes …` at start-up) with the failed allocation",
-                "把引擎启动时 profile 出的激活峰值（`PyTorch activation peak memory takes …`）与申请失败的大小对比",
-            ),
-        ]),
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "lower --max-num-batched-tokens (e.g. 8192) so each step's activations stay inside the profiled headroom",
+                    "调低 --max-num-batched-tokens（例如 8192），让每一步的激活都在 profile 出的余量之内",
+                ),
+                (
+                    "enable chunked prefill (--enable-chunked-prefill) so long prompts are split across steps",
+                    "开启 chunked prefill（--enable-chunked-prefill），把长 prompt 拆到多个步里",
+                ),
+                (
+                    "lower --gpu-memory-utilization a little (0.90 → 0.85) to leave more activation headroom",
+                    "把 --gpu-memory-utilization 稍微调低（0.90 → 0.85），给激活留出更多余量",
+                ),
+                (
+                    "cap concurrent long prompts at the gateway if one burst of them triggers it",
+                    "如果是一波长 prompt 集中到达触发的，就在网关限制长 prompt 的并发",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "look at the prompt lengths in flight at the time of the OOM (a burst of long prompts?)",
+                    "看 OOM 发生时正在处理的请求的 prompt 长度（是不是一波长 prompt？）",
+                ),
+                (
+                    "compare the engine's profiled activation peak (`PyTorch activation peak memory takes …` at start-up) with the failed allocation",
+                    "把引擎启动时 profile 出的激活峰值（`PyTorch activation peak memory takes …`）与申请失败的大小对比",
+                ),
+            ]),
+        },
     ))
 }
 

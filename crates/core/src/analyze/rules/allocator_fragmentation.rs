@@ -1,7 +1,7 @@
 //! Rule `allocator-fragmentation`: the OOM's memory is free in total — reserved by PyTorch but
 //! unallocated — yet no block is large enough.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::oom::fmt_gib;
 use crate::analyze::report::{Class, Finding};
@@ -50,7 +50,6 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (idle_gib, gpu, tried_gib) = (fmt_gib(idle), o.gpu_name(), fmt_gib(tried));
     Some(RULE.doc.finding(
         lang,
-        if idle >= 2.0 * tried { 0.8 } else { 0.75 },
         lang.pick(
             format!(
                 "{idle_gib} is reserved by PyTorch but unallocated on {gpu}{free} — at least the {tried_gib} the failed allocation asked for: the memory exists, but not in one block."
@@ -59,26 +58,29 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "{gpu} 上有 {idle_gib} 被 PyTorch 预留但未分配{free}——不少于申请失败的 {tried_gib}：显存是有的，只是不在一个连续块里。"
             ),
         ),
-        o.evidence.iter().take(2).cloned().collect(),
-        texts(lang, &[
-            (
-                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the server's environment and restart it",
-                "在服务的环境变量里设置 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True 并重启",
-            ),
-            ("restart the worker now to reset the allocator's pool", "现在先重启 worker，重置分配器的显存池"),
-            (
-                "keep the KV cache in the engine's paged allocator and enable prefix caching (--enable-prefix-caching) instead of growing per-request tensors",
-                "KV 缓存交给引擎的分页分配器并开启 prefix caching（--enable-prefix-caching），不要按请求增长张量",
-            ),
-            (
-                "if it recurs, lower --gpu-memory-utilization slightly so the allocator has headroom outside the KV cache",
-                "如果反复出现，稍微调低 --gpu-memory-utilization，让分配器在 KV 缓存之外有余量",
-            ),
-        ]),
-        texts(lang, &[(
-            "track torch.cuda.memory_reserved() against memory_allocated() over time to see the pool fragment",
-            "持续对比 torch.cuda.memory_reserved() 与 memory_allocated()，观察显存池如何碎片化",
-        )]),
+        FindingBody {
+            confidence: if idle >= 2.0 * tried { 0.8 } else { 0.75 },
+            evidence: o.evidence.iter().take(2).cloned().collect(),
+            remediation: texts(lang, &[
+                (
+                    "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the server's environment and restart it",
+                    "在服务的环境变量里设置 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True 并重启",
+                ),
+                ("restart the worker now to reset the allocator's pool", "现在先重启 worker，重置分配器的显存池"),
+                (
+                    "keep the KV cache in the engine's paged allocator and enable prefix caching (--enable-prefix-caching) instead of growing per-request tensors",
+                    "KV 缓存交给引擎的分页分配器并开启 prefix caching（--enable-prefix-caching），不要按请求增长张量",
+                ),
+                (
+                    "if it recurs, lower --gpu-memory-utilization slightly so the allocator has headroom outside the KV cache",
+                    "如果反复出现，稍微调低 --gpu-memory-utilization，让分配器在 KV 缓存之外有余量",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "track torch.cuda.memory_reserved() against memory_allocated() over time to see the pool fragment",
+                "持续对比 torch.cuda.memory_reserved() 与 memory_allocated()，观察显存池如何碎片化",
+            )]),
+        },
     ))
 }
 

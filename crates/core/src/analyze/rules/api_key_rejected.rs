@@ -1,6 +1,6 @@
 //! Rule `api-key-rejected`: the server rejects the client's API key.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,25 +25,26 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.9,
-        |n| {
-            lang.pick(
-                format!("{n} request(s) were refused: the API key the client sends is not the server's."),
-                format!("有 {n} 个请求被拒绝：客户端发送的 API key 不是服务端的。"),
-            )
+        SignalFinding {
+            confidence: 0.9,
+            summary: |n| {
+                lang.pick(
+                    format!("{n} request(s) were refused: the API key the client sends is not the server's."),
+                    format!("有 {n} 个请求被拒绝：客户端发送的 API key 不是服务端的。"),
+                )
+            },
+            remediation: &[(
+                "send the key the server was started with (`--api-key`) in `Authorization: Bearer`",
+                "在 `Authorization: Bearer` 里发送服务启动时用的 key（`--api-key`）",
+            )],
+            next_checks: &[(
+                "print which key variable the client reads (`OPENAI_API_KEY`, a config file) without printing the key",
+                "打印客户端读取的是哪个 key 变量（`OPENAI_API_KEY`、配置文件），不要打印 key 本身",
+            )],
         },
-        &[(
-            "send the key the server was started with (`--api-key`) in `Authorization: Bearer`",
-            "在 `Authorization: Bearer` 里发送服务启动时用的 key（`--api-key`）",
-        )],
-        &[(
-            "print which key variable the client reads (`OPENAI_API_KEY`, a config file) without printing the key",
-            "打印客户端读取的是哪个 key 变量（`OPENAI_API_KEY`、配置文件），不要打印 key 本身",
-        )],
     )
 }
 

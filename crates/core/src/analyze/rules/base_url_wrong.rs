@@ -1,7 +1,7 @@
 //! Rule `base-url-wrong`: the client's base URL is a web page, carries tracking parameters or
 //! doubles a path, so requests are answered 404 — which clients report as "model unavailable".
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::client_config::UrlSetting;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -364,7 +364,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         (true, false) => config,
         (false, _) => access,
     };
-    if confidence < 0.3 || reasons.is_empty() {
+    if confidence < 0.3 {
         return None;
     }
     let mut remediation: Vec<String> = suggestions;
@@ -382,33 +382,35 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             "改完后手动发一个请求（curl -N $BASE/v1/chat/completions 或 $BASE/v1/messages），应返回 200 并流式输出 token",
         ),
     ]));
-    let summary = match lang {
-        Lang::En => format!(
-            "The base URL is not a bare API base: {}. Requests to such a URL are answered 404, and clients often report that 404 as \"model unavailable\" — the model side is not the problem.",
-            reasons.join("; ")
-        ),
-        Lang::Zh => format!(
-            "base URL 不是纯净的 API 基址：{}。发往这种地址的请求会返回 404，而客户端常把这个 404 报成“模型不可用”——问题不在模型侧。",
-            reasons.join("；")
-        ),
+    // After the reasons: what such a URL leads to.
+    let consequence = || {
+        lang.pick(
+            " Requests to such a URL are answered 404, and clients often report that 404 as \"model unavailable\" — the model side is not the problem.",
+            "发往这种地址的请求会返回 404，而客户端常把这个 404 报成“模型不可用”——问题不在模型侧。",
+        )
+        .to_owned()
     };
-    Some(RULE.doc.finding(
+    RULE.doc.finding_from_reasons_then(
         lang,
-        confidence,
-        summary,
-        evidence,
-        remediation,
-        texts(lang, &[
-            (
-                "grep the gateway or API-server access log for 404s and look at the exact path the client sent",
-                "在网关或 API server 的访问日志里 grep 404，看客户端实际发出的完整路径",
-            ),
-            (
-                "list the models the server serves (GET /v1/models): vLLM also answers 404 when the model name is unknown",
-                "列出服务端提供的模型（GET /v1/models）：模型名不存在时 vLLM 也会返回 404",
-            ),
-        ]),
-    ))
+        ("The base URL is not a bare API base", "base URL 不是纯净的 API 基址"),
+        &reasons,
+        consequence,
+        FindingBody {
+            confidence,
+            evidence,
+            remediation,
+            next_checks: texts(lang, &[
+                (
+                    "grep the gateway or API-server access log for 404s and look at the exact path the client sent",
+                    "在网关或 API server 的访问日志里 grep 404，看客户端实际发出的完整路径",
+                ),
+                (
+                    "list the models the server serves (GET /v1/models): vLLM also answers 404 when the model name is unknown",
+                    "列出服务端提供的模型（GET /v1/models）：模型名不存在时 vLLM 也会返回 404",
+                ),
+            ]),
+        },
+    )
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Rule `bench-itl-tail`: a benchmark's own figures show a tail of gaps between tokens.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
 
@@ -57,25 +57,27 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (confidence, summary, evidence) = best?;
     Some(RULE.doc.finding(
         lang,
-        confidence,
         summary,
-        evidence,
-        texts(lang, &[
-            (
-                "enable chunked prefill (--enable-chunked-prefill, a modest --max-num-batched-tokens such as 2048) so prefills stop stalling decodes",
-                "开启 chunked prefill（--enable-chunked-prefill，配合适中的 --max-num-batched-tokens，例如 2048），让 prefill 不再卡住解码",
-            ),
-            (
-                "if the engine preempts (KV cache full), lower --max-num-seqs or give the cache more memory",
-                "如果引擎在抢占（KV cache 满），调低 --max-num-seqs 或给缓存更多显存",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "paste the engine log from the run (preemption warnings, KV usage) and `nvidia-smi -q -d PERFORMANCE` from under load",
-                "贴出压测期间的引擎日志（抢占警告、KV 使用率），以及负载下的 `nvidia-smi -q -d PERFORMANCE`",
-            ),
-        ]),
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "enable chunked prefill (--enable-chunked-prefill, a modest --max-num-batched-tokens such as 2048) so prefills stop stalling decodes",
+                    "开启 chunked prefill（--enable-chunked-prefill，配合适中的 --max-num-batched-tokens，例如 2048），让 prefill 不再卡住解码",
+                ),
+                (
+                    "if the engine preempts (KV cache full), lower --max-num-seqs or give the cache more memory",
+                    "如果引擎在抢占（KV cache 满），调低 --max-num-seqs 或给缓存更多显存",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "paste the engine log from the run (preemption warnings, KV usage) and `nvidia-smi -q -d PERFORMANCE` from under load",
+                    "贴出压测期间的引擎日志（抢占警告、KV 使用率），以及负载下的 `nvidia-smi -q -d PERFORMANCE`",
+                ),
+            ]),
+        },
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `bench-overloaded`: a benchmark sent requests faster than the server finished them.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
 
@@ -56,26 +56,28 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         evidence.dedup();
         return Some(RULE.doc.finding(
             lang,
-            0.85,
             lang.pick(
                 format!("The benchmark asked for {asked:.1} requests/s but the server finished {done:.2}/s ({:.1}× fewer): the queue grew for the whole run.{wait}", asked / done),
                 format!("压测要求每秒 {asked:.1} 个请求，服务端每秒只完成 {done:.2} 个（少了 {:.1} 倍）：整个压测期间队列一直在增长。{wait}", asked / done),
             ),
-            evidence,
-            texts(lang, &[
-                (
-                    "take the measured request throughput as this replica's capacity and benchmark below it (sweep the rate to find where TTFT bends)",
-                    "把实测请求吞吐当作这个副本的容量，在它以下压测（扫描请求速率，找到 TTFT 拐弯的位置）",
-                ),
-                (
-                    "size the fleet so peak traffic stays below ~80 % of the measured capacity per replica",
-                    "按每个副本实测容量的约 80% 来承载峰值流量，规划集群规模",
-                ),
-            ]),
-            texts(lang, &[(
-                "the engine's stats lines during the run: Waiting growing while Running stays at max_num_seqs confirms it",
-                "压测期间引擎的统计行：Running 保持在 max_num_seqs 而 Waiting 持续增长，就能确认",
-            )]),
+            FindingBody {
+                confidence: 0.85,
+                evidence,
+                remediation: texts(lang, &[
+                    (
+                        "take the measured request throughput as this replica's capacity and benchmark below it (sweep the rate to find where TTFT bends)",
+                        "把实测请求吞吐当作这个副本的容量，在它以下压测（扫描请求速率，找到 TTFT 拐弯的位置）",
+                    ),
+                    (
+                        "size the fleet so peak traffic stays below ~80 % of the measured capacity per replica",
+                        "按每个副本实测容量的约 80% 来承载峰值流量，规划集群规模",
+                    ),
+                ]),
+                next_checks: texts(lang, &[(
+                    "the engine's stats lines during the run: Waiting growing while Running stays at max_num_seqs confirms it",
+                    "压测期间引擎的统计行：Running 保持在 max_num_seqs 而 Waiting 持续增长，就能确认",
+                )]),
+            },
         ));
     }
     None

@@ -1,6 +1,6 @@
 //! Rule `bench-ttft-tail`: a benchmark's own figures show a TTFT tail.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
 
@@ -70,29 +70,31 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (confidence, summary, evidence) = best?;
     Some(RULE.doc.finding(
         lang,
-        confidence,
         summary,
-        evidence,
-        texts(lang, &[
-            (
-                "if the engine's waiting queue grew during the run, the load is above what one replica serves: scale out or cap concurrency at the gateway",
-                "如果压测期间引擎的等待队列持续增长，说明负载超过了单个副本的能力：扩容，或在网关限制并发",
-            ),
-            (
-                "if long prompts were in the mix, enable chunked prefill and lower --max-num-batched-tokens so one prefill cannot hold the step",
-                "如果混有长 prompt，开启 chunked prefill 并调低 --max-num-batched-tokens，避免一个 prefill 独占整步",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "paste the engine's log from the same minutes: its stats lines (Running / Waiting, KV usage) say which of the two it was",
-                "贴出同一时间段的引擎日志：它的统计行（Running / Waiting、KV 使用率）能说明是哪一种",
-            ),
-            (
-                "rerun at half the request rate: a tail that disappears is queueing",
-                "用一半的请求速率重跑一次：长尾消失了，就是排队造成的",
-            ),
-        ]),
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "if the engine's waiting queue grew during the run, the load is above what one replica serves: scale out or cap concurrency at the gateway",
+                    "如果压测期间引擎的等待队列持续增长，说明负载超过了单个副本的能力：扩容，或在网关限制并发",
+                ),
+                (
+                    "if long prompts were in the mix, enable chunked prefill and lower --max-num-batched-tokens so one prefill cannot hold the step",
+                    "如果混有长 prompt，开启 chunked prefill 并调低 --max-num-batched-tokens，避免一个 prefill 独占整步",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "paste the engine's log from the same minutes: its stats lines (Running / Waiting, KV usage) say which of the two it was",
+                    "贴出同一时间段的引擎日志：它的统计行（Running / Waiting、KV 使用率）能说明是哪一种",
+                ),
+                (
+                    "rerun at half the request rate: a tail that disappears is queueing",
+                    "用一半的请求速率重跑一次：长尾消失了，就是排队造成的",
+                ),
+            ]),
+        },
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `chunked-prefill-off`: the engine runs without chunked prefill.
 
-use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -63,20 +63,22 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     };
     Some(RULE.doc.finding(
         lang,
-        confidence,
         summary,
-        vec![arg.evidence.clone()],
-        texts(lang, &[
-            ("--enable-chunked-prefill --max-num-batched-tokens 8192", "--enable-chunked-prefill --max-num-batched-tokens 8192"),
-            (
-                "--scheduler-policy fcfs (the default) keeps arrival order while chunks interleave",
-                "--scheduler-policy fcfs（默认值）在分块交织执行时仍保持到达顺序",
-            ),
-        ]),
-        texts(lang, &[(
-            "after enabling, compare TTFT p99 and decode ITL p99 before and after: chunking trades a little decode speed for much shorter first-token tails",
-            "开启后对比前后的 TTFT p99 和 decode ITL p99：分块用一点 decode 速度换来短得多的首 token 长尾",
-        )]),
+        FindingBody {
+            confidence,
+            evidence: vec![arg.evidence.clone()],
+            remediation: texts(lang, &[
+                ("--enable-chunked-prefill --max-num-batched-tokens 8192", "--enable-chunked-prefill --max-num-batched-tokens 8192"),
+                (
+                    "--scheduler-policy fcfs (the default) keeps arrival order while chunks interleave",
+                    "--scheduler-policy fcfs（默认值）在分块交织执行时仍保持到达顺序",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "after enabling, compare TTFT p99 and decode ITL p99 before and after: chunking trades a little decode speed for much shorter first-token tails",
+                "开启后对比前后的 TTFT p99 和 decode ITL p99：分块用一点 decode 速度换来短得多的首 token 长尾",
+            )]),
+        },
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `client-retries-failing`: an SDK keeps retrying requests that cannot succeed.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -66,26 +66,28 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     evidence.dedup();
     Some(RULE.doc.finding(
         lang,
-        0.85,
         lang.pick(
             format!("The client retried {n} time(s) and could not connect: the base URL, host or port it uses does not reach the server."),
             format!("客户端重试了 {n} 次仍然连不上：它使用的 base URL、主机或端口到不了服务端。"),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "fix the client's base URL (scheme, host, port, `/v1`) to the one `curl $BASE/v1/models` answers from the client's host",
-                "把客户端的 base URL（协议、主机、端口、`/v1`）改成在客户端所在机器上 `curl $BASE/v1/models` 能通的那个",
-            ),
-            (
-                "set max_retries=0 while diagnosing so the first failure shows at once",
-                "排查期间设置 max_retries=0，让第一次失败立刻显示出来",
-            ),
-        ]),
-        texts(lang, &[(
-            "from the client's host: `curl -sv $BASE/v1/models` — refused (wrong port), no route (network policy), DNS error (wrong host)",
-            "在客户端所在机器上执行 `curl -sv $BASE/v1/models`——连接被拒绝（端口错）、无路由（网络策略）、DNS 错误（主机名错）",
-        )]),
+        FindingBody {
+            confidence: 0.85,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "fix the client's base URL (scheme, host, port, `/v1`) to the one `curl $BASE/v1/models` answers from the client's host",
+                    "把客户端的 base URL（协议、主机、端口、`/v1`）改成在客户端所在机器上 `curl $BASE/v1/models` 能通的那个",
+                ),
+                (
+                    "set max_retries=0 while diagnosing so the first failure shows at once",
+                    "排查期间设置 max_retries=0，让第一次失败立刻显示出来",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "from the client's host: `curl -sv $BASE/v1/models` — refused (wrong port), no route (network policy), DNS error (wrong host)",
+                "在客户端所在机器上执行 `curl -sv $BASE/v1/models`——连接被拒绝（端口错）、无路由（网络策略）、DNS 错误（主机名错）",
+            )]),
+        },
     ))
 }
 

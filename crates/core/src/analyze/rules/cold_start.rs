@@ -1,6 +1,6 @@
 //! Rule `cold-start`: the first requests after a (re)start pay for loading and compiling.
 
-use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -188,19 +188,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             evidence.extend(waited.map(|(_, e)| e.clone()));
         }
     }
-    if reasons.is_empty() {
-        return None;
-    }
-    let summary = match lang {
-        Lang::En => format!("{}.", reasons.join("; ")),
-        Lang::Zh => format!("冷启动：{}。", reasons.join("；")),
-    };
-    Some(RULE.doc.finding(
-        lang,
+    // The English summary is the reasons alone; the Chinese one is led by "冷启动".
+    RULE.doc.finding_from_reasons(lang, ("", "冷启动"), &reasons, FindingBody {
         confidence,
-        summary,
         evidence,
-        texts(lang, &[
+        remediation: texts(lang, &[
             (
                 "send a few warm-up generations (short and long prompts) before marking the instance ready",
                 "在把实例标记为就绪之前，先发几次预热生成（长短 prompt 都要有）",
@@ -214,11 +206,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "保持最少数量的热副本；在流量到来之前提前扩容",
             ),
         ]),
-        texts(lang, &[(
+        next_checks: texts(lang, &[(
             "check whether the slow requests line up with deployments or autoscaling events",
             "检查慢请求是否与发布或自动扩缩容事件在时间上对得上",
         )]),
-    ))
+    })
 }
 
 #[cfg(test)]

@@ -183,23 +183,23 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             confidence,
             evidence,
             remediation: texts(lang, &[
-            (
-                "give each deployment its own GPUs: CUDA_VISIBLE_DEVICES, Kubernetes GPU requests, or MIG partitions",
-                "给每个部署分配独占的 GPU：CUDA_VISIBLE_DEVICES、Kubernetes GPU 请求或 MIG 分区",
-            ),
-            (
-                "find and stop leftover processes: `nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`",
-                "找出并停掉残留进程：`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`",
-            ),
-            (
-                "if models must share a GPU, give each an explicit --gpu-memory-utilization (e.g. 0.45 + 0.45) and start them one after the other",
-                "如果模型必须共卡，为每个模型显式设置 --gpu-memory-utilization（例如 0.45 + 0.45），并依次启动",
-            ),
-        ]),
+                (
+                    "give each deployment its own GPUs: CUDA_VISIBLE_DEVICES, Kubernetes GPU requests, or MIG partitions",
+                    "给每个部署分配独占的 GPU：CUDA_VISIBLE_DEVICES、Kubernetes GPU 请求或 MIG 分区",
+                ),
+                (
+                    "find and stop leftover processes: `nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`",
+                    "找出并停掉残留进程：`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`",
+                ),
+                (
+                    "if models must share a GPU, give each an explicit --gpu-memory-utilization (e.g. 0.45 + 0.45) and start them one after the other",
+                    "如果模型必须共卡，为每个模型显式设置 --gpu-memory-utilization（例如 0.45 + 0.45），并依次启动",
+                ),
+            ]),
             next_checks: texts(lang, &[(
-            "check whether the other process is a zombie worker from a previous run (same command, older start time)",
-            "确认另一个进程是不是上次运行留下的僵尸 worker（命令相同、启动时间更早）",
-        )]),
+                "check whether the other process is a zombie worker from a previous run (same command, older start time)",
+                "确认另一个进程是不是上次运行留下的僵尸 worker（命令相同、启动时间更早）",
+            )]),
         },
     )
 }

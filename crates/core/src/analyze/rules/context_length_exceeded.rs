@@ -1,6 +1,6 @@
 //! Rule `context-length-exceeded`: requests are longer than the model's context.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -27,28 +27,29 @@ pub(crate) const RULE: Rule = Rule {
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // One or two refusals are one client's mistake; many are how the service is used.
     let many = f.signals.count_for(RULE.doc.id) >= 3;
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        if many { 0.85 } else { 0.5 },
-        |n| {
-            lang.pick(format!("{n} request(s) were refused because prompt plus output is longer than the model's context."), format!("有 {n} 个请求因为 prompt 加输出超过模型上下文长度而被拒绝。"))
+        SignalFinding {
+            confidence: if many { 0.85 } else { 0.5 },
+            summary: |n| {
+                lang.pick(format!("{n} request(s) were refused because prompt plus output is longer than the model's context."), format!("有 {n} 个请求因为 prompt 加输出超过模型上下文长度而被拒绝。"))
+            },
+            remediation: &[
+                (
+                    "cap the client's prompt (drop old turns, summarise) and its max_tokens so prompt + max_tokens stays under the server's max_model_len",
+                    "限制客户端的 prompt（丢弃旧的对话轮次或做摘要）和 max_tokens，使 prompt + max_tokens 始终小于服务端的 max_model_len",
+                ),
+                (
+                    "or raise --max-model-len on the server if the KV cache can hold it (check with `triage kv`)",
+                    "或者在 KV 缓存放得下的前提下调大服务端的 --max-model-len（用 `triage kv` 检查）",
+                ),
+            ],
+            next_checks: &[(
+                "the distribution of prompt lengths the client sends (a request log with prompt_tokens) against max_model_len",
+                "客户端发送的 prompt 长度分布（带 prompt_tokens 的请求日志），与 max_model_len 对比",
+            )],
         },
-        &[
-            (
-                "cap the client's prompt (drop old turns, summarise) and its max_tokens so prompt + max_tokens stays under the server's max_model_len",
-                "限制客户端的 prompt（丢弃旧的对话轮次或做摘要）和 max_tokens，使 prompt + max_tokens 始终小于服务端的 max_model_len",
-            ),
-            (
-                "or raise --max-model-len on the server if the KV cache can hold it (check with `triage kv`)",
-                "或者在 KV 缓存放得下的前提下调大服务端的 --max-model-len（用 `triage kv` 检查）",
-            ),
-        ],
-        &[(
-            "the distribution of prompt lengths the client sends (a request log with prompt_tokens) against max_model_len",
-            "客户端发送的 prompt 长度分布（带 prompt_tokens 的请求日志），与 max_model_len 对比",
-        )],
     )
 }
 

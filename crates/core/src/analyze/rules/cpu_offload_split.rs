@@ -1,6 +1,6 @@
 //! Rule `cpu-offload-split`: part of the model runs on the CPU, so every token waits for it.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
 use crate::analyze::text::number_after;
@@ -60,32 +60,34 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let evidence = split_lines.iter().map(|(e, ..)| e.clone()).take(4).collect();
     Some(RULE.doc.finding(
         lang,
-        0.85,
         lang.pick(
             format!("Only {on} of {total} layers (or shares) are on the GPU: about {cpu_pct} % of the model runs on the CPU, which sets the pace of every token."),
             format!("只有 {on}/{total} 的层（或份额）在 GPU 上：约 {cpu_pct} % 的模型跑在 CPU 上，决定了每个 token 的速度。"),
         ),
-        evidence,
-        texts(
-            lang,
-            &[
-                (
-                    "fit the whole model on the GPU: a smaller quantisation or model, or a shorter context (`num_ctx`, `-c`)",
-                    "让整个模型放进 GPU：更小的量化或模型，或者更短的上下文（`num_ctx`、`-c`）",
-                ),
-                (
-                    "unload other models (Ollama keeps several loaded: `OLLAMA_MAX_LOADED_MODELS=1`) or add a GPU",
-                    "卸载其他模型（Ollama 会同时加载多个：`OLLAMA_MAX_LOADED_MODELS=1`），或者增加 GPU",
-                ),
-            ],
-        ),
-        texts(
-            lang,
-            &[(
-                "compare the eval rate (tokens/s) of `ollama run --verbose` or the slot timings with and without the split",
-                "对比有分摊和没有分摊时 `ollama run --verbose` 或 slot 计时里的 eval rate（tokens/s）",
-            )],
-        ),
+        FindingBody {
+            confidence: 0.85,
+            evidence,
+            remediation: texts(
+                lang,
+                &[
+                    (
+                        "fit the whole model on the GPU: a smaller quantisation or model, or a shorter context (`num_ctx`, `-c`)",
+                        "让整个模型放进 GPU：更小的量化或模型，或者更短的上下文（`num_ctx`、`-c`）",
+                    ),
+                    (
+                        "unload other models (Ollama keeps several loaded: `OLLAMA_MAX_LOADED_MODELS=1`) or add a GPU",
+                        "卸载其他模型（Ollama 会同时加载多个：`OLLAMA_MAX_LOADED_MODELS=1`），或者增加 GPU",
+                    ),
+                ],
+            ),
+            next_checks: texts(
+                lang,
+                &[(
+                    "compare the eval rate (tokens/s) of `ollama run --verbose` or the slot timings with and without the split",
+                    "对比有分摊和没有分摊时 `ollama run --verbose` 或 slot 计时里的 eval rate（tokens/s）",
+                )],
+            ),
+        },
     ))
 }
 

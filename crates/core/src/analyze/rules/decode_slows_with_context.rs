@@ -1,6 +1,6 @@
 //! Rule `decode-slows-with-context`: each decode step gets slower as the contexts grow.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
 
@@ -81,30 +81,32 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let drop = 1.0 - per(last) / per(first);
     Some(RULE.doc.finding(
         lang,
-        0.7,
         lang.pick(
             format!("With {:.0} requests running throughout, {what} grew {ctx:.1}× ({:.0} → {:.0}) while generation per request fell {:.0} % ({:.1} → {:.1} tokens/s): every decode step reads more KV cache.", first.running, first.context, last.context, drop * 100.0, per(first), per(last)),
             format!("运行请求数一直在 {:.0} 左右，{what} 增长了 {ctx:.1} 倍（{:.0} → {:.0}），而每个请求的生成速度下降了 {:.0}%（{:.1} → {:.1} tokens/s）：每个解码步要读取更多的 KV 缓存。", first.running, first.context, last.context, drop * 100.0, per(first), per(last)),
         ),
-        vec![first.evidence.clone(), last.evidence.clone()],
-        texts(lang, &[
-            (
-                "cap context and output lengths for this traffic (max_model_len, max_tokens)",
-                "为这类流量限制上下文和输出长度（max_model_len、max_tokens）",
-            ),
-            (
-                "route long-context requests to their own replicas, or lower the batch size there (max_num_seqs / --max-running-requests)",
-                "把长上下文请求路由到单独的副本，或在那里降低批大小（max_num_seqs / --max-running-requests）",
-            ),
-            (
-                "read less per step: an FP8 KV cache (--kv-cache-dtype fp8) halves the bytes each step reads",
-                "减少每步的读取量：FP8 KV 缓存（--kv-cache-dtype fp8）把每步读取的字节数减半",
-            ),
-        ]),
-        texts(lang, &[(
-            "the request log's output lengths and ITL by context length: the gap should grow with the tokens already in the context",
-            "按上下文长度看请求日志里的输出长度和 ITL：token 间隔应当随上下文中已有的 token 数增长",
-        )]),
+        FindingBody {
+            confidence: 0.7,
+            evidence: vec![first.evidence.clone(), last.evidence.clone()],
+            remediation: texts(lang, &[
+                (
+                    "cap context and output lengths for this traffic (max_model_len, max_tokens)",
+                    "为这类流量限制上下文和输出长度（max_model_len、max_tokens）",
+                ),
+                (
+                    "route long-context requests to their own replicas, or lower the batch size there (max_num_seqs / --max-running-requests)",
+                    "把长上下文请求路由到单独的副本，或在那里降低批大小（max_num_seqs / --max-running-requests）",
+                ),
+                (
+                    "read less per step: an FP8 KV cache (--kv-cache-dtype fp8) halves the bytes each step reads",
+                    "减少每步的读取量：FP8 KV 缓存（--kv-cache-dtype fp8）把每步读取的字节数减半",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "the request log's output lengths and ITL by context length: the gap should grow with the tokens already in the context",
+                "按上下文长度看请求日志里的输出长度和 ITL：token 间隔应当随上下文中已有的 token 数增长",
+            )]),
+        },
     ))
 }
 
@@ -128,26 +130,28 @@ fn trt_step_time(f: &Facts, lang: Lang) -> Option<Finding> {
     let drop = (1.0 - a / b) * 100.0;
     Some(RULE.doc.finding(
         lang,
-        0.7,
         lang.pick(
             format!("With the same {n:.0} requests in every step and no new arrivals, the device step time grew from {a:.1} to {b:.1} ms ({drop:.0} % fewer tokens per second each): every decode step reads more KV cache as their contexts grow."),
             format!("每一步都是同样的 {n:.0} 个请求、没有新请求到达，设备单步耗时却从 {a:.1} ms 增长到 {b:.1} ms（每个请求每秒少生成 {drop:.0}%）：上下文变长，每个解码步要读取更多 KV 缓存。"),
         ),
-        vec![first.evidence.clone(), last.evidence.clone()],
-        texts(lang, &[
-            (
-                "cap context and output lengths for this traffic (max_seq_len, max_tokens)",
-                "为这类流量限制上下文和输出长度（max_seq_len、max_tokens）",
-            ),
-            (
-                "route long generations to their own replicas, or lower the batch size there",
-                "把长生成路由到单独的副本，或在那里降低批大小",
-            ),
-        ]),
-        texts(lang, &[(
-            "plot prev_device_step_time against the iteration: a steady climb with a steady batch confirms it",
-            "按迭代画出 prev_device_step_time：批大小不变而耗时稳定上升即可确认",
-        )]),
+        FindingBody {
+            confidence: 0.7,
+            evidence: vec![first.evidence.clone(), last.evidence.clone()],
+            remediation: texts(lang, &[
+                (
+                    "cap context and output lengths for this traffic (max_seq_len, max_tokens)",
+                    "为这类流量限制上下文和输出长度（max_seq_len、max_tokens）",
+                ),
+                (
+                    "route long generations to their own replicas, or lower the batch size there",
+                    "把长生成路由到单独的副本，或在那里降低批大小",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "plot prev_device_step_time against the iteration: a steady climb with a steady batch confirms it",
+                "按迭代画出 prev_device_step_time：批大小不变而耗时稳定上升即可确认",
+            )]),
+        },
     ))
 }
 

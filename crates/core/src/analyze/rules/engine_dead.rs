@@ -1,6 +1,6 @@
 //! Rule `engine-dead`: the engine process died; the API server may still be up.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -63,24 +63,26 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let n = lines.len();
     Some(RULE.doc.finding(
         lang,
-        confidence,
         lang.pick(
             format!("The engine process died ({n} line(s)).{cause}"),
             format!("引擎进程已经挂了（{n} 行）。{cause}"),
         ),
-        lines.iter().take(3).cloned().collect(),
-        texts(lang, &[
-            ("restart the server now", "立即重启服务"),
-            (
-                "let the liveness probe check the engine (a tiny generation, or vLLM's /health which fails when the engine is dead) so the orchestrator restarts it",
-                "让 liveness 探针检查引擎本身（跑一次极小的生成，或用 vLLM 的 /health——引擎挂了它会失败），好让编排系统重启它",
-            ),
-            ("fix the root cause printed above the EngineDeadError", "修复 EngineDeadError 上方打印出的根因"),
-        ]),
-        texts(lang, &[(
-            "scroll up from the first EngineDeadError to the first traceback: that error is the cause",
-            "从第一个 EngineDeadError 往上翻到第一个 traceback：那个错误才是原因",
-        )]),
+        FindingBody {
+            confidence,
+            evidence: lines.iter().take(3).cloned().collect(),
+            remediation: texts(lang, &[
+                ("restart the server now", "立即重启服务"),
+                (
+                    "let the liveness probe check the engine (a tiny generation, or vLLM's /health which fails when the engine is dead) so the orchestrator restarts it",
+                    "让 liveness 探针检查引擎本身（跑一次极小的生成，或用 vLLM 的 /health——引擎挂了它会失败），好让编排系统重启它",
+                ),
+                ("fix the root cause printed above the EngineDeadError", "修复 EngineDeadError 上方打印出的根因"),
+            ]),
+            next_checks: texts(lang, &[(
+                "scroll up from the first EngineDeadError to the first traceback: that error is the cause",
+                "从第一个 EngineDeadError 往上翻到第一个 traceback：那个错误才是原因",
+            )]),
+        },
     ))
 }
 

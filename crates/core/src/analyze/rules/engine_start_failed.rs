@@ -1,6 +1,6 @@
 //! Rule `engine-start-failed`: the engine never came up, so nothing is served.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -39,48 +39,49 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         .any(|r| !MEMORY.contains(r) && *r != "nccl-hang" && f.signals.count_for(r) > 0);
     // With its cause in the paste that finding leads; this one says what it did.
     let confidence = if memory || other { 0.55 } else { 0.85 };
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        confidence,
-        |n| {
-            let cause = if memory {
+        SignalFinding {
+            confidence,
+            summary: |n| {
+                let cause = if memory {
+                    lang.pick(
+                        " A memory error is in the same paste: it is the cause.",
+                        "同一份粘贴里有显存错误：它就是原因。",
+                    )
+                } else {
+                    lang.pick(
+                        " The cause is the first error printed before it.",
+                        "原因是它之前打印的第一条错误。",
+                    )
+                };
                 lang.pick(
-                    " A memory error is in the same paste: it is the cause.",
-                    "同一份粘贴里有显存错误：它就是原因。",
+                    format!("The engine exited during start-up ({n} line(s)): nothing is being served.{cause}"),
+                    format!("引擎在启动过程中退出（{n} 行）：目前没有任何服务。{cause}"),
                 )
-            } else {
-                lang.pick(
-                    " The cause is the first error printed before it.",
-                    "原因是它之前打印的第一条错误。",
-                )
-            };
-            lang.pick(
-                format!("The engine exited during start-up ({n} line(s)): nothing is being served.{cause}"),
-                format!("引擎在启动过程中退出（{n} 行）：目前没有任何服务。{cause}"),
-            )
+            },
+            remediation: &[
+                (
+                    "fix the first error printed before the start-up failure, then start again",
+                    "修复启动失败之前打印的第一条错误，然后重新启动",
+                ),
+                (
+                    "keep the orchestrator from hiding it: a crash loop with restarts looks like a slow service from outside",
+                    "别让编排系统把它掩盖掉：从外面看，反复崩溃重启就像一个很慢的服务",
+                ),
+            ],
+            next_checks: &[
+                (
+                    "paste the whole start-up log from the first line (the version and the arguments) to the failure",
+                    "粘贴完整的启动日志：从第一行（版本和参数）一直到失败处",
+                ),
+                (
+                    "for multi-GPU engines, the log of every rank or worker: the one that failed first names the cause",
+                    "多卡引擎要贴每个 rank 或 worker 的日志：最先失败的那个指出了原因",
+                ),
+            ],
         },
-        &[
-            (
-                "fix the first error printed before the start-up failure, then start again",
-                "修复启动失败之前打印的第一条错误，然后重新启动",
-            ),
-            (
-                "keep the orchestrator from hiding it: a crash loop with restarts looks like a slow service from outside",
-                "别让编排系统把它掩盖掉：从外面看，反复崩溃重启就像一个很慢的服务",
-            ),
-        ],
-        &[
-            (
-                "paste the whole start-up log from the first line (the version and the arguments) to the failure",
-                "粘贴完整的启动日志：从第一行（版本和参数）一直到失败处",
-            ),
-            (
-                "for multi-GPU engines, the log of every rank or worker: the one that failed first names the cause",
-                "多卡引擎要贴每个 rank 或 worker 的日志：最先失败的那个指出了原因",
-            ),
-        ],
     )
 }
 

@@ -1,6 +1,6 @@
 //! Rule `gpu-hw-error`: a GPU hardware error.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,28 +25,29 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.9,
-        |n| {
-            lang.pick(format!("The GPU reported a hardware error ({n} line(s)): the process on it cannot continue and its peers wait."), format!("GPU 报告了硬件错误（{n} 行）：它上面的进程无法继续，其他 rank 都在等。"))
+        SignalFinding {
+            confidence: 0.9,
+            summary: |n| {
+                lang.pick(format!("The GPU reported a hardware error ({n} line(s)): the process on it cannot continue and its peers wait."), format!("GPU 报告了硬件错误（{n} 行）：它上面的进程无法继续，其他 rank 都在等。"))
+            },
+            remediation: &[
+                (
+                    "drain the node and reset the GPU (nvidia-smi -r, or reboot) before serving from it again",
+                    "把节点下线并重置 GPU（nvidia-smi -r 或重启），之后再恢复服务",
+                ),
+                (
+                    "replace the GPU if ECC errors recur or pages keep being retired",
+                    "如果 ECC 错误反复出现或不断有页被退役，更换这块 GPU",
+                ),
+            ],
+            next_checks: &[(
+                "`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` and `dmesg -T | grep -i xid` on that node",
+                "在该节点上执行 `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` 和 `dmesg -T | grep -i xid`",
+            )],
         },
-        &[
-            (
-                "drain the node and reset the GPU (nvidia-smi -r, or reboot) before serving from it again",
-                "把节点下线并重置 GPU（nvidia-smi -r 或重启），之后再恢复服务",
-            ),
-            (
-                "replace the GPU if ECC errors recur or pages keep being retired",
-                "如果 ECC 错误反复出现或不断有页被退役，更换这块 GPU",
-            ),
-        ],
-        &[(
-            "`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` and `dmesg -T | grep -i xid` on that node",
-            "在该节点上执行 `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` 和 `dmesg -T | grep -i xid`",
-        )],
     )
 }
 

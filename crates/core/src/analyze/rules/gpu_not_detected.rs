@@ -1,6 +1,6 @@
 //! Rule `gpu-not-detected`: inference runs on the CPU: no usable GPU was found.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -38,28 +38,30 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let n = lines.len();
     Some(RULE.doc.finding(
         lang,
-        0.85,
         lang.pick(
             format!("{n} line(s) show inference falling back to the CPU: tokens come tens of times slower than on a GPU."),
             format!("有 {n} 行显示推理退回到了 CPU：token 比在 GPU 上慢几十倍。"),
         ),
-        lines.into_iter().take(4).collect(),
-        texts(lang, &[
-            (
-                "make the GPU visible to the server (`--gpus all`, the NVIDIA device plugin, `CUDA_VISIBLE_DEVICES`)",
-                "让服务看得到 GPU（`--gpus all`、NVIDIA device plugin、`CUDA_VISIBLE_DEVICES`）",
-            ),
-            (
-                "update the NVIDIA driver when the log says it is too old for the bundled CUDA runtime",
-                "日志说驱动太旧时，把 NVIDIA 驱动升级到自带 CUDA 运行时要求的版本",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "run `nvidia-smi` inside the container, and look for the GPU discovery lines at the server's start-up",
-                "在容器里运行 `nvidia-smi`，并查看服务启动时发现 GPU 的日志行",
-            ),
-        ]),
+        FindingBody {
+            confidence: 0.85,
+            evidence: lines.into_iter().take(4).collect(),
+            remediation: texts(lang, &[
+                (
+                    "make the GPU visible to the server (`--gpus all`, the NVIDIA device plugin, `CUDA_VISIBLE_DEVICES`)",
+                    "让服务看得到 GPU（`--gpus all`、NVIDIA device plugin、`CUDA_VISIBLE_DEVICES`）",
+                ),
+                (
+                    "update the NVIDIA driver when the log says it is too old for the bundled CUDA runtime",
+                    "日志说驱动太旧时，把 NVIDIA 驱动升级到自带 CUDA 运行时要求的版本",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "run `nvidia-smi` inside the container, and look for the GPU discovery lines at the server's start-up",
+                    "在容器里运行 `nvidia-smi`，并查看服务启动时发现 GPU 的日志行",
+                ),
+            ]),
+        },
     ))
 }
 

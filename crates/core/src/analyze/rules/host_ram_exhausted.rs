@@ -1,6 +1,6 @@
 //! Rule `host-ram-exhausted`: system memory, not GPU memory, ran out.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,31 +25,32 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.85,
-        |n| {
-            lang.pick(
-                format!("{n} line(s) show system memory (RAM), not GPU memory, running out."),
-                format!("有 {n} 行显示耗尽的是系统内存（RAM），不是显存。"),
-            )
+        SignalFinding {
+            confidence: 0.85,
+            summary: |n| {
+                lang.pick(
+                    format!("{n} line(s) show system memory (RAM), not GPU memory, running out."),
+                    format!("有 {n} 行显示耗尽的是系统内存（RAM），不是显存。"),
+                )
+            },
+            remediation: &[
+                (
+                    "raise the container's memory limit (`docker --memory`, the pod's `resources.limits.memory`) or use a bigger host",
+                    "提高容器内存限制（`docker --memory`、pod 的 `resources.limits.memory`）或换更大的主机",
+                ),
+                (
+                    "offload more layers to the GPU, or choose a smaller model or quantisation",
+                    "把更多层放到 GPU 上，或者换更小的模型或量化",
+                ),
+            ],
+            next_checks: &[(
+                "check `free -g` and the container's memory limit, and `dmesg` for the kernel's OOM killer",
+                "查看 `free -g` 和容器内存限制，并在 `dmesg` 里找内核 OOM killer 的记录",
+            )],
         },
-        &[
-            (
-                "raise the container's memory limit (`docker --memory`, the pod's `resources.limits.memory`) or use a bigger host",
-                "提高容器内存限制（`docker --memory`、pod 的 `resources.limits.memory`）或换更大的主机",
-            ),
-            (
-                "offload more layers to the GPU, or choose a smaller model or quantisation",
-                "把更多层放到 GPU 上，或者换更小的模型或量化",
-            ),
-        ],
-        &[(
-            "check `free -g` and the container's memory limit, and `dmesg` for the kernel's OOM killer",
-            "查看 `free -g` 和容器内存限制，并在 `dmesg` 里找内核 OOM killer 的记录",
-        )],
     )
 }
 

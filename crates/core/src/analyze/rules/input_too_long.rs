@@ -1,6 +1,6 @@
 //! Rule `input-too-long`: one request asks for a large share of the GPU in a single allocation.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::oom::{OomFacts, fmt_gib};
 use crate::analyze::report::{Class, Finding};
@@ -41,26 +41,28 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     {
         return Some(RULE.doc.finding(
             lang,
-            0.85,
             lang.pick(
                 "The failed allocation asks for more memory than any GPU holds (1 TiB or more): a size computed from an over-long or malformed request, not a shortage to tune away.".to_owned(),
                 "失败的分配请求的显存比任何 GPU 都多（1 TiB 以上）：这是由超长或畸形请求算出来的大小，不是靠调参能解决的显存不足。".to_owned(),
             ),
-            o.evidence.iter().take(1).cloned().collect(),
-            texts(lang, &[
-                (
-                    "find the request in flight and reject such inputs at the gateway (a token limit) and the server (--max-model-len)",
-                    "找出当时在处理的请求，在网关（token 上限）和服务端（--max-model-len）拒绝这类输入",
-                ),
-                (
-                    "restart the worker if it died; a client retrying the same request will crash it again",
-                    "如果 worker 挂了就重启；客户端重试同一个请求会再次把它打挂",
-                ),
-            ]),
-            texts(lang, &[(
-                "the prompt length and max_tokens of the request that was running (request log or client log)",
-                "当时在运行的那个请求的 prompt 长度和 max_tokens（请求日志或客户端日志）",
-            )]),
+            FindingBody {
+                confidence: 0.85,
+                evidence: o.evidence.iter().take(1).cloned().collect(),
+                remediation: texts(lang, &[
+                    (
+                        "find the request in flight and reject such inputs at the gateway (a token limit) and the server (--max-model-len)",
+                        "找出当时在处理的请求，在网关（token 上限）和服务端（--max-model-len）拒绝这类输入",
+                    ),
+                    (
+                        "restart the worker if it died; a client retrying the same request will crash it again",
+                        "如果 worker 挂了就重启；客户端重试同一个请求会再次把它打挂",
+                    ),
+                ]),
+                next_checks: texts(lang, &[(
+                    "the prompt length and max_tokens of the request that was running (request log or client log)",
+                    "当时在运行的那个请求的 prompt 长度和 max_tokens（请求日志或客户端日志）",
+                )]),
+            },
         ));
     }
     let (o, tried, total) = f
@@ -98,42 +100,44 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let tried = fmt_gib(tried);
     Some(RULE.doc.finding(
         lang,
-        confidence,
         lang.pick(
             format!(
                 "The failed allocation asks for {tried} in one piece, {scale}: the buffers of one over-long request.{empty}"
             ),
             format!("申请失败的那块要一次性分配 {tried}，{scale}：这是单个超长请求的缓冲区。{empty}"),
         ),
-        o.evidence.iter().take(2).cloned().collect(),
-        texts(lang, &[
-            (
-                "set --max-model-len to what the GPU can hold, so the server rejects longer prompts with a 400 instead of crashing",
-                "把 --max-model-len 设为 GPU 放得下的长度，让服务端对更长的 prompt 返回 400，而不是崩溃",
-            ),
-            (
-                "enforce a prompt-token limit at the gateway; reject or truncate over-long inputs",
-                "在网关强制 prompt token 上限；拒绝或截断超长输入",
-            ),
-            (
-                "serve legitimate long-context traffic from a separate pool with more GPUs (--tensor-parallel-size) and chunked prefill",
-                "正常的长上下文流量交给单独的实例池，用更多 GPU（--tensor-parallel-size）并开启 chunked prefill",
-            ),
-            (
-                "restart the worker if it died; a client retrying the same request will crash it again",
-                "worker 挂了就重启；客户端重试同一个请求会再次把它打崩",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "find the request in flight at the OOM: the longest prompt_tokens in the request log",
-                "找出 OOM 时正在处理的请求：请求日志里 prompt_tokens 最大的那个",
-            ),
-            (
-                "compare the gateway's input limit with the server's --max-model-len",
-                "对比网关的输入长度上限与服务端的 --max-model-len",
-            ),
-        ]),
+        FindingBody {
+            confidence,
+            evidence: o.evidence.iter().take(2).cloned().collect(),
+            remediation: texts(lang, &[
+                (
+                    "set --max-model-len to what the GPU can hold, so the server rejects longer prompts with a 400 instead of crashing",
+                    "把 --max-model-len 设为 GPU 放得下的长度，让服务端对更长的 prompt 返回 400，而不是崩溃",
+                ),
+                (
+                    "enforce a prompt-token limit at the gateway; reject or truncate over-long inputs",
+                    "在网关强制 prompt token 上限；拒绝或截断超长输入",
+                ),
+                (
+                    "serve legitimate long-context traffic from a separate pool with more GPUs (--tensor-parallel-size) and chunked prefill",
+                    "正常的长上下文流量交给单独的实例池，用更多 GPU（--tensor-parallel-size）并开启 chunked prefill",
+                ),
+                (
+                    "restart the worker if it died; a client retrying the same request will crash it again",
+                    "worker 挂了就重启；客户端重试同一个请求会再次把它打崩",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "find the request in flight at the OOM: the longest prompt_tokens in the request log",
+                    "找出 OOM 时正在处理的请求：请求日志里 prompt_tokens 最大的那个",
+                ),
+                (
+                    "compare the gateway's input limit with the server's --max-model-len",
+                    "对比网关的输入长度上限与服务端的 --max-model-len",
+                ),
+            ]),
+        },
     ))
 }
 

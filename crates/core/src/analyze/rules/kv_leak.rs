@@ -1,6 +1,6 @@
 //! Rule `kv-leak`: KV cache stays full while nothing runs — requests were never released.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -132,53 +132,54 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         ));
         evidence.push(g.evidence.clone());
     }
-    if reasons.is_empty() {
-        return None;
-    }
-    let hint = if confidence < 0.5 {
+    // A weak finding says what else it could be.
+    let hint = || {
+        if confidence >= 0.5 {
+            return String::new();
+        }
         lang.pick(
             " On its own this is also what an idle vLLM looks like (it preallocates gpu_memory_utilization of the memory): confirm with the engine's running-request count and KV usage.",
             "单看这一点，空闲的 vLLM 也是这个样子（它会预先占用 gpu_memory_utilization 比例的显存）：要结合引擎的运行中请求数和 KV 使用率确认。",
         )
-    } else {
-        ""
+        .to_owned()
     };
-    Some(RULE.doc.finding(
+    RULE.doc.finding_from_reasons_then(
         lang,
-        confidence,
-        lang.pick(
-            format!("Memory is held by requests that no longer run: {}.{hint}", reasons.join("; ")),
-            format!("显存被已经不在运行的请求占着：{}。{hint}", reasons.join("；")),
-        ),
-        evidence,
-        texts(lang, &[
-            ("restart the worker to free the cache now", "现在先重启 worker 释放缓存"),
-            (
-                "abort on client timeout or disconnect: engine.abort(request_id) in the serving layer (the article's guarded_generate)",
-                "客户端超时或断开时 abort：在服务层调用 engine.abort(request_id)（即文中的 guarded_generate）",
-            ),
-            ("enforce a hard per-request timeout and max_tokens", "强制每个请求的硬超时和 max_tokens"),
-            (
-                "alert when KV usage stays above 50 % while running requests are 0 (a watchdog on memory versus active requests)",
-                "当运行中请求为 0 而 KV 使用率持续高于 50% 时告警（监控显存占用与活跃请求数偏离的 watchdog）",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "compare vllm:kv_cache_usage_perc with vllm:num_requests_running over the last hour",
-                "对比过去一小时的 vllm:kv_cache_usage_perc 与 vllm:num_requests_running",
-            ),
-            (
-                "count client timeouts versus `Aborted request` lines in the engine log",
-                "对比客户端超时的次数和引擎日志里 `Aborted request` 的行数",
-            ),
-        ]),
-    ))
+        ("Memory is held by requests that no longer run", "显存被已经不在运行的请求占着"),
+        &reasons,
+        hint,
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                ("restart the worker to free the cache now", "现在先重启 worker 释放缓存"),
+                (
+                    "abort on client timeout or disconnect: engine.abort(request_id) in the serving layer (the article's guarded_generate)",
+                    "客户端超时或断开时 abort：在服务层调用 engine.abort(request_id)（即文中的 guarded_generate）",
+                ),
+                ("enforce a hard per-request timeout and max_tokens", "强制每个请求的硬超时和 max_tokens"),
+                (
+                    "alert when KV usage stays above 50 % while running requests are 0 (a watchdog on memory versus active requests)",
+                    "当运行中请求为 0 而 KV 使用率持续高于 50% 时告警（监控显存占用与活跃请求数偏离的 watchdog）",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "compare vllm:kv_cache_usage_perc with vllm:num_requests_running over the last hour",
+                    "对比过去一小时的 vllm:kv_cache_usage_perc 与 vllm:num_requests_running",
+                ),
+                (
+                    "count client timeouts versus `Aborted request` lines in the engine log",
+                    "对比客户端超时的次数和引擎日志里 `Aborted request` 的行数",
+                ),
+            ]),
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::{fired, snapshot};
 
     #[test]
     fn fires_on_full_cache_with_nothing_running() {
@@ -230,7 +231,9 @@ mod tests {
         let full = metrics(0.97);
         let f = snapshot(&[("smi.csv", smi), ("metrics", &full)], "kv-leak", "gpu_hint_with_a_full_cache")
             .unwrap();
-        assert_eq!(f.confidence, 0.9);
+        // The engine's full cache confirms the hint: surer than the GPU reading alone.
+        let alone = fired(&[("smi.csv", smi)], "kv-leak").unwrap();
+        assert!(f.confidence > alone.confidence, "{} vs {}", f.confidence, alone.confidence);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Rule `kv-offload-degraded`: the KV-cache offload or transfer tier is failing.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,28 +25,29 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.75,
-        |n| {
-            lang.pick(format!("The KV offload or transfer tier reports {n} failure line(s): prefixes are recomputed (or transfers wait) instead of being loaded."), format!("KV 卸载或传输层报告了 {n} 行故障：前缀没有被加载，而是重新计算（或传输在等待）。"))
+        SignalFinding {
+            confidence: 0.75,
+            summary: |n| {
+                lang.pick(format!("The KV offload or transfer tier reports {n} failure line(s): prefixes are recomputed (or transfers wait) instead of being loaded."), format!("KV 卸载或传输层报告了 {n} 行故障：前缀没有被加载，而是重新计算（或传输在等待）。"))
+            },
+            remediation: &[
+                (
+                    "restore the offload tier (remote cache server, network, disk or CPU memory) and size it for the working set",
+                    "恢复卸载层（远端缓存服务、网络、磁盘或 CPU 内存），并按工作集大小给足容量",
+                ),
+                (
+                    "for disaggregated prefill, check the KV transfer path between prefill and decode nodes (NIXL / KV connector, RDMA)",
+                    "对于 PD 分离部署，检查 prefill 和 decode 节点之间的 KV 传输路径（NIXL / KV connector、RDMA）",
+                ),
+            ],
+            next_checks: &[(
+                "the prefix cache hit rate before and after the first failure line (vLLM stats or /metrics)",
+                "第一条故障日志前后的前缀缓存命中率（vLLM 统计行或 /metrics）",
+            )],
         },
-        &[
-            (
-                "restore the offload tier (remote cache server, network, disk or CPU memory) and size it for the working set",
-                "恢复卸载层（远端缓存服务、网络、磁盘或 CPU 内存），并按工作集大小给足容量",
-            ),
-            (
-                "for disaggregated prefill, check the KV transfer path between prefill and decode nodes (NIXL / KV connector, RDMA)",
-                "对于 PD 分离部署，检查 prefill 和 decode 节点之间的 KV 传输路径（NIXL / KV connector、RDMA）",
-            ),
-        ],
-        &[(
-            "the prefix cache hit rate before and after the first failure line (vLLM stats or /metrics)",
-            "第一条故障日志前后的前缀缓存命中率（vLLM 统计行或 /metrics）",
-        )],
     )
 }
 

@@ -1,6 +1,6 @@
 //! Rule `kv-pool-exhausted`: the engine's KV pool ran out while serving.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,28 +25,29 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.85,
-        |n| {
-            lang.pick(format!("The engine's KV pool ran out while serving ({n} line(s)): it could not hold the running requests and stopped."), format!("引擎的 KV 池在服务中耗尽（{n} 行）：放不下正在运行的请求，服务停止了。"))
+        SignalFinding {
+            confidence: 0.85,
+            summary: |n| {
+                lang.pick(format!("The engine's KV pool ran out while serving ({n} line(s)): it could not hold the running requests and stopped."), format!("引擎的 KV 池在服务中耗尽（{n} 行）：放不下正在运行的请求，服务停止了。"))
+            },
+            remediation: &[
+                (
+                    "lower --max-running-requests so fewer sequences share the pool",
+                    "调低 --max-running-requests，让更少的序列共享 KV 池",
+                ),
+                (
+                    "raise --mem-fraction-static if the GPU has room, or cap max_tokens on the clients",
+                    "如果 GPU 还有空间就调高 --mem-fraction-static，或者限制客户端的 max_tokens",
+                ),
+            ],
+            next_checks: &[(
+                "the decode batch lines before the failure: #running-req and token usage show how full the pool was",
+                "失败前的 decode batch 日志：#running-req 和 token usage 显示池有多满",
+            )],
         },
-        &[
-            (
-                "lower --max-running-requests so fewer sequences share the pool",
-                "调低 --max-running-requests，让更少的序列共享 KV 池",
-            ),
-            (
-                "raise --mem-fraction-static if the GPU has room, or cap max_tokens on the clients",
-                "如果 GPU 还有空间就调高 --mem-fraction-static，或者限制客户端的 max_tokens",
-            ),
-        ],
-        &[(
-            "the decode batch lines before the failure: #running-req and token usage show how full the pool was",
-            "失败前的 decode batch 日志：#running-req 和 token usage 显示池有多满",
-        )],
     )
 }
 

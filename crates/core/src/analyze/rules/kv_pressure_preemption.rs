@@ -123,24 +123,24 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             confidence,
             evidence,
             remediation: texts(lang, &[
-            ("lower --max-num-seqs so the running batch fits the cache", "调低 --max-num-seqs，让运行中的批能放进缓存"),
-            (
-                "raise --gpu-memory-utilization (e.g. 0.90 → 0.95) if nothing else shares the GPU",
-                "如果没有别的进程共用这张卡，调高 --gpu-memory-utilization（例如 0.90 → 0.95）",
-            ),
-            (
-                "--enable-prefix-caching to share common prefixes; --kv-cache-dtype fp8 to halve KV bytes per token",
-                "--enable-prefix-caching 复用公共前缀；--kv-cache-dtype fp8 让每 token 的 KV 字节数减半",
-            ),
-            (
-                "add GPUs (tensor parallelism) to grow the cache, then re-check with `triage kv`",
-                "加卡（张量并行）扩大缓存，然后用 `triage kv` 重新核算",
-            ),
-        ]),
+                ("lower --max-num-seqs so the running batch fits the cache", "调低 --max-num-seqs，让运行中的批能放进缓存"),
+                (
+                    "raise --gpu-memory-utilization (e.g. 0.90 → 0.95) if nothing else shares the GPU",
+                    "如果没有别的进程共用这张卡，调高 --gpu-memory-utilization（例如 0.90 → 0.95）",
+                ),
+                (
+                    "--enable-prefix-caching to share common prefixes; --kv-cache-dtype fp8 to halve KV bytes per token",
+                    "--enable-prefix-caching 复用公共前缀；--kv-cache-dtype fp8 让每 token 的 KV 字节数减半",
+                ),
+                (
+                    "add GPUs (tensor parallelism) to grow the cache, then re-check with `triage kv`",
+                    "加卡（张量并行）扩大缓存，然后用 `triage kv` 重新核算",
+                ),
+            ]),
             next_checks: texts(lang, &[(
-            "run `triage kv` for this model to see how many tokens the cache holds at your max_model_len",
-            "对这个模型跑 `triage kv`，看在你的 max_model_len 下缓存能容纳多少 token",
-        )]),
+                "run `triage kv` for this model to see how many tokens the cache holds at your max_model_len",
+                "对这个模型跑 `triage kv`，看在你的 max_model_len 下缓存能容纳多少 token",
+            )]),
         },
     )
 }

@@ -1,7 +1,7 @@
 //! Rule `kv-reservation-too-large`: the KV cache the server is configured to reserve does not
 //! fit next to the weights — vLLM refuses to start, or runs out of memory while starting.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::vllm::FatalMemory;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -150,63 +150,64 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         }
         evidence.extend(others);
     }
-    if reasons.is_empty() {
-        return None;
-    }
-    let args: Vec<String> = ["max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype"]
-        .iter()
-        .filter_map(|name| v.arg(name).map(|a| format!("{name}={}", a.value)))
-        .collect();
-    let configured = match (args.is_empty(), lang) {
-        (true, _) => String::new(),
-        (false, Lang::En) => format!(" Configured: {}.", args.join(", ")),
-        (false, Lang::Zh) => format!("当前配置：{}。", args.join(", ")),
+    // After the reasons: the settings that decided the reservation, and the KV estimate.
+    let configured = || {
+        let args: Vec<String> = ["max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype"]
+            .iter()
+            .filter_map(|name| v.arg(name).map(|a| format!("{name}={}", a.value)))
+            .collect();
+        let configured = match (args.is_empty(), lang) {
+            (true, _) => String::new(),
+            (false, Lang::En) => format!(" Configured: {}.", args.join(", ")),
+            (false, Lang::Zh) => format!("当前配置：{}。", args.join(", ")),
+        };
+        match kv_context(f, lang) {
+            Some(kv) => lang.pick(format!("{configured} {kv}"), format!("{configured}{kv}")),
+            None => configured,
+        }
     };
-    let configured = match kv_context(f, lang) {
-        Some(kv) => lang.pick(format!("{configured} {kv}"), format!("{configured}{kv}")),
-        None => configured,
-    };
-    Some(RULE.doc.finding(
+    RULE.doc.finding_from_reasons_then(
         lang,
-        confidence,
-        lang.pick(
-            format!("The KV-cache reservation does not fit: {}.{configured}", reasons.join("; ")),
-            format!("KV 缓存预留放不下：{}。{configured}", reasons.join("；")),
-        ),
-        evidence,
-        texts(lang, &[
-            (
-                "lower --max-model-len to what the cache holds (vLLM prints the estimate in its error)",
-                "把 --max-model-len 调低到缓存放得下的长度（vLLM 的报错里会给出估计值）",
-            ),
-            (
-                "lower --max-num-seqs so fewer sequences are reserved at once",
-                "调低 --max-num-seqs，减少同时预留的序列数",
-            ),
-            (
-                "store the KV cache in fp8: --kv-cache-dtype fp8 (half the bytes per token)",
-                "KV 缓存用 fp8 存：--kv-cache-dtype fp8（每 token 字节数减半）",
-            ),
-            (
-                "spread the model over more GPUs: raise --tensor-parallel-size so each holds fewer weights and KV heads",
-                "把模型摊到更多 GPU 上：调大 --tensor-parallel-size，每张卡上的权重和 KV 头都更少",
-            ),
-            (
-                "raise --gpu-memory-utilization (e.g. 0.90 → 0.95) only if nothing else uses the GPU",
-                "只有在没有其他进程用这张卡时，才调高 --gpu-memory-utilization（例如 0.90 → 0.95）",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "run `triage kv` with the model's config.json to see the bytes per token and the max_model_len that fits",
-                "用模型的 config.json 跑 `triage kv`，看每 token 字节数和放得下的 max_model_len",
-            ),
-            (
-                "check nvidia-smi for other processes on the GPU before raising --gpu-memory-utilization",
-                "调高 --gpu-memory-utilization 之前，先用 nvidia-smi 看这张卡上有没有其他进程",
-            ),
-        ]),
-    ))
+        ("The KV-cache reservation does not fit", "KV 缓存预留放不下"),
+        &reasons,
+        configured,
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "lower --max-model-len to what the cache holds (vLLM prints the estimate in its error)",
+                    "把 --max-model-len 调低到缓存放得下的长度（vLLM 的报错里会给出估计值）",
+                ),
+                (
+                    "lower --max-num-seqs so fewer sequences are reserved at once",
+                    "调低 --max-num-seqs，减少同时预留的序列数",
+                ),
+                (
+                    "store the KV cache in fp8: --kv-cache-dtype fp8 (half the bytes per token)",
+                    "KV 缓存用 fp8 存：--kv-cache-dtype fp8（每 token 字节数减半）",
+                ),
+                (
+                    "spread the model over more GPUs: raise --tensor-parallel-size so each holds fewer weights and KV heads",
+                    "把模型摊到更多 GPU 上：调大 --tensor-parallel-size，每张卡上的权重和 KV 头都更少",
+                ),
+                (
+                    "raise --gpu-memory-utilization (e.g. 0.90 → 0.95) only if nothing else uses the GPU",
+                    "只有在没有其他进程用这张卡时，才调高 --gpu-memory-utilization（例如 0.90 → 0.95）",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "run `triage kv` with the model's config.json to see the bytes per token and the max_model_len that fits",
+                    "用模型的 config.json 跑 `triage kv`，看每 token 字节数和放得下的 max_model_len",
+                ),
+                (
+                    "check nvidia-smi for other processes on the GPU before raising --gpu-memory-utilization",
+                    "调高 --gpu-memory-utilization 之前，先用 nvidia-smi 看这张卡上有没有其他进程",
+                ),
+            ]),
+        },
+    )
 }
 
 /// What the KV estimator (`triage kv`) says for the served model, when the log names a model

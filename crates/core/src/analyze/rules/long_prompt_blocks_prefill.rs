@@ -1,6 +1,6 @@
 //! Rule `long-prompt-blocks-prefill`: a few very long prompts stall everyone's first token.
 
-use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 use crate::stats::{BucketQuantile, histogram_quantile};
@@ -94,7 +94,6 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     Some(RULE.doc.finding(
         lang,
-        0.6,
         lang.pick(
             format!(
                 "vLLM's histograms over the window: prompt length p99 ≥ {p99:.0} tokens against a mean of {mean:.0}, and TTFT p99 ≥ {t99} s against p50 ≤ {t50} s — a few long prompts hold the prefill step while short requests wait."
@@ -103,27 +102,30 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<Finding> {
                 "时间窗内 vLLM 的直方图：prompt 长度 p99 ≥ {p99:.0} token，均值 {mean:.0}；TTFT p99 ≥ {t99} s，p50 ≤ {t50} s——少数长 prompt 占住了 prefill 步，短请求只能等。"
             ),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
-                "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
-            ),
-            (
-                "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
-                "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "read the request log (enqueue and first-token times with prompt lengths) to tie the slow requests to the long prompts",
-                "查看请求日志（入队时间、首 token 时间和 prompt 长度），确认慢请求正是长 prompt 及其同批请求",
-            ),
-            (
-                "check whether chunked prefill is on (vLLM logs `non-default args` at start-up)",
-                "确认 chunked prefill 是否开启（vLLM 启动时会打印 `non-default args`）",
-            ),
-        ]),
+        FindingBody {
+            confidence: 0.6,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
+                    "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
+                ),
+                (
+                    "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
+                    "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "read the request log (enqueue and first-token times with prompt lengths) to tie the slow requests to the long prompts",
+                    "查看请求日志（入队时间、首 token 时间和 prompt 长度），确认慢请求正是长 prompt 及其同批请求",
+                ),
+                (
+                    "check whether chunked prefill is on (vLLM logs `non-default args` at start-up)",
+                    "确认 chunked prefill 是否开启（vLLM 启动时会打印 `non-default args`）",
+                ),
+            ]),
+        },
     ))
 }
 
@@ -151,30 +153,32 @@ fn from_slot_timings(f: &Facts, lang: Lang) -> Option<Finding> {
     };
     Some(RULE.doc.finding(
         lang,
-        if deferred.is_some() { 0.85 } else { 0.7 },
         lang.pick(
             format!("One prompt of {tokens:.0} tokens took {s:.1} s to prefill ({rate:.0} tokens/s){behind}: no token of it, or of a request waiting for its slot, comes sooner."),
             format!("一个 {tokens:.0} token 的 prompt 预填耗时 {s:.1} s（{rate:.0} tokens/s）{behind}：它和等这个 slot 的请求在此之前都拿不到第一个 token。"),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "give llama-server more slots (`-np`) with enough context each (`-c` is shared between them), or more replicas",
-                "给 llama-server 更多 slot（`-np`），并保证每个都有足够上下文（`-c` 由各 slot 分摊），或者增加副本",
-            ),
-            (
-                "cap the prompt length at the gateway, or route long-context requests to their own server",
-                "在网关限制 prompt 长度，或者把长上下文请求路由到单独的服务",
-            ),
-            (
-                "prefill faster: a larger `-ub`/`-b` on a GPU with headroom, flash attention (`-fa`)",
-                "加快预填：显存有余量时调大 `-ub`/`-b`，开启 flash attention（`-fa`）",
-            ),
-        ]),
-        texts(lang, &[(
-            "compare `prompt eval time` per task with the TTFT clients see, and watch `llamacpp:requests_deferred`",
-            "对比每个 task 的 `prompt eval time` 和客户端看到的 TTFT，并观察 `llamacpp:requests_deferred`",
-        )]),
+        FindingBody {
+            confidence: if deferred.is_some() { 0.85 } else { 0.7 },
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "give llama-server more slots (`-np`) with enough context each (`-c` is shared between them), or more replicas",
+                    "给 llama-server 更多 slot（`-np`），并保证每个都有足够上下文（`-c` 由各 slot 分摊），或者增加副本",
+                ),
+                (
+                    "cap the prompt length at the gateway, or route long-context requests to their own server",
+                    "在网关限制 prompt 长度，或者把长上下文请求路由到单独的服务",
+                ),
+                (
+                    "prefill faster: a larger `-ub`/`-b` on a GPU with headroom, flash attention (`-fa`)",
+                    "加快预填：显存有余量时调大 `-ub`/`-b`，开启 flash attention（`-fa`）",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "compare `prompt eval time` per task with the TTFT clients see, and watch `llamacpp:requests_deferred`",
+                "对比每个 task 的 `prompt eval time` 和客户端看到的 TTFT，并观察 `llamacpp:requests_deferred`",
+            )]),
+        },
     ))
 }
 
@@ -205,7 +209,6 @@ fn from_request_log(f: &Facts, lang: Lang) -> Option<Finding> {
     let (ratio, slowest) = (p99 / mean, r.slowest.len());
     Some(RULE.doc.finding(
         lang,
-        confidence,
         lang.pick(
             format!(
                 "Prompt length p99 is {p99:.0} tokens against a mean of {mean:.0} ({ratio:.1}×), and TTFT p99 is {t99:.0} ms against p50 {t50:.0} ms; {slow_and_long} of the {slowest} slowest requests carry prompts in the top 10 % (≥ {long:.0} tokens)."
@@ -214,31 +217,34 @@ fn from_request_log(f: &Facts, lang: Lang) -> Option<Finding> {
                 "prompt 长度 p99 为 {p99:.0} token，均值 {mean:.0}（{ratio:.1}×）；TTFT p99 为 {t99:.0} ms，p50 为 {t50:.0} ms；最慢的 {slowest} 个请求中有 {slow_and_long} 个的 prompt 位于最长的 10%（≥ {long:.0} token）。"
             ),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
-                "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
-            ),
-            (
-                "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
-                "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
-            ),
-            (
-                "route long-context traffic to a separate pool, or disaggregate prefill and decode",
-                "把长上下文流量路由到单独的实例池，或做 PD 分离（prefill 与 decode 分开部署）",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "plot TTFT against prompt length per request: a rising band confirms it",
-                "按请求画出 TTFT 与 prompt 长度的散点图：呈上升带状即可确认",
-            ),
-            (
-                "check whether chunked prefill is on (vLLM logs `non-default args` at start-up)",
-                "确认 chunked prefill 是否开启（vLLM 启动时会打印 `non-default args`）",
-            ),
-        ]),
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
+                    "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
+                ),
+                (
+                    "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
+                    "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
+                ),
+                (
+                    "route long-context traffic to a separate pool, or disaggregate prefill and decode",
+                    "把长上下文流量路由到单独的实例池，或做 PD 分离（prefill 与 decode 分开部署）",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "plot TTFT against prompt length per request: a rising band confirms it",
+                    "按请求画出 TTFT 与 prompt 长度的散点图：呈上升带状即可确认",
+                ),
+                (
+                    "check whether chunked prefill is on (vLLM logs `non-default args` at start-up)",
+                    "确认 chunked prefill 是否开启（vLLM 启动时会打印 `non-default args`）",
+                ),
+            ]),
+        },
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `long-sequence-in-batch`: over-long sequences in the decode batch stretch everyone's gaps.
 
-use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -54,7 +54,6 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let ratio = max / mean;
     Some(RULE.doc.finding(
         lang,
-        0.6,
         lang.pick(
             format!(
                 "TPOT p99 is {t99:.1} ms against p50 {t50:.1} ms, and sequence length (prompt + output) reaches {max:.0} tokens against a mean of {mean:.0} ({ratio:.0}×) in the sampled requests."
@@ -63,25 +62,28 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 "TPOT p99 为 {t99:.1} ms，p50 为 {t50:.1} ms；抽样请求中序列长度（prompt + 输出）最长达 {max:.0} token，均值为 {mean:.0}（{ratio:.0}×）。"
             ),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "route long-context requests to a separate pool so short requests batch with short ones",
-                "把长上下文请求路由到单独的实例池，让短请求和短请求一起组批",
-            ),
-            ("cap max_tokens and the input length at the gateway", "在网关限制 max_tokens 和输入长度"),
-            (
-                "on the long-context pool, lower --max-num-seqs so fewer long sequences share a step",
-                "在长上下文实例池上调低 --max-num-seqs，让同一步里的长序列少一些",
-            ),
-        ]),
-        texts(lang, &[
-            ("compare ITL per request against its sequence length", "逐个请求对比 ITL 与它的序列长度"),
-            (
-                "check one GPU's SM clock against its peers (slow-gpu) before blaming the batch",
-                "在归咎于批之前，先对比各卡的 SM 时钟（slow-gpu），排除单卡降频",
-            ),
-        ]),
+        FindingBody {
+            confidence: 0.6,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "route long-context requests to a separate pool so short requests batch with short ones",
+                    "把长上下文请求路由到单独的实例池，让短请求和短请求一起组批",
+                ),
+                ("cap max_tokens and the input length at the gateway", "在网关限制 max_tokens 和输入长度"),
+                (
+                    "on the long-context pool, lower --max-num-seqs so fewer long sequences share a step",
+                    "在长上下文实例池上调低 --max-num-seqs，让同一步里的长序列少一些",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                ("compare ITL per request against its sequence length", "逐个请求对比 ITL 与它的序列长度"),
+                (
+                    "check one GPU's SM clock against its peers (slow-gpu) before blaming the batch",
+                    "在归咎于批之前，先对比各卡的 SM 时钟（slow-gpu），排除单卡降频",
+                ),
+            ]),
+        },
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `max-seq-len-reduced-by-kv`: the engine shrank the maximum sequence length to fit its KV cache.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,28 +25,29 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.8,
-        |n| {
-            lang.pick(format!("{n} line(s) show the engine lowering its maximum sequence length to what the KV cache holds: longer requests will be refused or cut."), format!("有 {n} 行显示引擎把最大序列长度降到了 KV 缓存能放下的值：更长的请求会被拒绝或截断。"))
+        SignalFinding {
+            confidence: 0.8,
+            summary: |n| {
+                lang.pick(format!("{n} line(s) show the engine lowering its maximum sequence length to what the KV cache holds: longer requests will be refused or cut."), format!("有 {n} 行显示引擎把最大序列长度降到了 KV 缓存能放下的值：更长的请求会被拒绝或截断。"))
+            },
+            remediation: &[
+                (
+                    "give the KV cache more memory: raise `free_gpu_memory_fraction`, lower `max_num_tokens`, or add GPUs (TP)",
+                    "给 KV 缓存更多显存：调高 `free_gpu_memory_fraction`、调低 `max_num_tokens`，或增加 GPU（TP）",
+                ),
+                (
+                    "or set `max_seq_len` to what fits and publish that limit to clients",
+                    "或者把 `max_seq_len` 设成放得下的值，并把这个上限告诉客户端",
+                ),
+            ],
+            next_checks: &[(
+                "compare the reduced length with the longest prompts clients send",
+                "把缩小后的长度和客户端发送的最长 prompt 对比",
+            )],
         },
-        &[
-            (
-                "give the KV cache more memory: raise `free_gpu_memory_fraction`, lower `max_num_tokens`, or add GPUs (TP)",
-                "给 KV 缓存更多显存：调高 `free_gpu_memory_fraction`、调低 `max_num_tokens`，或增加 GPU（TP）",
-            ),
-            (
-                "or set `max_seq_len` to what fits and publish that limit to clients",
-                "或者把 `max_seq_len` 设成放得下的值，并把这个上限告诉客户端",
-            ),
-        ],
-        &[(
-            "compare the reduced length with the longest prompts clients send",
-            "把缩小后的长度和客户端发送的最长 prompt 对比",
-        )],
     )
 }
 

@@ -1,6 +1,6 @@
 //! Rule `mean-not-p99`: the mean looks fine, the tail does not.
 
-use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -40,23 +40,25 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let ratio = p99 / mean;
     Some(RULE.doc.finding(
         lang,
-        0.35,
         lang.pick(
             format!("{what}: mean {mean:.0} ms but p99 {p99:.0} ms ({ratio:.1}×) — a mean-based dashboard would call this healthy."),
             format!("{what}：均值 {mean:.0} ms，p99 却是 {p99:.0} ms（{ratio:.1}×）——只看均值的看板会认为一切正常。"),
         ),
-        ev.into_iter().collect(),
-        texts(lang, &[
-            ("alert on p99 TTFT and p99 ITL, not on means", "按 TTFT p99 和 ITL p99 告警，而不是按均值"),
-            (
-                "keep histogram buckets fine enough near your SLO to resolve p99 honestly",
-                "在 SLO 附近把直方图分桶划得足够细，才能如实算出 p99",
-            ),
-        ]),
-        texts(lang, &[(
-            "see which requests make the tail: the slowest rows in this report",
-            "看看长尾是由哪些请求构成的：即本报告中最慢的那些行",
-        )]),
+        FindingBody {
+            confidence: 0.35,
+            evidence: ev.into_iter().collect(),
+            remediation: texts(lang, &[
+                ("alert on p99 TTFT and p99 ITL, not on means", "按 TTFT p99 和 ITL p99 告警，而不是按均值"),
+                (
+                    "keep histogram buckets fine enough near your SLO to resolve p99 honestly",
+                    "在 SLO 附近把直方图分桶划得足够细，才能如实算出 p99",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "see which requests make the tail: the slowest rows in this report",
+                "看看长尾是由哪些请求构成的：即本报告中最慢的那些行",
+            )]),
+        },
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `missing-timestamps`: request logs lack the four timestamps that split TTFT.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -50,20 +50,22 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let splits_ttft = m.enqueue * 5 > r.rows || m.first_token * 5 > r.rows;
     Some(RULE.doc.finding(
         lang,
-        if splits_ttft { 0.5 } else { 0.35 },
         lang.pick(
             format!("The request log lacks {}.", lacking.join(", ")),
             format!("请求日志缺少时间戳：{}。", lacking.join("，")),
         ),
-        r.missing_example.clone().into_iter().collect(),
-        texts(lang, &[(
-            "log enqueue_time, first_token_time, last_token_time and finish_time for every request (unix seconds, ms precision), plus request_id, prompt_tokens and output_tokens",
-            "每个请求都记录 enqueue_time、first_token_time、last_token_time 和 finish_time（unix 秒，毫秒精度），外加 request_id、prompt_tokens 和 output_tokens",
-        )]),
-        texts(lang, &[(
-            "a request with finish but no first_token never reached prefill: look at the gateway or the queue",
-            "有 finish 却没有 first_token 的请求根本没进 prefill：问题在网关或排队层",
-        )]),
+        FindingBody {
+            confidence: if splits_ttft { 0.5 } else { 0.35 },
+            evidence: r.missing_example.clone().into_iter().collect(),
+            remediation: texts(lang, &[(
+                "log enqueue_time, first_token_time, last_token_time and finish_time for every request (unix seconds, ms precision), plus request_id, prompt_tokens and output_tokens",
+                "每个请求都记录 enqueue_time、first_token_time、last_token_time 和 finish_time（unix 秒，毫秒精度），外加 request_id、prompt_tokens 和 output_tokens",
+            )]),
+            next_checks: texts(lang, &[(
+                "a request with finish but no first_token never reached prefill: look at the gateway or the queue",
+                "有 finish 却没有 first_token 的请求根本没进 prefill：问题在网关或排队层",
+            )]),
+        },
     ))
 }
 

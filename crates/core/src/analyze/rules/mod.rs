@@ -126,16 +126,9 @@ impl RuleDoc {
         }
     }
 
-    /// A finding of this rule, titled in `lang` (the other texts are already in it).
-    pub(crate) fn finding(
-        &self,
-        lang: Lang,
-        confidence: f64,
-        summary: String,
-        evidence: Vec<EvidenceLine>,
-        remediation: Vec<String>,
-        next_checks: Vec<String>,
-    ) -> Finding {
+    /// A finding of this rule, titled in `lang` (the summary and `body` are already in it).
+    pub(crate) fn finding(&self, lang: Lang, summary: String, body: FindingBody) -> Finding {
+        let FindingBody { confidence, evidence, remediation, next_checks } = body;
         Finding {
             class: self.class,
             rule: self.id.to_owned(),
@@ -151,7 +144,8 @@ impl RuleDoc {
 
     /// The ending of a rule that collects reasons: none, no finding; else a finding whose summary
     /// is `"{lead}: {reason}; {reason}."` (`"{lead}：{reason}；{reason}。"` in Chinese; `lead` is
-    /// `(en, zh)`), the rest from `body`.
+    /// `(en, zh)`, and an empty lead leaves the reasons alone: `"{reason}; {reason}."`), the rest
+    /// from `body`.
     pub(crate) fn finding_from_reasons(
         &self,
         lang: Lang,
@@ -159,15 +153,57 @@ impl RuleDoc {
         reasons: &[String],
         body: FindingBody,
     ) -> Option<Finding> {
+        self.finding_from_reasons_then(lang, lead, reasons, String::new, body)
+    }
+
+    /// As [`Self::finding_from_reasons`], with `then()` — text already in `lang`, made only when
+    /// there are reasons — right after the reasons' closing stop: `"{lead}: {reasons}.{then}"`.
+    pub(crate) fn finding_from_reasons_then(
+        &self,
+        lang: Lang,
+        lead: (&str, &str),
+        reasons: &[String],
+        then: impl FnOnce() -> String,
+        body: FindingBody,
+    ) -> Option<Finding> {
         if reasons.is_empty() {
             return None;
         }
-        let summary = match lang {
-            Lang::En => format!("{}: {}.", lead.0, reasons.join("; ")),
-            Lang::Zh => format!("{}：{}。", lead.1, reasons.join("；")),
+        let (lead, separator, joiner, stop) = match lang {
+            Lang::En => (lead.0, ": ", "; ", "."),
+            Lang::Zh => (lead.1, "：", "；", "。"),
         };
-        let FindingBody { confidence, evidence, remediation, next_checks } = body;
-        Some(self.finding(lang, confidence, summary, evidence, remediation, next_checks))
+        let lead = if lead.is_empty() { String::new() } else { format!("{lead}{separator}") };
+        let summary = format!("{lead}{}{stop}{}", reasons.join(joiner), then());
+        Some(self.finding(lang, summary, body))
+    }
+
+    /// A finding of this rule made from the known messages it explains ([`Signals::for_rule`]):
+    /// `None` when none was seen. The summary is `finding.summary` of the number of lines that
+    /// matched; the evidence, the first four of those lines.
+    ///
+    /// [`Signals::for_rule`]: crate::analyze::signals::Signals::for_rule
+    pub(crate) fn finding_from_signals(
+        &self,
+        f: &Facts,
+        lang: Lang,
+        finding: SignalFinding<'_, impl FnOnce(u64) -> String>,
+    ) -> Option<Finding> {
+        let n = f.signals.count_for(self.id);
+        if n == 0 {
+            return None;
+        }
+        let SignalFinding { confidence, summary, remediation, next_checks } = finding;
+        Some(self.finding(
+            lang,
+            summary(n),
+            FindingBody {
+                confidence,
+                evidence: f.signals.lines_for(self.id, 4),
+                remediation: texts(lang, remediation),
+                next_checks: texts(lang, next_checks),
+            },
+        ))
     }
 }
 
@@ -178,6 +214,16 @@ pub(crate) struct FindingBody {
     pub evidence: Vec<EvidenceLine>,
     pub remediation: Vec<String>,
     pub next_checks: Vec<String>,
+}
+
+/// What a finding made from known messages says ([`RuleDoc::finding_from_signals`]): how sure, the
+/// summary given how many lines matched (already in the report's language), and what to change
+/// and check next in both languages.
+pub(crate) struct SignalFinding<'a, S> {
+    pub confidence: f64,
+    pub summary: S,
+    pub remediation: &'a [Both],
+    pub next_checks: &'a [Both],
 }
 
 /// Every rule, in the order of the article's trees.
@@ -293,33 +339,6 @@ pub const ADVISORIES: &[&str] = &["missing-timestamps", "mean-not-p99", "prefix-
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
     RULES.iter().map(|r| &r.doc)
-}
-
-/// A finding of `doc`'s rule made from the known messages it explains ([`Signals::for_rule`]):
-/// `None` when none was seen. `summary` gets the number of lines that matched.
-///
-/// [`Signals::for_rule`]: crate::analyze::signals::Signals::for_rule
-pub(crate) fn from_signals(
-    doc: &RuleDoc,
-    f: &Facts,
-    lang: Lang,
-    confidence: f64,
-    summary: impl FnOnce(u64) -> String,
-    remediation: &[Both],
-    next_checks: &[Both],
-) -> Option<Finding> {
-    let n = f.signals.count_for(doc.id);
-    if n == 0 {
-        return None;
-    }
-    Some(doc.finding(
-        lang,
-        confidence,
-        summary(n),
-        f.signals.lines_for(doc.id, 4),
-        texts(lang, remediation),
-        texts(lang, next_checks),
-    ))
 }
 
 /// Quantile of a sketch, when it has data.

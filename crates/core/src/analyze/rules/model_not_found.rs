@@ -1,6 +1,6 @@
 //! Rule `model-not-found`: requests name a model the server does not serve.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,31 +25,32 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.9,
-        |n| {
-            lang.pick(
-                format!("{n} answer(s) say the requested model does not exist: the client's model name does not match what the server serves."),
-                format!("有 {n} 个响应说请求的模型不存在：客户端用的模型名和服务端提供的不一致。"),
-            )
+        SignalFinding {
+            confidence: 0.9,
+            summary: |n| {
+                lang.pick(
+                    format!("{n} answer(s) say the requested model does not exist: the client's model name does not match what the server serves."),
+                    format!("有 {n} 个响应说请求的模型不存在：客户端用的模型名和服务端提供的不一致。"),
+                )
+            },
+            remediation: &[
+                (
+                    "set the client's model to a name from `curl $BASE/v1/models`",
+                    "把客户端的 model 改成 `curl $BASE/v1/models` 列出的名字",
+                ),
+                (
+                    "or start the server with `--served-model-name NAME` (vLLM, SGLang) matching the clients",
+                    "或者启动服务时用 `--served-model-name NAME`（vLLM、SGLang），与客户端一致",
+                ),
+            ],
+            next_checks: &[(
+                "compare the model name in the failing request with the `id` fields of `GET /v1/models` (case, organisation prefix, version suffix)",
+                "对比失败请求中的模型名与 `GET /v1/models` 返回的 `id` 字段（大小写、组织前缀、版本后缀）",
+            )],
         },
-        &[
-            (
-                "set the client's model to a name from `curl $BASE/v1/models`",
-                "把客户端的 model 改成 `curl $BASE/v1/models` 列出的名字",
-            ),
-            (
-                "or start the server with `--served-model-name NAME` (vLLM, SGLang) matching the clients",
-                "或者启动服务时用 `--served-model-name NAME`（vLLM、SGLang），与客户端一致",
-            ),
-        ],
-        &[(
-            "compare the model name in the failing request with the `id` fields of `GET /v1/models` (case, organisation prefix, version suffix)",
-            "对比失败请求中的模型名与 `GET /v1/models` 返回的 `id` 字段（大小写、组织前缀、版本后缀）",
-        )],
     )
 }
 

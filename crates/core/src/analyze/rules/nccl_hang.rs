@@ -1,6 +1,6 @@
 //! Rule `nccl-hang`: a collective operation timed out; the tensor-parallel group is stuck.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -45,30 +45,32 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let confidence = if starting { 0.6 } else { 0.85 };
     Some(RULE.doc.finding(
         lang,
-        confidence,
         lang.pick(
             format!("The engine log reports {n} NCCL failure line(s): a rank of the parallel group stopped answering."),
             format!("引擎日志中有 {n} 行 NCCL 故障：并行组里有一个 rank 不再响应。"),
         ),
-        lines.iter().take(3).cloned().collect(),
-        texts(lang, &[
-            (
-                "restart the whole tensor-parallel group (one rank cannot rejoin alone)",
-                "重启整个张量并行组（单个 rank 无法自己重新加入）",
-            ),
-            (
-                "NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) on the next start to see the failing link",
-                "下次启动时设置 NCCL_DEBUG=INFO（以及 NCCL_DEBUG_SUBSYS=INIT,NET），定位故障链路",
-            ),
-            (
-                "check each GPU: `nvidia-smi -q -d ECC,RETIRED_PAGES`, `nvidia-smi nvlink -e`, XID errors in `dmesg`",
-                "逐卡检查：`nvidia-smi -q -d ECC,RETIRED_PAGES`、`nvidia-smi nvlink -e`、`dmesg` 里的 XID 错误",
-            ),
-        ]),
-        texts(lang, &[(
-            "find the rank whose log shows an error first: the others only time out waiting for it",
-            "找出日志里最先报错的 rank：其他 rank 只是在等它时超时了",
-        )]),
+        FindingBody {
+            confidence,
+            evidence: lines.iter().take(3).cloned().collect(),
+            remediation: texts(lang, &[
+                (
+                    "restart the whole tensor-parallel group (one rank cannot rejoin alone)",
+                    "重启整个张量并行组（单个 rank 无法自己重新加入）",
+                ),
+                (
+                    "NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) on the next start to see the failing link",
+                    "下次启动时设置 NCCL_DEBUG=INFO（以及 NCCL_DEBUG_SUBSYS=INIT,NET），定位故障链路",
+                ),
+                (
+                    "check each GPU: `nvidia-smi -q -d ECC,RETIRED_PAGES`, `nvidia-smi nvlink -e`, XID errors in `dmesg`",
+                    "逐卡检查：`nvidia-smi -q -d ECC,RETIRED_PAGES`、`nvidia-smi nvlink -e`、`dmesg` 里的 XID 错误",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "find the rank whose log shows an error first: the others only time out waiting for it",
+                "找出日志里最先报错的 rank：其他 rank 只是在等它时超时了",
+            )]),
+        },
     ))
 }
 

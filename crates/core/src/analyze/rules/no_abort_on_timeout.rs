@@ -1,6 +1,6 @@
 //! Rule `no-abort-on-timeout`: clients time out but the engine never aborts their requests.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -62,23 +62,25 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     };
     Some(RULE.doc.finding(
         lang,
-        if leak_too { 0.75 } else { 0.55 },
         summary,
-        example.into_iter().collect(),
-        texts(lang, &[
-            (
-                "abort the engine request when the client times out or disconnects: engine.abort(request_id)",
-                "客户端超时或断开时 abort 引擎里的请求：engine.abort(request_id)",
-            ),
-            (
-                "set a server-side limit as well (max_tokens, and a request deadline in the serving layer)",
-                "服务端也要设上限（max_tokens，以及服务层的请求截止时间）",
-            ),
-        ]),
-        texts(lang, &[(
-            "count `Aborted request` lines in the engine log against client timeouts in the gateway log",
-            "对比引擎日志里 `Aborted request` 的行数和网关日志里客户端超时的次数",
-        )]),
+        FindingBody {
+            confidence: if leak_too { 0.75 } else { 0.55 },
+            evidence: example.into_iter().collect(),
+            remediation: texts(lang, &[
+                (
+                    "abort the engine request when the client times out or disconnects: engine.abort(request_id)",
+                    "客户端超时或断开时 abort 引擎里的请求：engine.abort(request_id)",
+                ),
+                (
+                    "set a server-side limit as well (max_tokens, and a request deadline in the serving layer)",
+                    "服务端也要设上限（max_tokens，以及服务层的请求截止时间）",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "count `Aborted request` lines in the engine log against client timeouts in the gateway log",
+                "对比引擎日志里 `Aborted request` 的行数和网关日志里客户端超时的次数",
+            )]),
+        },
     ))
 }
 

@@ -1,7 +1,7 @@
 //! Rule `prefill-stalls-decode`: long prefills take whole engine steps and the running streams
 //! stop while they run (the TBT side of running without chunked prefill).
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::vllm::VllmStat;
 use crate::analyze::report::{Class, Finding};
@@ -31,7 +31,9 @@ pub(crate) const RULE: Rule = Rule {
 const DIP: f64 = 0.5;
 const SURGE: f64 = 3.0;
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The middle value of `v`, the upper of the two middle ones for an even count — not
+/// [`crate::stats::median`], which averages them as numpy does; `None` when empty.
+fn upper_median(mut v: Vec<f64>) -> Option<f64> {
     crate::sort::sort_f64(&mut v);
     v.get(v.len() / 2).copied()
 }
@@ -42,8 +44,8 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     if busy.len() < 4 {
         return None;
     }
-    let gen_median = median(busy.iter().filter_map(|s| s.gen_tps).collect())?;
-    let prompt_median = median(busy.iter().filter_map(|s| s.prompt_tps).collect())?;
+    let gen_median = upper_median(busy.iter().filter_map(|s| s.gen_tps).collect())?;
+    let prompt_median = upper_median(busy.iter().filter_map(|s| s.prompt_tps).collect())?;
     if gen_median <= 0.0 {
         return None;
     }
@@ -70,26 +72,28 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     Some(RULE.doc.finding(
         lang,
-        confidence,
         lang.pick(
             format!("In {n} stats intervals a prefill surge (up to {p:.0} prompt tokens/s) cut generation to {g:.0} tokens/s against a usual {gen_median:.0}: running streams waited for long prefills.{setting}"),
             format!("有 {n} 个统计时间段出现 prefill 突增（prompt 吞吐最高 {p:.0} tokens/s），生成吞吐跌到 {g:.0} tokens/s，而平时是 {gen_median:.0}：正在输出的流在等长 prefill。{setting}"),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "enable chunked prefill (--enable-chunked-prefill) with --max-num-batched-tokens 2048–8192",
-                "开启 chunked prefill（--enable-chunked-prefill），并把 --max-num-batched-tokens 设为 2048–8192",
-            ),
-            (
-                "cap prompt length at the gateway, or route long prompts to their own replicas",
-                "在网关限制 prompt 长度，或把长 prompt 路由到单独的副本",
-            ),
-        ]),
-        texts(lang, &[(
-            "the ITL p99 of a benchmark or request log from the same minutes: the stalls show as gaps of a prefill's length",
-            "同一时间段压测或请求日志里的 ITL p99：停顿表现为与一次 prefill 时长相当的 token 间隔",
-        )]),
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "enable chunked prefill (--enable-chunked-prefill) with --max-num-batched-tokens 2048–8192",
+                    "开启 chunked prefill（--enable-chunked-prefill），并把 --max-num-batched-tokens 设为 2048–8192",
+                ),
+                (
+                    "cap prompt length at the gateway, or route long prompts to their own replicas",
+                    "在网关限制 prompt 长度，或把长 prompt 路由到单独的副本",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "the ITL p99 of a benchmark or request log from the same minutes: the stalls show as gaps of a prefill's length",
+                "同一时间段压测或请求日志里的 ITL p99：停顿表现为与一次 prefill 时长相当的 token 间隔",
+            )]),
+        },
     ))
 }
 

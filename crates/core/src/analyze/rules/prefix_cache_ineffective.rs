@@ -1,7 +1,7 @@
 //! Rule `prefix-cache-ineffective`: a KV-cache offload tier that is up but saves almost no
 //! prefill. Advice, not a fault: it never decides the verdict.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -40,26 +40,28 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (n, hit, total) = (c.requests, c.hit_tokens, c.total_tokens);
     Some(RULE.doc.finding(
         lang,
-        0.6,
         lang.pick(
             format!("LMCache served {hit:.0} of {total:.0} prompt tokens ({share:.1} %) over {n} requests: the offload tier saves almost no prefill, so it cannot be what keeps TTFT down."),
             format!("LMCache 在 {n} 个请求中只提供了 {total:.0} 个提示 token 里的 {hit:.0} 个（{share:.1}%）：卸载层几乎没有省下预填，TTFT 不会因它降低。"),
         ),
-        c.examples.clone(),
-        texts(lang, &[
-            (
-                "put what requests share (system prompt, tools, documents) first in the prompt and what varies last",
-                "把请求共享的内容（系统提示、工具、文档）放在提示最前面，变化的内容放在最后",
-            ),
-            (
-                "size the store for the working set, and keep `chunk_size` shorter than the shared prefix",
-                "按工作集大小给足存储，并让 `chunk_size` 比共享前缀短",
-            ),
-        ]),
-        texts(lang, &[(
-            "compare TTFT with the cache on and off for the same traffic; a real gain shows as hit tokens on repeated prefixes",
-            "对同样的流量比较开启和关闭缓存时的 TTFT；真正起作用时，重复前缀的请求会有命中 token",
-        )]),
+        FindingBody {
+            confidence: 0.6,
+            evidence: c.examples.clone(),
+            remediation: texts(lang, &[
+                (
+                    "put what requests share (system prompt, tools, documents) first in the prompt and what varies last",
+                    "把请求共享的内容（系统提示、工具、文档）放在提示最前面，变化的内容放在最后",
+                ),
+                (
+                    "size the store for the working set, and keep `chunk_size` shorter than the shared prefix",
+                    "按工作集大小给足存储，并让 `chunk_size` 比共享前缀短",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "compare TTFT with the cache on and off for the same traffic; a real gain shows as hit tokens on repeated prefixes",
+                "对同样的流量比较开启和关闭缓存时的 TTFT；真正起作用时，重复前缀的请求会有命中 token",
+            )]),
+        },
     ))
 }
 

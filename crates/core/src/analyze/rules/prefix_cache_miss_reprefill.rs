@@ -1,6 +1,6 @@
 //! Rule `prefix-cache-miss-reprefill`: every turn re-processes the whole prompt: the prompt cache is not reused.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,25 +25,26 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.8,
-        |n| {
-            lang.pick(format!("{n} request(s) had their whole prompt processed again because the cached prefix could not be reused: TTFT grows with the conversation."), format!("有 {n} 个请求因为缓存的前缀不能复用而重新处理了整段提示：TTFT 随对话变长而增长。"))
+        SignalFinding {
+            confidence: 0.8,
+            summary: |n| {
+                lang.pick(format!("{n} request(s) had their whole prompt processed again because the cached prefix could not be reused: TTFT grows with the conversation."), format!("有 {n} 个请求因为缓存的前缀不能复用而重新处理了整段提示：TTFT 随对话变长而增长。"))
+            },
+            remediation: &[
+                (
+                    "keep context checkpoints (`--ctx-checkpoints N`) or the full SWA cache (`--swa-full`) so prefixes are reused",
+                    "保留上下文检查点（`--ctx-checkpoints N`）或完整的 SWA 缓存（`--swa-full`），让前缀可以复用",
+                ),
+                ("trim the conversation history the client resends each turn", "减少客户端每轮重发的对话历史"),
+            ],
+            next_checks: &[(
+                "compare `prompt eval time` of consecutive turns of one conversation in the slot timings",
+                "在 slot 的计时行里对比同一对话相邻几轮的 `prompt eval time`",
+            )],
         },
-        &[
-            (
-                "keep context checkpoints (`--ctx-checkpoints N`) or the full SWA cache (`--swa-full`) so prefixes are reused",
-                "保留上下文检查点（`--ctx-checkpoints N`）或完整的 SWA 缓存（`--swa-full`），让前缀可以复用",
-            ),
-            ("trim the conversation history the client resends each turn", "减少客户端每轮重发的对话历史"),
-        ],
-        &[(
-            "compare `prompt eval time` of consecutive turns of one conversation in the slot timings",
-            "在 slot 的计时行里对比同一对话相邻几轮的 `prompt eval time`",
-        )],
     )
 }
 

@@ -151,33 +151,33 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             confidence,
             evidence,
             remediation: texts(lang, &[
-            (
-                "add capacity: more replicas behind the gateway, or TP/PP to grow the KV cache",
-                "扩容：在网关后面加副本，或用 TP/PP 扩大 KV 缓存",
-            ),
-            (
-                "rate-limit or shed load at the gateway while the queue drains",
-                "在队列消化完之前，在网关限流或丢弃部分负载",
-            ),
-            (
-                "if KV usage stays well below 90 %, raise --max-num-seqs (e.g. 256 → 384) so more requests batch together",
-                "如果 KV 使用率一直明显低于 90%，调大 --max-num-seqs（例如 256 → 384），让更多请求进同一批",
-            ),
-            (
-                "autoscale on vllm:num_requests_waiting (or sglang:num_queue_reqs) rather than on GPU utilisation",
-                "按 vllm:num_requests_waiting（或 sglang:num_queue_reqs）自动扩缩容，而不是按 GPU 利用率",
-            ),
-        ]),
+                (
+                    "add capacity: more replicas behind the gateway, or TP/PP to grow the KV cache",
+                    "扩容：在网关后面加副本，或用 TP/PP 扩大 KV 缓存",
+                ),
+                (
+                    "rate-limit or shed load at the gateway while the queue drains",
+                    "在队列消化完之前，在网关限流或丢弃部分负载",
+                ),
+                (
+                    "if KV usage stays well below 90 %, raise --max-num-seqs (e.g. 256 → 384) so more requests batch together",
+                    "如果 KV 使用率一直明显低于 90%，调大 --max-num-seqs（例如 256 → 384），让更多请求进同一批",
+                ),
+                (
+                    "autoscale on vllm:num_requests_waiting (or sglang:num_queue_reqs) rather than on GPU utilisation",
+                    "按 vllm:num_requests_waiting（或 sglang:num_queue_reqs）自动扩缩容，而不是按 GPU 利用率",
+                ),
+            ]),
             next_checks: texts(lang, &[
-            (
-                "compare the arrival rate with the engine's generation throughput over the same window",
-                "在同一时间窗口内对比请求到达速率和引擎的生成吞吐",
-            ),
-            (
-                "check GPU KV cache usage: near 100 % means the batch cannot grow, so only more GPUs help",
-                "看 GPU KV 缓存使用率：接近 100% 说明批已无法再变大，只有加卡才有用",
-            ),
-        ]),
+                (
+                    "compare the arrival rate with the engine's generation throughput over the same window",
+                    "在同一时间窗口内对比请求到达速率和引擎的生成吞吐",
+                ),
+                (
+                    "check GPU KV cache usage: near 100 % means the batch cannot grow, so only more GPUs help",
+                    "看 GPU KV 缓存使用率：接近 100% 说明批已无法再变大，只有加卡才有用",
+                ),
+            ]),
         },
     )
 }

@@ -1,6 +1,6 @@
 //! Rule `request-exceeds-build-limits`: requests ask for more than the engine was built for.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,31 +25,32 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.85,
-        |n| {
-            lang.pick(
-                format!("{n} request(s) were refused for asking more than the engine was built for."),
-                format!("有 {n} 个请求因为超出引擎构建时的上限被拒绝。"),
-            )
+        SignalFinding {
+            confidence: 0.85,
+            summary: |n| {
+                lang.pick(
+                    format!("{n} request(s) were refused for asking more than the engine was built for."),
+                    format!("有 {n} 个请求因为超出引擎构建时的上限被拒绝。"),
+                )
+            },
+            remediation: &[
+                (
+                    "send requests within the built limits (beam width, lengths)",
+                    "按构建时的上限发送请求（beam 宽度、长度）",
+                ),
+                (
+                    "or rebuild the engine with larger limits (`trtllm-build --max_beam_width`)",
+                    "或者用更大的上限重新构建引擎（`trtllm-build --max_beam_width`）",
+                ),
+            ],
+            next_checks: &[(
+                "read the engine's build config (`config.json` next to the engine) for its limits",
+                "查看引擎的构建配置（引擎旁边的 `config.json`）里的上限",
+            )],
         },
-        &[
-            (
-                "send requests within the built limits (beam width, lengths)",
-                "按构建时的上限发送请求（beam 宽度、长度）",
-            ),
-            (
-                "or rebuild the engine with larger limits (`trtllm-build --max_beam_width`)",
-                "或者用更大的上限重新构建引擎（`trtllm-build --max_beam_width`）",
-            ),
-        ],
-        &[(
-            "read the engine's build config (`config.json` next to the engine) for its limits",
-            "查看引擎的构建配置（引擎旁边的 `config.json`）里的上限",
-        )],
     )
 }
 

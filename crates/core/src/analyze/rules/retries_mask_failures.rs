@@ -1,7 +1,7 @@
 //! Rule `retries-mask-failures`: client retries turn failed first attempts into "success", hiding
 //! the failure rate the triage needs.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::client_config::Setting;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -137,33 +137,35 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     };
     Some(RULE.doc.finding(
         lang,
-        confidence,
         summary,
-        evidence,
-        texts(lang, &[
-            (
-                "while triaging set max_retries to 1 or 2 (config.toml: max_retries = 2 / request_max_retries = 2; OpenAI SDKs: max_retries=2)",
-                "排查期间把 max_retries 设为 1 或 2（config.toml：max_retries = 2 / request_max_retries = 2；OpenAI SDK：max_retries=2）",
-            ),
-            (
-                "log every attempt with its status, so first-attempt failures are counted",
-                "记录每一次尝试及其状态码，让首次失败被统计进来",
-            ),
-            (
-                "put retries back, with exponential backoff and jitter, once the cause is fixed",
-                "根因修好后再恢复重试，并加上指数退避和随机抖动",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "count first-attempt failures in the gateway or API-server access log (5xx, 429) over the incident window",
-                "在网关或 API server 的访问日志里统计故障窗口内的首次失败（5xx、429）",
-            ),
-            (
-                "compare the client's success rate with the server's: the gap is what retries hide",
-                "对比客户端和服务端的成功率：两者的差距就是重试掩盖掉的部分",
-            ),
-        ]),
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "while triaging set max_retries to 1 or 2 (config.toml: max_retries = 2 / request_max_retries = 2; OpenAI SDKs: max_retries=2)",
+                    "排查期间把 max_retries 设为 1 或 2（config.toml：max_retries = 2 / request_max_retries = 2；OpenAI SDK：max_retries=2）",
+                ),
+                (
+                    "log every attempt with its status, so first-attempt failures are counted",
+                    "记录每一次尝试及其状态码，让首次失败被统计进来",
+                ),
+                (
+                    "put retries back, with exponential backoff and jitter, once the cause is fixed",
+                    "根因修好后再恢复重试，并加上指数退避和随机抖动",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "count first-attempt failures in the gateway or API-server access log (5xx, 429) over the incident window",
+                    "在网关或 API server 的访问日志里统计故障窗口内的首次失败（5xx、429）",
+                ),
+                (
+                    "compare the client's success rate with the server's: the gap is what retries hide",
+                    "对比客户端和服务端的成功率：两者的差距就是重试掩盖掉的部分",
+                ),
+            ]),
+        },
     ))
 }
 

@@ -121,29 +121,29 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             confidence,
             evidence,
             remediation: texts(lang, &[
-            (
-                "capture a stack dump of the engine (py-spy dump --pid PID) before restarting, then restart the worker",
-                "重启前先抓引擎的调用栈（py-spy dump --pid PID），然后重启 worker",
-            ),
-            (
-                "give every request a hard timeout and a max_tokens cap, and abort it on timeout so its KV is freed",
-                "给每个请求设硬超时和 max_tokens 上限，超时即 abort，释放它的 KV",
-            ),
-            (
-                "watch for the pattern with an alert: running > 0 and generation throughput = 0 for 60 s",
-                "为这种模式加告警：running > 0 且生成吞吐 = 0 持续 60 s",
-            ),
-        ]),
+                (
+                    "capture a stack dump of the engine (py-spy dump --pid PID) before restarting, then restart the worker",
+                    "重启前先抓引擎的调用栈（py-spy dump --pid PID），然后重启 worker",
+                ),
+                (
+                    "give every request a hard timeout and a max_tokens cap, and abort it on timeout so its KV is freed",
+                    "给每个请求设硬超时和 max_tokens 上限，超时即 abort，释放它的 KV",
+                ),
+                (
+                    "watch for the pattern with an alert: running > 0 and generation throughput = 0 for 60 s",
+                    "为这种模式加告警：running > 0 且生成吞吐 = 0 持续 60 s",
+                ),
+            ]),
             next_checks: texts(lang, &[
-            (
-                "look for NCCL watchdog timeouts or an engine error just before the stall",
-                "查看卡死前是否有 NCCL watchdog 超时或引擎报错",
-            ),
-            (
-                "find the oldest running request: one abnormal request can hog the batch",
-                "找出运行时间最长的请求：一个异常请求就可能霸占整个批",
-            ),
-        ]),
+                (
+                    "look for NCCL watchdog timeouts or an engine error just before the stall",
+                    "查看卡死前是否有 NCCL watchdog 超时或引擎报错",
+                ),
+                (
+                    "find the oldest running request: one abnormal request can hog the batch",
+                    "找出运行时间最长的请求：一个异常请求就可能霸占整个批",
+                ),
+            ]),
         },
     )
 }

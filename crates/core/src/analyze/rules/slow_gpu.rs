@@ -7,7 +7,7 @@
 //! SM 1440–1515 of 1980 MHz, `SW Power Cap: Active`) and is healthy. It matters only when peers
 //! under the same load run faster, which the peer comparison catches.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::nvidia_smi::GpuReading;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -128,12 +128,83 @@ fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
     crate::sort::sort_by(&mut slow, |a, b| a.2.total_cmp(&b.2));
     let (g, peer_clock, ratio) = slow[0];
     let peers: Vec<&Gpu<'_>> = gpus.iter().filter(|p| slow.iter().all(|s| s.0.index != p.index)).collect();
+    let hw = g.readings.iter().any(|r| hw_throttled(r));
+
+    let (why, remediation) = causes(g, &peers, lang);
+    let idx = g.index;
+
+    let others = if slow.len() > 1 {
+        let rest: Vec<String> =
+            slow[1..].iter().map(|(s, _, _)| format!("GPU {} ({:.0} MHz)", s.index, s.clock)).collect();
+        lang.pick(
+            format!(" Also slow: {}.", rest.join(", ")),
+            format!("同样偏慢的还有：{}。", rest.join("、")),
+        )
+    } else {
+        String::new()
+    };
+    let (clock, n_peers) = (g.clock, gpus.len() - 1);
+    let summary = lang.pick(
+        format!(
+            "GPU {idx} runs its SM clock at {clock:.0} MHz under load while its {n_peers} peers run at a median {peer_clock:.0} MHz ({ratio:.2}×): {}.{others}",
+            why.join("; ")
+        ),
+        format!(
+            "GPU {idx} 在负载下 SM 时钟只有 {clock:.0} MHz，而其他 {n_peers} 张卡的中位数是 {peer_clock:.0} MHz（{ratio:.2}×）：{}。{others}",
+            why.join("；")
+        ),
+    );
+
+    let mut evidence: Vec<EvidenceLine> = Vec::new();
+    if let Some(r) = g.typical() {
+        evidence.push(r.evidence.clone());
+        evidence.extend(r.detail.iter().filter(|d| d.line != r.evidence.line).take(2).cloned());
+    }
+    let peer =
+        peers.iter().min_by(|a, b| (a.clock - peer_clock).abs().total_cmp(&(b.clock - peer_clock).abs()));
+    if let Some(r) = peer.and_then(|p| p.typical()) {
+        evidence.push(r.evidence.clone());
+    }
+
+    let mut confidence: f64 = if gpus.len() >= 3 { 0.7 } else { 0.6 };
+    if hw {
+        confidence += 0.1;
+    }
+    if ratio < 0.6 {
+        confidence += 0.05;
+    }
+    Some(RULE.doc.finding(
+        lang,
+        summary,
+        FindingBody {
+            confidence: confidence.min(0.85),
+            evidence,
+            remediation,
+            next_checks: texts(lang, &[
+                (
+                    "watch `nvidia-smi dmon -s pucvmet` for a minute: pclk, pviol and tviol per GPU",
+                    "用 `nvidia-smi dmon -s pucvmet` 观察一分钟：逐卡看 pclk、pviol 和 tviol",
+                ),
+                (
+                    "read `nvidia-smi -q -d PERFORMANCE` on the node: the Clocks Event Reasons counters say how long each reason has been active",
+                    "在节点上看 `nvidia-smi -q -d PERFORMANCE`：Clocks Event Reasons 计数器给出每种原因累计生效了多久",
+                ),
+                (
+                    "compare ITL on this node with other replicas of the same model",
+                    "把这个节点的 ITL 与同一模型的其他副本对比",
+                ),
+            ]),
+        },
+    ))
+}
+
+/// Why `g` runs slower than `peers` — each active clock-event reason, read against the peers'
+/// temperature and power limit — and what to do about it, in `lang`.
+fn causes(g: &Gpu<'_>, peers: &[&Gpu<'_>], lang: Lang) -> (Vec<String>, Vec<String>) {
     let peer_med = |f: &dyn Fn(&GpuReading) -> Option<f64>| {
         median(&mut peers.iter().filter_map(|p| p.median_of(f)).collect::<Vec<_>>())
     };
     let reasons = g.reasons();
-    let hw = g.readings.iter().any(|r| hw_throttled(r));
-
     let zh = lang == Lang::Zh;
     let s = |en: &str, cn: &str| lang.pick(en, cn).to_owned();
     let idx = g.index;
@@ -260,68 +331,7 @@ fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
         "if it persists after the fix, reseat or replace the GPU",
         "修复后问题依旧的话，重新插拔或更换这张 GPU",
     ));
-
-    let others = if slow.len() > 1 {
-        let rest: Vec<String> =
-            slow[1..].iter().map(|(s, _, _)| format!("GPU {} ({:.0} MHz)", s.index, s.clock)).collect();
-        lang.pick(
-            format!(" Also slow: {}.", rest.join(", ")),
-            format!("同样偏慢的还有：{}。", rest.join("、")),
-        )
-    } else {
-        String::new()
-    };
-    let (clock, n_peers) = (g.clock, gpus.len() - 1);
-    let summary = lang.pick(
-        format!(
-            "GPU {idx} runs its SM clock at {clock:.0} MHz under load while its {n_peers} peers run at a median {peer_clock:.0} MHz ({ratio:.2}×): {}.{others}",
-            why.join("; ")
-        ),
-        format!(
-            "GPU {idx} 在负载下 SM 时钟只有 {clock:.0} MHz，而其他 {n_peers} 张卡的中位数是 {peer_clock:.0} MHz（{ratio:.2}×）：{}。{others}",
-            why.join("；")
-        ),
-    );
-
-    let mut evidence: Vec<EvidenceLine> = Vec::new();
-    if let Some(r) = g.typical() {
-        evidence.push(r.evidence.clone());
-        evidence.extend(r.detail.iter().filter(|d| d.line != r.evidence.line).take(2).cloned());
-    }
-    let peer =
-        peers.iter().min_by(|a, b| (a.clock - peer_clock).abs().total_cmp(&(b.clock - peer_clock).abs()));
-    if let Some(r) = peer.and_then(|p| p.typical()) {
-        evidence.push(r.evidence.clone());
-    }
-
-    let mut confidence: f64 = if gpus.len() >= 3 { 0.7 } else { 0.6 };
-    if hw {
-        confidence += 0.1;
-    }
-    if ratio < 0.6 {
-        confidence += 0.05;
-    }
-    Some(RULE.doc.finding(
-        lang,
-        confidence.min(0.85),
-        summary,
-        evidence,
-        remediation,
-        texts(lang, &[
-            (
-                "watch `nvidia-smi dmon -s pucvmet` for a minute: pclk, pviol and tviol per GPU",
-                "用 `nvidia-smi dmon -s pucvmet` 观察一分钟：逐卡看 pclk、pviol 和 tviol",
-            ),
-            (
-                "read `nvidia-smi -q -d PERFORMANCE` on the node: the Clocks Event Reasons counters say how long each reason has been active",
-                "在节点上看 `nvidia-smi -q -d PERFORMANCE`：Clocks Event Reasons 计数器给出每种原因累计生效了多久",
-            ),
-            (
-                "compare ITL on this node with other replicas of the same model",
-                "把这个节点的 ITL 与同一模型的其他副本对比",
-            ),
-        ]),
-    ))
+    (why, remediation)
 }
 
 /// No peers to compare with: a busy GPU held down by a hardware reason is still a lead.
@@ -353,7 +363,6 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
     let idx = r.index;
     Some(RULE.doc.finding(
         lang,
-        if deep { 0.5 } else { 0.45 },
         lang.pick(
             format!(
                 "GPU {idx} is throttled under load by {what}{clock}. There are no peer readings to compare with, so this is a lead rather than a verdict: a hardware-throttled GPU slows every step of the replica it serves."
@@ -362,28 +371,31 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
                 "GPU {idx} 在负载下因 {what} 被降频{clock}。没有同组其他卡的读数可以对比，所以这只是线索而非定论：被硬件降频的 GPU 会拖慢它所在副本的每一步。"
             ),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "check cooling (fans, inlet temperature, airflow) and power delivery (PSU, cables, BMC event log)",
-                "检查散热（风扇、进风温度、风道）和供电（电源、线缆、BMC 事件日志）",
-            ),
-            (
-                "drain the node if decode latency on it is worse than on its peers",
-                "如果这个节点的 decode 延迟比其他节点差，就把它摘流",
-            ),
-            ("reseat or replace the GPU if the reason stays active", "如果降频原因一直存在，重新插拔或更换这张 GPU"),
-        ]),
-        texts(lang, &[
-            (
-                "run `nvidia-smi --query-gpu=index,clocks.sm,clocks_event_reasons.active,temperature.gpu,power.draw --format=csv` on all GPUs of the node to compare peers",
-                "对节点上所有 GPU 运行 `nvidia-smi --query-gpu=index,clocks.sm,clocks_event_reasons.active,temperature.gpu,power.draw --format=csv`，逐卡对比",
-            ),
-            (
-                "read the Clocks Event Reasons counters in `nvidia-smi -q -d PERFORMANCE`",
-                "查看 `nvidia-smi -q -d PERFORMANCE` 中的 Clocks Event Reasons 计数器",
-            ),
-        ]),
+        FindingBody {
+            confidence: if deep { 0.5 } else { 0.45 },
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "check cooling (fans, inlet temperature, airflow) and power delivery (PSU, cables, BMC event log)",
+                    "检查散热（风扇、进风温度、风道）和供电（电源、线缆、BMC 事件日志）",
+                ),
+                (
+                    "drain the node if decode latency on it is worse than on its peers",
+                    "如果这个节点的 decode 延迟比其他节点差，就把它摘流",
+                ),
+                ("reseat or replace the GPU if the reason stays active", "如果降频原因一直存在，重新插拔或更换这张 GPU"),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "run `nvidia-smi --query-gpu=index,clocks.sm,clocks_event_reasons.active,temperature.gpu,power.draw --format=csv` on all GPUs of the node to compare peers",
+                    "对节点上所有 GPU 运行 `nvidia-smi --query-gpu=index,clocks.sm,clocks_event_reasons.active,temperature.gpu,power.draw --format=csv`，逐卡对比",
+                ),
+                (
+                    "read the Clocks Event Reasons counters in `nvidia-smi -q -d PERFORMANCE`",
+                    "查看 `nvidia-smi -q -d PERFORMANCE` 中的 Clocks Event Reasons 计数器",
+                ),
+            ]),
+        },
     ))
 }
 

@@ -1,7 +1,7 @@
 //! Rule `timeout-too-short`: the client gives up before slow answers arrive, so a TBT tail shows
 //! up as client timeouts instead of slow tokens.
 
-use super::{Lang, Rule, RuleDoc, RuleText, q, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::client_config::Setting;
 use crate::analyze::report::{Class, EvidenceLine, Finding};
@@ -199,38 +199,40 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let (confidence, summary, evidence) = best?;
     Some(RULE.doc.finding(
         lang,
-        confidence,
         lang.pick(
             format!(
                 "Slow answers are cut off by the client: {summary}. A TBT tail then looks like client timeouts, not slow tokens."
             ),
             format!("慢回答被客户端掐断了：{summary}。这样 TBT 长尾看起来就成了客户端超时，而不是 token 慢。"),
         ),
-        evidence,
-        texts(lang, &[
-            (
-                "while triaging set the client timeout to 60 s or more (settings.json: \"API_TIMEOUT_MS\": \"60000\"; config.toml: timeout_ms = 60000)",
-                "排查期间把客户端超时设到 60 s 以上（settings.json：\"API_TIMEOUT_MS\": \"60000\"；config.toml：timeout_ms = 60000）",
-            ),
-            (
-                "keep the timeout above the p99 end-to-end latency you measure, and cap max_tokens instead of cutting answers off by time",
-                "超时要高于实测的端到端 p99 延迟；用 max_tokens 限制长度，而不是按时间掐断回答",
-            ),
-            (
-                "make sure the server aborts requests whose client disconnected (vLLM does on disconnect; custom servers must call abort), or the KV cache leaks",
-                "确保服务端会 abort 客户端已断开的请求（vLLM 在断开时会做；自研服务必须调用 abort），否则 KV 缓存会泄漏",
-            ),
-        ]),
-        texts(lang, &[
-            (
-                "compare the client's timeout errors with the server's per-request E2E: timeouts at exactly the configured value mean the client, not the server, ended them",
-                "对比客户端的超时错误和服务端每个请求的 E2E：如果超时恰好等于配置值，说明是客户端而不是服务端结束了请求",
-            ),
-            (
-                "look at TBT (ITL) p99 over the same window to find what made the answers slow",
-                "看同一时间窗口的 TBT（ITL）p99，找出回答变慢的原因",
-            ),
-        ]),
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "while triaging set the client timeout to 60 s or more (settings.json: \"API_TIMEOUT_MS\": \"60000\"; config.toml: timeout_ms = 60000)",
+                    "排查期间把客户端超时设到 60 s 以上（settings.json：\"API_TIMEOUT_MS\": \"60000\"；config.toml：timeout_ms = 60000）",
+                ),
+                (
+                    "keep the timeout above the p99 end-to-end latency you measure, and cap max_tokens instead of cutting answers off by time",
+                    "超时要高于实测的端到端 p99 延迟；用 max_tokens 限制长度，而不是按时间掐断回答",
+                ),
+                (
+                    "make sure the server aborts requests whose client disconnected (vLLM does on disconnect; custom servers must call abort), or the KV cache leaks",
+                    "确保服务端会 abort 客户端已断开的请求（vLLM 在断开时会做；自研服务必须调用 abort），否则 KV 缓存会泄漏",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "compare the client's timeout errors with the server's per-request E2E: timeouts at exactly the configured value mean the client, not the server, ended them",
+                    "对比客户端的超时错误和服务端每个请求的 E2E：如果超时恰好等于配置值，说明是客户端而不是服务端结束了请求",
+                ),
+                (
+                    "look at TBT (ITL) p99 over the same window to find what made the answers slow",
+                    "看同一时间窗口的 TBT（ITL）p99，找出回答变慢的原因",
+                ),
+            ]),
+        },
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Rule `ubatch-too-small`: the physical batch is smaller than one input.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,25 +25,29 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.9,
-        |n| {
-            lang.pick(
-                format!("{n} input(s) were refused because they do not fit in one physical batch."),
-                format!("有 {n} 个输入因为放不进一个物理批而被拒绝。"),
-            )
+        SignalFinding {
+            confidence: 0.9,
+            summary: |n| {
+                lang.pick(
+                    format!("{n} input(s) were refused because they do not fit in one physical batch."),
+                    format!("有 {n} 个输入因为放不进一个物理批而被拒绝。"),
+                )
+            },
+            remediation: &[
+                (
+                    "raise `--ubatch-size` and `--batch-size` to at least the longest input",
+                    "把 `--ubatch-size` 和 `--batch-size` 调到至少最长输入的长度",
+                ),
+                ("or split or truncate long inputs on the client", "或者在客户端拆分或截断长输入"),
+            ],
+            next_checks: &[(
+                "look up the longest input the clients send, in tokens",
+                "查出客户端发送的最长输入有多少 token",
+            )],
         },
-        &[
-            (
-                "raise `--ubatch-size` and `--batch-size` to at least the longest input",
-                "把 `--ubatch-size` 和 `--batch-size` 调到至少最长输入的长度",
-            ),
-            ("or split or truncate long inputs on the client", "或者在客户端拆分或截断长输入"),
-        ],
-        &[("look up the longest input the clients send, in tokens", "查出客户端发送的最长输入有多少 token")],
     )
 }
 

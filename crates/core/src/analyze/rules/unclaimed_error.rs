@@ -4,7 +4,7 @@
 //! block of alarm lines is explained exactly when a rule that fired cites it, or a known message
 //! in it belongs to a rule that fired (`signals.rs`).
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 use crate::analyze::signals::{Alarm, BENIGN, Block, SIGNALS};
@@ -144,14 +144,16 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
     ]));
     Some(RULE.doc.finding(
         lang,
-        0.5,
         summary,
-        open.iter().map(|b| b.quote.clone()).chain(broken.iter().map(|s| s.evidence.clone())).take(MAX_QUOTED).collect(),
-        texts(lang, &[(
-            "change nothing on this evidence alone: if the service is down, restart it and keep the whole log of the failed run for the diagnosis",
-            "仅凭这些证据不要改配置：如果服务已经挂了，先重启，并保留失败那次运行的完整日志用于诊断",
-        )]),
-        next,
+        FindingBody {
+            confidence: 0.5,
+            evidence: open.iter().map(|b| b.quote.clone()).chain(broken.iter().map(|s| s.evidence.clone())).take(MAX_QUOTED).collect(),
+            remediation: texts(lang, &[(
+                "change nothing on this evidence alone: if the service is down, restart it and keep the whole log of the failed run for the diagnosis",
+                "仅凭这些证据不要改配置：如果服务已经挂了，先重启，并保留失败那次运行的完整日志用于诊断",
+            )]),
+            next_checks: next,
+        },
     ))
 }
 

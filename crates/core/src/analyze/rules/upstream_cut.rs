@@ -1,6 +1,6 @@
 //! Rule `upstream-cut`: the process is alive but no requests arrive.
 
-use super::{Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -78,7 +78,6 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     Some(RULE.doc.finding(
         lang,
-        0.6,
         lang.pick(
             format!(
                 "{name} rose by {served:.0} in the window, then stayed flat for the last {flat_s:.0} s with nothing running or waiting at the end: requests stopped arriving while the process stayed up."
@@ -87,9 +86,12 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<Finding> {
                 "{name} 在时间窗内先涨了 {served:.0}，之后最近 {flat_s:.0} 秒一直不变，结束时没有运行、没有等待的请求：进程还在，请求却不再到达。"
             ),
         ),
-        vec![first.evidence(sa), mid.evidence(sb), last.evidence(sz), last.evidence(sr)],
-        remediation(lang),
-        next_checks(lang),
+        FindingBody {
+            confidence: 0.6,
+            evidence: vec![first.evidence(sa), mid.evidence(sb), last.evidence(sz), last.evidence(sr)],
+            remediation: remediation(lang),
+            next_checks: next_checks(lang),
+        },
     ))
 }
 
@@ -110,7 +112,6 @@ fn from_stats(f: &Facts, lang: Lang) -> Option<Finding> {
     let n = tail.len();
     Some(RULE.doc.finding(
         lang,
-        0.65,
         lang.pick(
             format!(
                 "The engine served traffic, then logged {n} idle stats lines in a row (nothing running or waiting, 0 tokens/s): requests stopped arriving while the process stayed up."
@@ -119,9 +120,12 @@ fn from_stats(f: &Facts, lang: Lang) -> Option<Finding> {
                 "引擎先是在正常服务，随后连续 {n} 条统计行都是空闲（没有运行、没有等待，0 tokens/s）：进程还在，请求却不再到达。"
             ),
         ),
-        vec![stats[last_busy].evidence.clone(), tail[0].evidence.clone()],
-        remediation(lang),
-        next_checks(lang),
+        FindingBody {
+            confidence: 0.65,
+            evidence: vec![stats[last_busy].evidence.clone(), tail[0].evidence.clone()],
+            remediation: remediation(lang),
+            next_checks: next_checks(lang),
+        },
     ))
 }
 
@@ -165,9 +169,30 @@ fn next_checks(lang: Lang) -> Vec<String> {
 mod tests {
     use super::super::snapshot;
 
-    /// One engine's scrape at `t` (unix s): the served counters, the gauges at that instant and
-    /// `up`, as `triage analyze --prometheus` writes a replica's series.
-    fn scrape(t: u64, success: f64, tokens: f64, running: f64, waiting: f64, kv: f64, up: f64) -> String {
+    /// One engine at one instant: its served counters (requests, generated tokens), its gauges
+    /// (running, waiting, KV usage) and `up`.
+    #[derive(Clone, Copy)]
+    struct Engine {
+        success: f64,
+        tokens: f64,
+        running: f64,
+        waiting: f64,
+        kv: f64,
+        up: f64,
+    }
+
+    /// Serving at the window's start: requests running and waiting, the cache in use.
+    const SERVING: Engine =
+        Engine { success: 100.0, tokens: 20_000.0, running: 12.0, waiting: 3.0, kv: 0.4, up: 1.0 };
+
+    /// Later: the counters have risen, and nothing runs or waits, the cache nearly empty.
+    const STOPPED: Engine =
+        Engine { success: 480.0, tokens: 95_000.0, running: 0.0, waiting: 0.0, kv: 0.01, up: 1.0 };
+
+    /// The engine's scrape at `t` (unix s), as `triage analyze --prometheus` writes a replica's
+    /// series.
+    fn scrape(t: u64, engine: Engine) -> String {
+        let Engine { success, tokens, running, waiting, kv, up } = engine;
         let ms = t * 1000;
         format!(
             "vllm:request_success_total{{finished_reason=\"stop\",model_name=\"m\"}} {success} {ms}\n\
@@ -183,15 +208,12 @@ mod tests {
 
     /// The window's start, the recent tail's start (165 s in) and its end (225 s in).
     fn window(mid: String, end: String) -> String {
-        format!("{}{mid}{end}", scrape(T0, 100.0, 20_000.0, 12.0, 3.0, 0.4, 1.0))
+        format!("{}{mid}{end}", scrape(T0, SERVING))
     }
 
     #[test]
     fn fires_on_metrics_when_the_counters_stop() {
-        let text = window(
-            scrape(T0 + 165, 480.0, 95_000.0, 0.0, 0.0, 0.01, 1.0),
-            scrape(T0 + 225, 480.0, 95_000.0, 0.0, 0.0, 0.01, 1.0),
-        );
+        let text = window(scrape(T0 + 165, STOPPED), scrape(T0 + 225, STOPPED));
         let f = snapshot(&[("metrics", &text)], "upstream-cut", "fires_on_metrics_when_the_counters_stop")
             .unwrap();
         // The counter at the window's start, the tail's start and the end; nothing running.
@@ -202,35 +224,28 @@ mod tests {
 
     #[test]
     fn quiet_on_metrics_unless_served_then_flat_and_idle() {
-        let idle = |t: u64, n: f64| scrape(T0 + t, n, 20_000.0, 0.0, 0.0, 0.01, 1.0);
+        let idle = |t: u64, n: f64| scrape(T0 + t, Engine { success: n, tokens: 20_000.0, ..STOPPED });
         // Never served in the window: a healthy idle replica.
         let never = format!("{}{}{}", idle(0, 100.0), idle(165, 100.0), idle(225, 100.0));
         // Still busy at the end: the counters keep rising, requests run.
         let busy = window(
-            scrape(T0 + 165, 480.0, 95_000.0, 10.0, 0.0, 0.4, 1.0),
-            scrape(T0 + 225, 600.0, 120_000.0, 11.0, 2.0, 0.4, 1.0),
+            scrape(T0 + 165, Engine { running: 10.0, kv: 0.4, ..STOPPED }),
+            scrape(
+                T0 + 225,
+                Engine { success: 600.0, tokens: 120_000.0, running: 11.0, waiting: 2.0, ..SERVING },
+            ),
         );
         // Flat, but requests are still waiting at the end (stuck, not cut off).
         let waiting = window(
-            scrape(T0 + 165, 480.0, 95_000.0, 0.0, 5.0, 0.01, 1.0),
-            scrape(T0 + 225, 480.0, 95_000.0, 0.0, 5.0, 0.01, 1.0),
+            scrape(T0 + 165, Engine { waiting: 5.0, ..STOPPED }),
+            scrape(T0 + 225, Engine { waiting: 5.0, ..STOPPED }),
         );
         // Flat for one 15 s scrape only: too short to tell.
-        let short = window(
-            scrape(T0 + 210, 480.0, 95_000.0, 0.0, 0.0, 0.01, 1.0),
-            scrape(T0 + 225, 480.0, 95_000.0, 0.0, 0.0, 0.01, 1.0),
-        );
+        let short = window(scrape(T0 + 210, STOPPED), scrape(T0 + 225, STOPPED));
         // The target is down at the end: not a cut upstream.
-        let down = window(
-            scrape(T0 + 165, 480.0, 95_000.0, 0.0, 0.0, 0.01, 1.0),
-            scrape(T0 + 225, 480.0, 95_000.0, 0.0, 0.0, 0.01, 0.0),
-        );
+        let down = window(scrape(T0 + 165, STOPPED), scrape(T0 + 225, Engine { up: 0.0, ..STOPPED }));
         // Only two scrapes: a rise over the window, nothing about the tail.
-        let two = format!(
-            "{}{}",
-            scrape(T0, 100.0, 20_000.0, 12.0, 3.0, 0.4, 1.0),
-            scrape(T0 + 225, 480.0, 95_000.0, 0.0, 0.0, 0.01, 1.0)
-        );
+        let two = format!("{}{}", scrape(T0, SERVING), scrape(T0 + 225, STOPPED));
         for (case, text) in [
             ("quiet_on_metrics_never_served", never),
             ("quiet_on_metrics_still_busy", busy),

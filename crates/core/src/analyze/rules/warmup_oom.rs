@@ -1,6 +1,6 @@
 //! Rule `warmup-oom`: the engine's start-up memory check failed (SGLang, TGI).
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -38,35 +38,36 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     const STAGES: &[&str] =
         &["trtllm-suggest-fraction-short", "trtllm-suggest-shard", "trtllm-suggest-max-num-tokens"];
     let staged = STAGES.iter().any(|id| f.signals.seen(id).is_some());
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        if staged { 0.6 } else { 0.9 },
-        |n| {
-            lang.pick(
-                format!("The engine's start-up memory check failed ({n} line(s)): the weights plus the warm-up batch leave no room for the KV cache."),
-                format!("引擎启动时的显存检查失败（{n} 行）：权重加上预热批次之后，已经没有空间留给 KV cache。"),
-            )
+        SignalFinding {
+            confidence: if staged { 0.6 } else { 0.9 },
+            summary: |n| {
+                lang.pick(
+                    format!("The engine's start-up memory check failed ({n} line(s)): the weights plus the warm-up batch leave no room for the KV cache."),
+                    format!("引擎启动时的显存检查失败（{n} 行）：权重加上预热批次之后，已经没有空间留给 KV cache。"),
+                )
+            },
+            remediation: &[
+                (
+                    "SGLang: raise --mem-fraction-static (e.g. 0.85 → 0.9) or lower --chunked-prefill-size / --max-running-requests",
+                    "SGLang：调高 --mem-fraction-static（例如 0.85 → 0.9），或调小 --chunked-prefill-size / --max-running-requests",
+                ),
+                (
+                    "TGI: lower --max-batch-prefill-tokens and --max-total-tokens, or raise --cuda-memory-fraction if other processes do not need the GPU",
+                    "TGI：调小 --max-batch-prefill-tokens 和 --max-total-tokens；如果没有其他进程需要这块 GPU，可以调高 --cuda-memory-fraction",
+                ),
+                (
+                    "or make the weights smaller per GPU: more tensor parallelism, a quantised checkpoint",
+                    "或者减小每张 GPU 上的权重：加大张量并行度，或使用量化权重",
+                ),
+            ],
+            next_checks: &[(
+                "paste the memory lines of the start-up (weights loaded, memory available before the KV cache) and `nvidia-smi` to see whether another process holds the GPU",
+                "贴出启动日志中的显存相关行（权重加载后、分配 KV cache 之前的可用显存），以及 `nvidia-smi`，确认是否有其他进程占着 GPU",
+            )],
         },
-        &[
-            (
-                "SGLang: raise --mem-fraction-static (e.g. 0.85 → 0.9) or lower --chunked-prefill-size / --max-running-requests",
-                "SGLang：调高 --mem-fraction-static（例如 0.85 → 0.9），或调小 --chunked-prefill-size / --max-running-requests",
-            ),
-            (
-                "TGI: lower --max-batch-prefill-tokens and --max-total-tokens, or raise --cuda-memory-fraction if other processes do not need the GPU",
-                "TGI：调小 --max-batch-prefill-tokens 和 --max-total-tokens；如果没有其他进程需要这块 GPU，可以调高 --cuda-memory-fraction",
-            ),
-            (
-                "or make the weights smaller per GPU: more tensor parallelism, a quantised checkpoint",
-                "或者减小每张 GPU 上的权重：加大张量并行度，或使用量化权重",
-            ),
-        ],
-        &[(
-            "paste the memory lines of the start-up (weights loaded, memory available before the KV cache) and `nvidia-smi` to see whether another process holds the GPU",
-            "贴出启动日志中的显存相关行（权重加载后、分配 KV cache 之前的可用显存），以及 `nvidia-smi`，确认是否有其他进程占着 GPU",
-        )],
     )
 }
 

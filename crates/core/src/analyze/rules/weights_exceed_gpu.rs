@@ -1,6 +1,6 @@
 //! Rule `weights-exceed-gpu`: the model's weights alone do not fit in GPU memory.
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -25,31 +25,32 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        0.85,
-        |n| {
-            lang.pick(
-                format!("{n} line(s) show the model's weights not fitting in GPU memory at load time."),
-                format!("有 {n} 行显示加载时模型权重放不进 GPU 显存。"),
-            )
+        SignalFinding {
+            confidence: 0.85,
+            summary: |n| {
+                lang.pick(
+                    format!("{n} line(s) show the model's weights not fitting in GPU memory at load time."),
+                    format!("有 {n} 行显示加载时模型权重放不进 GPU 显存。"),
+                )
+            },
+            remediation: &[
+                (
+                    "use a smaller quantisation (Q4_K_M instead of Q8_0) or a smaller model",
+                    "换更小的量化（用 Q4_K_M 代替 Q8_0）或更小的模型",
+                ),
+                (
+                    "split the model over more GPUs, or lower `-ngl` / `num_gpu` so some layers stay on the CPU",
+                    "把模型分到更多 GPU 上，或者调低 `-ngl` / `num_gpu`，让部分层留在 CPU",
+                ),
+            ],
+            next_checks: &[(
+                "compare the model file's size with the free memory `nvidia-smi` shows before the load",
+                "对比模型文件大小和加载前 `nvidia-smi` 显示的空闲显存",
+            )],
         },
-        &[
-            (
-                "use a smaller quantisation (Q4_K_M instead of Q8_0) or a smaller model",
-                "换更小的量化（用 Q4_K_M 代替 Q8_0）或更小的模型",
-            ),
-            (
-                "split the model over more GPUs, or lower `-ngl` / `num_gpu` so some layers stay on the CPU",
-                "把模型分到更多 GPU 上，或者调低 `-ngl` / `num_gpu`，让部分层留在 CPU",
-            ),
-        ],
-        &[(
-            "compare the model file's size with the free memory `nvidia-smi` shows before the load",
-            "对比模型文件大小和加载前 `nvidia-smi` 显示的空闲显存",
-        )],
     )
 }
 

@@ -1,6 +1,6 @@
 //! Rule `worker-died`: a worker process of the engine died (Ray actor, killed process).
 
-use super::{Lang, Rule, RuleDoc, RuleText, from_signals};
+use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -28,37 +28,38 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // A worker killed by an error the paste shows (an OOM, NCCL, a GPU fault): that error leads.
     let cause = !f.ooms.is_empty()
         || super::CAUSES_OF_DEATH.iter().any(|r| *r != RULE.doc.id && f.signals.count_for(r) > 0);
-    from_signals(
-        &RULE.doc,
+    RULE.doc.finding_from_signals(
         f,
         lang,
-        if cause { 0.5 } else { 0.85 },
-        |n| {
-            lang.pick(
-                format!("A worker of the engine died ({n} line(s)): the rest of its group waits for it and nothing is served."),
-                format!("引擎的一个 worker 挂了（{n} 行）：组里其他进程都在等它，服务停摆。"),
-            )
+        SignalFinding {
+            confidence: if cause { 0.5 } else { 0.85 },
+            summary: |n| {
+                lang.pick(
+                    format!("A worker of the engine died ({n} line(s)): the rest of its group waits for it and nothing is served."),
+                    format!("引擎的一个 worker 挂了（{n} 行）：组里其他进程都在等它，服务停摆。"),
+                )
+            },
+            remediation: &[
+                (
+                    "restart the whole engine (a dead worker cannot rejoin its group)",
+                    "重启整个引擎（挂掉的 worker 无法重新加入它的组）",
+                ),
+                (
+                    "if the host killed it for memory: lower CPU-side memory (vLLM --swap-space, fewer workers per node) or give the pod more memory",
+                    "如果是主机因内存不足杀掉了它：降低 CPU 侧内存占用（vLLM --swap-space、每个节点更少的 worker），或给 pod 更多内存",
+                ),
+            ],
+            next_checks: &[
+                (
+                    "`dmesg -T | grep -iE 'killed process|xid'` on the node at that time: the host OOM killer or a GPU fault",
+                    "在该节点上查看当时的 `dmesg -T | grep -iE 'killed process|xid'`：是主机 OOM killer 还是 GPU 故障",
+                ),
+                (
+                    "the dead worker's own log (Ray: `/tmp/ray/session_latest/logs/worker-*.err`): its last lines say why",
+                    "挂掉的 worker 自己的日志（Ray：`/tmp/ray/session_latest/logs/worker-*.err`）：最后几行会说明原因",
+                ),
+            ],
         },
-        &[
-            (
-                "restart the whole engine (a dead worker cannot rejoin its group)",
-                "重启整个引擎（挂掉的 worker 无法重新加入它的组）",
-            ),
-            (
-                "if the host killed it for memory: lower CPU-side memory (vLLM --swap-space, fewer workers per node) or give the pod more memory",
-                "如果是主机因内存不足杀掉了它：降低 CPU 侧内存占用（vLLM --swap-space、每个节点更少的 worker），或给 pod 更多内存",
-            ),
-        ],
-        &[
-            (
-                "`dmesg -T | grep -iE 'killed process|xid'` on the node at that time: the host OOM killer or a GPU fault",
-                "在该节点上查看当时的 `dmesg -T | grep -iE 'killed process|xid'`：是主机 OOM killer 还是 GPU 故障",
-            ),
-            (
-                "the dead worker's own log (Ray: `/tmp/ray/session_latest/logs/worker-*.err`): its last lines say why",
-                "挂掉的 worker 自己的日志（Ray：`/tmp/ray/session_latest/logs/worker-*.err`）：最后几行会说明原因",
-            ),
-        ],
     )
 }
 

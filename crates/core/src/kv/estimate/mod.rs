@@ -7,27 +7,35 @@
 //! vLLM's `%.2f` prints it, and its whole part rounded down; `tokens` is vLLM 0.33's
 //! `int(concurrency × max_model_len)` (see [`crate::kv::layout`] for the sources).
 //!
-//! This file has the options, the answer's types and [`estimate`] itself; `rows.rs` the
-//! per-layer breakdown and the `--need` answer, `formula.rs` the formula lines the report prints,
-//! `unknown.rs` the `missing` list, `tests.rs` the tests against vLLM's own figures.
+//! This file has the options, the answer's types and [`estimate`] itself; `settings.rs` fills in
+//! vLLM's defaults for the options not given, `memory.rs` the KV memory (given, or the budget
+//! planned from the GPU), `capacity.rs` what that memory holds and the warnings and notes it
+//! calls for, `rows.rs` the per-layer breakdown and the `--need` answer,
+//! `formula.rs` the formula lines the report prints, `unknown.rs` the `missing` list, `tests.rs`
+//! the tests against vLLM's own figures.
 
+mod capacity;
 mod formula;
+mod memory;
 mod rows;
+mod settings;
 mod unknown;
 
 use crate::kv::KvError;
 use crate::kv::article::article_kv_bytes;
-use crate::kv::budget::{self, Budget, BudgetContext, BudgetInputs};
+use crate::kv::budget::{Budget, BudgetInputs};
 use crate::kv::defaults;
 use crate::kv::dtype::{KvDtype, ModelDtype};
 use crate::kv::layout::{Layout, LayoutOptions};
 use crate::kv::missing::Missing;
-use crate::kv::model::{Attention, ModelShape};
-use crate::kv::units::{fmt_gib, fmt_int};
+use crate::kv::model::ModelShape;
 use crate::lang::Lang;
+use capacity::{Capacity, capacity, fit_warning, sliding_notes};
 use formula::{FormulaFigures, formula_lines};
+use memory::kv_memory;
 use rows::{Sizing, layer_rows, need_row};
 use serde::Serialize;
+use settings::{Resolved, resolve};
 use unknown::{Unknowns, missing_entries};
 
 /// vLLM's default `--block-size` on CUDA ([`defaults::BLOCK_SIZE`]).
@@ -263,138 +271,22 @@ pub struct KvEstimate {
     pub missing: Vec<Missing>,
 }
 
+/// What an estimate writes down besides its figures: what it assumed where the inputs were
+/// silent, and what would stop vLLM or surprise the operator.
+struct Notes {
+    /// The language they are written in.
+    lang: Lang,
+    assumptions: Vec<String>,
+    warnings: Vec<String>,
+}
+
 /// Run the estimate.
 pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Result<KvEstimate, KvError> {
-    let mut assumptions: Vec<String> = model.notes.clone();
-    let mut warnings = Vec::new();
     let lang = opts.lang;
-
-    let serving_dtype = match (opts.dtype, model.dtype) {
-        (Some(d), _) => d,
-        (None, Some(ModelDtype::Fp32)) => {
-            assumptions.push(
-                lang.pick(
-                    "float32 checkpoint: vLLM serves it in 16 bits by default (bf16 assumed)",
-                    "float32 权重：vLLM 默认以 16 位精度加载服务（按 bf16 计算）",
-                )
-                .to_owned(),
-            );
-            ModelDtype::Bf16
-        }
-        (None, Some(d)) => d,
-        (None, None) => ModelDtype::Bf16,
-    };
-    let large = opts.large_gpu.unwrap_or(true);
-    let block_size = match opts.block_size {
-        Some(b) => b,
-        None if model.mla.is_some() && opts.large_gpu == Some(true) => {
-            assumptions.push(
-                lang.pick(
-                    "block size 64: vLLM forces it for the FlashMLA backend on Hopper (CUTLASS MLA on Blackwell \
-                     uses 128)",
-                    "block size 64：Hopper 上 vLLM 的 FlashMLA 后端强制使用该值（Blackwell 上的 CUTLASS MLA 用 128）",
-                )
-                .to_owned(),
-            );
-            64
-        }
-        None => {
-            if model.mla.is_some() {
-                assumptions.push(
-                    lang.pick(
-                        "block size 16 (vLLM's default); on Hopper vLLM forces 64 for FlashMLA — pass \
-                         --block-size 64 to match (capacity moves by less than one block)",
-                        "block size 16（vLLM 默认值）；Hopper 上 vLLM 会为 FlashMLA 强制使用 64——传 \
-                         --block-size 64 与之对齐（容量变化不到一个 block）",
-                    )
-                    .to_owned(),
-                );
-            } else {
-                assumptions.push(
-                    lang.pick("block size 16 (vLLM's default)", "block size 16（vLLM 默认值）").to_owned(),
-                );
-            }
-            DEFAULT_BLOCK_SIZE
-        }
-    };
-    let max_model_len = match (opts.max_model_len, model.max_model_len) {
-        (Some(0), _) => return Err(KvError::invalid("--max-model-len", 0, "must be at least 1 token")),
-        (Some(l), Some(m)) => {
-            if l > m {
-                let (l, m) = (fmt_int(l), fmt_int(m));
-                warnings.push(lang.pick(
-                    format!(
-                        "max_model_len {l} is above the model's {m} tokens: vLLM refuses it unless \
-                         VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
-                    ),
-                    format!(
-                        "max_model_len {l} 超过模型的 {m} token 上下文：除非设置 \
-                         VLLM_ALLOW_LONG_MAX_MODEL_LEN=1，否则 vLLM 会拒绝启动"
-                    ),
-                ));
-            }
-            Some(l)
-        }
-        (Some(l), None) => Some(l),
-        (None, Some(m)) => {
-            let mm = fmt_int(m);
-            assumptions.push(lang.pick(
-                format!("max_model_len {mm} (the model's context, vLLM's default)"),
-                format!("max_model_len {mm}（模型的上下文长度，vLLM 默认值）"),
-            ));
-            Some(m)
-        }
-        // Unknown: every figure that needs it is left out and `missing` says what settles it.
-        (None, None) => None,
-    };
-    if let Some(max_model_len) = max_model_len
-        && max_model_len > 1 << 40
-    {
-        return Err(KvError::invalid(
-            "max_model_len",
-            max_model_len,
-            "more than 2^40 tokens is not plausible",
-        ));
-    }
-    let gpu_words = match opts.large_gpu {
-        Some(true) => lang.pick("on ≥ 70 GiB GPUs other than A100", "，适用于 A100 以外 ≥ 70 GiB 的 GPU"),
-        Some(false) => lang.pick("on this GPU", "，适用于这张 GPU"),
-        None => lang.pick("assuming a ≥ 70 GiB GPU", "，按 ≥ 70 GiB 的 GPU 计"),
-    };
-    let mnbt = match opts.max_num_batched_tokens {
-        Some(0) => return Err(KvError::invalid("--max-num-batched-tokens", 0, "must be at least 1")),
-        Some(n) => n,
-        None => {
-            let n = if large { 8192 } else { 2048 };
-            assumptions.push(lang.pick(
-                format!("max_num_batched_tokens {n} (vLLM `vllm serve` default {gpu_words})"),
-                format!("max_num_batched_tokens {n}（vLLM `vllm serve` 默认值{gpu_words}）"),
-            ));
-            n
-        }
-    };
-    let max_num_seqs = match opts.max_num_seqs {
-        Some(0) => return Err(KvError::invalid("--max-num-seqs", 0, "must be at least 1")),
-        Some(n) => n,
-        None => {
-            let n = if large { 1024 } else { 256 };
-            assumptions.push(lang.pick(
-                format!("max_num_seqs {n} (vLLM `vllm serve` default {gpu_words})"),
-                format!("max_num_seqs {n}（vLLM `vllm serve` 默认值{gpu_words}）"),
-            ));
-            n
-        }
-    };
-    if opts.kv_dtype == KvDtype::Auto {
-        let d = serving_dtype.as_str();
-        assumptions.push(lang.pick(
-            format!("kv cache dtype auto = the model's dtype ({d})"),
-            format!("kv cache dtype auto = 模型的 dtype（{d}）"),
-        ));
-    }
-    let in_flight_batches = u64::from(opts.pp) + u64::from(opts.async_scheduling);
-    let in_flight = mnbt.saturating_mul(in_flight_batches);
-
+    let mut notes = Notes { lang, assumptions: model.notes.clone(), warnings: Vec::new() };
+    let settings = resolve(model, opts, &mut notes)?;
+    let Resolved { serving_dtype, block_size, max_model_len, max_num_batched_tokens: mnbt, max_num_seqs } =
+        settings;
     let lo = LayoutOptions {
         tp: opts.tp,
         pp: opts.pp,
@@ -405,161 +297,32 @@ pub fn estimate(model: &ModelShape, opts: &KvOptions, budget: &KvBudget) -> Resu
         lang,
     };
     let layout = Layout::new(model, &lo)?;
-    assumptions.extend(layout.notes.iter().cloned());
+    notes.assumptions.extend(layout.notes.iter().cloned());
 
-    let (budget_row, available) = match budget {
-        KvBudget::Available(b) => {
-            let (g, n) = (fmt_gib(*b), fmt_int(*b));
-            assumptions.push(lang.pick(
-                format!("KV memory given: {g} per GPU ({n} B)"),
-                format!("给定的 KV 显存：每张 GPU {g}（{n} B）"),
-            ));
-            (None, Some(*b))
-        }
-        KvBudget::Gpu(inp) => {
-            let ctx = BudgetContext {
-                tp: opts.tp,
-                pp: opts.pp,
-                serving_dtype,
-                max_num_batched_tokens: mnbt,
-                max_num_seqs,
-                lang,
-            };
-            let b = budget::plan(model, &ctx, inp)?;
-            let d = budget::describe_in(&b, lang);
-            assumptions.push(lang.pick(format!("budget per GPU: {d}"), format!("每张 GPU 的预算：{d}")));
-            let w = &b.weights_how;
-            assumptions.push(lang.pick(format!("weights: {w}"), format!("权重：{w}")));
-            let a = &b.activation_how;
-            assumptions.push(lang.pick(format!("activation peak: {a}"), format!("激活峰值：{a}")));
-            let n = &b.non_torch_how;
-            assumptions.push(lang.pick(format!("non-torch memory: {n}"), format!("非 torch 显存：{n}")));
-            assumptions.push(
-                lang.pick(
-                    "CUDA graphs are captured outside vLLM's KV budget: keep 0.5–2 GiB of headroom beyond it",
-                    "CUDA graph 在 vLLM 的 KV 预算之外捕获：预算之外再留 0.5–2 GiB 余量",
-                )
-                .to_owned(),
-            );
-            if let Some(short) = b.shortfall_bytes.filter(|s| *s > 0) {
-                let (u, short) = (crate::kv::units::fmt_ppm(b.utilization_ppm), fmt_gib(short));
-                warnings.push(lang.pick(
-                    format!(
-                        "no memory left for KV: weights + activation + non-torch exceed {u} of the GPU by {short} — \
-                         vLLM fails with \"No available memory for the cache blocks\"; add GPUs (--tp), quantize, \
-                         or raise gpu_memory_utilization"
-                    ),
-                    format!(
-                        "没有显存留给 KV：权重 + 激活 + 非 torch 显存超出 GPU 的 {u} 达 {short}——\
-                         vLLM 会报 \"No available memory for the cache blocks\" 启动失败；请增加 GPU（--tp）、量化，\
-                         或调高 gpu_memory_utilization"
-                    ),
-                ));
-            }
-            let avail = b.available_kv_bytes;
-            (Some(b), avail)
-        }
-    };
-
-    let busiest = layout.ranks.iter().max_by_key(|r| layout.block_bytes(r)).cloned();
-    let (pool_tensors, block_bytes) =
-        busiest.as_ref().map_or((0, 0), |r| (r.pool_tensors, layout.block_bytes(r)));
-    let blocks = available.map(|a| layout.num_blocks(a));
-    let tokens = blocks.zip(max_model_len).map(|(b, l)| layout.capacity_tokens(b, l, in_flight));
-    let legacy_tokens = blocks.map(|b| layout.legacy_logged_tokens(b));
-    let groups = layout.groups.len() as u64;
-
-    let concurrency_len = opts.at_len.or(max_model_len);
-    if concurrency_len == Some(0) {
-        return Err(KvError::invalid("--at-len", 0, "must be at least 1 token"));
-    }
-    let bpr = concurrency_len.map(|l| layout.blocks_per_request(l, in_flight).max(1));
-    let centi =
-        blocks.zip(concurrency_len).map(|(b, l)| centi_as_vllm_prints(layout.concurrency(b, l, in_flight)));
-    let max_concurrency = centi.map(|c| c as f64 / 100.0);
-    let max_concurrency_whole = blocks.zip(bpr).map(|(b, r)| b / r);
-    let bpr_max_len = max_model_len.map(|l| layout.blocks_per_request(l, in_flight).max(1));
-    let max_num_seqs_fit = blocks.zip(bpr_max_len).map(|(b, r)| b / r);
-    let check = available.map(|a| layout.check_memory(a));
-    let max_model_len_fit = check.and_then(|c| layout.max_len_fitting(c, in_flight));
-
-    // Warnings vLLM would raise (only where the figures are known).
-    let no_shortfall = budget_row.as_ref().is_none_or(|b| b.shortfall_bytes == Some(0));
-    if let (Some(max_model_len), Some(check)) = (max_model_len, check) {
-        let needed = layout.request_bytes(max_model_len, in_flight);
-        let fit = max_num_seqs_fit.unwrap_or(0);
-        if needed > check && no_shortfall {
-            let est = max_model_len_fit.map_or(lang.pick("unlimited", "无上限").to_owned(), fmt_int);
-            let (mml, need, avail) = (fmt_int(max_model_len), fmt_gib(needed), fmt_gib(check));
-            warnings.push(lang.pick(
-                format!(
-                    "vLLM would refuse to start: one request of max_model_len {mml} needs {need} of KV per GPU, more \
-                     than the {avail} available once one block is held back for the null block; the estimated \
-                     maximum model length is {est} — lower --max-model-len, raise gpu_memory_utilization, add GPUs \
-                     or use an fp8 KV cache"
-                ),
-                format!(
-                    "vLLM 会拒绝启动：一个 max_model_len {mml} 的请求每张 GPU 需要 {need} KV，超过预留一个 null block \
-                     后可用的 {avail}；估算的最大模型长度为 {est}——请调低 --max-model-len、调高 gpu_memory_utilization、\
-                     增加 GPU 或改用 fp8 KV cache"
-                ),
-            ));
-        } else if fit < max_num_seqs && fit > 0 {
-            let (seqs, fit, mml) = (fmt_int(max_num_seqs), fmt_int(fit), fmt_int(max_model_len));
-            warnings.push(lang.pick(
-                format!(
-                    "max_num_seqs {seqs} is above the {fit} sequences of {mml} tokens that fit: when they all grow long \
-                     vLLM preempts (recomputes) the excess — set max_num_seqs ≤ {fit} to keep every admitted \
-                     sequence's KV resident"
-                ),
-                format!(
-                    "max_num_seqs {seqs} 超过能放下的 {fit} 条 {mml} token 序列：当它们都变长时，vLLM 会抢占（重算）\
-                     超出的部分——设 max_num_seqs ≤ {fit}，让每条已接纳序列的 KV 都常驻显存"
-                ),
-            ));
-        }
-    }
-    if layout.groups.iter().any(|g| matches!(g.attention, Attention::Sliding { .. })) {
-        let (inf, mn) = (fmt_int(in_flight), fmt_int(mnbt));
-        let why = match (opts.async_scheduling, lang) {
-            (true, Lang::En) => "async scheduling, vLLM's default: pipeline stages + 1",
-            (false, Lang::En) => "async scheduling off: one per pipeline stage",
-            (true, Lang::Zh) => "async scheduling，vLLM 默认开启：流水线 stage 数 + 1",
-            (false, Lang::Zh) => "async scheduling 关闭：每个流水线 stage 一个",
-        };
-        assumptions.push(lang.pick(
-            format!(
-                "sliding-window layers are budgeted as vLLM 0.33 budgets them: min(window − 1 + {inf} in-flight \
-                 tokens, max_model_len) plus one block per request, in flight = max_num_batched_tokens {mn} × {in_flight_batches} \
-                 batch(es) ({why}); older releases budgeted one batch. In steady decode they hold only about \
-                 the window"
-            ),
-            format!(
-                "滑动窗口层按 vLLM 0.33 的方式计预算：min(window − 1 + {inf} 个在途 token, max_model_len) \
-                 再加每个请求一个 block，在途 = max_num_batched_tokens {mn} × {in_flight_batches} 个 batch\
-                 （{why}）；旧版本只按一个 batch 计。稳定 decode 阶段它们只占大约一个窗口"
-            ),
-        ));
-        if groups > 1
-            && let (Some(blocks), Some(bpr_max_len), Some(tokens), Some(legacy_tokens)) =
-                (blocks, bpr_max_len, tokens, legacy_tokens)
-        {
-            let (bl, bm, tk, lt) =
-                (fmt_int(blocks), fmt_int(bpr_max_len), fmt_int(tokens), fmt_int(legacy_tokens));
-            assumptions.push(lang.pick(
-                format!(
-                    "hybrid allocator: {groups} KV-cache groups share one pool of {bl} blocks; one request of \
-                     max_model_len takes {bm} of them, and vLLM 0.33 logs \"GPU KV cache size\" as blocks / {bm} × \
-                     max_model_len = {tk} tokens (older releases: blocks / {groups} groups × block size = {lt})"
-                ),
-                format!(
-                    "hybrid allocator：{groups} 个 KV-cache group 共用一个 {bl} block 的池；一个 max_model_len \
-                     的请求占其中 {bm} 个，vLLM 0.33 日志中的 \"GPU KV cache size\" = blocks / {bm} × \
-                     max_model_len = {tk} token（旧版本：blocks / {groups} 个 group × block size = {lt}）"
-                ),
-            ));
-        }
-    }
+    let (budget_row, available) = kv_memory(model, opts, &settings, budget, &mut notes)?;
+    let cap = capacity(&layout, opts, &settings, available)?;
+    fit_warning(&layout, &settings, &cap, budget_row.as_ref(), &mut notes);
+    sliding_notes(&layout, opts, &settings, &cap, &mut notes);
+    let Notes { assumptions, warnings, .. } = notes;
+    let Capacity {
+        in_flight_batches,
+        in_flight,
+        pool_tensors,
+        block_bytes,
+        blocks,
+        tokens,
+        legacy_tokens,
+        groups,
+        concurrency_len,
+        bpr,
+        centi,
+        max_concurrency,
+        max_concurrency_whole,
+        bpr_max_len,
+        max_num_seqs_fit,
+        max_model_len_fit,
+        ..
+    } = cap;
 
     let layers = layer_rows(&layout, model, in_flight, max_model_len);
     let per_rank = layout.bytes_per_token_per_rank();
