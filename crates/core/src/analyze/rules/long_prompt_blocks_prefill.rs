@@ -25,6 +25,18 @@ pub(crate) const RULE: Rule = Rule {
     check,
 };
 
+/// Chunk the prefill: what to change when long prompts hold up a vLLM engine, whether a log or
+/// the metrics showed it.
+const CHUNK: (&str, &str) = (
+    "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
+    "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
+);
+/// Keep the long prompts out.
+const CAP: (&str, &str) = (
+    "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
+    "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
+);
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     from_request_log(f, lang).or_else(|| from_slot_timings(f, lang)).or_else(|| from_metrics(f, lang))
 }
@@ -105,16 +117,7 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<Finding> {
         FindingBody {
             confidence: 0.6,
             evidence,
-            remediation: texts(lang, &[
-                (
-                    "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
-                    "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
-                ),
-                (
-                    "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
-                    "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
-                ),
-            ]),
+            remediation: texts(lang, &[CHUNK, CAP]),
             next_checks: texts(lang, &[
                 (
                     "read the request log (enqueue and first-token times with prompt lengths) to tie the slow requests to the long prompts",
@@ -221,14 +224,8 @@ fn from_request_log(f: &Facts, lang: Lang) -> Option<Finding> {
             confidence,
             evidence,
             remediation: texts(lang, &[
-                (
-                    "vLLM: --enable-chunked-prefill --max-num-batched-tokens 8192 (smaller budgets favour TTFT of short requests, larger favour throughput)",
-                    "vLLM：--enable-chunked-prefill --max-num-batched-tokens 8192（预算越小越照顾短请求的 TTFT，越大越偏向吞吐）",
-                ),
-                (
-                    "cap the input length at the gateway (reject or truncate prompts above the agreed limit)",
-                    "在网关限制输入长度（超过约定上限的 prompt 直接拒绝或截断）",
-                ),
+                CHUNK,
+                CAP,
                 (
                     "route long-context traffic to a separate pool, or disaggregate prefill and decode",
                     "把长上下文流量路由到单独的实例池，或做 PD 分离（prefill 与 decode 分开部署）",
