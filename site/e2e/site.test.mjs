@@ -443,6 +443,15 @@ test('flashcards: a topic filter, bury and suspend, the card browser, the progre
   await page.click('[data-testid=cards-tab-review]');
   await page.waitForSelector('[data-testid=card-front]');
   assert.equal(await page.$('[data-testid=cards-unsaved]'), null);
+  // In Chinese the same card asks and answers in Chinese, and the buttons say when it comes back.
+  const before = await frontId(page);
+  await page.click('[data-testid=lang-toggle]');
+  await page.waitForFunction(() => /[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=card-front]')?.textContent ?? ''));
+  assert.equal(await frontId(page), before);
+  await page.keyboard.press(' ');
+  assert.match(await page.textContent('[data-testid=card-back]'), /[\u4e00-\u9fff]/);
+  assert.match(await page.textContent('[data-testid=rate-good]'), /良好.*(分钟|小时|天)/);
+  await page.click('[data-testid=lang-toggle]');
   await page.evaluate(() => {
     Storage.prototype.setItem = () => {
       throw new DOMException('full', 'QuotaExceededError');
