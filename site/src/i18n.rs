@@ -147,6 +147,8 @@ pub enum Msg {
     CardsImport,
     CardsKeys,
     CardsUnsaved,
+    /// Template: `{error}`, `{key}`.
+    CardsUnreadable,
     CardsReview,
     CardsBrowse,
     CardsStats,
@@ -407,8 +409,12 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         CardsExport => ("Export progress", "导出进度"),
         CardsImport => ("Import progress", "导入进度"),
         CardsKeys => (
-            "Keys: space shows the answer, 1–4 rate it, u undoes the last rating, b buries the card until tomorrow. Numeric cards: type the number and press Enter.",
-            "快捷键：空格显示答案，1–4 评分，u 撤销上一次评分，b 今日搁置。数字题：输入数字后按回车。",
+            "Keys: space shows the answer, 1–4 rate it, u undoes the last rating, b buries the card until tomorrow. Numeric cards: type the number and press Enter (Esc leaves the box).",
+            "快捷键：空格显示答案，1–4 评分，u 撤销上一次评分，b 今日搁置。数字题：输入数字后按回车（Esc 离开输入框）。",
+        ),
+        CardsUnreadable => (
+            "The progress saved in this browser could not be read ({error}). It is kept under the storage key {key}; reviews start afresh.",
+            "无法读取此浏览器中保存的进度（{error}）。原内容保留在存储键 {key} 下；复习将重新开始。",
         ),
         CardsUnsaved => (
             "This browser did not keep the last change (storage full or blocked): export your progress to keep it.",

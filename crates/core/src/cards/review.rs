@@ -34,6 +34,11 @@ pub const STATS_DAYS: usize = 30;
 pub const LEARN_AHEAD_MIN: i64 = 20;
 const DAY_MS: i64 = 86_400_000;
 const MIN_MS: i64 = 60_000;
+/// Reviews or lapses of one card an imported file may claim (rs-fsrs counts them in `i32`).
+const MAX_REPS: u32 = 1_000_000;
+/// Days a stability or an interval may span in an imported file (rs-fsrs caps intervals at
+/// 36,500).
+const MAX_DAYS: i64 = 100_000;
 /// Progress files larger than this are refused (a whole year of reviews is ~5 MB).
 pub const MAX_FILE_BYTES: usize = 32 << 20;
 
@@ -359,8 +364,8 @@ impl Progress {
     pub fn rate(&mut self, id: &str, rating: Rating, typed_ok: Option<bool>, clock: Clock) {
         let before = self.cards.get(id).copied();
         let current = before.unwrap_or_else(|| Sched::new_at(clock.now_ms));
-        let next = self.fsrs().next(current.to_fsrs(), datetime(clock.now_ms), rating.fsrs());
-        self.cards.insert(id.to_owned(), Sched::from_fsrs(&next.card));
+        let next = self.next(current, rating, clock);
+        self.cards.insert(id.to_owned(), next);
         self.log.push(Entry {
             id: id.to_owned(),
             at_ms: clock.now_ms,
@@ -381,15 +386,36 @@ impl Progress {
         })
     }
 
+    /// `current` after `rating` at `clock`, by rs-fsrs, with two things settled first:
+    ///
+    /// - elapsed time is counted in local calendar days, as the queue counts "due today" (and
+    ///   as Anki does): rs-fsrs counts whole 24-hour blocks, so a card learnt at 22:00 and
+    ///   reviewed the next morning would count 0 days, recall probability 1, and gain nothing;
+    /// - a last review later than now (a clock set back, an imported file from a fast clock)
+    ///   counts as now: rs-fsrs would take the power of a negative number, and the card's
+    ///   stability would be NaN.
+    ///
+    /// Should rs-fsrs still give a number that is not finite, the card starts again as new.
+    fn next(&self, current: Sched, rating: Rating, clock: Clock) -> Sched {
+        let mut card = current.to_fsrs();
+        if current.phase != Phase::New {
+            let days = (clock.today() - clock.day_of(current.last_review_ms)).max(0);
+            card.last_review = datetime(clock.now_ms - days * DAY_MS);
+        }
+        let now = datetime(clock.now_ms);
+        let next = Sched::from_fsrs(&self.fsrs().next(card, now, rating.fsrs()).card);
+        if next.stability.is_finite() && next.difficulty.is_finite() {
+            return next;
+        }
+        let fresh = Sched::new_at(clock.now_ms).to_fsrs();
+        Sched::from_fsrs(&self.fsrs().next(fresh, now, rating.fsrs()).card)
+    }
+
     /// How long after `clock` card `id` would be due again after each answer (Again, Hard,
     /// Good, Easy), in milliseconds: the rating buttons' labels.
     pub fn preview(&self, id: &str, clock: Clock) -> [i64; 4] {
         let current = self.cards.get(id).copied().unwrap_or_else(|| Sched::new_at(clock.now_ms));
-        let fsrs = self.fsrs();
-        Rating::ALL.map(|r| {
-            let next = fsrs.next(current.to_fsrs(), datetime(clock.now_ms), r.fsrs());
-            next.card.due.timestamp_millis() - clock.now_ms
-        })
+        Rating::ALL.map(|r| self.next(current, r, clock).due_ms - clock.now_ms)
     }
 
     /// Leave `id` out for the rest of today.
@@ -450,7 +476,12 @@ impl Progress {
         self.log.iter().filter(|e| e.phase == Phase::New && clock.day_of(e.at_ms) == day).count()
     }
 
-    /// Whether `card` takes part in today's reviews under `filter`.
+    /// Whether `card` may be shown at `clock` under `filter`: admitted, not suspended, not
+    /// buried today.
+    pub fn takes_part(&self, card: &Card, filter: &Filter, clock: Clock) -> bool {
+        self.in_play(card, filter, clock.today())
+    }
+
     fn in_play(&self, card: &Card, filter: &Filter, today: i64) -> bool {
         filter.admits(card) && !self.suspended.contains(&card.id) && self.buried.get(&card.id) != Some(&today)
     }
@@ -604,7 +635,9 @@ pub fn import(text: &str) -> Result<Progress, ImportError> {
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
         Some(other) => return Err(ImportError::Schema(other.to_owned())),
-        None if value.is_object() && value.get("cards").is_none() => return v1(value),
+        None if value.as_object().is_some_and(|o| !o.is_empty() && !o.contains_key("cards")) => {
+            return v1(value);
+        }
         None => return Err(ImportError::Shape("no \"schema\" field".to_owned())),
     }
     let p: Progress = serde_json::from_value(value).map_err(|e| ImportError::Shape(e.to_string()))?;
@@ -644,17 +677,28 @@ fn check(p: &Progress) -> Result<(), ImportError> {
     if !(0.7..=0.99).contains(&s.retention) {
         return bad("", format!("retention {} is not 0.7–0.99", s.retention));
     }
-    // Times within ±100,000 days of the epoch: chrono's range and then some.
+    // Times within ±100,000 days (±274 years) of the epoch: what a review can have, and far
+    // inside chrono's range, so the arithmetic on them cannot overflow.
     let time = |ms: i64| (-100_000 * DAY_MS..=100_000 * DAY_MS).contains(&ms);
     for (id, c) in &p.cards {
+        if c.phase == Phase::New {
+            // A card never answered is absent; one listed as new would never be shown again.
+            return bad(id, "phase \"new\": a card with a state has been answered".to_owned());
+        }
         if !time(c.due_ms) || !time(c.last_review_ms) {
             return bad(id, "a time is out of range".to_owned());
         }
-        if c.phase != Phase::New && !(c.stability.is_finite() && c.stability > 0.0) {
-            return bad(id, format!("stability {} is not a positive number", c.stability));
+        if c.last_review_ms > c.due_ms {
+            return bad(id, "it was last reviewed after it falls due".to_owned());
         }
-        if c.phase != Phase::New && !(1.0..=10.0).contains(&c.difficulty) {
+        if !(c.stability.is_finite() && c.stability > 0.0 && c.stability <= MAX_DAYS as f64) {
+            return bad(id, format!("stability {} is not 0–{MAX_DAYS} days", c.stability));
+        }
+        if !(1.0..=10.0).contains(&c.difficulty) {
             return bad(id, format!("difficulty {} is not 1–10", c.difficulty));
+        }
+        if c.reps.max(c.lapses) > MAX_REPS || c.elapsed_days.abs().max(c.scheduled_days.abs()) > MAX_DAYS {
+            return bad(id, "a count is out of range".to_owned());
         }
     }
     for e in &p.log {

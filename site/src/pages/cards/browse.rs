@@ -72,9 +72,14 @@ fn row(shared: Shared, i: usize, now: triage_core::cards::review::Clock) -> Eras
     let state = shared.progress.with_untracked(|p| p.cards.get(&id).copied());
     let suspended = shared.progress.with_untracked(|p| p.suspended.contains(&id));
     let phase = state.map_or(Phase::New, |s| s.phase);
-    let when = state
-        .filter(|s| s.phase != Phase::New)
-        .map(|s| interval_text(s.due_ms - now.now_ms, lang.get_untracked()));
+    let when = state.filter(|s| s.phase != Phase::New).map(|s| {
+        let l = lang.get_untracked();
+        if s.due_ms <= now.now_ms {
+            crate::i18n::t(l, Msg::CardsDue).to_owned()
+        } else {
+            interval_text(s.due_ms - now.now_ms, l)
+        }
+    });
     let toggle = id.clone();
     let front = card.clone();
     fixed(view! {

@@ -38,10 +38,24 @@ pub fn clock() -> Clock {
     }
 }
 
-/// The saved progress; the first page's file carried over when there is no other.
-fn load() -> Progress {
-    let saved = browser::storage_get(STORE).or_else(|| browser::storage_get(STORE_V1));
-    saved.and_then(|s| import(&s).ok()).unwrap_or_default()
+/// Where saved progress that could not be read is kept, so the next save does not lose it.
+const STORE_UNREADABLE: &str = "triage.cards.v2.unreadable";
+
+/// The saved progress (the first page's file carried over when there is no other), or a fresh
+/// one and why the saved one could not be read — its text then kept under [`STORE_UNREADABLE`].
+fn load() -> (Progress, Option<String>) {
+    let Some(text) = browser::storage_get(STORE).or_else(|| browser::storage_get(STORE_V1)) else {
+        return (Progress::default(), None);
+    };
+    match import(&text) {
+        Ok(p) => (p, None),
+        Err(e) => {
+            if browser::storage_get(STORE_UNREADABLE).is_none() {
+                browser::storage_set(STORE_UNREADABLE, &text);
+            }
+            (Progress::default(), Some(e.to_string()))
+        }
+    }
 }
 
 /// Keep `p` (compact JSON; the export is the same file pretty-printed); false when the browser
@@ -93,10 +107,11 @@ enum View {
 #[component]
 pub fn CardsPage() -> impl IntoView {
     let lang = use_lang();
+    let (saved, unreadable) = load();
     let shared = Shared {
         deck: StoredValue::new(Deck::default()),
         loaded: RwSignal::new(None),
-        progress: RwSignal::new(load()),
+        progress: RwSignal::new(saved),
         filter: RwSignal::new(Filter::default()),
         tick: RwSignal::new(0),
         unsaved: RwSignal::new(false),
@@ -192,6 +207,9 @@ pub fn CardsPage() -> impl IntoView {
         } else {
             fixed(view! { <p class="error" data-testid="cards-import-error">{tx(lang, Msg::CardsImportFailed)} " " {e}</p> })
         })}
+        {unreadable.map(|e| fixed(view! {
+            <p class="warn" data-testid="cards-unreadable">{move || tf(lang.get(), Msg::CardsUnreadable, &[("error", &e), ("key", STORE_UNREADABLE)])}</p>
+        }))}
         {move || shared.unsaved.get().then(|| fixed(view! { <p class="warn" data-testid="cards-unsaved">{tx(lang, Msg::CardsUnsaved)}</p> }))}
         <p class="note">{tx(lang, Msg::CardsAnkiSteps)}</p>
     })

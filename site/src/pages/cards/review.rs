@@ -33,17 +33,34 @@ pub fn view(shared: Shared) -> Erased {
         let filter = shared.filter.get();
         shared.progress.with(|p| shared.deck.with_value(|d| p.queue(&d.cards, &d.order, &filter, clock())))
     });
-    let current = Memo::new(move |_| queue.get().next);
-    let current_id =
-        move || current.get_untracked().map(|i| shared.deck.with_value(|d| d.cards[i].id.clone()));
+    // The card on screen stays there until it is answered, buried, suspended or leaves play
+    // (a filter): a learning card falling due meanwhile (the tick) waits its turn instead of
+    // replacing the card being read or the number being typed.
+    let pinned = RwSignal::new(None::<usize>);
+    let current = Memo::new(move |_| {
+        let next = queue.get().next;
+        let filter = shared.filter.get();
+        let stays = |i: usize| {
+            shared.progress.with(|p| {
+                shared.deck.with_value(|d| d.cards.get(i).is_some_and(|c| p.takes_part(c, &filter, clock())))
+            })
+        };
+        pinned.get().filter(|&i| stays(i)).or(next)
+    });
+    let current_id = move || {
+        current.get_untracked().and_then(|i| shared.deck.with_value(|d| d.cards.get(i).map(|c| c.id.clone())))
+    };
     let reset = move || {
         shown.set(false);
         typed.set(None);
     };
-    // A new card (another filter, a reload of the deck) starts unanswered.
+    // Another card on screen starts unanswered.
     Effect::new(effect(move |_| {
-        current.track();
-        reset();
+        let c = current.get();
+        if pinned.get_untracked() != c {
+            pinned.set(c);
+            reset();
+        }
     }));
     let rate = move |r: Rating| {
         let Some(id) = current_id() else { return };
@@ -51,34 +68,57 @@ pub fn view(shared: Shared) -> Erased {
             return;
         }
         let ok = typed.get_untracked().map(|t| t.1);
+        pinned.set(None);
         shared.update(|p| p.rate(&id, r, ok, clock()));
         reset();
     };
+    // Undo shows the card it gave back, whatever else is due.
     let undo = move || {
-        shared.update(|p| {
-            p.undo();
-        });
+        let mut back = None;
+        shared.update(|p| back = p.undo());
+        let at = back.and_then(|id| shared.deck.with_value(|d| d.cards.iter().position(|c| c.id == id)));
+        if at.is_some() {
+            pinned.set(at);
+        }
         reset();
     };
     let bury = move || {
         if let Some(id) = current_id() {
+            pinned.set(None);
             shared.update(|p| p.bury(&id, clock()));
             reset();
         }
     };
     let suspend = move || {
         if let Some(id) = current_id() {
+            pinned.set(None);
             shared.update(|p| p.suspend(&id, true));
             reset();
         }
     };
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
-        let in_field = ev
-            .target()
-            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
-            .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
-        if in_field || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
+        }
+        let target = ev.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(t).ok());
+        let in_field =
+            target.as_ref().is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+        // A numeric card's answer box has the focus: Esc leaves it, and u and b still undo and
+        // bury while nothing is typed in it; every other key is typing.
+        let answer_box = target
+            .filter(|e| e.get_attribute("data-testid").as_deref() == Some("card-answer"))
+            .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(e).ok());
+        match &answer_box {
+            Some(input) => match ev.key().as_str() {
+                "Escape" => {
+                    let _ = input.blur();
+                    return;
+                }
+                "u" | "U" | "b" | "B" if input.value().is_empty() => {}
+                _ => return,
+            },
+            None if in_field => return,
+            None => {}
         }
         // A handled key is not also typed: the next card's answer box takes the focus while the
         // key is still down, and would receive the "3" that rated the card before it.
@@ -109,6 +149,10 @@ pub fn view(shared: Shared) -> Erased {
             && (1..=10_000).contains(&n)
         {
             shared.update(|p| p.settings.new_per_day = n);
+        } else {
+            // Refused: the box shows the number in force again.
+            let input: web_sys::HtmlInputElement = event_target(&ev);
+            input.set_value(&shared.progress.with_untracked(|p| p.settings.new_per_day.to_string()));
         }
     });
     let count = move |f: fn(&triage_core::cards::review::Counts) -> usize| move || f(&queue.get().counts);

@@ -11,7 +11,10 @@ use triage_core::cards::review::STATS_DAYS;
 
 pub fn view(shared: Shared) -> Erased {
     let lang = use_lang();
-    let stats = Memo::new(move |_| shared.progress.with(|p| p.stats(clock())));
+    let stats = Memo::new(move |_| {
+        shared.tick.track();
+        shared.progress.with(|p| p.stats(clock()))
+    });
     let (retention, reviews, forecast) = (
         NodeRef::<leptos::html::Canvas>::new(),
         NodeRef::<leptos::html::Canvas>::new(),
