@@ -36,9 +36,12 @@ const DAY_MS: i64 = 86_400_000;
 const MIN_MS: i64 = 60_000;
 /// Reviews or lapses of one card an imported file may claim (rs-fsrs counts them in `i32`).
 const MAX_REPS: u32 = 1_000_000;
-/// Days a stability or an interval may span in an imported file (rs-fsrs caps intervals at
-/// 36,500).
+/// Days an interval may span in an imported file (rs-fsrs caps intervals at 36,500).
 const MAX_DAYS: i64 = 100_000;
+/// The largest stability (days) kept or imported. FSRS's stability keeps growing past the
+/// longest interval (a card answered Easy for decades); a bound far above any real one keeps its
+/// arithmetic finite, and [`Progress::rate`] clamps to it so what it saves always imports.
+const MAX_STABILITY: f64 = 1e9;
 /// Progress files larger than this are refused (a whole year of reviews is ~5 MB).
 pub const MAX_FILE_BYTES: usize = 32 << 20;
 
@@ -403,8 +406,9 @@ impl Progress {
             card.last_review = datetime(clock.now_ms - days * DAY_MS);
         }
         let now = datetime(clock.now_ms);
-        let next = Sched::from_fsrs(&self.fsrs().next(card, now, rating.fsrs()).card);
+        let mut next = Sched::from_fsrs(&self.fsrs().next(card, now, rating.fsrs()).card);
         if next.stability.is_finite() && next.difficulty.is_finite() {
+            next.stability = next.stability.min(MAX_STABILITY);
             return next;
         }
         let fresh = Sched::new_at(clock.now_ms).to_fsrs();
@@ -691,13 +695,15 @@ fn check(p: &Progress) -> Result<(), ImportError> {
         if c.last_review_ms > c.due_ms {
             return bad(id, "it was last reviewed after it falls due".to_owned());
         }
-        if !(c.stability.is_finite() && c.stability > 0.0 && c.stability <= MAX_DAYS as f64) {
-            return bad(id, format!("stability {} is not 0–{MAX_DAYS} days", c.stability));
+        if !(c.stability.is_finite() && c.stability > 0.0 && c.stability <= MAX_STABILITY) {
+            return bad(id, format!("stability {} is not 0–{MAX_STABILITY} days", c.stability));
         }
         if !(1.0..=10.0).contains(&c.difficulty) {
             return bad(id, format!("difficulty {} is not 1–10", c.difficulty));
         }
-        if c.reps.max(c.lapses) > MAX_REPS || c.elapsed_days.abs().max(c.scheduled_days.abs()) > MAX_DAYS {
+        // Two times within ±MAX_DAYS of the epoch are at most 2 × MAX_DAYS apart.
+        let spans = c.elapsed_days.abs().max(c.scheduled_days.abs());
+        if c.reps.max(c.lapses) > MAX_REPS || spans > 2 * MAX_DAYS {
             return bad(id, "a count is out of range".to_owned());
         }
     }

@@ -370,6 +370,7 @@ fn imports_that_would_misbehave_later_are_refused_now() {
     refused("\"lapses\": 0", "\"lapses\": 4000000");
     refused("\"stability\": ", "\"stability\": 0.0, \"_\": ");
     refused("\"stability\": ", "\"stability\": 1e300, \"_\": ");
+    refused("\"stability\": ", "\"stability\": 2e9, \"_\": ");
     refused("\"new_per_day\": 20", "\"new_per_day\": 0");
     let due = p.cards["a"].due_ms;
     refused(&format!("\"last_review_ms\": {T0}"), &format!("\"last_review_ms\": {}", due + 1));
@@ -377,4 +378,45 @@ fn imports_that_would_misbehave_later_are_refused_now() {
     // An empty object is neither file: importing it must not wipe the progress.
     assert!(matches!(import("{}"), Err(ImportError::Shape(_))));
     assert!(matches!(import("{\"schema\": \"triage.cards.progress/v2\"}"), Err(ImportError::Shape(_))));
+}
+
+proptest! {
+    /// Any file `import` accepts can be reviewed on, and what that gives can be saved and read
+    /// back: the checks on import are enough for rs-fsrs (no NaN, no overflow, no time it cannot
+    /// hold).
+    #[test]
+    fn whatever_import_accepts_can_be_reviewed_and_saved_again(
+        phase in 1usize..4,
+        last_day in -100_000i64..100_000,
+        ahead in 0i64..100_000,
+        stability in prop_oneof![0.001f64..100.0, 100.0f64..1e9],
+        difficulty in 1.0f64..10.0,
+        reps in 0u32..1_000_000,
+        rating in 0usize..4,
+        now_day in -1_000i64..40_000,
+    ) {
+        let phases = [Phase::New, Phase::Learning, Phase::Review, Phase::Relearning];
+        let last = last_day * DAY_MS;
+        let due = (last_day + ahead).min(100_000) * DAY_MS;
+        let s = Sched {
+            phase: phases[phase],
+            due_ms: due,
+            last_review_ms: last,
+            stability,
+            difficulty,
+            elapsed_days: 3,
+            scheduled_days: ahead.min(100_000),
+            reps,
+            lapses: reps / 2,
+        };
+        let mut p = Progress::default();
+        p.cards.insert("x".into(), s);
+        prop_assume!(import(&p.to_json()).is_ok());
+        let mut p = import(&p.to_json()).unwrap();
+        let clock = Clock { now_ms: now_day * DAY_MS + 3_600_000, tz_offset_min: 0 };
+        let preview = p.preview("x", clock);
+        prop_assert!(preview.iter().all(|ms| *ms >= 0), "{preview:?}");
+        p.rate("x", Rating::ALL[rating], None, clock);
+        prop_assert!(import(&p.to_json()).is_ok(), "{:?} → {:?}", s, p.cards["x"]);
+    }
 }
