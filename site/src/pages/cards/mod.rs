@@ -83,6 +83,8 @@ pub struct Shared {
     pub tick: RwSignal<u32>,
     /// The last save failed: the page says so (export keeps the progress).
     pub unsaved: RwSignal<bool>,
+    /// Bumped when an import replaces the progress: the session starts over from the queue.
+    pub imported: RwSignal<u32>,
 }
 
 impl Shared {
@@ -115,6 +117,7 @@ pub fn CardsPage() -> impl IntoView {
         filter: RwSignal::new(Filter::default()),
         tick: RwSignal::new(0),
         unsaved: RwSignal::new(false),
+        imported: RwSignal::new(0),
     };
     leptos::task::spawn_local(async move {
         let got = browser::fetch_own(DECK_FILE)
@@ -157,6 +160,7 @@ pub fn CardsPage() -> impl IntoView {
                 Some(Ok(p)) => {
                     shared.unsaved.set(!save(&p));
                     shared.progress.set(p);
+                    shared.imported.update(|n| *n += 1);
                     import_error.set(Some(String::new()));
                 }
                 Some(Err(e)) => import_error.set(Some(e.to_string())),

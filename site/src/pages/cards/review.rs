@@ -54,6 +54,14 @@ pub fn view(shared: Shared) -> Erased {
         shown.set(false);
         typed.set(None);
     };
+    // An import replaces the progress: the card on screen and its answer go.
+    Effect::new(effect(move |prev: Option<()>| {
+        shared.imported.track();
+        if prev.is_some() {
+            pinned.set(None);
+            reset();
+        }
+    }));
     // Another card on screen starts unanswered.
     Effect::new(effect(move |_| {
         let c = current.get();
