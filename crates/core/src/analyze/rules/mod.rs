@@ -106,6 +106,23 @@ pub struct Rule {
 /// One line of text in both languages: (English, Chinese).
 pub(crate) type Both = (&'static str, &'static str);
 
+/// A parser's `lines` for a rule together with the known messages the signal table matched for
+/// it (`rule`, at most `max`) in any other section — each line once, in input then line order.
+pub(crate) fn with_signal_lines(
+    mut lines: Vec<EvidenceLine>,
+    f: &Facts,
+    rule: &str,
+    max: usize,
+) -> Vec<EvidenceLine> {
+    for l in f.signals.lines_for(rule, max) {
+        if !lines.iter().any(|e| e.input == l.input && e.line == l.line) {
+            lines.push(l);
+        }
+    }
+    crate::sort::sort_by(&mut lines, |a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
+    lines
+}
+
 /// The lines of `items` in `lang`.
 pub(crate) fn texts(lang: Lang, items: &[Both]) -> Vec<String> {
     items.iter().map(|(en, zh)| lang.pick(*en, *zh).to_owned()).collect()

@@ -1,6 +1,6 @@
 //! Rule `nccl-hang`: a collective operation timed out; the tensor-parallel group is stuck.
 
-use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
+use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts, with_signal_lines};
 use crate::analyze::facts::Facts;
 use crate::analyze::report::{Class, Finding};
 
@@ -27,13 +27,7 @@ pub(crate) const RULE: Rule = Rule {
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // The vLLM parser's lines, and the known messages of any other section (a bare paste of
     // PyTorch's or another engine's lines).
-    let mut lines = f.vllm.nccl.clone();
-    for l in f.signals.lines_for(RULE.doc.id, 8) {
-        if !lines.iter().any(|e| e.input == l.input && e.line == l.line) {
-            lines.push(l);
-        }
-    }
-    crate::sort::sort_by(&mut lines, |a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
+    let lines = with_signal_lines(f.vllm.nccl.clone(), f, RULE.doc.id, 8);
     if lines.is_empty() {
         return None;
     }
