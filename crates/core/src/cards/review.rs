@@ -341,8 +341,6 @@ pub struct Stats {
     /// Graduated cards due on each of the next [`STATS_DAYS`] days, today first (overdue cards
     /// count as due today).
     pub forecast: Vec<u32>,
-    /// Cards answered at least once.
-    pub cards_seen: usize,
     /// Ratings in the whole log.
     pub reviews: usize,
 }
@@ -430,13 +428,13 @@ impl Progress {
 
     /// Suspend `id` (or unsuspend it, with `on` false).
     pub fn suspend(&mut self, id: &str, on: bool) {
-        let was = self.suspended.contains(id);
-        if on {
-            self.suspended.insert(id.to_owned());
-        } else {
-            self.suspended.remove(id);
-        }
+        let was = self.set_suspended(id, on);
         self.undo.push(Step::Suspended { id: id.to_owned(), was });
+    }
+
+    /// Put `id` in or out of the suspended set; whether it was in.
+    fn set_suspended(&mut self, id: &str, on: bool) -> bool {
+        if on { !self.suspended.insert(id.to_owned()) } else { self.suspended.remove(id) }
     }
 
     /// Whether there is something [`Progress::undo`] can take back.
@@ -465,11 +463,7 @@ impl Progress {
                 Some(id)
             }
             Step::Suspended { id, was } => {
-                if was {
-                    self.suspended.insert(id.clone());
-                } else {
-                    self.suspended.remove(&id);
-                }
+                self.set_suspended(&id, was);
                 Some(id)
             }
         }
@@ -564,7 +558,6 @@ impl Progress {
             retention_per_day: recalled.into_iter().map(share).collect(),
             retention: share(total),
             forecast,
-            cards_seen: self.cards.len(),
             reviews: self.log.len(),
         }
     }

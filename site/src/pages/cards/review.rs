@@ -7,7 +7,7 @@ use crate::app::{click, effect, on_event, tx, use_lang};
 use crate::fixed::{Erased, fixed};
 use crate::i18n::{Msg, tf};
 use leptos::prelude::*;
-use triage_core::cards::review::{Rating, interval_text};
+use triage_core::cards::review::{Progress, Rating, interval_text};
 
 /// A typed answer as a number: thousands separators, spaces and a trailing unit-less `%` are
 /// tolerated (`32,768`, `1 234.5`, `1.2e4`).
@@ -70,15 +70,18 @@ pub fn view(shared: Shared) -> Erased {
             reset();
         }
     }));
-    let rate = move |r: Rating| {
+    // Do `f` to the card on screen (rate, bury, suspend), then let the queue pick the next one.
+    let act = move |f: &dyn Fn(&mut Progress, &str)| {
         let Some(id) = current_id() else { return };
-        if !shown.get_untracked() {
-            return;
-        }
-        let ok = typed.get_untracked().map(|t| t.1);
         pinned.set(None);
-        shared.update(|p| p.rate(&id, r, ok, clock()));
+        shared.update(|p| f(p, &id));
         reset();
+    };
+    let rate = move |r: Rating| {
+        if shown.get_untracked() {
+            let ok = typed.get_untracked().map(|t| t.1);
+            act(&|p, id| p.rate(id, r, ok, clock()));
+        }
     };
     // Undo shows the card it gave back, whatever else is due.
     let undo = move || {
@@ -90,20 +93,8 @@ pub fn view(shared: Shared) -> Erased {
         }
         reset();
     };
-    let bury = move || {
-        if let Some(id) = current_id() {
-            pinned.set(None);
-            shared.update(|p| p.bury(&id, clock()));
-            reset();
-        }
-    };
-    let suspend = move || {
-        if let Some(id) = current_id() {
-            pinned.set(None);
-            shared.update(|p| p.suspend(&id, true));
-            reset();
-        }
-    };
+    let bury = move || act(&|p, id| p.bury(id, clock()));
+    let suspend = move || act(&|p, id| p.suspend(id, true));
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
         if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
