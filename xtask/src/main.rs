@@ -39,8 +39,8 @@ commands:
                    --prepare only builds the bundle to carry (see docs/runner.md)
   purity           only the core dependency check
   setup            install what the others need and lack (wasm-bindgen-cli; Chromium,
-                   chromedriver and Prometheus from apt as root); ci, site and site-test run it
-  site             build the static site into site/dist
+                   chromedriver and Prometheus from apt as root); ci and site-test run it
+  site             build the static site into site/dist (installs wasm-bindgen-cli if missing)
   site-test        build the site, then run its browser tests (Chromium, playwright-core)
   serve [PORT]     serve site/dist on 127.0.0.1 (default 8080)
 ";
@@ -66,7 +66,7 @@ fn run() -> anyhow::Result<()> {
         Some("plugins") => plugins(),
         Some("gpu-check") => gpu_check(args.get(1).is_some_and(|a| a == "--prepare")),
         Some("setup") => setup::ensure_tools(),
-        Some("site") => setup::ensure_tools().and_then(|_| site::build()).map(|_| ()),
+        Some("site") => setup::ensure_wasm_bindgen().and_then(|_| site::build()).map(|_| ()),
         Some("site-test") => {
             setup::ensure_tools().and_then(|_| site::build()).and_then(|_| site::browser_tests()).map(|_| ())
         }

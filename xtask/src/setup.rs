@@ -80,6 +80,18 @@ pub fn ensure_tools() -> anyhow::Result<()> {
             .env("DEBIAN_FRONTEND", "noninteractive");
         run(&packages.join(", "), install)?;
     }
+    ensure_wasm_bindgen()?;
+    let took = started.elapsed().as_secs_f64();
+    if took >= 1.0 {
+        println!("ci setup: done in {took:.0} s");
+    } else {
+        println!("ci setup: every tool present");
+    }
+    Ok(())
+}
+
+/// The one tool building the site needs: the pinned wasm-bindgen CLI, installed if missing.
+pub fn ensure_wasm_bindgen() -> anyhow::Result<()> {
     if !wasm_bindgen_ok() {
         let what = format!("wasm-bindgen-cli {WASM_BINDGEN_VERSION} (cargo install, ~2 min on 2 cores)");
         let mut locked = Command::new("cargo");
@@ -97,12 +109,6 @@ pub fn ensure_tools() -> anyhow::Result<()> {
                 "wasm-bindgen {WASM_BINDGEN_VERSION} is still not on PATH after cargo install: add ~/.cargo/bin to PATH"
             );
         }
-    }
-    let took = started.elapsed().as_secs_f64();
-    if took >= 1.0 {
-        println!("ci setup: done in {took:.0} s");
-    } else {
-        println!("ci setup: every tool present");
     }
     Ok(())
 }
