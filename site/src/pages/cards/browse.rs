@@ -23,13 +23,6 @@ pub fn matches(card: &Card, query: &str) -> bool {
     words.iter().all(|w| hay.iter().any(|h| h.to_lowercase().contains(w.as_str())))
 }
 
-fn cut(s: &str, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_owned(),
-    }
-}
-
 pub fn view(shared: Shared) -> Erased {
     let lang = use_lang();
     let query = RwSignal::new(String::new());
@@ -85,7 +78,7 @@ fn row(shared: Shared, i: usize, now: triage_core::cards::review::Clock) -> Eras
     fixed(view! {
         <tr data-testid="browse-row" data-card=id.clone() data-phase=format!("{phase:?}").to_lowercase() data-suspended=suspended.to_string()>
             <td><code>{card.kind.as_str()}</code></td>
-            <td>{move || cut(front.front(lang.get()), 140)}</td>
+            <td>{move || triage_core::safe::cut(front.front(lang.get()), 140)}</td>
             <td class="note">{format!("{phase:?}").to_lowercase()} {when.map(|w| format!(" · {w}"))}</td>
             <td>
                 <button data-testid="browse-suspend" on:click=click(move |_| shared.update(|p| p.suspend(&toggle, !suspended)))>
