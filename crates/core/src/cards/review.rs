@@ -609,6 +609,17 @@ pub enum ImportError {
     TooLarge(usize),
 }
 
+/// Text from the file as an error quotes it: redacted, then cut (a card id or a schema name can
+/// be anything, of any length).
+fn quoted(text: &str) -> String {
+    crate::safe::cut(&crate::safe::redact(text), 120)
+}
+
+/// serde's complaint (it names the line and column, and may quote a value from the file).
+fn shape(e: serde_json::Error) -> ImportError {
+    ImportError::Shape(quoted(&e.to_string()))
+}
+
 /// The first page's progress file (v1): FSRS memory per card id, times in days since the epoch.
 #[derive(Deserialize)]
 struct V1Memory {
@@ -627,24 +638,22 @@ pub fn import(text: &str) -> Result<Progress, ImportError> {
     if text.len() > MAX_FILE_BYTES {
         return Err(ImportError::TooLarge(text.len()));
     }
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| ImportError::Shape(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_str(text).map_err(shape)?;
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
-        Some(other) => return Err(ImportError::Schema(other.to_owned())),
+        Some(other) => return Err(ImportError::Schema(quoted(other))),
         None if value.as_object().is_some_and(|o| !o.is_empty() && !o.contains_key("cards")) => {
             return v1(value);
         }
         None => return Err(ImportError::Shape("no \"schema\" field".to_owned())),
     }
-    let p: Progress = serde_json::from_value(value).map_err(|e| ImportError::Shape(e.to_string()))?;
+    let p: Progress = serde_json::from_value(value).map_err(shape)?;
     check(&p)?;
     Ok(p)
 }
 
 fn v1(value: serde_json::Value) -> Result<Progress, ImportError> {
-    let old: BTreeMap<String, V1Memory> =
-        serde_json::from_value(value).map_err(|e| ImportError::Shape(e.to_string()))?;
+    let old: BTreeMap<String, V1Memory> = serde_json::from_value(value).map_err(shape)?;
     let ms = |days: f64| (days * DAY_MS as f64).round() as i64;
     let mut p = Progress::default();
     for (id, m) in old {
@@ -666,7 +675,7 @@ fn v1(value: serde_json::Value) -> Result<Progress, ImportError> {
 }
 
 fn check(p: &Progress) -> Result<(), ImportError> {
-    let bad = |id: &str, what: String| Err(ImportError::Value { id: id.to_owned(), what });
+    let bad = |id: &str, what: String| Err(ImportError::Value { id: quoted(id), what });
     let s = &p.settings;
     if !(1..=10_000).contains(&s.new_per_day) {
         return bad("", format!("new cards per day {} is not 1–10000", s.new_per_day));

@@ -375,6 +375,16 @@ fn imports_that_would_misbehave_later_are_refused_now() {
     let due = p.cards["a"].due_ms;
     refused(&format!("\"last_review_ms\": {T0}"), &format!("\"last_review_ms\": {}", due + 1));
     refused(&format!("\"due_ms\": {due}"), "\"due_ms\": 9000000000000000");
+    // What an error quotes from the file is redacted and cut.
+    let long = format!("sk-{}", "a".repeat(5000));
+    let e = import(&format!("{{\"schema\": \"{long}\"}}")).unwrap_err().to_string();
+    assert!(e.len() < 400 && !e.contains(&long[..40]), "{e}");
+    let mut named = p.clone();
+    named.cards.insert(long.clone(), Sched { difficulty: 11.0, ..p.cards["a"] });
+    let e = import(&named.to_json()).unwrap_err();
+    assert!(matches!(e, ImportError::Value { .. }), "{e}");
+    let e = e.to_string();
+    assert!(e.len() < 400 && !e.contains(&long[..40]), "{e}");
     // An empty object is neither file: importing it must not wipe the progress.
     assert!(matches!(import("{}"), Err(ImportError::Shape(_))));
     assert!(matches!(import("{\"schema\": \"triage.cards.progress/v2\"}"), Err(ImportError::Shape(_))));
