@@ -87,8 +87,11 @@ impl Facts {
         let gpus = !self.gpus.readings.is_empty();
         let llama = self.llama.trt_iterations.iter().any(|i| i.scheduled > 0.0);
         let clients = !self.clients.is_empty();
-        let answered = self.signals.ok_responses > 0;
+        let answered = self.signals.ok_responses > 0 || self.signals.ok_access > 0;
+        // A server (any engine, any framework) said it is up and listening.
+        let started = self.signals.families.contains_key(&super::families::Family::Started);
         answered
+            || started
             || llama
             || vllm
             || sglang

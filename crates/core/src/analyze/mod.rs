@@ -7,9 +7,11 @@
 //! the `triage.report/v1` [`report::Report`].
 
 pub mod facts;
+pub mod families;
 pub mod figures;
 pub mod kind;
 pub mod needles;
+pub mod normalize;
 pub mod parsers;
 pub mod report;
 pub mod rules;
@@ -179,7 +181,6 @@ impl Analyzer {
     }
 
     fn line(&mut self, raw: &[u8]) {
-        let lang = self.lang;
         let state = self.input.as_mut().expect("an input is open");
         state.line_no += 1;
         let no = state.line_no;
@@ -192,7 +193,20 @@ impl Analyzer {
             Err(_) => String::from_utf8_lossy(raw),
         };
         let line = text::strip_ansi(&lossy);
-        let line: &str = &line;
+        match normalize::clean(&line) {
+            normalize::Clean::One(clean) => self.logical(no, &clean, cut),
+            normalize::Clean::Many(lines) => {
+                for l in &lines {
+                    self.logical(no, l, cut);
+                }
+            }
+        }
+    }
+
+    /// One logical line of physical line `no` (see [`normalize`]).
+    fn logical(&mut self, no: usize, line: &str, cut: bool) {
+        let lang = self.lang;
+        let state = self.input.as_mut().expect("an input is open");
         let seen = state.watch.line(&mut self.facts.signals, &state.name, no, line);
         if seen.llama {
             let name = &state.name;
@@ -294,6 +308,17 @@ impl Analyzer {
         let (facts, lang) = (self.facts, self.lang);
         let mut findings: Vec<report::Finding> =
             rules::RULES.iter().filter_map(|r| (r.check)(&facts, lang)).collect();
+        // The generic layer decides only when no exact rule named a cause; then the family seen
+        // first leads.
+        {
+            let consequences = rules::consequences(&facts);
+            let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
+            rules::generic::settle(&facts, &mut findings, |f| {
+                f.class != report::Class::Inconclusive
+                    && !advisory(f)
+                    && !consequences.contains(&f.rule.as_str())
+            });
+        }
         // Errors no finding explains: never HEALTHY, and say what to paste next.
         if let Some(f) = rules::unclaimed_error::finding(&facts, &findings, lang) {
             findings.push(f);

@@ -17,6 +17,7 @@
 
 use super::report::EvidenceLine;
 use super::rules::Both;
+use super::families::{Family, WORDS, is_hint, lead};
 use super::text::{finder, number_after, quote_redacted};
 use std::collections::BTreeMap;
 
@@ -68,6 +69,7 @@ mod aux {
     pub const GIN: u32 = 1 << 7;
     pub const WORK: u32 = 1 << 8;
     pub const LLAMA: u32 = 1 << 9;
+    pub const STATUS: u32 = 1 << 10;
 }
 
 const AUX: &[(&str, u32)] = &[
@@ -105,6 +107,14 @@ const AUX: &[(&str, u32)] = &[
     ("inference compute", aux::LLAMA),
     ("Total GPU memory (GiB)", aux::LLAMA),
     ("model: ", aux::LLAMA),
+    // A status an SDK or a client quotes (`Error code: 401 - {…}`, `status code 404`): its
+    // family is read from the number ([`status_family`]).
+    ("Error code: ", aux::STATUS),
+    ("status code ", aux::STATUS),
+    ("status code: ", aux::STATUS),
+    ("status_code=", aux::STATUS),
+    ("Status code: ", aux::STATUS),
+    ("HTTP error ", aux::STATUS),
 ];
 
 /// What one pattern of the line scan means (a pattern can mean several things at once).
@@ -117,6 +127,8 @@ struct Target {
     vllm: u64,
     /// One of its signals has a digit in a later needle ([`Scan::digit_bound`]).
     digit_bound: bool,
+    /// The [`Family`] bits of the generic words it is ([`super::families::WORDS`]).
+    family: u32,
 }
 
 /// One automaton for every substring a line is asked about: the signals' first needles, the
@@ -144,6 +156,9 @@ static SCANNER: std::sync::LazyLock<(Automaton, Vec<Target>, Vec<&'static str>)>
         }
         for (text, bit) in AUX {
             slot(&mut table, text).aux |= bit;
+        }
+        for (text, family) in WORDS {
+            slot(&mut table, text).family |= family.bit();
         }
         for (i, text) in crate::analyze::parsers::vllm::NEEDLE_TEXT.iter().enumerate() {
             slot(&mut table, text).vllm |= 1 << i;
@@ -195,6 +210,8 @@ pub struct Scan {
     aux: u32,
     /// Bits of the vLLM parser's needles that occur: its dispatch needs no scan of its own.
     pub vllm: u64,
+    /// [`Family`] bits of the generic words that occur.
+    pub families: u32,
     /// Some signal's first needle occurs whose other needles have digits: lines of the same
     /// shape may hold different signals, so the answer is not cached.
     digit_bound: bool,
@@ -223,6 +240,7 @@ struct Quiet {
     signals: Vec<usize>,
     aux: u32,
     vllm: u64,
+    families: u32,
     alarm: Option<Alarm>,
 }
 
@@ -236,7 +254,13 @@ impl ScanCache {
     fn scan(&mut self, t: &str, line: &str) -> (Scan, Option<Alarm>) {
         let shape = shape_of(line.as_bytes());
         if let Some(q) = self.quiet.get(&shape) {
-            let mut out = Scan { signals: q.signals.clone(), aux: q.aux, vllm: q.vllm, digit_bound: false };
+            let mut out = Scan {
+                signals: q.signals.clone(),
+                aux: q.aux,
+                vllm: q.vllm,
+                families: q.families,
+                digit_bound: false,
+            };
             if q.aux & aux::CAPACITY != 0
                 && capacity_not_positive(line)
                 && let Some(i) = SIGNALS.iter().position(|s| s.needles[0] == CAPACITY_SIGNAL)
@@ -255,7 +279,7 @@ impl ScanCache {
             // The capacity signal is recomputed from each line's figure.
             let signals =
                 out.signals.iter().copied().filter(|&i| SIGNALS[i].needles[0] != CAPACITY_SIGNAL).collect();
-            self.quiet.insert(shape, Quiet { signals, aux: out.aux, vllm: out.vllm, alarm });
+            self.quiet.insert(shape, Quiet { signals, aux: out.aux, vllm: out.vllm, families: out.families, alarm });
         }
         (out, alarm)
     }
@@ -316,6 +340,7 @@ pub fn scan(line: &str) -> Scan {
         let target = &targets[p];
         out.aux |= target.aux;
         out.vllm |= target.vllm;
+        out.families |= target.family;
         out.digit_bound |= target.digit_bound;
         for &i in &target.signals {
             if !out.signals.contains(&i) && SIGNALS[i].needles[1..].iter().all(|n| line.contains(n)) {
@@ -660,6 +685,8 @@ pub struct Block {
     pub kinds: Vec<Alarm>,
     /// Signals seen in the block (indexes into [`SIGNALS`]).
     pub signals: Vec<usize>,
+    /// [`Family`] bits of the generic words in the block's lines.
+    pub families: u32,
     /// Only a traceback's head was seen (the paste was cut before the exception line).
     pub cut: bool,
     /// Alarm lines that carry no known message (a traceback's head, an unknown exception, the
@@ -701,6 +728,75 @@ pub struct Signals {
     /// A benchmark's requested rate (`--request-rate N`, `--rate N`, `Traffic request rate: N`),
     /// wherever it was pasted.
     pub requested_rate: Option<(f64, EvidenceLine)>,
+    /// The generic words seen ([`super::families`]), by family: the line's leading family only.
+    pub families: BTreeMap<Family, FamilyHits>,
+    /// Family hits so far, across inputs: [`FamilyHits::first`] orders families in time.
+    pub family_hits: u64,
+    /// HTTP access lines of any method and path that answered 2xx (a health check included).
+    pub ok_access: u64,
+}
+
+/// Hits of one generic family.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FamilyHits {
+    /// Lines whose words lead to the family.
+    pub count: u64,
+    /// The first few of them.
+    pub lines: Vec<EvidenceLine>,
+    /// How many family hits came before this family's first, across every input: the family
+    /// with the smallest came first in the paste.
+    pub first: u64,
+}
+
+/// Lines kept per family.
+const MAX_FAMILY_LINES: usize = 4;
+
+impl Signals {
+    fn family_hit(&mut self, family: Family, input: &str, no: usize, line: &str) {
+        let order = self.family_hits;
+        self.family_hits += 1;
+        let hits = self.families.entry(family).or_insert_with(|| FamilyHits { first: order, ..FamilyHits::default() });
+        hits.count += 1;
+        if hits.lines.len() < MAX_FAMILY_LINES {
+            hits.lines.push(EvidenceLine::quoted(input, no, line));
+        }
+    }
+}
+
+/// The family an HTTP status stands for: a rejected credential, a path or model not served, an
+/// upstream that cannot be reached.
+fn family_of_status(code: u16) -> Option<Family> {
+    match code {
+        401 | 403 => Some(Family::Auth),
+        404 => Some(Family::NotFound),
+        502..=504 => Some(Family::Unreachable),
+        _ => None,
+    }
+}
+
+/// The families of the statuses in a line: an access line's, or one an SDK or client quotes
+/// (`Error code: 401 - {…}`). A 404 for what browsers ask of any server (`/favicon.ico`) is not
+/// a path the client was told to use.
+fn status_families(line: &str, status: Option<u16>, scan: &Scan) -> u32 {
+    let mut bits = 0;
+    if let Some(f) = status.and_then(family_of_status)
+        && !(f == Family::NotFound && (line.contains("/favicon") || line.contains("/robots.txt")))
+    {
+        bits |= f.bit();
+    }
+    if scan.aux & aux::STATUS != 0 {
+        for key in ["Error code: ", "status code ", "status code: ", "status_code=", "Status code: ", "HTTP error "] {
+            if let Some(f) = line
+                .find(key)
+                .and_then(|i| line[i + key.len()..].get(..3))
+                .and_then(|d| d.parse::<u16>().ok())
+                .and_then(family_of_status)
+            {
+                bits |= f.bit();
+            }
+        }
+    }
+    bits
 }
 
 impl Signals {
@@ -802,18 +898,39 @@ impl Watch {
         {
             out.ok_responses += 1;
         }
+        if status.is_some_and(|c| (200..300).contains(&c)) {
+            out.ok_access += 1;
+        }
+        // The generic words: the line's leading failure family (none on a line that only
+        // suggests), and whether it says a server started.
+        let mut families = scan.families | status_families(line, status, &scan);
+        let started = Family::Started.bit();
+        if families & !started != 0 && is_hint(line) {
+            families &= started;
+        }
+        if families & started != 0 {
+            out.family_hit(Family::Started, input, no, line);
+        }
+        let failure = lead(families);
+        if let Some(family) = failure {
+            out.family_hit(family, input, no, line);
+        }
+        let failure = failure.map_or(0, Family::bit);
         let alarm = alarm_of(shape_alarm, status, &scan);
         match (alarm, self.open.as_mut()) {
             (Some(kind), Some(block)) => {
                 block.extend(no, kind, line, found);
+                block.families |= failure;
             }
             (None, Some(block)) if continues(t) => {
                 block.last = no;
                 block.add_signals(found);
+                block.families |= failure;
             }
             (Some(kind), None) => {
                 let mut block = self.pending_head.take().unwrap_or_else(|| Block::new(input, no));
                 block.extend(no, kind, line, found);
+                block.families |= failure;
                 self.open = Some(block);
             }
             (None, Some(_)) => self.close(out),
@@ -854,6 +971,7 @@ impl Block {
             unknown_lines: 0,
             kinds: Vec::new(),
             signals: Vec::new(),
+            families: 0,
             cut: false,
         }
     }

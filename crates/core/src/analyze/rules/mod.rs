@@ -24,6 +24,7 @@ mod cpu_offload_split;
 mod decode_slows_with_context;
 mod engine_dead;
 mod engine_start_failed;
+pub(crate) mod generic;
 mod gpu_hw_error;
 mod gpu_not_detected;
 mod host_ram_exhausted;
@@ -297,6 +298,17 @@ pub static RULES: &[Rule] = &[
     api_key_rejected::RULE,
     max_seq_len_reduced_by_kv::RULE,
     request_exceeds_build_limits::RULE,
+    // The generic layer: words any format uses (`families.rs`), when no exact rule names a cause
+    generic::GENERIC_OOM,
+    generic::GENERIC_COLLECTIVE,
+    generic::GENERIC_GPU_FAULT,
+    generic::GENERIC_CRASH,
+    generic::GENERIC_RESPAWN,
+    generic::GENERIC_UNREACHABLE,
+    generic::GENERIC_AUTH,
+    generic::GENERIC_NOT_FOUND,
+    generic::GENERIC_PROVIDER,
+    generic::GENERIC_CONTEXT,
     // No class yet
     unclaimed_error::RULE,
 ];
@@ -557,7 +569,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 48);
+        assert_eq!(super::RULES.len(), 58);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);
