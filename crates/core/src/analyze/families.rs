@@ -208,7 +208,6 @@ pub static WORDS: &[(&str, Family)] = {
     ("no healthy upstream", Unreachable),
     ("upstream connect error", Unreachable),
     ("Bad Gateway", Unreachable),
-    ("Service Unavailable", Unreachable),
     ("StatusCode.UNAVAILABLE", Unreachable),
     // The credential was rejected.
     ("Unauthorized", Auth),
@@ -295,6 +294,9 @@ pub fn is_hint(line: &str) -> bool {
         "may cause",
         "will be ",
         "Please ",
+        // A step that failed and is tried another way (`… allocation failed, retrying without
+        // pipeline parallelism`) recovered.
+        "retrying without",
     ];
     HINTS.iter().any(|h| line.contains(h))
 }

@@ -328,9 +328,14 @@ impl Analyzer {
         let outage = |f: &report::Finding| {
             matches!(f.class, report::Class::Oom | report::Class::ThroughputZero) && f.confidence >= 0.5
         };
+        // What a failure read from words brought down (a dead engine after a GPU fault) follows it.
+        let generic = findings.iter().any(|f| rules::generic::is_generic(&f.rule));
+        let consequences = rules::consequences(&facts);
+        let follows = |f: &report::Finding| generic && consequences.contains(&f.rule.as_str());
         crate::sort::sort_by(&mut findings, |a, b| {
-            outage(b)
-                .cmp(&outage(a))
+            follows(a)
+                .cmp(&follows(b))
+                .then(outage(b).cmp(&outage(a)))
                 .then(b.confidence.total_cmp(&a.confidence))
                 .then(b.class.severity().cmp(&a.class.severity()))
                 .then(a.rule.cmp(&b.rule))
@@ -340,7 +345,6 @@ impl Analyzer {
         // unexplained error first; so does an input that shows no health.
         let unexplained = findings.iter().any(|f| f.rule == rules::unclaimed_error::RULE.doc.id);
         let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
-        let consequences = rules::consequences(&facts);
         let names_cause = |f: &report::Finding| {
             f.class != report::Class::Inconclusive
                 && !advisory(f)

@@ -769,7 +769,8 @@ fn family_of_status(code: u16) -> Option<Family> {
     match code {
         401 | 403 => Some(Family::Auth),
         404 => Some(Family::NotFound),
-        502..=504 => Some(Family::Unreachable),
+        // 503 is also what a full queue answers (SGLang, Ollama's `server busy`): not this.
+        502 | 504 => Some(Family::Unreachable),
         _ => None,
     }
 }
@@ -905,7 +906,10 @@ impl Watch {
         // suggests), and whether it says a server started.
         let mut families = scan.families | status_families(line, status, &scan);
         let started = Family::Started.bit();
-        if families & !started != 0 && is_hint(line) {
+        // A line with a known message is the exact rules' (a benign one is no failure); only a
+        // known message that names no cause leaves its words to the generic layer.
+        let known = found.iter().any(|&i| SIGNALS[i].rules != [UNCLAIMED]);
+        if families & !started != 0 && (known || is_hint(line)) {
             families &= started;
         }
         if families & started != 0 {

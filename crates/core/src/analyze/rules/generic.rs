@@ -13,8 +13,10 @@ use crate::analyze::facts::Facts;
 use crate::analyze::families::Family;
 use crate::analyze::report::{Class, Finding};
 
-/// Confidence of the family that came first; the others get [`FOLLOWER`].
-const LEADER: f64 = 0.45;
+/// Confidence of the family that came first; the others get [`FOLLOWER`]. Below every exact
+/// rule's that names the same kind of failure; as high as the least sure of them, so an outage
+/// read from words still outranks slowness (`Analyzer::finish` ranks outages first).
+const LEADER: f64 = 0.5;
 /// Confidence of a family seen after the first.
 const FOLLOWER: f64 = 0.3;
 
@@ -227,12 +229,12 @@ const UNREACHABLE: Words = Words {
 generic_rule!(
     GENERIC_UNREACHABLE, UNREACHABLE, "generic-unreachable", Class::ThroughputZero,
     "The server cannot be reached (read from the words)",
-    "Words of a connection that failed in any client or proxy — `Connection refused`, `error trying to connect`, `Empty reply from server`, `Connection reset by peer`, `no healthy upstream`, `Bad Gateway`, `Service Unavailable`, an access line answering 502–504 — in lines no exact rule knows.",
+    "Words of a connection that failed in any client or proxy — `Connection refused`, `error trying to connect`, `Empty reply from server`, `Connection reset by peer`, `no healthy upstream`, `Bad Gateway`, an access line answering 502 or 504 — in lines no exact rule knows.",
     "Requests that cannot reach a server are not served: to the user the service is down, whatever the server's own state.",
     "A router's `Server error: error trying to connect: Connection refused (os error 111)` on every prefill.",
     "Check that the process behind the address is up and listening; from a container, `localhost` is not the host.",
     zh: "服务端无法连接（从措辞判断）",
-    "任何客户端或代理里连接失败的措辞——`Connection refused`、`error trying to connect`、`Empty reply from server`、`Connection reset by peer`、`no healthy upstream`、`Bad Gateway`、`Service Unavailable`、返回 502–504 的访问日志——出现在没有确切规则认识的行里。",
+    "任何客户端或代理里连接失败的措辞——`Connection refused`、`error trying to connect`、`Empty reply from server`、`Connection reset by peer`、`no healthy upstream`、`Bad Gateway`、返回 502 或 504 的访问日志——出现在没有确切规则认识的行里。",
     "连不上服务端的请求就不会被处理：对用户来说服务就是挂了，不管服务端自己是什么状态。",
     "路由器在每次 prefill 时都报 `Server error: error trying to connect: Connection refused (os error 111)`。",
     "确认地址背后的进程还在运行并在监听；在容器里，`localhost` 不是宿主机。"
@@ -403,14 +405,26 @@ fn check(f: &Facts, lang: Lang, doc: &RuleDoc, words: &Words) -> Option<Finding>
     ))
 }
 
-/// Decide among the findings: when a rule that knows an exact message named a cause (`names`),
-/// the generic findings go — exact templates win; otherwise the family seen first in the paste
+/// Decide among the findings: when a rule that knows an exact message named the cause of a
+/// failure (`names`: an OOM, nothing served, a client setting), the generic findings go — exact
+/// templates win; a slowness an exact rule explains does not explain an error's words. Otherwise the family seen first in the paste
 /// keeps [`LEADER`] confidence and the others drop to [`FOLLOWER`], so it leads the report.
 pub(crate) fn settle(f: &Facts, findings: &mut Vec<Finding>, names: impl Fn(&Finding) -> bool) {
-    if findings.iter().any(|x| !is_generic(&x.rule) && names(x)) {
+    let failure = |x: &Finding| matches!(x.class, Class::Oom | Class::ThroughputZero | Class::Config);
+    if findings.iter().any(|x| !is_generic(&x.rule) && failure(x) && names(x)) {
         findings.retain(|x| !is_generic(&x.rule));
         return;
     }
+    // Words an exact finding already cites (SGLang's `Decode out of memory happened` is a KV
+    // retraction the preemption rule explains) are that finding's.
+    let cited: Vec<(std::sync::Arc<str>, usize)> = findings
+        .iter()
+        .filter(|x| !is_generic(&x.rule))
+        .flat_map(|x| x.evidence.iter().map(|e| (e.input.clone(), e.line)))
+        .collect();
+    findings.retain(|x| {
+        !is_generic(&x.rule) || !x.evidence.iter().all(|e| cited.iter().any(|(i, l)| *i == e.input && *l == e.line))
+    });
     let first = |x: &Finding| family_of(&x.rule).and_then(|fam| f.signals.families.get(&fam)).map(|h| h.first);
     let leader = findings.iter().filter_map(first).min();
     for x in findings.iter_mut() {
