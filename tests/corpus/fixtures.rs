@@ -18,7 +18,9 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
             if p.file_name().is_some_and(|n| n != "catalogue") {
                 files(&p, out);
             }
-        } else if !p.extension().is_some_and(|x| matches!(x.to_str(), Some("tsv" | "md" | "py"))) {
+        } else if !p.extension().is_some_and(|x| matches!(x.to_str(), Some("tsv" | "md" | "py")))
+            && p.file_name().is_some_and(|n| n != "manifest.jsonl")
+        {
             out.push(p);
         }
     }

@@ -13,17 +13,22 @@
 //!   the engines' own source): the analyzer, given the row's example line, reports the rule the
 //!   row maps to — or, for a `benign` row, no finding about that line.
 //!
+//! - `real::score`: the real pastes of `tests/data/real-pastes/` (strangers' text from public bug
+//!   reports): top-1, INCONCLUSIVE, wrong and false-HEALTHY counts, failing below the bar.
+//!
 //! Run one: `cargo test -p triage-tests --test corpus -- vllm/oom-v1`.
 
 mod cases;
 mod catalogue;
 mod fixtures;
+mod real;
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = cases::trials();
     trials.extend(catalogue::trials());
     trials.extend(fixtures::trials());
+    trials.extend(real::trials());
     libtest_mimic::run(&args, trials).exit();
 }
 

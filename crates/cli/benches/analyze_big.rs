@@ -138,8 +138,8 @@ fn main() {
         let vllm_report = a.finish();
         passes.push(started.elapsed().as_secs_f64());
         assert!(
-            vllm_report.findings.iter().any(|f| f.rule == "unclaimed-error"),
-            "the log's illegal memory accesses have no cause in it"
+            vllm_report.findings.iter().any(|f| f.rule == "unclaimed-error" || f.rule == "generic-gpu-fault"),
+            "the log's illegal memory accesses have no exact cause in it: unexplained, or a GPU fault read from their words"
         );
     }
     passes.sort_by(f64::total_cmp);

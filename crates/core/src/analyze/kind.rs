@@ -116,6 +116,10 @@ const BENCH: &[&str] = &[
 const NVIDIA_SMI: &[&str] = &[
     "NVIDIA-SMI",
     "NVSMI LOG",
+    // `nvidia-smi -q -x`.
+    "<nvidia_smi_log",
+    "<clocks_event_reason",
+    "<clocks_throttle_reason",
     "Clocks Event Reasons",
     "Clocks Throttle Reasons",
     "clocks.sm",

@@ -60,6 +60,11 @@ pub static SIGNALS: &[Signal] = &[
     s("cuda-error-oom", &["CUDA error: out of memory"], OOM_RULES),
     // The engine never came up / died.
     s("vllm-engine-init-failed", &["Engine core initialization failed"], &["engine-start-failed"]),
+    // A worker's start-up step failed (`Error executing method {method!r}` with a loading or
+    // device-setup method): the engine never serves. Other methods are run-time (vllm.tsv:79-82).
+    s("vllm-worker-load-model-failed", &["Error executing method 'load_model'"], &["engine-start-failed"]),
+    s("vllm-worker-load-model-failed-v05", &["Error executing method load_model"], &["engine-start-failed"]),
+    s("vllm-worker-init-device-failed", &["Error executing method 'init_device'"], &["engine-start-failed"]),
     s("vllm-engine-failed-to-start", &["EngineCore failed to start"], &["engine-start-failed"]),
     s("vllm-engine-core-dead", &["EngineDeadError"], &["engine-dead"]),
     s("vllm-engine-core-issue", &["EngineCore encountered"], &["engine-dead"]),
@@ -1092,6 +1097,12 @@ pub static SIGNALS: &[Signal] = &[
         &["engine-start-failed"],
     ),
     s("ollama-load-failed", &["msg=\"Load failed\""], &["engine-start-failed"]),
+    // The client hung up while the model was loading; the load is aborted after it.
+    s(
+        "ollama-client-closed-while-loading",
+        &["client connection closed before ", " finished loading, aborting load"],
+        &["timeout-too-short"],
+    ), // ollama.tsv
     s("ollama-error-loading", &["error loading llama server"], &["engine-start-failed"]),
     s(
         "ollama-incompatible",

@@ -125,6 +125,10 @@ pub struct LlamaFacts {
     pub loads: Vec<Load>,
     /// The first few model-eviction lines.
     pub evictions: Vec<EvidenceLine>,
+    /// Ollama's scheduler starting a model load (`new model will fit in available VRAM …,
+    /// loading` before v0.6, `loading first model`, `new model fits with existing models,
+    /// loading`): the first few, with how many Gin requests had been answered before each.
+    pub load_starts: Vec<(EvidenceLine, u64)>,
     /// Model evictions seen.
     pub eviction_count: u64,
     /// Gin: status → count, a few lines of each, and (status, seconds) of each request.
@@ -239,6 +243,14 @@ impl LlamaFacts {
         } else if let Some(i) = line.find("load duration:") {
             if let Some(s) = go_duration(line[i + "load duration:".len()..].trim()) {
                 self.push_load(Load { seconds: s, in_request: true, evidence: evidence() });
+            }
+        } else if line.contains("will fit in available VRAM")
+            || line.contains("fits with existing models, loading")
+            || line.contains("loading first model")
+        {
+            if self.load_starts.len() < MAX_EXAMPLES {
+                let served: u64 = self.gin.values().sum();
+                self.load_starts.push((evidence(), served));
             }
         } else if line.contains("evicting")
             && (line.contains("to make space") || line.contains("predicted to exceed"))

@@ -162,19 +162,29 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     if confidence == 0.0
         && let Some(load) =
-            l.loads.iter().filter(|s| s.seconds >= 10.0).max_by(|a, b| a.seconds.total_cmp(&b.seconds))
+            l.loads.iter().filter(|s| s.seconds >= 5.0).max_by(|a, b| a.seconds.total_cmp(&b.seconds))
     {
-        // A request whose latency is mostly the load (a slow generation after it is not).
-        let waited = l
-            .gin_latency
-            .iter()
-            .filter(|(_, s, _)| (0.8 * load.seconds..=2.0 * load.seconds).contains(s))
-            .map(|(_, s, e)| (*s, e))
-            .next();
-        if waited.is_some() || load.in_request {
-            confidence = 0.8;
+        // A request whose latency is mostly the load (surer), or that waited for it and went on
+        // generating (less sure: a slow generation after it adds to it).
+        let waited = |hi: f64| {
+            l.gin_latency
+                .iter()
+                .filter(|(_, s, _)| (0.8 * load.seconds..=hi).contains(s) && *s * 1e3 >= f.slo.ttft_ms)
+                .map(|(_, s, e)| (*s, e))
+                .next()
+        };
+        let (sure, waited) = match waited(2.0 * load.seconds) {
+            Some(w) => (0.8, Some(w)),
+            None => (0.6, waited(f64::INFINITY)),
+        };
+        if (waited.is_some() || load.in_request) && (load.seconds >= 10.0 || waited.is_some()) {
+            confidence = if waited.is_some() { sure } else { 0.8 };
             let s = load.seconds;
             reasons.push(match waited {
+                Some((w, _)) if w > 2.0 * s => lang.pick(
+                    format!("the model took {s:.1} s to load before a request that took {w:.1} s in all: its first token waited for the load"),
+                    format!("模型加载用了 {s:.1} s，之后有请求总共用了 {w:.1} s：它的第一个 token 要等模型加载完"),
+                ),
                 Some((w, _)) => lang.pick(
                     format!("the model took {s:.1} s to load and a request waited {w:.1} s for it"),
                     format!("模型加载用了 {s:.1} s，有请求为此等了 {w:.1} s"),
@@ -187,6 +197,24 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             evidence.push(load.evidence.clone());
             evidence.extend(waited.map(|(_, e)| e.clone()));
         }
+    }
+    // Ollama loading a model while it is already serving (a reload when clients switch, a model
+    // evicted and loaded again), and requests that took seconds: they waited for the load.
+    if confidence == 0.0
+        && let Some((start, served)) = l.load_starts.iter().find(|(_, served)| *served > 0)
+        && let Some((_, s, slow)) = l
+            .gin_latency
+            .iter()
+            .filter(|(status, s, _)| *status < 400 && *s * 1e3 >= f.slo.ttft_ms)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    {
+        confidence = 0.6;
+        reasons.push(lang.pick(
+            format!("the model is loaded again after {served} request(s) were already served, and a request took {s:.1} s: requests wait for the load before their first token"),
+            format!("在已经处理了 {served} 个请求之后，模型又被重新加载，有请求用了 {s:.1} s：请求在第一个 token 之前要等模型加载"),
+        ));
+        evidence.push(start.clone());
+        evidence.push(slow.clone());
     }
     // The English summary is the reasons alone; the Chinese one is led by "冷启动".
     RULE.doc.finding_from_reasons(lang, ("", "冷启动"), &reasons, FindingBody {

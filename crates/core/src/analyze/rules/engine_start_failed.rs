@@ -37,8 +37,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let other = super::CAUSES_OF_DEATH
         .iter()
         .any(|r| !MEMORY.contains(r) && *r != "nccl-hang" && f.signals.count_for(r) > 0);
+    // A client that hung up while the model loaded aborts the load: the start-up did not fail
+    // of itself (Ollama's `context canceled` after `client connection closed …`).
+    let client = f.signals.seen("ollama-client-closed-while-loading").is_some();
     // With its cause in the paste that finding leads; this one says what it did.
-    let confidence = if memory || other { 0.55 } else { 0.85 };
+    // A worker that died (killed for host memory, a lost node) is why its load failed.
+    let worker = f.signals.count_for("worker-died") > 0;
+    let confidence = if client || worker {
+        0.45
+    } else if memory || other {
+        0.55
+    } else {
+        0.85
+    };
     RULE.doc.finding_from_signals(
         f,
         lang,

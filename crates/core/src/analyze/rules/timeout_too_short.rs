@@ -196,6 +196,28 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             evidence,
         ));
     }
+    // Ollama: the client hung up while the model was still loading (Ollama says so and aborts the
+    // load); Gin logs the request closed by the client (499) after the client's timeout.
+    if best.is_none()
+        && let Some(hits) = f.signals.seen("ollama-client-closed-while-loading")
+    {
+        let mut evidence: Vec<EvidenceLine> = hits.lines.iter().take(1).cloned().collect();
+        let closed = f.llama.gin_latency.iter().find(|(status, _, _)| *status == 499);
+        let after = match (closed, lang) {
+            (Some((_, s, _)), Lang::En) => format!(" after {s:.1} s"),
+            (Some((_, s, _)), Lang::Zh) => format!("（{s:.1} s 后）"),
+            (None, _) => String::new(),
+        };
+        evidence.extend(closed.map(|(_, _, e)| e.clone()));
+        best = Some((
+            0.8,
+            lang.pick(
+                format!("the client closed the connection{after} while the model was still loading, and the load was aborted: the client's timeout is shorter than a model load"),
+                format!("模型还在加载时客户端就关闭了连接{after}，加载随之被中止：客户端超时比一次模型加载还短"),
+            ),
+            evidence,
+        ));
+    }
     let (confidence, summary, evidence) = best?;
     Some(RULE.doc.finding(
         lang,

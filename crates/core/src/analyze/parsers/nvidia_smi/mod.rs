@@ -26,7 +26,7 @@ mod tests;
 
 use self::csv::{Csv, csv_header};
 use self::dmon::{Dmon, dmon_header};
-use self::query::{Query, key_value, q_gpu_header};
+use self::query::{Query, is_xml_line, key_value, q_gpu_header};
 use self::table::{Stage, Table};
 use super::{Cx, SectionParser};
 use crate::analyze::report::EvidenceLine;
@@ -290,7 +290,7 @@ impl SectionParser for SmiParser {
         match self.mode {
             // Table bodies (process names like `python -m vllm…` would otherwise split it).
             Mode::Table => is_table_line(trimmed),
-            Mode::Query => key_value(line).is_some() || q_gpu_header(trimmed).is_some(),
+            Mode::Query => key_value(line).is_some() || q_gpu_header(trimmed).is_some() || is_xml_line(trimmed),
             Mode::Csv => self.csv.as_ref().is_some_and(|csv| csv.fits(trimmed)),
             Mode::Dmon => self.dmon.as_ref().is_some_and(|dmon| dmon.fits(trimmed)),
             Mode::None => false,
@@ -306,6 +306,17 @@ impl SectionParser for SmiParser {
         if is_table_line(trimmed) {
             self.enter(cx, Mode::Table);
             self.table_line(cx, no, line, trimmed);
+            return;
+        }
+        if is_xml_line(trimmed) {
+            if trimmed.starts_with("<nvidia_smi_log") {
+                self.enter(cx, Mode::Query);
+                self.start_query_dump(cx);
+                self.query.xml.clear();
+                return;
+            }
+            self.enter(cx, Mode::Query);
+            self.xml_line(cx, no, line);
             return;
         }
         if trimmed.contains("NVSMI LOG") {

@@ -35,6 +35,100 @@ pub(super) fn indent(line: &str) -> usize {
     line.chars().take_while(|c| *c == ' ' || *c == '\t').count()
 }
 
+/// `nvidia-smi -q -x`: an element `<tag>value</tag>` as the `-q` text form names it (section,
+/// key), given the open element it sits in. `None` for what the readings do not use.
+fn xml_pair(open: &str, tag: &str) -> Option<(&'static str, &'static str)> {
+    if let Some(reason) = tag.strip_prefix("clocks_event_reason_").or_else(|| tag.strip_prefix("clocks_throttle_reason_")) {
+        let label = match reason {
+            "gpu_idle" => "Idle",
+            "applications_clocks_setting" => "Applications Clocks Setting",
+            "sw_power_cap" => "SW Power Cap",
+            "hw_slowdown" => "HW Slowdown",
+            "hw_thermal_slowdown" => "HW Thermal Slowdown",
+            "hw_power_brake_slowdown" => "HW Power Brake Slowdown",
+            "sync_boost" => "Sync Boost",
+            "sw_thermal_slowdown" => "SW Thermal Slowdown",
+            "display_clocks_setting" => "Display Clock Setting",
+            _ => return None,
+        };
+        return Some(("Clocks Event Reasons", label));
+    }
+    Some(match (open, tag) {
+        (_, "product_name") => ("", "Product Name"),
+        (_, "uuid") => ("", "GPU UUID"),
+        (_, "performance_state") => ("", "Performance State"),
+        ("clocks", "sm_clock") => ("Clocks", "SM"),
+        ("max_clocks", "sm_clock") => ("Max Clocks", "SM"),
+        ("utilization", "gpu_util") => ("Utilization", "Gpu"),
+        ("fb_memory_usage", "total") => ("FB Memory Usage", "Total"),
+        ("fb_memory_usage", "used") => ("FB Memory Usage", "Used"),
+        ("temperature", "gpu_temp") => ("Temperature", "GPU Current Temp"),
+        ("gpu_power_readings" | "power_readings", "power_draw") => ("Power Readings", "Power Draw"),
+        ("gpu_power_readings" | "power_readings", "average_power_draw") => ("Power Readings", "Average Power Draw"),
+        ("gpu_power_readings" | "power_readings", "instant_power_draw") => ("Power Readings", "Instantaneous Power Draw"),
+        ("gpu_power_readings" | "power_readings", "current_power_limit") => ("Power Readings", "Current Power Limit"),
+        ("gpu_power_readings" | "power_readings", "enforced_power_limit") => ("Power Readings", "Enforced Power Limit"),
+        ("gpu_power_readings" | "power_readings", "power_limit") => ("Power Readings", "Power Limit"),
+        ("process_info", "pid") => ("Processes", "Process ID"),
+        ("process_info", "process_name") => ("Processes", "Name"),
+        ("process_info", "used_memory") => ("Processes", "Used GPU Memory"),
+        _ => return None,
+    })
+}
+
+/// An XML line of `nvidia-smi -q -x`: `<tag>`, `</tag>`, `<tag>value</tag>`, `<gpu id="…">`.
+pub(super) fn is_xml_line(trimmed: &str) -> bool {
+    trimmed.starts_with('<') && trimmed.ends_with('>')
+}
+
+impl SmiParser {
+    /// A line of `nvidia-smi -q -x`: open and closed elements kept on a stack (bounded), each
+    /// `<gpu id="…">` a GPU block, each value read as its `-q` twin. A paste cut before its
+    /// `<gpu>` gets one block for what follows.
+    pub(super) fn xml_line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("<gpu id=\"") {
+            let bus = rest.split('"').next().unwrap_or("").to_owned();
+            self.start_query_gpu(cx, no, line, &bus);
+            self.query.xml.clear();
+            return;
+        }
+        if let Some(close) = t.strip_prefix("</") {
+            let tag = close.trim_end_matches('>');
+            if tag == "gpu" {
+                self.flush_query(cx);
+            }
+            if let Some(i) = self.query.xml.iter().rposition(|open| open == tag) {
+                self.query.xml.truncate(i);
+            }
+            return;
+        }
+        let Some(inner) = t.strip_prefix('<') else { return };
+        let tag_end = inner.find(|c: char| c == '>' || c == ' ' || c == '/').unwrap_or(inner.len());
+        let tag = &inner[..tag_end];
+        let Some(gt) = inner.find('>') else { return };
+        let body = &inner[gt + 1..];
+        match body.find("</") {
+            Some(end) => {
+                let value = body[..end].trim();
+                let open = self.query.xml.last().map_or("", String::as_str);
+                if let Some((section, key)) = xml_pair(open, tag) {
+                    if self.query.gpu.is_none() {
+                        self.start_query_gpu(cx, no, line, "");
+                    }
+                    self.query_pair(cx, no, line, section, key, value);
+                }
+            }
+            None if !inner[..gt].ends_with('/') && !tag.starts_with('?') && !tag.starts_with('!') => {
+                if self.query.xml.len() < MAX_Q_DEPTH {
+                    self.query.xml.push(tag.to_owned());
+                }
+            }
+            None => {}
+        }
+    }
+}
+
 /// `-q` reason labels (current and older drivers) → normalised names.
 fn reason_of_label(label: &str) -> Option<&'static str> {
     Some(match label {
@@ -89,6 +183,8 @@ pub(super) struct Query {
     pub(super) gpu: Option<QGpu>,
     /// GPU blocks read in this dump: the index when the bus id is not known from a table.
     pub(super) ordinal: u32,
+    /// `-q -x`: the open elements, outermost first (at most [`MAX_Q_DEPTH`]).
+    pub(super) xml: Vec<String>,
 }
 
 impl SmiParser {
@@ -111,7 +207,7 @@ impl SmiParser {
         self.query.gpu = Some(QGpu {
             reading: GpuReading {
                 index,
-                bus_id: Some(bus),
+                bus_id: (!bus.is_empty()).then_some(bus),
                 snapshot,
                 evidence: header,
                 ..GpuReading::default()
@@ -157,7 +253,13 @@ impl SmiParser {
             }
             return;
         };
-        let section = block.stack.last().map_or("", |(_, name)| name.as_str());
+        let section = block.stack.last().map_or(String::new(), |(_, name)| name.clone());
+        self.query_pair(cx, no, line, &section, key, value);
+    }
+
+    /// One `-q` value by its section and key (the XML form names them the same way).
+    fn query_pair(&mut self, cx: &mut Cx<'_>, no: usize, line: &str, section: &str, key: &str, value: &str) {
+        let Some(block) = self.query.gpu.as_mut() else { return };
         let evidence = || EvidenceLine::quoted(cx.input, no, line);
         match (section, key) {
             ("", "Product Name") => block.reading.name = Some(value.to_owned()),

@@ -353,3 +353,29 @@ fn total_on_garbage() {
         let _ = analyze(&[("x", &t)]);
     }
 }
+
+/// `nvidia-smi -q -x`: the XML form reads as its text twin, whole or cut before its `<gpu>`.
+#[test]
+fn xml_form() {
+    let dump = "<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n\t<driver_version>550.54.15</driver_version>\n\t<gpu id=\"00000000:17:00.0\">\n\t\t<product_name>NVIDIA H100 80GB HBM3</product_name>\n\t\t<clocks_event_reasons>\n\t\t\t<clocks_event_reason_gpu_idle>Not Active</clocks_event_reason_gpu_idle>\n\t\t\t<clocks_event_reason_hw_slowdown>Active</clocks_event_reason_hw_slowdown>\n\t\t\t<clocks_event_reason_hw_power_brake_slowdown>Active</clocks_event_reason_hw_power_brake_slowdown>\n\t\t</clocks_event_reasons>\n\t\t<fb_memory_usage>\n\t\t\t<total>81559 MiB</total>\n\t\t\t<used>70012 MiB</used>\n\t\t</fb_memory_usage>\n\t\t<utilization>\n\t\t\t<gpu_util>98 %</gpu_util>\n\t\t</utilization>\n\t\t<gpu_power_readings>\n\t\t\t<power_draw>310.50 W</power_draw>\n\t\t\t<current_power_limit>700.00 W</current_power_limit>\n\t\t</gpu_power_readings>\n\t\t<clocks>\n\t\t\t<sm_clock>705 MHz</sm_clock>\n\t\t</clocks>\n\t\t<max_clocks>\n\t\t\t<sm_clock>1980 MHz</sm_clock>\n\t\t</max_clocks>\n\t</gpu>\n</nvidia_smi_log>\n";
+    let Run { facts, report } = run("smi.xml", dump);
+    // The XML declaration is no nvidia-smi line of its own; everything after it is one section.
+    assert_eq!(report.inputs.last().map(|i| (i.kind, i.lines)), Some((InputKind::NvidiaSmi, [2, 29])));
+    let g = facts.gpus;
+    assert_eq!(g.readings.len(), 1);
+    let r = &g.readings[0];
+    assert_eq!(r.bus_id.as_deref(), Some("00000000:17:00.0"));
+    assert_eq!(r.reasons, ["hw_slowdown", "hw_power_brake"]);
+    assert_eq!(
+        (r.util_pct, r.power_w, r.power_limit_w, r.sm_clock_mhz, r.max_sm_clock_mhz, r.mem_used_mib),
+        (Some(98.0), Some(310.5), Some(700.0), Some(705.0), Some(1980.0), Some(70012.0))
+    );
+    assert_eq!(report.verdict, Verdict::TbtTail, "{:?}", report.findings);
+    // The same with every reason `Not Active`, cut before its `<gpu>`: a healthy reading.
+    let quiet: String = dump.lines().skip(5).collect::<Vec<_>>().join("\n").replace(">Active<", ">Not Active<");
+    let Run { facts, report } = run("smi.xml", &quiet);
+    assert_eq!(facts.gpus.readings.len(), 1);
+    assert!(facts.gpus.readings[0].reasons.is_empty());
+    assert!(facts.gpus.readings[0].reasons_known);
+    assert_eq!(report.verdict, Verdict::Healthy, "{:?}", report.findings);
+}
