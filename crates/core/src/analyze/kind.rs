@@ -229,6 +229,10 @@ pub(crate) fn is_prom_sample(line: &str) -> bool {
     let name_end =
         b.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')).unwrap_or(b.len());
     let name = &line[..name_end];
+    // `Concurrency: 8` is a `key: value` line: no exporter ends a metric name with a colon.
+    if name.ends_with(':') {
+        return false;
+    }
     let mut rest = &line[name_end..];
     let labelled = rest.starts_with('{');
     if labelled {
@@ -280,7 +284,9 @@ pub fn recognize(line: &str) -> Option<InputKind> {
     if is_client_setting(t) {
         return Some(InputKind::ClientConfig);
     }
-    if any(t, BENCH) {
+    // A table row (`| Mean TTFT (ms) | 813 |`, `│ Time To First Token (ms) │ …`) is weak: it
+    // joins the table it is a row of, whichever section read the header.
+    if !t.starts_with(['|', '│', '┃']) && any(t, BENCH) {
         return Some(InputKind::BenchOutput);
     }
     if any(t, OOM) {
@@ -374,5 +380,7 @@ mod tests {
         assert!(!is_prom_sample("up{job=\"x\" 1"));
         assert!(!is_prom_sample("ttft_ms=12"));
         assert!(!is_prom_sample("a_b 1 2 3"));
+        assert!(!is_prom_sample("Concurrency: 8"));
+        assert!(!is_prom_sample("max_batch_size: 64"));
     }
 }
