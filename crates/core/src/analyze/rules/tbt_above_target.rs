@@ -77,8 +77,8 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                 (false, _) => String::new(),
             };
             let how = match name.as_str() {
-                "decode_tps" | "tg_tps" => lang.pick(" (1000 / the decode rate)", "（1000 / decode 速度）"),
-                "decode_ms" => lang.pick(" (the generation time over its tokens)", "（生成时间除以 token 数）"),
+                "decode_tps" | "tg_tps" => lang.pick(", 1000 / the decode rate", "，1000 / decode 速度"),
+                "decode_ms" => lang.pick(", the generation time over its tokens", "，生成时间除以 token 数"),
                 _ => "",
             };
             let s = lang.pick(

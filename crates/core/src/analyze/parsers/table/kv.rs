@@ -200,8 +200,13 @@ pub(crate) fn figures(line: &str) -> Vec<(String, f64)> {
                         j += 1;
                         // `ms per token`
                         if u == Unit::Time(1.0) || u == Unit::Time(1e3) {
-                            let more: Vec<&str> = words.iter().skip(1).take(2).copied().collect();
-                            if more.len() == 2 && more[0] == "per" && more[1].starts_with("tok") {
+                            let per = matches!(toks.get(j), Some(Tok::Word("per")));
+                            let token = match toks.get(j + 1) {
+                                Some(Tok::Num(x, Unit::Tokens)) => x.is_nan(),
+                                Some(Tok::Word(w)) => w.starts_with("tok"),
+                                _ => false,
+                            };
+                            if per && token {
                                 u = if u == Unit::Time(1.0) { Unit::PerToken(1.0) } else { Unit::PerToken(1e3) };
                                 j += 2;
                             }
