@@ -6,7 +6,8 @@
 use super::kind::InputKind;
 use super::parsers::{
     bench::BenchFacts, client_config::ClientFacts, llama::LlamaFacts, nvidia_smi::GpuFacts, oom::OomFacts,
-    prom::MetricsFacts, request_log::RequestFacts, sglang::SglangFacts, sse::StreamFacts, tgi::TgiFacts,
+    prom::MetricsFacts, request_log::RequestFacts, sglang::SglangFacts, sse::StreamFacts, table::TableFacts,
+    tgi::TgiFacts,
     vllm::VllmFacts,
 };
 use super::report::EvidenceLine;
@@ -38,6 +39,8 @@ pub struct Facts {
     pub streams: Vec<StreamFacts>,
     /// llama.cpp's and Ollama's figures, read from any line ([`LlamaFacts`]).
     pub llama: LlamaFacts,
+    /// Rows of tables and `key: value` figures no tool-specific reader knows ([`TableFacts`]).
+    pub tables: TableFacts,
     /// Kinds of every recognised section (not `unknown`).
     pub kinds: BTreeSet<InputKind>,
     /// Alarm lines and known messages of every input, whatever section they were in.
@@ -87,6 +90,7 @@ impl Facts {
         let gpus = !self.gpus.readings.is_empty();
         let llama = self.llama.trt_iterations.iter().any(|i| i.scheduled > 0.0);
         let clients = !self.clients.is_empty();
+        let tables = self.tables.health_evidence();
         let answered = self.signals.ok_responses > 0 || self.signals.ok_access > 0;
         // A server (any engine, any framework) said it is up and listening.
         let started = self.signals.families.contains_key(&super::families::Family::Started);
@@ -102,6 +106,7 @@ impl Facts {
             || bench
             || gpus
             || clients
+            || tables
     }
 }
 

@@ -233,6 +233,10 @@ pub(crate) fn is_prom_sample(line: &str) -> bool {
     let name_end =
         b.iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')).unwrap_or(b.len());
     let name = &line[..name_end];
+    // `Concurrency: 8` is a `key: value` line: no exporter ends a metric name with a colon.
+    if name.ends_with(':') {
+        return false;
+    }
     let mut rest = &line[name_end..];
     let labelled = rest.starts_with('{');
     if labelled {
@@ -265,6 +269,12 @@ fn smi_command_or_dmon_header(t: &str) -> bool {
     })
 }
 
+/// The header of a box-drawn table of statistics (aiperf's and genai-perf's `┃ Metric ┃ avg ┃
+/// … ┃ p99 ┃`, `┃ Statistic ┃ avg ┃ …`): a benchmark's table, whatever its rows are called.
+fn box_stats_header(t: &str) -> bool {
+    t.starts_with('┃') && (t.contains("Statistic") || t.contains("Metric")) && (t.contains(" avg ") || t.contains(" p99 "))
+}
+
 /// Strong recognition of one line (ANSI codes already stripped).
 pub fn recognize(line: &str) -> Option<InputKind> {
     let t = line.trim();
@@ -284,7 +294,9 @@ pub fn recognize(line: &str) -> Option<InputKind> {
     if is_client_setting(t) {
         return Some(InputKind::ClientConfig);
     }
-    if any(t, BENCH) {
+    // A table row (`| Mean TTFT (ms) | 813 |`, `│ Time To First Token (ms) │ …`) is weak: it
+    // joins the table it is a row of, whichever section read the header.
+    if !t.starts_with('|') && any(t, BENCH) || box_stats_header(t) {
         return Some(InputKind::BenchOutput);
     }
     if any(t, OOM) {
@@ -355,6 +367,7 @@ mod tests {
             ("export ANTHROPIC_BASE_URL=\"https://gw.example/api\"", InputKind::ClientConfig),
             ("base_url = \"https://gw.example/api\"", InputKind::ClientConfig),
             ("Mean TTFT (ms):                          120.41", InputKind::BenchOutput),
+            ("┃            Statistic ┃           avg ┃           min ┃           p99 ┃", InputKind::BenchOutput),
             (r#"{"request_id":"r1","enqueue_time":1.0,"first_token_time":1.3}"#, InputKind::RequestLog),
             ("data: {\"choices\":[]}", InputKind::SseStream),
         ];
@@ -378,5 +391,7 @@ mod tests {
         assert!(!is_prom_sample("up{job=\"x\" 1"));
         assert!(!is_prom_sample("ttft_ms=12"));
         assert!(!is_prom_sample("a_b 1 2 3"));
+        assert!(!is_prom_sample("Concurrency: 8"));
+        assert!(!is_prom_sample("max_batch_size: 64"));
     }
 }

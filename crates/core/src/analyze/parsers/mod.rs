@@ -18,6 +18,7 @@ pub mod prom;
 pub mod request_log;
 pub mod sglang;
 pub mod sse;
+pub mod table;
 pub mod tgi;
 pub mod vllm;
 
@@ -88,10 +89,13 @@ pub trait SectionParser {
 struct Unknown {
     lines: usize,
     first: Option<(usize, String)>,
+    /// Tables and `key: value` figures in text no reader knows ([`table`]).
+    tables: table::TableReader,
 }
 
 impl SectionParser for Unknown {
-    fn line(&mut self, _cx: &mut Cx<'_>, no: usize, line: &str) {
+    fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
+        self.tables.line(cx, no, line);
         if !line.trim().is_empty() {
             self.lines += 1;
             // Unrecognised text may hold a key: never quote one.
@@ -99,7 +103,8 @@ impl SectionParser for Unknown {
         }
     }
 
-    fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
+    fn finish(mut self: Box<Self>, cx: &mut Cx<'_>) {
+        self.tables.end(cx);
         if let Some((no, text)) = self.first {
             let n = self.lines;
             cx.issue_in(

@@ -21,6 +21,7 @@ mod cold_start;
 mod colocated_process;
 mod context_length_exceeded;
 mod cpu_offload_split;
+mod decode_rate_collapses;
 mod decode_slows_with_context;
 mod engine_dead;
 mod engine_start_failed;
@@ -50,7 +51,10 @@ mod request_exceeds_build_limits;
 mod retries_mask_failures;
 mod scheduler_stall;
 mod slow_gpu;
+mod tbt_above_target;
 mod timeout_too_short;
+mod ttft_above_target;
+mod ttft_grows_with_load;
 mod ubatch_too_small;
 pub(crate) mod unclaimed_error;
 mod upstream_cut;
@@ -256,6 +260,8 @@ pub static RULES: &[Rule] = &[
     kv_offload_degraded::RULE,
     prefix_cache_miss_reprefill::RULE,
     prefix_cache_ineffective::RULE,
+    ttft_grows_with_load::RULE,
+    ttft_above_target::RULE,
     // TBT tail
     long_sequence_in_batch::RULE,
     kv_pressure_preemption::RULE,
@@ -265,6 +271,8 @@ pub static RULES: &[Rule] = &[
     prefill_stalls_decode::RULE,
     cpu_offload_split::RULE,
     gpu_not_detected::RULE,
+    decode_rate_collapses::RULE,
+    tbt_above_target::RULE,
     // OOM
     kv_reservation_too_large::RULE,
     input_too_long::RULE,
@@ -569,7 +577,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 58);
+        assert_eq!(super::RULES.len(), 62);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);

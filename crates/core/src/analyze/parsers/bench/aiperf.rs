@@ -80,10 +80,11 @@ fn label_unit(label: &str) -> (&str, Option<&str>) {
 
 impl BenchParser {
     /// A row of aiperf's (or genai-perf's) box-drawn table: its header names the statistic
-    /// columns, every other row is one metric.
-    pub(super) fn box_line(&mut self, cx: &mut Cx<'_>, no: usize, t: &str) {
+    /// columns, every other row is one metric. `false` when the line is not aiperf's (no header
+    /// read yet, and this is not one).
+    pub(super) fn box_line(&mut self, cx: &mut Cx<'_>, no: usize, t: &str) -> bool {
         if is_box_rule(t) {
-            return;
+            return true;
         }
         let row = cells(t);
         let is_header = row.first().is_some_and(|c| c.eq_ignore_ascii_case("metric"))
@@ -91,7 +92,10 @@ impl BenchParser {
         if is_header {
             self.boxes = Some(row[1..].iter().map(|c| c.to_ascii_lowercase()).collect());
             self.run.tool.get_or_insert("aiperf");
-            return;
+            return true;
+        }
+        if self.boxes.is_none() {
+            return false;
         }
         if let (Some(cols), Some(label)) = (&self.boxes, row.first()) {
             let (name, unit) = label_unit(label);
@@ -103,5 +107,6 @@ impl BenchParser {
                 }
             }
         }
+        true
     }
 }

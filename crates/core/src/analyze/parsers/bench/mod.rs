@@ -232,6 +232,8 @@ pub struct BenchParser {
     pipes: Pipes,
     /// guidellm console rows, one run per benchmark row, merged across tables.
     guidellm: Vec<Run>,
+    /// Lines no reader above knows: tables and `key: value` figures of other tools.
+    tables: super::table::TableReader,
     /// Lines that were none of the above (progress bars, preambles).
     ignored: usize,
     first_ignored: Option<usize>,
@@ -293,6 +295,7 @@ impl SectionParser for BenchParser {
     fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
         let t = line.trim();
         if t.is_empty() {
+            self.tables.end(cx);
             return;
         }
         if let Some((first, mut row)) = self.pipes.wrapped.take() {
@@ -316,6 +319,7 @@ impl SectionParser for BenchParser {
         self.json_mode = false;
         let header = |cx: &Cx<'_>| cx.evidence(no, t);
         if t.contains("Serving Benchmark Result") {
+            self.tables.end(cx);
             let e = header(cx);
             self.begin(cx, "vllm", e);
             self.console = true;
@@ -341,7 +345,9 @@ impl SectionParser for BenchParser {
         }
         if t.starts_with(['┃', '│', '┏', '┡', '└', '┗', '├', '╇', '━', '─', '║', '╒', '╞', '╘'])
         {
-            self.box_line(cx, no, t);
+            if !self.box_line(cx, no, t) {
+                self.tables.line(cx, no, line);
+            }
             return;
         }
         // Rules and section titles of the console block: `-----Time to First Token-----`, `====`.
@@ -370,11 +376,17 @@ impl SectionParser for BenchParser {
             }
             return;
         }
-        // `Backend: sglang`, `Traffic request rate: inf`, progress bars, log lines: not figures.
-        self.note_ignored(no);
+        // `Backend: sglang`, `Traffic request rate: inf`, progress bars, log lines: not this
+        // reader's figures; another tool's table or `key: value` lines may still hold some.
+        let rows = cx.facts.tables.rows.len();
+        self.tables.line(cx, no, line);
+        if cx.facts.tables.rows.len() == rows {
+            self.note_ignored(no);
+        }
     }
 
     fn finish(mut self: Box<Self>, cx: &mut Cx<'_>) {
+        self.tables.end(cx);
         if let Some((first, row)) = self.pipes.wrapped.take() {
             self.pipe_line(cx, first, &row);
         }
