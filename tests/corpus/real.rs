@@ -30,9 +30,13 @@ fn rows() -> Result<Vec<Row>, String> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            let v: serde_json::Value = serde_json::from_str(l).map_err(|e| format!("manifest.jsonl:{}: {e}", i + 1))?;
+            let v: serde_json::Value =
+                serde_json::from_str(l).map_err(|e| format!("manifest.jsonl:{}: {e}", i + 1))?;
             let field = |k: &str| {
-                v.get(k).and_then(|x| x.as_str()).map(str::to_owned).ok_or(format!("manifest.jsonl:{}: no {k}", i + 1))
+                v.get(k)
+                    .and_then(|x| x.as_str())
+                    .map(str::to_owned)
+                    .ok_or(format!("manifest.jsonl:{}: no {k}", i + 1))
             };
             // Every paste keeps the thread it came from.
             field("source")?;
@@ -47,8 +51,9 @@ fn score() -> Result<(), Failed> {
     let mut misses = Vec::new();
     for r in &rows {
         let path = data(&format!("real-pastes/{}", r.file));
-        let text = String::from_utf8_lossy(&std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?)
-            .into_owned();
+        let text =
+            String::from_utf8_lossy(&std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?)
+                .into_owned();
         let mut a = Analyzer::new();
         a.add_text(&r.file, &text);
         let report = a.finish();
@@ -84,7 +89,9 @@ fn score() -> Result<(), Failed> {
         problems.push(format!("{inconclusive} INCONCLUSIVE, above the bar of {MAX_INCONCLUSIVE}"));
     }
     if false_healthy > MAX_FALSE_HEALTHY {
-        problems.push(format!("{false_healthy} broken systems called HEALTHY, above the bar of {MAX_FALSE_HEALTHY}"));
+        problems.push(format!(
+            "{false_healthy} broken systems called HEALTHY, above the bar of {MAX_FALSE_HEALTHY}"
+        ));
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("; ").into()) }
 }

@@ -7,8 +7,7 @@ use super::kind::InputKind;
 use super::parsers::{
     bench::BenchFacts, client_config::ClientFacts, llama::LlamaFacts, nvidia_smi::GpuFacts, oom::OomFacts,
     prom::MetricsFacts, request_log::RequestFacts, sglang::SglangFacts, sse::StreamFacts, table::TableFacts,
-    tgi::TgiFacts,
-    vllm::VllmFacts,
+    tgi::TgiFacts, vllm::VllmFacts,
 };
 use super::report::EvidenceLine;
 use super::signals::Signals;

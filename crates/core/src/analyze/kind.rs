@@ -272,7 +272,9 @@ fn smi_command_or_dmon_header(t: &str) -> bool {
 /// The header of a box-drawn table of statistics (aiperf's and genai-perf's `┃ Metric ┃ avg ┃
 /// … ┃ p99 ┃`, `┃ Statistic ┃ avg ┃ …`): a benchmark's table, whatever its rows are called.
 fn box_stats_header(t: &str) -> bool {
-    t.starts_with('┃') && (t.contains("Statistic") || t.contains("Metric")) && (t.contains(" avg ") || t.contains(" p99 "))
+    t.starts_with('┃')
+        && (t.contains("Statistic") || t.contains("Metric"))
+        && (t.contains(" avg ") || t.contains(" p99 "))
 }
 
 /// Strong recognition of one line (ANSI codes already stripped).
@@ -367,7 +369,10 @@ mod tests {
             ("export ANTHROPIC_BASE_URL=\"https://gw.example/api\"", InputKind::ClientConfig),
             ("base_url = \"https://gw.example/api\"", InputKind::ClientConfig),
             ("Mean TTFT (ms):                          120.41", InputKind::BenchOutput),
-            ("┃            Statistic ┃           avg ┃           min ┃           p99 ┃", InputKind::BenchOutput),
+            (
+                "┃            Statistic ┃           avg ┃           min ┃           p99 ┃",
+                InputKind::BenchOutput,
+            ),
             (r#"{"request_id":"r1","enqueue_time":1.0,"first_token_time":1.3}"#, InputKind::RequestLog),
             ("data: {\"choices\":[]}", InputKind::SseStream),
         ];

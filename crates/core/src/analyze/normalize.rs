@@ -132,7 +132,8 @@ fn compose_index(name: &str) -> bool {
 }
 
 fn journald(t: &str) -> Option<&str> {
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let b = t.as_bytes();
     if b.len() < 20 || !MONTHS.iter().any(|m| t.starts_with(m)) || b[3] != b' ' {
         return None;
@@ -206,8 +207,9 @@ fn markup(line: &str) -> Option<String> {
 /// Tags of the markup a web page or a clipboard leaves; nothing else in angle brackets is
 /// touched (`<module>`, `<class 'x'>`, `<|im_end|>` are the engine's own).
 const TAGS: &[&str] = &[
-    "span", "div", "pre", "code", "p", "br", "body", "html", "head", "td", "tr", "th", "table", "tbody", "thead",
-    "b", "i", "em", "strong", "font", "col", "colgroup", "a", "li", "ul", "ol", "sup", "sub", "meta", "style",
+    "span", "div", "pre", "code", "p", "br", "body", "html", "head", "td", "tr", "th", "table", "tbody",
+    "thead", "b", "i", "em", "strong", "font", "col", "colgroup", "a", "li", "ul", "ol", "sup", "sub",
+    "meta", "style",
 ];
 
 fn strip_html(s: &str) -> String {
@@ -229,7 +231,15 @@ fn strip_html(s: &str) -> String {
     }
     out.push_str(rest);
     if out.contains('&') {
-        for (entity, ch) in [("&lt;", "<"), ("&gt;", ">"), ("&quot;", "\""), ("&#39;", "'"), ("&#x27;", "'"), ("&nbsp;", " "), ("&amp;", "&")] {
+        for (entity, ch) in [
+            ("&lt;", "<"),
+            ("&gt;", ">"),
+            ("&quot;", "\""),
+            ("&#39;", "'"),
+            ("&#x27;", "'"),
+            ("&nbsp;", " "),
+            ("&amp;", "&"),
+        ] {
             if out.contains(entity) {
                 out = out.replace(entity, ch);
             }
@@ -293,7 +303,8 @@ fn unescape(s: &str) -> Option<String> {
                 'r' => out.push('\r'),
                 'u' => {
                     let hex: String = chars.by_ref().take(4).collect();
-                    let ch = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32).unwrap_or('\u{fffd}');
+                    let ch =
+                        u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32).unwrap_or('\u{fffd}');
                     if ch != '\u{1b}' {
                         out.push(ch);
                     } else {
@@ -389,22 +400,49 @@ mod tests {
         let cases = [
             ("> ERROR 07-01 x.py:1] boom", "ERROR 07-01 x.py:1] boom"),
             (">> > RuntimeError: CUDA error", "RuntimeError: CUDA error"),
-            ("│ ERROR 09-27 06:46:46 engine.py:157] RuntimeError: x                │", "ERROR 09-27 06:46:46 engine.py:157] RuntimeError: x"),
+            (
+                "│ ERROR 09-27 06:46:46 engine.py:157] RuntimeError: x                │",
+                "ERROR 09-27 06:46:46 engine.py:157] RuntimeError: x",
+            ),
             ("  | ERROR 07-01 13:54:43 worker.py:120] died", "ERROR 07-01 13:54:43 worker.py:120] died"),
-            ("vllm-service  | INFO 06-16 09:55:14 [launcher.py:34] Route: /pooling", "INFO 06-16 09:55:14 [launcher.py:34] Route: /pooling"),
+            (
+                "vllm-service  | INFO 06-16 09:55:14 [launcher.py:34] Route: /pooling",
+                "INFO 06-16 09:55:14 [launcher.py:34] Route: /pooling",
+            ),
             ("tabbyapi-1  | 2025-03-14 11:05:29.634 ERROR: boom", "2025-03-14 11:05:29.634 ERROR: boom"),
-            ("[llama-cpp] | Exception: Requested tokens (2285) exceed context window of 2048", "Exception: Requested tokens (2285) exceed context window of 2048"),
-            ("Jun 18 10:21:37 node.example python[14750]: llama_context: graph nodes  = 2886", "llama_context: graph nodes  = 2886"),
+            (
+                "[llama-cpp] | Exception: Requested tokens (2285) exceed context window of 2048",
+                "Exception: Requested tokens (2285) exceed context window of 2048",
+            ),
+            (
+                "Jun 18 10:21:37 node.example python[14750]: llama_context: graph nodes  = 2886",
+                "llama_context: graph nodes  = 2886",
+            ),
             ("Jan  5 01:02:03 host ollama[99]: time=x level=ERROR msg=boom", "time=x level=ERROR msg=boom"),
-            ("2024-05-01T10:00:00.123456789Z stderr F ERROR 05-01 10:00:00 x.py:1] boom", "ERROR 05-01 10:00:00 x.py:1] boom"),
-            ("2025-01-19 19:58:17 time=2025-01-19T17:58:17.608+08:00 level=ERROR msg=x", "time=2025-01-19T17:58:17.608+08:00 level=ERROR msg=x"),
+            (
+                "2024-05-01T10:00:00.123456789Z stderr F ERROR 05-01 10:00:00 x.py:1] boom",
+                "ERROR 05-01 10:00:00 x.py:1] boom",
+            ),
+            (
+                "2025-01-19 19:58:17 time=2025-01-19T17:58:17.608+08:00 level=ERROR msg=x",
+                "time=2025-01-19T17:58:17.608+08:00 level=ERROR msg=x",
+            ),
             ("[pod/vllm-0/engine] ERROR 05-01 boom", "ERROR 05-01 boom"),
             ("**RuntimeError: CUDA error: out of memory**", "RuntimeError: CUDA error: out of memory"),
-            ("`[2024-03-16 13:38:14.615] [INFO] [LM STUDIO SERVER] Context", "[2024-03-16 13:38:14.615] [INFO] [LM STUDIO SERVER] Context"),
-            ("`400: {'error': 'Invalid model name. Call `/v1/models` to view'}`", "400: {'error': 'Invalid model name. Call `/v1/models` to view'}"),
+            (
+                "`[2024-03-16 13:38:14.615] [INFO] [LM STUDIO SERVER] Context",
+                "[2024-03-16 13:38:14.615] [INFO] [LM STUDIO SERVER] Context",
+            ),
+            (
+                "`400: {'error': 'Invalid model name. Call `/v1/models` to view'}`",
+                "400: {'error': 'Invalid model name. Call `/v1/models` to view'}",
+            ),
             ("```text", ""),
             ("CUDA error: out of memory</span></pre></body></html>", "CUDA error: out of memory"),
-            ("<span class=\"x\">msg=&quot;llama runner terminated&quot; &lt;none&gt;</span>", "msg=\"llama runner terminated\" <none>"),
+            (
+                "<span class=\"x\">msg=&quot;llama runner terminated&quot; &lt;none&gt;</span>",
+                "msg=\"llama runner terminated\" <none>",
+            ),
         ];
         for (damaged, clean) in cases {
             assert_eq!(one(damaged), clean, "{damaged}");
@@ -419,11 +457,17 @@ mod tests {
         let docker = r#"{"log":"ERROR 05-01 10:00:00 x.py:1] boom\nTraceback (most recent call last):\n","stream":"stderr","time":"2024-05-01T10:00:00Z"}"#;
         assert_eq!(one(docker), "ERROR 05-01 10:00:00 x.py:1] boom\nTraceback (most recent call last):");
         let pino = r#"{"level":50,"time":1,"msg":"time=2025 level=ERROR source=server.go:449 msg=\"llama runner terminated\" error=\"exit status 0xc0000409\"\n"}"#;
-        assert_eq!(one(pino), r#"time=2025 level=ERROR source=server.go:449 msg="llama runner terminated" error="exit status 0xc0000409""#);
+        assert_eq!(
+            one(pino),
+            r#"time=2025 level=ERROR source=server.go:449 msg="llama runner terminated" error="exit status 0xc0000409""#
+        );
         let app = r#"{"level":"error","ts":"x","message":"CUDA out of memory"}"#;
         assert_eq!(one(app), "ERROR CUDA out of memory");
         let tqdm = "  0%|          | 0/50 [00:00<?, ?it/s]Token indices sequence length is longer";
-        assert_eq!(one(tqdm), "  0%|          | 0/50 [00:00<?, ?it/s]\nToken indices sequence length is longer");
+        assert_eq!(
+            one(tqdm),
+            "  0%|          | 0/50 [00:00<?, ?it/s]\nToken indices sequence length is longer"
+        );
         let merged = "2024-11-15T06:11:47.441Z [APP]::Process exited with code null2024-11-15T06:11:47.441Z [APP]::Restarting process in 5000ms";
         assert_eq!(
             one(merged),
@@ -434,7 +478,22 @@ mod tests {
 
     #[test]
     fn hostile_lines_do_not_panic() {
-        for l in ["{\"log\":\"\\u", "{\"log\":\"\\", "│", "> ", "`", "<", "&amp", "Jun ", "2024-05-01T10:00:00", "{\"msg\":", "é│é│", "| é", "**", "<span"] {
+        for l in [
+            "{\"log\":\"\\u",
+            "{\"log\":\"\\",
+            "│",
+            "> ",
+            "`",
+            "<",
+            "&amp",
+            "Jun ",
+            "2024-05-01T10:00:00",
+            "{\"msg\":",
+            "é│é│",
+            "| é",
+            "**",
+            "<span",
+        ] {
             let _ = one(l);
         }
     }

@@ -15,9 +15,9 @@
 //! signal in it belongs to a rule that fired, or to [`BENIGN`]. Every other block is an error no
 //! rule explains: the `unclaimed-error` finding quotes it, and the verdict cannot be HEALTHY.
 
+use super::families::{Family, WORDS, is_hint, lead};
 use super::report::EvidenceLine;
 use super::rules::Both;
-use super::families::{Family, WORDS, is_hint, lead};
 use super::text::{finder, number_after, quote_redacted};
 use std::collections::BTreeMap;
 
@@ -282,7 +282,10 @@ impl ScanCache {
             // The capacity signal is recomputed from each line's figure.
             let signals =
                 out.signals.iter().copied().filter(|&i| SIGNALS[i].needles[0] != CAPACITY_SIGNAL).collect();
-            self.quiet.insert(shape, Quiet { signals, aux: out.aux, vllm: out.vllm, families: out.families, alarm });
+            self.quiet.insert(
+                shape,
+                Quiet { signals, aux: out.aux, vllm: out.vllm, families: out.families, alarm },
+            );
         }
         (out, alarm)
     }
@@ -758,7 +761,10 @@ impl Signals {
     fn family_hit(&mut self, family: Family, input: &str, no: usize, line: &str) {
         let order = self.family_hits;
         self.family_hits += 1;
-        let hits = self.families.entry(family).or_insert_with(|| FamilyHits { first: order, ..FamilyHits::default() });
+        let hits = self
+            .families
+            .entry(family)
+            .or_insert_with(|| FamilyHits { first: order, ..FamilyHits::default() });
         hits.count += 1;
         if hits.lines.len() < MAX_FAMILY_LINES {
             hits.lines.push(EvidenceLine::quoted(input, no, line));
@@ -789,7 +795,9 @@ fn status_families(line: &str, status: Option<u16>, scan: &Scan) -> u32 {
         bits |= f.bit();
     }
     if scan.aux & aux::STATUS != 0 {
-        for key in ["Error code: ", "status code ", "status code: ", "status_code=", "Status code: ", "HTTP error "] {
+        for key in
+            ["Error code: ", "status code ", "status code: ", "status_code=", "Status code: ", "HTTP error "]
+        {
             if let Some(f) = line
                 .find(key)
                 .and_then(|i| line[i + key.len()..].get(..3))

@@ -48,10 +48,8 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     };
     for table in f.tables.tables() {
         // With the prompt length.
-        let mut by_len: Vec<(&Row, f64, f64, &'static str)> = table
-            .iter()
-            .filter_map(|r| Some((*r, r.get("input_len")?, rate(r)?.0, rate(r)?.1)))
-            .collect();
+        let mut by_len: Vec<(&Row, f64, f64, &'static str)> =
+            table.iter().filter_map(|r| Some((*r, r.get("input_len")?, rate(r)?.0, rate(r)?.1))).collect();
         crate::sort::sort_by(&mut by_len, |a, b| a.1.total_cmp(&b.1));
         if by_len.len() >= 3 {
             let (first, last) = (by_len[0], by_len[by_len.len() - 1]);
@@ -62,7 +60,8 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                     format!("decode 速度（`{}`）随 prompt 长度下降了 {:.0} 倍：短 prompt 时 {peak:.0}，{:.0} token 时只有 {:.0}——上下文越长，每一步越慢。", last.3, peak / last.2, last.1, last.2),
                 );
                 let ev = [first.0, last.0].iter().filter_map(|r| r.line(last.3).cloned()).collect::<Vec<_>>();
-                let mut ev2: Vec<EvidenceLine> = by_len.first().and_then(|x| x.0.line("input_len").cloned()).into_iter().collect();
+                let mut ev2: Vec<EvidenceLine> =
+                    by_len.first().and_then(|x| x.0.line("input_len").cloned()).into_iter().collect();
                 for e in ev {
                     if !ev2.contains(&e) {
                         ev2.push(e);
@@ -77,7 +76,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             let model = |r: &Row| r.subject.split(" | ").next().map(str::to_owned);
             for b in &tg[i + 1..] {
                 let (ra, rb) = (a.get("tg_tps")?, b.get("tg_tps")?);
-                if model(a) != model(b) || a.get("model_gib") != b.get("model_gib") || a.get("tg_n") != b.get("tg_n") {
+                if model(a) != model(b)
+                    || a.get("model_gib") != b.get("model_gib")
+                    || a.get("tg_n") != b.get("tg_n")
+                {
                     continue;
                 }
                 let (fast, slow, rf, rs) = if ra >= rb { (a, b, ra, rb) } else { (b, a, rb, ra) };
@@ -86,7 +88,8 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                         format!("Decode of one model differs {:.1}× between configurations: tg {rf:.2} t/s for `{}` but {rs:.2} t/s for `{}` — the slower setup costs {:.0} ms a token.", rf / rs, fast.subject, slow.subject, 1000.0 / rs),
                         format!("同一模型的 decode 在不同配置间相差 {:.1} 倍：`{}` 的 tg 为 {rf:.2} t/s，而 `{}` 只有 {rs:.2} t/s——慢的配置每 token 要 {:.0} ms。", rf / rs, fast.subject, slow.subject, 1000.0 / rs),
                     );
-                    let ev = [fast.line("tg_tps"), slow.line("tg_tps")].into_iter().flatten().cloned().collect();
+                    let ev =
+                        [fast.line("tg_tps"), slow.line("tg_tps")].into_iter().flatten().cloned().collect();
                     keep(0.75, s, ev);
                 }
             }
@@ -106,7 +109,9 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
                         format!("完全卸载到 GPU 时，模型（{gib:.2} GiB）decode 只有 {r:.2} t/s{pp_text}：每秒只读了约 {gbps:.0} GB 权重，远低于任何 GPU 的显存带宽——`{}` 上的 decode 已经崩了。", a.subject),
                     );
                     let mut ev: Vec<EvidenceLine> = a.line("tg_tps").cloned().into_iter().collect();
-                    if let Some(p) = table.iter().find(|r| r.get("pp_tps").is_some() && r.subject == a.subject) {
+                    if let Some(p) =
+                        table.iter().find(|r| r.get("pp_tps").is_some() && r.subject == a.subject)
+                    {
                         ev.extend(p.line("pp_tps").cloned());
                     }
                     keep(0.75, s, ev);
@@ -159,16 +164,21 @@ mod tests {
 
     #[test]
     fn fires_on_tg_far_below_bandwidth() {
-        snapshot(&[("bench.md", fixture!("tables/llama_bench_tg_collapse.md"))], RULE, "tg_collapse").unwrap();
+        snapshot(&[("bench.md", fixture!("tables/llama_bench_tg_collapse.md"))], RULE, "tg_collapse")
+            .unwrap();
     }
 
     #[test]
     fn fires_on_rate_falling_with_context() {
-        snapshot(&[("sheet.txt", fixture!("tables/rate_by_prompt_length.txt"))], RULE, "rate_by_context").unwrap();
+        snapshot(&[("sheet.txt", fixture!("tables/rate_by_prompt_length.txt"))], RULE, "rate_by_context")
+            .unwrap();
     }
 
     #[test]
     fn quiet_on_healthy_llama_bench() {
-        assert!(snapshot(&[("bench.md", fixture!("tables/llama_bench_healthy.md"))], RULE, "quiet_llama_bench").is_none());
+        assert!(
+            snapshot(&[("bench.md", fixture!("tables/llama_bench_healthy.md"))], RULE, "quiet_llama_bench")
+                .is_none()
+        );
     }
 }

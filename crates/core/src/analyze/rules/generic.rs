@@ -67,7 +67,10 @@ const MEMORY: Words = Words {
     ],
     next_checks: &[
         PASTE_BEFORE,
-        ("`nvidia-smi` (or the vendor's tool) at that moment: who holds the memory", "同一时刻的 `nvidia-smi`（或厂商工具）：看显存被谁占着"),
+        (
+            "`nvidia-smi` (or the vendor's tool) at that moment: who holds the memory",
+            "同一时刻的 `nvidia-smi`（或厂商工具）：看显存被谁占着",
+        ),
     ],
 };
 generic_rule!(
@@ -86,7 +89,10 @@ generic_rule!(
 
 const COLLECTIVE: Words = Words {
     family: Family::Collective,
-    said: ("a distributed collective never finished (a watchdog or NCCL timed out)", "一次分布式集合通信没有完成（watchdog 或 NCCL 超时）"),
+    said: (
+        "a distributed collective never finished (a watchdog or NCCL timed out)",
+        "一次分布式集合通信没有完成（watchdog 或 NCCL 超时）",
+    ),
     remediation: &[
         (
             "restart the whole group: a rank stuck in a collective does not come back",
@@ -99,7 +105,10 @@ const COLLECTIVE: Words = Words {
     ],
     next_checks: &[
         PASTE_BEFORE,
-        ("every rank's log from the same minute, with NCCL_DEBUG=INFO", "同一分钟内每个 rank 的日志，打开 NCCL_DEBUG=INFO"),
+        (
+            "every rank's log from the same minute, with NCCL_DEBUG=INFO",
+            "同一分钟内每个 rank 的日志，打开 NCCL_DEBUG=INFO",
+        ),
     ],
 };
 generic_rule!(
@@ -118,7 +127,10 @@ generic_rule!(
 
 const GPU_FAULT: Words = Words {
     family: Family::GpuFault,
-    said: ("a GPU kernel failed (illegal memory access, launch failure or a CUDA error)", "一个 GPU kernel 失败了（非法内存访问、启动失败或 CUDA 错误）"),
+    said: (
+        "a GPU kernel failed (illegal memory access, launch failure or a CUDA error)",
+        "一个 GPU kernel 失败了（非法内存访问、启动失败或 CUDA 错误）",
+    ),
     remediation: &[
         (
             "restart the engine: a CUDA context that faulted cannot be used again",
@@ -131,7 +143,10 @@ const GPU_FAULT: Words = Words {
     ],
     next_checks: &[
         PASTE_BEFORE,
-        ("`dmesg -T | grep -i xid` on the node: a hardware fault shows there", "在节点上运行 `dmesg -T | grep -i xid`：硬件故障会出现在那里"),
+        (
+            "`dmesg -T | grep -i xid` on the node: a hardware fault shows there",
+            "在节点上运行 `dmesg -T | grep -i xid`：硬件故障会出现在那里",
+        ),
     ],
 };
 generic_rule!(
@@ -150,7 +165,10 @@ generic_rule!(
 
 const CRASH: Words = Words {
     family: Family::Crash,
-    said: ("a process died (a fatal signal, an abort or an abnormal exit)", "有进程死掉了（致命信号、abort 或异常退出）"),
+    said: (
+        "a process died (a fatal signal, an abort or an abnormal exit)",
+        "有进程死掉了（致命信号、abort 或异常退出）",
+    ),
     remediation: &[
         (
             "find why it died in the lines before: an assertion, an unsupported instruction set (SIGILL: a build for another CPU), a driver or back-end mismatch",
@@ -163,7 +181,10 @@ const CRASH: Words = Words {
     ],
     next_checks: &[
         PASTE_BEFORE,
-        ("the exit code or signal and the engine's version and build (CPU flags, CUDA/ROCm/Vulkan back-end)", "退出码或信号，以及引擎版本和构建（CPU 指令集、CUDA/ROCm/Vulkan 后端）"),
+        (
+            "the exit code or signal and the engine's version and build (CPU flags, CUDA/ROCm/Vulkan back-end)",
+            "退出码或信号，以及引擎版本和构建（CPU 指令集、CUDA/ROCm/Vulkan 后端）",
+        ),
     ],
 };
 generic_rule!(
@@ -182,16 +203,20 @@ generic_rule!(
 
 const RESPAWN: Words = Words {
     family: Family::Respawn,
-    said: ("a supervisor keeps restarting a process that keeps dying", "有监管进程在反复重启一个不断死掉的进程"),
-    remediation: &[
-        (
-            "stop the loop and start the process by hand once, in the foreground, to see the error it dies of",
-            "停掉重启循环，手动在前台启动一次这个进程，看它死于什么错误",
-        ),
-    ],
+    said: (
+        "a supervisor keeps restarting a process that keeps dying",
+        "有监管进程在反复重启一个不断死掉的进程",
+    ),
+    remediation: &[(
+        "stop the loop and start the process by hand once, in the foreground, to see the error it dies of",
+        "停掉重启循环，手动在前台启动一次这个进程，看它死于什么错误",
+    )],
     next_checks: &[
         PASTE_BEFORE,
-        ("the process's own output (its stderr, `journalctl -u …`, `kubectl logs --previous`)", "该进程自己的输出（stderr、`journalctl -u …`、`kubectl logs --previous`）"),
+        (
+            "the process's own output (its stderr, `journalctl -u …`, `kubectl logs --previous`)",
+            "该进程自己的输出（stderr、`journalctl -u …`、`kubectl logs --previous`）",
+        ),
     ],
 };
 generic_rule!(
@@ -223,7 +248,10 @@ const UNREACHABLE: Words = Words {
     ],
     next_checks: &[
         ("the server's own log from the same seconds", "同一时间段服务端自己的日志"),
-        ("`curl -v` to the same address from the same host or container", "在同一台主机或同一个容器里对同一地址执行 `curl -v`"),
+        (
+            "`curl -v` to the same address from the same host or container",
+            "在同一台主机或同一个容器里对同一地址执行 `curl -v`",
+        ),
     ],
 };
 generic_rule!(
@@ -242,7 +270,10 @@ generic_rule!(
 
 const AUTH: Words = Words {
     family: Family::Auth,
-    said: ("the credential was rejected (401/403, an invalid API key)", "凭据被拒绝（401/403、无效的 API key）"),
+    said: (
+        "the credential was rejected (401/403, an invalid API key)",
+        "凭据被拒绝（401/403、无效的 API key）",
+    ),
     remediation: &[
         (
             "send the key the server expects, in the header it reads (`Authorization: Bearer …` for OpenAI-style servers, `x-api-key` for Anthropic's)",
@@ -253,7 +284,10 @@ const AUTH: Words = Words {
             "或者，对于本该不需要 key 的服务，找出它从哪里拿到了 key（例如 VLLM_API_KEY 之类的环境变量或 `--api-key` 参数）",
         ),
     ],
-    next_checks: &[("the server's start-up arguments and environment, and the client's headers (keys redacted)", "服务端的启动参数和环境变量，以及客户端的请求头（隐去 key）")],
+    next_checks: &[(
+        "the server's start-up arguments and environment, and the client's headers (keys redacted)",
+        "服务端的启动参数和环境变量，以及客户端的请求头（隐去 key）",
+    )],
 };
 generic_rule!(
     GENERIC_AUTH, AUTH, "generic-auth-rejected", Class::Config,
@@ -271,14 +305,18 @@ generic_rule!(
 
 const NOT_FOUND: Words = Words {
     family: Family::NotFound,
-    said: ("the path or the model asked for is not served (404, model not found)", "请求的路径或模型不存在（404、找不到模型）"),
-    remediation: &[
-        (
-            "use the path the server serves (OpenAI-style: the base URL ends in `/v1`, the client appends `/chat/completions`) and a model id it lists (`GET /v1/models`)",
-            "使用服务端提供的路径（OpenAI 风格：base URL 以 `/v1` 结尾，客户端再拼上 `/chat/completions`），以及它列出的模型 id（`GET /v1/models`）",
-        ),
-    ],
-    next_checks: &[("`curl -s BASE_URL/models` from the client's host: the ids and the path that work", "在客户端所在主机上执行 `curl -s BASE_URL/models`：能用的 id 和路径")],
+    said: (
+        "the path or the model asked for is not served (404, model not found)",
+        "请求的路径或模型不存在（404、找不到模型）",
+    ),
+    remediation: &[(
+        "use the path the server serves (OpenAI-style: the base URL ends in `/v1`, the client appends `/chat/completions`) and a model id it lists (`GET /v1/models`)",
+        "使用服务端提供的路径（OpenAI 风格：base URL 以 `/v1` 结尾，客户端再拼上 `/chat/completions`），以及它列出的模型 id（`GET /v1/models`）",
+    )],
+    next_checks: &[(
+        "`curl -s BASE_URL/models` from the client's host: the ids and the path that work",
+        "在客户端所在主机上执行 `curl -s BASE_URL/models`：能用的 id 和路径",
+    )],
 };
 generic_rule!(
     GENERIC_NOT_FOUND, NOT_FOUND, "generic-not-found", Class::Config,
@@ -296,12 +334,18 @@ generic_rule!(
 
 const PROVIDER: Words = Words {
     family: Family::Provider,
-    said: ("the gateway cannot tell which provider serves the model", "网关无法判断由哪个提供方来服务这个模型"),
+    said: (
+        "the gateway cannot tell which provider serves the model",
+        "网关无法判断由哪个提供方来服务这个模型",
+    ),
     remediation: &[(
         "name the model with its provider prefix as the gateway expects (LiteLLM: `ollama/llama2`, `openai/…`, `hosted_vllm/…`), or set the provider explicitly",
         "按网关的要求给模型名加上提供方前缀（LiteLLM：`ollama/llama2`、`openai/…`、`hosted_vllm/…`），或显式设置提供方",
     )],
-    next_checks: &[("the gateway's model list and the model string the client sends", "网关的模型列表，以及客户端发送的模型字符串")],
+    next_checks: &[(
+        "the gateway's model list and the model string the client sends",
+        "网关的模型列表，以及客户端发送的模型字符串",
+    )],
 };
 generic_rule!(
     GENERIC_PROVIDER, PROVIDER, "generic-provider-missing", Class::Config,
@@ -320,13 +364,14 @@ generic_rule!(
 const CONTEXT: Words = Words {
     family: Family::ContextTooLong,
     said: ("a request does not fit the context window", "有请求超出了上下文窗口"),
-    remediation: &[
-        (
-            "cap what the client sends (prompt plus max tokens) below the server's context, or start the server with a longer context if memory allows",
-            "把客户端发送的内容（prompt 加上 max tokens）限制在服务端上下文以内，或在显存允许时以更长的上下文启动服务端",
-        ),
-    ],
-    next_checks: &[("the server's context setting (`--max-model-len`, `-c`/`n_ctx`, `--max-total-tokens`) and the client's max tokens", "服务端的上下文设置（`--max-model-len`、`-c`/`n_ctx`、`--max-total-tokens`）以及客户端的 max tokens")],
+    remediation: &[(
+        "cap what the client sends (prompt plus max tokens) below the server's context, or start the server with a longer context if memory allows",
+        "把客户端发送的内容（prompt 加上 max tokens）限制在服务端上下文以内，或在显存允许时以更长的上下文启动服务端",
+    )],
+    next_checks: &[(
+        "the server's context setting (`--max-model-len`, `-c`/`n_ctx`, `--max-total-tokens`) and the client's max tokens",
+        "服务端的上下文设置（`--max-model-len`、`-c`/`n_ctx`、`--max-total-tokens`）以及客户端的 max tokens",
+    )],
 };
 generic_rule!(
     GENERIC_CONTEXT, CONTEXT, "generic-context-too-long", Class::Config,
@@ -423,9 +468,11 @@ pub(crate) fn settle(f: &Facts, findings: &mut Vec<Finding>, names: impl Fn(&Fin
         .flat_map(|x| x.evidence.iter().map(|e| (e.input.clone(), e.line)))
         .collect();
     findings.retain(|x| {
-        !is_generic(&x.rule) || !x.evidence.iter().all(|e| cited.iter().any(|(i, l)| *i == e.input && *l == e.line))
+        !is_generic(&x.rule)
+            || !x.evidence.iter().all(|e| cited.iter().any(|(i, l)| *i == e.input && *l == e.line))
     });
-    let first = |x: &Finding| family_of(&x.rule).and_then(|fam| f.signals.families.get(&fam)).map(|h| h.first);
+    let first =
+        |x: &Finding| family_of(&x.rule).and_then(|fam| f.signals.families.get(&fam)).map(|h| h.first);
     let leader = findings.iter().filter_map(first).min();
     for x in findings.iter_mut() {
         if let Some(order) = first(x)

@@ -34,8 +34,7 @@ fn row_over(row: &Row, slo: f64, ttft_slo: f64) -> Option<(f64, String, f64)> {
         .iter()
         .find_map(|m| row.typical(m).filter(|(v, _)| *v > slo))
         .map(|(v, n)| (0.75, n, v));
-    let per_token =
-        row.decode_ms_per_token().filter(|(v, _)| *v > slo).map(|(v, n)| (0.75, n.to_owned(), v));
+    let per_token = row.decode_ms_per_token().filter(|(v, _)| *v > slo).map(|(v, n)| (0.75, n.to_owned(), v));
     let tail = ["itl_ms", "tpot_ms"]
         .iter()
         .find_map(|m| row.tail(m).filter(|(v, _)| *v > slo))
@@ -135,23 +134,30 @@ mod tests {
 
     #[test]
     fn fires_on_a_transposed_markdown_table() {
-        let f = snapshot(&[("pr.md", fixture!("tables/itl_by_config.md"))], RULE, "transposed_markdown").unwrap();
+        let f =
+            snapshot(&[("pr.md", fixture!("tables/itl_by_config.md"))], RULE, "transposed_markdown").unwrap();
         assert!(f.summary.contains("itl_ms.median"), "{}", f.summary);
     }
 
     #[test]
     fn fires_on_a_single_scrape() {
-        let f = snapshot(&[("metrics.prom", fixture!("tables/itl_histogram_tail.prom"))], RULE, "single_scrape").unwrap();
+        let f =
+            snapshot(&[("metrics.prom", fixture!("tables/itl_histogram_tail.prom"))], RULE, "single_scrape")
+                .unwrap();
         assert!(f.summary.contains("--slo-itl-ms"), "{}", f.summary);
     }
 
     #[test]
     fn fires_when_decode_dominates() {
-        snapshot(&[("kobold.txt", fixture!("tables/decode_dominates.txt"))], RULE, "decode_dominates").unwrap();
+        snapshot(&[("kobold.txt", fixture!("tables/decode_dominates.txt"))], RULE, "decode_dominates")
+            .unwrap();
     }
 
     #[test]
     fn quiet_on_healthy_llama_bench() {
-        assert!(snapshot(&[("bench.md", fixture!("tables/llama_bench_healthy.md"))], RULE, "quiet_llama_bench").is_none());
+        assert!(
+            snapshot(&[("bench.md", fixture!("tables/llama_bench_healthy.md"))], RULE, "quiet_llama_bench")
+                .is_none()
+        );
     }
 }

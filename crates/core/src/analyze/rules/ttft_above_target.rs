@@ -78,7 +78,11 @@ pub(crate) fn lower_bound(q: BucketQuantile) -> Option<f64> {
 /// A server-side latency histogram in `/metrics` (over the window of two scrapes, else since
 /// the start) whose p50 (confidence 0.7) or else p99 (0.6) is above `slo_s` at its bucket's
 /// lower bound: (confidence, quantile name, the quantile, the evidence line).
-pub(crate) fn histogram_over(f: &Facts, names: &[&str], slo_s: f64) -> Option<(f64, &'static str, BucketQuantile, EvidenceLine)> {
+pub(crate) fn histogram_over(
+    f: &Facts,
+    names: &[&str],
+    slo_s: f64,
+) -> Option<(f64, &'static str, BucketQuantile, EvidenceLine)> {
     let m = &f.metrics;
     for name in names {
         let buckets = match m.window() {
@@ -124,7 +128,14 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         format!("the TTFT target of {slo:.0} ms (2,000 ms unless `--slo-ttft-ms` sets it)"),
         format!("TTFT 目标 {slo:.0} ms（默认 2,000 ms，可用 `--slo-ttft-ms` 修改）"),
     );
-    let summary = match (best, histogram_over(f, &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"], slo / 1000.0)) {
+    let summary = match (
+        best,
+        histogram_over(
+            f,
+            &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"],
+            slo / 1000.0,
+        ),
+    ) {
         (Some(b), _) => {
             let more = match (b.rows > 1, lang) {
                 (true, Lang::En) => format!(" ({} rows of the paste are over it)", b.rows),
@@ -191,19 +202,30 @@ mod tests {
 
     #[test]
     fn fires_on_a_key_value_block() {
-        let f = snapshot(&[("run.txt", fixture!("tables/lmdeploy_style_block.txt"))], RULE, "key_value_block").unwrap();
+        let f =
+            snapshot(&[("run.txt", fixture!("tables/lmdeploy_style_block.txt"))], RULE, "key_value_block")
+                .unwrap();
         assert!(f.summary.contains("`ttft_ms.mean`"), "{}", f.summary);
     }
 
     #[test]
     fn fires_on_a_single_scrape() {
-        let f = snapshot(&[("metrics.prom", fixture!("tables/ttft_histogram_slow.prom"))], RULE, "single_scrape").unwrap();
+        let f =
+            snapshot(&[("metrics.prom", fixture!("tables/ttft_histogram_slow.prom"))], RULE, "single_scrape")
+                .unwrap();
         assert!(f.summary.contains("--slo-ttft-ms"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_on_long_prompts_at_a_normal_rate() {
-        assert!(snapshot(&[("bench.txt", fixture!("tables/long_prompts_normal_rate.txt"))], RULE, "quiet_long_prompts").is_none());
+        assert!(
+            snapshot(
+                &[("bench.txt", fixture!("tables/long_prompts_normal_rate.txt"))],
+                RULE,
+                "quiet_long_prompts"
+            )
+            .is_none()
+        );
     }
 
     #[test]

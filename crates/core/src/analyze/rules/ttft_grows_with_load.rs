@@ -33,7 +33,8 @@ const TTFT_GROWTH: f64 = 10.0;
 const FLAT: f64 = 1.5;
 
 fn spread(rows: &[&Row], get: impl Fn(&Row) -> Option<f64>) -> Option<(f64, usize, usize)> {
-    let vals: Vec<(usize, f64)> = rows.iter().enumerate().filter_map(|(i, r)| get(r).map(|v| (i, v))).collect();
+    let vals: Vec<(usize, f64)> =
+        rows.iter().enumerate().filter_map(|(i, r)| get(r).map(|v| (i, v))).collect();
     let (lo_i, lo) = vals.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1))?;
     let (hi_i, hi) = vals.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
     (vals.len() >= 2 && lo > 0.0).then_some((hi / lo, lo_i, hi_i))
@@ -41,7 +42,9 @@ fn spread(rows: &[&Row], get: impl Fn(&Row) -> Option<f64>) -> Option<(f64, usiz
 
 /// The row's typical TTFT, unless a long prompt at a normal prefill rate explains it.
 fn ttft_of(r: &Row) -> Option<f64> {
-    r.typical("ttft_ms").map(|(v, _)| v).filter(|v| !super::ttft_above_target::long_prompt_at_normal_rate(r, *v))
+    r.typical("ttft_ms")
+        .map(|(v, _)| v)
+        .filter(|v| !super::ttft_above_target::long_prompt_at_normal_rate(r, *v))
 }
 
 fn tpot_of(r: &Row) -> Option<f64> {
@@ -98,7 +101,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             }
         }
         // Latency ∝ concurrency at a flat served rate: one request at a time.
-        let with: Vec<&Row> = table.iter().copied().filter(|r| r.get("concurrency").is_some() && r.get("req_per_s").is_some()).collect();
+        let with: Vec<&Row> = table
+            .iter()
+            .copied()
+            .filter(|r| r.get("concurrency").is_some() && r.get("req_per_s").is_some())
+            .collect();
         if let Some((k, lo, hi)) = spread(&with, |r| r.get("concurrency"))
             && k >= 2.0
         {
@@ -177,6 +184,13 @@ mod tests {
 
     #[test]
     fn quiet_when_tpot_grows_too() {
-        assert!(snapshot(&[("sweep.txt", fixture!("tables/sweep_everything_grows.txt"))], RULE, "quiet_everything_grows").is_none());
+        assert!(
+            snapshot(
+                &[("sweep.txt", fixture!("tables/sweep_everything_grows.txt"))],
+                RULE,
+                "quiet_everything_grows"
+            )
+            .is_none()
+        );
     }
 }

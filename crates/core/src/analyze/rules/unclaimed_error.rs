@@ -53,16 +53,17 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
                 .all(|&i| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || found.iter().any(|x| x.rule == *r)))
     };
     // A block holding the words of a generic family whose rule fired is explained by it.
-    let generic: u32 = found
-        .iter()
-        .filter_map(|x| super::generic::family_of(&x.rule))
-        .fold(0, |m, fam| m | fam.bit());
+    let generic: u32 =
+        found.iter().filter_map(|x| super::generic::family_of(&x.rule)).fold(0, |m, fam| m | fam.bit());
     let open: Vec<&Block> = f
         .signals
         .blocks
         .iter()
         .filter(|b| {
-            !cited(b) && !b.signals.iter().any(|&i| claimed_signal(i)) && !all_known(b) && b.families & generic == 0
+            !cited(b)
+                && !b.signals.iter().any(|&i| claimed_signal(i))
+                && !all_known(b)
+                && b.families & generic == 0
         })
         .collect();
     // A stream that broke off (no terminal event, an error event) is an error too.

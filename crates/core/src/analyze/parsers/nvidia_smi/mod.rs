@@ -290,7 +290,9 @@ impl SectionParser for SmiParser {
         match self.mode {
             // Table bodies (process names like `python -m vllm…` would otherwise split it).
             Mode::Table => is_table_line(trimmed),
-            Mode::Query => key_value(line).is_some() || q_gpu_header(trimmed).is_some() || is_xml_line(trimmed),
+            Mode::Query => {
+                key_value(line).is_some() || q_gpu_header(trimmed).is_some() || is_xml_line(trimmed)
+            }
             Mode::Csv => self.csv.as_ref().is_some_and(|csv| csv.fits(trimmed)),
             Mode::Dmon => self.dmon.as_ref().is_some_and(|dmon| dmon.fits(trimmed)),
             Mode::None => false,

@@ -38,7 +38,9 @@ pub(super) fn indent(line: &str) -> usize {
 /// `nvidia-smi -q -x`: an element `<tag>value</tag>` as the `-q` text form names it (section,
 /// key), given the open element it sits in. `None` for what the readings do not use.
 fn xml_pair(open: &str, tag: &str) -> Option<(&'static str, &'static str)> {
-    if let Some(reason) = tag.strip_prefix("clocks_event_reason_").or_else(|| tag.strip_prefix("clocks_throttle_reason_")) {
+    if let Some(reason) =
+        tag.strip_prefix("clocks_event_reason_").or_else(|| tag.strip_prefix("clocks_throttle_reason_"))
+    {
         let label = match reason {
             "gpu_idle" => "Idle",
             "applications_clocks_setting" => "Applications Clocks Setting",
@@ -64,10 +66,18 @@ fn xml_pair(open: &str, tag: &str) -> Option<(&'static str, &'static str)> {
         ("fb_memory_usage", "used") => ("FB Memory Usage", "Used"),
         ("temperature", "gpu_temp") => ("Temperature", "GPU Current Temp"),
         ("gpu_power_readings" | "power_readings", "power_draw") => ("Power Readings", "Power Draw"),
-        ("gpu_power_readings" | "power_readings", "average_power_draw") => ("Power Readings", "Average Power Draw"),
-        ("gpu_power_readings" | "power_readings", "instant_power_draw") => ("Power Readings", "Instantaneous Power Draw"),
-        ("gpu_power_readings" | "power_readings", "current_power_limit") => ("Power Readings", "Current Power Limit"),
-        ("gpu_power_readings" | "power_readings", "enforced_power_limit") => ("Power Readings", "Enforced Power Limit"),
+        ("gpu_power_readings" | "power_readings", "average_power_draw") => {
+            ("Power Readings", "Average Power Draw")
+        }
+        ("gpu_power_readings" | "power_readings", "instant_power_draw") => {
+            ("Power Readings", "Instantaneous Power Draw")
+        }
+        ("gpu_power_readings" | "power_readings", "current_power_limit") => {
+            ("Power Readings", "Current Power Limit")
+        }
+        ("gpu_power_readings" | "power_readings", "enforced_power_limit") => {
+            ("Power Readings", "Enforced Power Limit")
+        }
         ("gpu_power_readings" | "power_readings", "power_limit") => ("Power Readings", "Power Limit"),
         ("process_info", "pid") => ("Processes", "Process ID"),
         ("process_info", "process_name") => ("Processes", "Name"),

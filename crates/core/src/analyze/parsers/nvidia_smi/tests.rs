@@ -372,7 +372,8 @@ fn xml_form() {
     );
     assert_eq!(report.verdict, Verdict::TbtTail, "{:?}", report.findings);
     // The same with every reason `Not Active`, cut before its `<gpu>`: a healthy reading.
-    let quiet: String = dump.lines().skip(5).collect::<Vec<_>>().join("\n").replace(">Active<", ">Not Active<");
+    let quiet: String =
+        dump.lines().skip(5).collect::<Vec<_>>().join("\n").replace(">Active<", ">Not Active<");
     let Run { facts, report } = run("smi.xml", &quiet);
     assert_eq!(facts.gpus.readings.len(), 1);
     assert!(facts.gpus.readings[0].reasons.is_empty());

@@ -207,7 +207,11 @@ pub(crate) fn figures(line: &str) -> Vec<(String, f64)> {
                                 _ => false,
                             };
                             if per && token {
-                                u = if u == Unit::Time(1.0) { Unit::PerToken(1.0) } else { Unit::PerToken(1e3) };
+                                u = if u == Unit::Time(1.0) {
+                                    Unit::PerToken(1.0)
+                                } else {
+                                    Unit::PerToken(1e3)
+                                };
                                 j += 2;
                             }
                         }

@@ -30,7 +30,9 @@ pub(crate) mod vocab;
 
 use super::Cx;
 use crate::analyze::report::EvidenceLine;
-use vocab::{Metric, Unit, bench_test, cell_number, figure, is_stat_cell, leading, metric, normal, split_unit, stat};
+use vocab::{
+    Metric, Unit, bench_test, cell_number, figure, is_stat_cell, leading, metric, normal, split_unit, stat,
+};
 
 /// Rows kept per analysis.
 pub const MAX_ROWS: usize = 512;
@@ -79,7 +81,8 @@ impl Row {
     }
 
     fn put(&mut self, name: String, v: f64, e: &EvidenceLine) {
-        if !v.is_finite() || self.values.len() >= MAX_VALUES || self.values.iter().any(|(k, _, _)| *k == name) {
+        if !v.is_finite() || self.values.len() >= MAX_VALUES || self.values.iter().any(|(k, _, _)| *k == name)
+        {
             return;
         }
         let i = match self.lines.iter().position(|l| l.line == e.line && l.input == e.input) {
@@ -122,7 +125,8 @@ impl Row {
         if let Some(v) = self.get("decode_ms_per_token") {
             return Some((v, "decode_ms_per_token"));
         }
-        if let (Some(ms), Some(n)) = (self.get("decode_ms"), self.get("decode_tokens").or(self.get("output_len")))
+        if let (Some(ms), Some(n)) =
+            (self.get("decode_ms"), self.get("decode_tokens").or(self.get("output_len")))
             && n >= 1.0
         {
             return Some((ms / n, "decode_ms"));
@@ -215,9 +219,17 @@ enum Shape {
 enum Col {
     /// A figure: its metric, statistic and unit, and a variant when two columns name the same
     /// figure (`k8s TTFT mean`, `llm-d TTFT mean`).
-    Fig { metric: Metric, stat: &'static str, unit: Unit, variant: Option<String> },
+    Fig {
+        metric: Metric,
+        stat: &'static str,
+        unit: Unit,
+        variant: Option<String>,
+    },
     /// A statistic: the rows name the metrics (aiperf's `Statistic | avg | p99`).
-    Stat { stat: &'static str, unit: Unit },
+    Stat {
+        stat: &'static str,
+        unit: Unit,
+    },
     /// llama-bench's `test` and `t/s`.
     Test,
     TestRate,
@@ -434,8 +446,15 @@ impl TableReader {
         let mut cols: Vec<Col> = head.iter().map(|c| Col::Other(strip_marks(c).to_owned())).collect();
         cols.truncate(MAX_COLS);
         let _ = cno;
-        self.table =
-            Some(Table { id, shape, cols, mode: Mode::Configs, open: Vec::new(), header_values: None, data_rows: 0 });
+        self.table = Some(Table {
+            id,
+            shape,
+            cols,
+            mode: Mode::Configs,
+            open: Vec::new(),
+            header_values: None,
+            data_rows: 0,
+        });
         true
     }
 
@@ -457,7 +476,8 @@ impl TableReader {
         }
         self.end(cx);
         let stats = cols[1..].iter().filter(|c| matches!(c, Col::Stat { .. })).count();
-        let figs = cols[1..].iter().filter(|c| matches!(c, Col::Fig { .. } | Col::Test | Col::TestRate)).count();
+        let figs =
+            cols[1..].iter().filter(|c| matches!(c, Col::Fig { .. } | Col::Test | Col::TestRate)).count();
         let others = cols[1..].iter().filter(|c| matches!(c, Col::Other(_))).count();
         let mode = if stats >= 2 && figs == 0 {
             Mode::Stats
@@ -523,8 +543,7 @@ impl TableReader {
                         Col::Other(s) | Col::Fig { variant: Some(s), .. } => s.clone(),
                         _ => String::new(),
                     };
-                    let mut row =
-                        Row { table: table.id, subject: label.clone(), label, ..Row::default() };
+                    let mut row = Row { table: table.id, subject: label.clone(), label, ..Row::default() };
                     if let Some((hm, hu, values, he)) = &table.header_values
                         && let Some(Some(v)) = values.get(i - 1)
                         && let Some((name, v)) = figure(*hm, "value", *hu, *v)
@@ -655,7 +674,9 @@ fn rows_of(table: &Table, cells: &[&str], e: &EvidenceLine) -> Vec<Row> {
                     label.push(cell);
                 }
                 let Some((v, u)) = cell_number(cell) else { continue };
-                let Some((name, v)) = figure(*metric, stat, pick_unit(u, *unit, Unit::None), v) else { continue };
+                let Some((name, v)) = figure(*metric, stat, pick_unit(u, *unit, Unit::None), v) else {
+                    continue;
+                };
                 match variant {
                     None => shared.put(name, v, e),
                     Some(var) => {

@@ -11,7 +11,9 @@ fn get(r: &Row, k: &str) -> f64 {
 
 #[test]
 fn markdown_without_the_leading_pipe_and_units_in_cells() {
-    let r = rows("Output len | Served req/s | Mean TTFT | Mean TPOT |\n|---|---|---|---|\n64 | 1.20 | 210 ms | 21.0 ms |\n2,048 | 0.31 | 12,500 ms | 21.4 ms |\n");
+    let r = rows(
+        "Output len | Served req/s | Mean TTFT | Mean TPOT |\n|---|---|---|---|\n64 | 1.20 | 210 ms | 21.0 ms |\n2,048 | 0.31 | 12,500 ms | 21.4 ms |\n",
+    );
     assert_eq!(r.len(), 2);
     assert_eq!(get(&r[1], "output_len"), 2048.0);
     assert_eq!(get(&r[1], "ttft_ms.mean"), 12_500.0);
@@ -57,7 +59,9 @@ fn csv_rows() {
 
 #[test]
 fn transposed_markdown_with_a_word_header() {
-    let r = rows("| Metric | before | after |\n|---|---|---|\n| **P50 ITL (ms)** | 250.1 | **30.2** |\n| Mean TTFT (ms) | 900 | 450 |\n| Δ | −50% | flat |\n");
+    let r = rows(
+        "| Metric | before | after |\n|---|---|---|\n| **P50 ITL (ms)** | 250.1 | **30.2** |\n| Mean TTFT (ms) | 900 | 450 |\n| Δ | −50% | flat |\n",
+    );
     assert_eq!(r.len(), 2);
     assert_eq!(r[0].label, "before");
     assert_eq!(get(&r[0], "itl_ms.median"), 250.1);
@@ -66,7 +70,9 @@ fn transposed_markdown_with_a_word_header() {
 
 #[test]
 fn llama_bench_rows() {
-    let r = rows("| model | size | backend | ngl | test | t/s |\n| --- | ---: | --- | --: | ---: | ---: |\n| llama 8B Q4_0 | 4.33 GiB | CUDA | 99 | pp512 | 3,900.10 ± 12.00 |\n| llama 8B Q4_0 | 4.33 GiB | CUDA | 99 | tg 128 | 120.55 ± 0.30 |\n");
+    let r = rows(
+        "| model | size | backend | ngl | test | t/s |\n| --- | ---: | --- | --: | ---: | ---: |\n| llama 8B Q4_0 | 4.33 GiB | CUDA | 99 | pp512 | 3,900.10 ± 12.00 |\n| llama 8B Q4_0 | 4.33 GiB | CUDA | 99 | tg 128 | 120.55 ± 0.30 |\n",
+    );
     assert_eq!(get(&r[0], "pp_tps"), 3900.1);
     assert_eq!(get(&r[1], "tg_tps"), 120.55);
     assert_eq!(get(&r[1], "tg_n"), 128.0);
@@ -81,20 +87,38 @@ fn key_value_lines_of_many_shapes() {
     assert_eq!(one("eval rate:            7.50 tokens/s"), vec![("decode_tps".to_owned(), 7.5)]);
     assert_eq!(
         one("first_token latency(min, max, ave): 1.5s, 3.25s, 2.0s"),
-        vec![("ttft_ms.min".to_owned(), 1500.0), ("ttft_ms.max".to_owned(), 3250.0), ("ttft_ms.mean".to_owned(), 2000.0)]
+        vec![
+            ("ttft_ms.min".to_owned(), 1500.0),
+            ("ttft_ms.max".to_owned(), 3250.0),
+            ("ttft_ms.mean".to_owned(), 2000.0)
+        ]
     );
-    let p = one("prompt eval time =   8123.40 ms /   512 tokens (   15.87 ms per token,    63.03 tokens per second)");
+    let p = one(
+        "prompt eval time =   8123.40 ms /   512 tokens (   15.87 ms per token,    63.03 tokens per second)",
+    );
     assert_eq!(p[0], ("prefill_ms".to_owned(), 8123.4));
     assert_eq!(p[1], ("prefill_tokens".to_owned(), 512.0));
     assert_eq!(p[2], ("prefill_ms_per_token".to_owned(), 15.87));
-    let k = one("CtxLimit: 900/4096, Process:2.10s (2.3ms/T = 428.57T/s), Generate:6.00s (60.0ms/T = 16.67T/s), Total:8.10s (12.35T/s)");
+    let k = one(
+        "CtxLimit: 900/4096, Process:2.10s (2.3ms/T = 428.57T/s), Generate:6.00s (60.0ms/T = 16.67T/s), Total:8.10s (12.35T/s)",
+    );
     assert!(k.contains(&("prefill_ms".to_owned(), 2100.0)), "{k:?}");
     assert!(k.contains(&("decode_ms_per_token".to_owned(), 60.0)), "{k:?}");
     assert!(k.contains(&("e2e_ms.value".to_owned(), 8100.0)), "{k:?}");
     let b = one("[bench] long-prompt run 2/3: 40000 prompt tok, 6100.5 prefill tok/s, ttft 6557ms");
-    assert_eq!(b, vec![("input_len".to_owned(), 40000.0), ("prefill_tps".to_owned(), 6100.5), ("ttft_ms.value".to_owned(), 6557.0)]);
+    assert_eq!(
+        b,
+        vec![
+            ("input_len".to_owned(), 40000.0),
+            ("prefill_tps".to_owned(), 6100.5),
+            ("ttft_ms.value".to_owned(), 6557.0)
+        ]
+    );
     let w = one("  run-3      wall=  6.10s  ttft=    61ms  toks= 1000  decode_TPS=170.20");
-    assert!(w.contains(&("ttft_ms.value".to_owned(), 61.0)) && w.contains(&("decode_tps".to_owned(), 170.2)), "{w:?}");
+    assert!(
+        w.contains(&("ttft_ms.value".to_owned(), 61.0)) && w.contains(&("decode_tps".to_owned(), 170.2)),
+        "{w:?}"
+    );
     // Prose with a number is not a figure; a timestamp prefix is not a key.
     assert!(one("Restarting process in 5000ms (Attempt 3/5)").is_empty());
     assert_eq!(one("2025/01/02 10:11:12 Concurrency: 4"), vec![("concurrency".to_owned(), 4.0)]);
@@ -102,7 +126,9 @@ fn key_value_lines_of_many_shapes() {
 
 #[test]
 fn blocks_split_on_blank_lines_and_repeated_keys() {
-    let r = rows("Response time: 12.0\nResponse time: 0.9\n\nConcurrency: 2\nThroughput: 3.5 req/s\nMean latency (ms): 410\n");
+    let r = rows(
+        "Response time: 12.0\nResponse time: 0.9\n\nConcurrency: 2\nThroughput: 3.5 req/s\nMean latency (ms): 410\n",
+    );
     assert_eq!(r.len(), 3);
     assert!(r.iter().all(|x| x.block && x.table == r[0].table));
     assert_eq!(get(&r[2], "concurrency"), 2.0);
@@ -117,7 +143,17 @@ fn rows_are_bounded_and_junk_is_safe() {
     let r = run("paste", &t).facts.tables;
     assert_eq!(r.rows.len(), MAX_ROWS);
     assert_eq!(r.dropped, 50);
-    for junk in ["| | |", "┃┃┃", "a:b:c:=,,,((", "1,2,3", "(((((1 ms", "ttft: 1e400 ms", "| ttft | \n| 1 | 2 | 3 | 4 |", "x = -", "Δ: −"] {
+    for junk in [
+        "| | |",
+        "┃┃┃",
+        "a:b:c:=,,,((",
+        "1,2,3",
+        "(((((1 ms",
+        "ttft: 1e400 ms",
+        "| ttft | \n| 1 | 2 | 3 | 4 |",
+        "x = -",
+        "Δ: −",
+    ] {
         let _ = rows(junk);
     }
 }

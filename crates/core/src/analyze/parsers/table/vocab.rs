@@ -156,7 +156,12 @@ pub(crate) fn metric(k: &str) -> Option<Metric> {
         return None;
     }
     // Counts of requests and of anything else (`Number of total requests: 362`).
-    if word("number") || word("count") || word("requests") || word("reqs") || word("success") || word("seed")
+    if word("number")
+        || word("count")
+        || word("requests")
+        || word("reqs")
+        || word("success")
+        || word("seed")
         || word("messages")
     {
         return None;
@@ -218,7 +223,10 @@ pub(crate) fn metric(k: &str) -> Option<Metric> {
     }
     // koboldcpp's `Process:` and `Processing Prompt`: short keys only (`Restarting process in`
     // is prose).
-    if has("prompt eval") || has("prompt processing") || word("prefill") || (k.starts_with("process") || k.ends_with("processing")) && words <= 3
+    if has("prompt eval")
+        || has("prompt processing")
+        || word("prefill")
+        || (k.starts_with("process") || k.ends_with("processing")) && words <= 3
     {
         return Some(Metric::Prefill);
     }
@@ -231,10 +239,21 @@ pub(crate) fn metric(k: &str) -> Option<Metric> {
     if word("rps") || word("rpm") || has("req/s") {
         return Some(Metric::ReqThroughput);
     }
-    if has("eval") || word("decode") || word("generate") || word("generation") || word("generating") || word("tg") {
+    if has("eval")
+        || word("decode")
+        || word("generate")
+        || word("generation")
+        || word("generating")
+        || word("tg")
+    {
         return Some(Metric::Decode);
     }
-    if word("output") || word("osl") || word("toks") || has("completion") || has("generated") || has("output len")
+    if word("output")
+        || word("osl")
+        || word("toks")
+        || has("completion")
+        || has("generated")
+        || has("output len")
     {
         return Some(Metric::OutputLen);
     }
@@ -277,7 +296,9 @@ pub(crate) fn stat(k: &str) -> &'static str {
 pub(crate) fn is_stat_cell(k: &str) -> bool {
     let (name, _) = split_unit(k);
     let n = name.trim().to_ascii_lowercase();
-    !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '%') && stat(&n) != "value"
+    !n.is_empty()
+        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '%')
+        && stat(&n) != "value"
 }
 
 /// `Mean TTFT (ms)` → (`Mean TTFT`, ms); `FTL(ave)(s)` → (`FTL(ave)`, s). The last bracketed
