@@ -16,10 +16,15 @@
 //! - `real::score`: the real pastes of `tests/data/real-pastes/` (strangers' text from public bug
 //!   reports): top-1, INCONCLUSIVE, wrong and false-HEALTHY counts, failing below the bar.
 //!
+//! - `damage::<kind>`: every corpus case damaged line by line as pastes are (markdown quote,
+//!   journald, compose, CRI, kubectl prefixes, box frame, JSON wrapper, HTML, two combined)
+//!   reads as the clean one: the same verdict, findings and cited line numbers.
+//!
 //! Run one: `cargo test -p triage-tests --test corpus -- vllm/oom-v1`.
 
 mod cases;
 mod catalogue;
+mod damage;
 mod fixtures;
 mod real;
 
@@ -29,6 +34,7 @@ fn main() {
     trials.extend(catalogue::trials());
     trials.extend(fixtures::trials());
     trials.extend(real::trials());
+    trials.extend(damage::trials());
     libtest_mimic::run(&args, trials).exit();
 }
 

@@ -167,8 +167,6 @@ const SGLANG: &[&str] = &[
     "#running-req",
     "#queue-req",
     "KV Cache is allocated",
-    "sglang",
-    "SGLang",
     "ServerArgs(",
     "Decode out of memory happened",
     "Retract requests",
@@ -312,7 +310,9 @@ pub fn recognize(line: &str) -> Option<InputKind> {
     {
         return Some(InputKind::NvidiaSmi);
     }
-    if any(t, SGLANG) {
+    // The engine's name alone opens its section, but not in the reporter's markdown heading
+    // (`## SGLang v0.4.4post3:` above a client's timings).
+    if any(t, SGLANG) || !t.starts_with("##") && any(t, &["sglang", "SGLang"]) {
         return Some(InputKind::SglangLog);
     }
     // TGI's span fields are quoted durations (`total_time="2.1s"`); unquoted `total_time=2.1`

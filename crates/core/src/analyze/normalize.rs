@@ -60,6 +60,13 @@ fn strip_outer(line: &str) -> Option<&str> {
     if first == b'>' && b.get(1).is_none_or(|c| *c == b' ' || *c == b'>') {
         return Some(t.trim_start_matches('>').strip_prefix(' ').unwrap_or(t.trim_start_matches('>')));
     }
+    // `kubectl logs --prefix`: `[pod/name/container] message`.
+    if first == b'['
+        && t.starts_with("[pod/")
+        && let Some(end) = t.find("] ")
+    {
+        return Some(&t[end + 2..]);
+    }
     // A box frame drawn around each line (`│ ERROR … │`): one bar each side, no other.
     for bar in ["│", "┃", "║"] {
         if let Some(rest) = t.strip_prefix(bar) {
@@ -79,11 +86,14 @@ fn strip_outer(line: &str) -> Option<&str> {
     if let Some(i) = t.get(..t.len().min(64)).and_then(|head| head.find("| ")) {
         let name = t[..i].trim_end();
         let rest = &t[i + 2..];
-        let service = name.is_empty()
-            || (name.bytes().any(|c| c.is_ascii_alphabetic())
-                && name.bytes().all(|c| c.is_ascii_alphanumeric() || b"-_.[]/".contains(&c))
-                && (i >= name.len() + 2 || name.starts_with('[') || compose_index(name)));
-        if service && !rest.contains(" |") && !rest.contains("| ") {
+        let word = name.bytes().any(|c| c.is_ascii_alphabetic())
+            && name.bytes().all(|c| c.is_ascii_alphanumeric() || b"-_.[]/".contains(&c));
+        // Compose's own names (`engine-1`, `engine_1`, `[name]`) are prefixes whatever follows
+        // (an access line's own bars); a padded word or a bare gutter only when no table row
+        // follows (more bars, or a closing one).
+        let sure = word && (compose_index(name) || name.starts_with('['));
+        let maybe = (name.is_empty() && !rest.trim_end().ends_with('|')) || (word && i >= name.len() + 2);
+        if sure || maybe && !rest.contains(" |") && !rest.contains("| ") {
             return Some(rest);
         }
     }
@@ -116,19 +126,13 @@ fn strip_outer(line: &str) -> Option<&str> {
     {
         return Some(&t[20..]);
     }
-    // `kubectl logs --prefix`: `[pod/name/container] message`.
-    if first == b'['
-        && t.starts_with("[pod/")
-        && let Some(end) = t.find("] ")
-    {
-        return Some(&t[end + 2..]);
-    }
     None
 }
 
 /// Compose v2's `service-1`: a name ending in `-` and the replica's number.
 fn compose_index(name: &str) -> bool {
-    name.rsplit_once('-').is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()))
+    let index = |(_, n): (&str, &str)| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit());
+    name.rsplit_once('-').is_some_and(index) || name.rsplit_once('_').is_some_and(index)
 }
 
 fn journald(t: &str) -> Option<&str> {
@@ -255,12 +259,12 @@ fn unwrap_json(line: &str) -> Option<Vec<String>> {
     let t = line.trim();
     // Error bodies are read as such; tracing's JSON (TGI: `"fields":{"message":…}`) has its
     // own parser.
+    let docker = t.starts_with("{\"log\":\"");
     if !t.starts_with('{')
         || t.starts_with("{\"error\"")
         || t.starts_with("{\"object\"")
         || t.starts_with("{\"type\"")
-        || t.contains("\"fields\":")
-        || t.contains("\"target\":\"")
+        || !docker && (t.contains("\"fields\":") || t.contains("\"target\":\""))
     {
         return None;
     }
@@ -438,6 +442,8 @@ mod tests {
                 "400: {'error': 'Invalid model name. Call `/v1/models` to view'}",
             ),
             ("```text", ""),
+            ("# TYPE vllm:num_requests_waiting gauge", "# TYPE vllm:num_requests_waiting gauge"),
+            ("# gpu    pwr  gtemp", "# gpu    pwr  gtemp"),
             ("CUDA error: out of memory</span></pre></body></html>", "CUDA error: out of memory"),
             (
                 "<span class=\"x\">msg=&quot;llama runner terminated&quot; &lt;none&gt;</span>",

@@ -216,6 +216,18 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         evidence.push(start.clone());
         evidence.push(slow.clone());
     }
+    // A client's own timings, request by request: the first took ten times the rest (and more
+    // than the TTFT target): it paid for the warm-up (CUDA graphs, compilation, caches).
+    if confidence == 0.0
+        && let Some((first, rest, lines)) = first_request_outlier(f)
+    {
+        confidence = 0.6;
+        reasons.push(lang.pick(
+            format!("the first request took {:.1} s and the ones after it {:.1} s (median): the first paid for the engine's warm-up", first / 1e3, rest / 1e3),
+            format!("第一个请求用了 {:.1} s，之后的请求只要 {:.1} s（中位数）：第一个请求承担了引擎的预热", first / 1e3, rest / 1e3),
+        ));
+        evidence.extend(lines);
+    }
     // The English summary is the reasons alone; the Chinese one is led by "冷启动".
     RULE.doc.finding_from_reasons(lang, ("", "冷启动"), &reasons, FindingBody {
         confidence,
@@ -244,6 +256,18 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+
+    #[test]
+    fn fires_on_a_first_request_ten_times_the_rest() {
+        let timings = "first call\nResponse time: 24.1\nsecond call\nResponse time: 0.91\nthird call\nResponse time: 0.87\n";
+        let f = snapshot(&[("client.txt", timings)], "cold-start", "first_request_outlier").unwrap();
+        assert_eq!((f.evidence[0].line, f.evidence[1].line), (2, 4));
+        // Requests alike, or a first one slower but below the TTFT target: no warm-up to blame.
+        let alike = "Response time: 2.4\nResponse time: 2.1\nResponse time: 2.2\n";
+        assert!(super::super::fired(&[("client.txt", alike)], "cold-start").is_none());
+        let quick = "Response time: 1.5\nResponse time: 0.1\nResponse time: 0.1\n";
+        assert!(super::super::fired(&[("client.txt", quick)], "cold-start").is_none());
+    }
 
     #[test]
     fn fires_on_slow_first_requests() {
@@ -301,4 +325,32 @@ mod tests {
         let quiet = snapshot(&[("metrics", &days_ago)], "cold-start", "quiet_started_days_ago");
         assert!(quiet.is_none());
     }
+}
+
+/// Requests timed one by one in a pasted table or `key: value` lines (`Response time: 29.57`,
+/// one figure per request, in input order): the first's time, the median of the rest and the two
+/// lines, when the first is at least ten times the rest and above the TTFT target.
+fn first_request_outlier(f: &Facts) -> Option<(f64, f64, Vec<crate::analyze::report::EvidenceLine>)> {
+    let per_request: Vec<(f64, &crate::analyze::report::EvidenceLine)> = f
+        .tables
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let (name, v, i) =
+                r.values.iter().find(|(k, _, _)| k.starts_with("e2e_ms") || k.starts_with("ttft_ms"))?;
+            // One request's figure, not a statistic over many.
+            let stat = name.split_once('.').map_or("", |(_, s)| s);
+            (stat.is_empty() || stat == "value").then_some(())?;
+            Some((*v, r.lines.get(*i as usize)?))
+        })
+        .take(64)
+        .collect();
+    let (&(first, first_line), rest) = per_request.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    let mut times: Vec<f64> = rest.iter().map(|(v, _)| *v).collect();
+    let median = crate::stats::median(&mut times)?;
+    (median > 0.0 && first >= 10.0 * median && first >= f.slo.ttft_ms)
+        .then(|| (first, median, vec![first_line.clone(), rest[0].1.clone()]))
 }

@@ -22,6 +22,7 @@ mod colocated_process;
 mod context_length_exceeded;
 mod cpu_offload_split;
 mod decode_rate_collapses;
+mod decode_slower_same_load;
 mod decode_slows_with_context;
 mod engine_dead;
 mod engine_start_failed;
@@ -268,6 +269,7 @@ pub static RULES: &[Rule] = &[
     slow_gpu::RULE,
     bench_itl_tail::RULE,
     decode_slows_with_context::RULE,
+    decode_slower_same_load::RULE,
     prefill_stalls_decode::RULE,
     cpu_offload_split::RULE,
     gpu_not_detected::RULE,
@@ -577,7 +579,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 62);
+        assert_eq!(super::RULES.len(), 63);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);

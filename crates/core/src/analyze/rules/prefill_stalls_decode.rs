@@ -39,6 +39,69 @@ fn upper_median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    vllm_surges(f, lang).or_else(|| sglang_back_to_back(f, lang))
+}
+
+/// Prefill batches at least this long (new tokens) stall the running streams for long.
+const LONG_PREFILL_TOKENS: f64 = 8192.0;
+/// Back-to-back long prefills that make a finding.
+const BACK_TO_BACK: usize = 3;
+/// Streams decoding while they run.
+const MIN_RUNNING: f64 = 8.0;
+
+/// SGLang: long `Prefill batch`es one after another with no `Decode batch` between, while many
+/// requests are running: every running stream waits through all of them.
+fn sglang_back_to_back(f: &Facts, lang: Lang) -> Option<Finding> {
+    let mut best: &[crate::analyze::parsers::sglang::SglangBatch] = &[];
+    let batches = &f.sglang.batches;
+    let mut start = 0;
+    for i in 0..=batches.len() {
+        let long = batches.get(i).is_some_and(|b| {
+            b.prefill
+                && b.new_token.is_some_and(|t| t >= LONG_PREFILL_TOKENS)
+                && b.running.is_some_and(|r| r >= MIN_RUNNING)
+        });
+        if !long {
+            if i - start > best.len() {
+                best = &batches[start..i];
+            }
+            start = i + 1;
+        }
+    }
+    if best.len() < BACK_TO_BACK {
+        return None;
+    }
+    let n = best.len();
+    let tokens: f64 = best.iter().filter_map(|b| b.new_token).sum();
+    let running = best.iter().filter_map(|b| b.running).fold(f64::INFINITY, f64::min);
+    Some(RULE.doc.finding(
+        lang,
+        lang.pick(
+            format!("{n} prefill batches ({tokens:.0} new tokens in all) ran back to back with no decode batch between, while at least {running:.0} requests were running: every running stream waited through all of them."),
+            format!("{n} 个 prefill 批次（共 {tokens:.0} 个新 token）接连执行，中间没有一个 decode 批次，而同时至少有 {running:.0} 个请求在运行：每条正在输出的流都要等它们全部做完。"),
+        ),
+        FindingBody {
+            confidence: 0.75,
+            evidence: best.iter().take(3).map(|b| b.evidence.clone()).collect(),
+            remediation: texts(lang, &[
+                (
+                    "cap each prefill step: SGLang `--chunked-prefill-size 4096` (or 8192), and `--enable-mixed-chunk` so decode runs in the same steps",
+                    "限制每一步的 prefill：SGLang `--chunked-prefill-size 4096`（或 8192），并开启 `--enable-mixed-chunk`，让 decode 在同一步里继续",
+                ),
+                (
+                    "cap prompt length, or route long prompts to replicas of their own (prefill/decode disaggregation)",
+                    "限制 prompt 长度，或把长 prompt 路由到单独的副本（prefill/decode 分离）",
+                ),
+            ]),
+            next_checks: texts(lang, &[(
+                "the server's arguments (`ServerArgs(… chunked_prefill_size=…)`) and the Decode batch lines around these prefills: their gen throughput drops",
+                "服务端参数（`ServerArgs(… chunked_prefill_size=…)`）以及这些 prefill 前后的 Decode batch 行：它们的生成吞吐会下降",
+            )]),
+        },
+    ))
+}
+
+fn vllm_surges(f: &Facts, lang: Lang) -> Option<Finding> {
     let v = &f.vllm;
     let busy: Vec<&VllmStat> = v.stats.iter().filter(|s| s.running.unwrap_or(0.0) > 0.0).collect();
     if busy.len() < 4 {
@@ -141,6 +204,35 @@ mod tests {
         assert!(
             snapshot(&[("vllm.log", &log)], "prefill-stalls-decode", "quiet_on_steady_generation").is_none()
         );
+    }
+
+    #[test]
+    fn sglang_prefills_back_to_back() {
+        let prefill = |new: u32, running: u32| {
+            format!(
+                "[2025-07-01 10:00:00 TP0] Prefill batch. #new-seq: 2, #new-token: {new}, #cached-token: 0, token usage: 0.20, #running-req: {running}, #queue-req: 3\n"
+            )
+        };
+        let decode = "[2025-07-01 10:00:01 TP0] Decode batch. #running-req: 40, #token: 90000, token usage: 0.30, gen throughput (token/s): 900.00, #queue-req: 3\n";
+        let stalled =
+            [prefill(16384, 40), prefill(16000, 42), prefill(12000, 44), decode.to_owned()].concat();
+        let f =
+            snapshot(&[("sglang.log", &stalled)], "prefill-stalls-decode", "sglang_back_to_back").unwrap();
+        assert_eq!(f.evidence.len(), 3);
+        // Interleaved with decode, or short, or with nothing running: no stall.
+        let interleaved = [
+            prefill(16384, 40),
+            decode.to_owned(),
+            prefill(16000, 42),
+            decode.to_owned(),
+            prefill(12000, 44),
+        ]
+        .concat();
+        assert!(super::super::fired(&[("sglang.log", &interleaved)], "prefill-stalls-decode").is_none());
+        let short = [prefill(2048, 40), prefill(2048, 42), prefill(2048, 44)].concat();
+        assert!(super::super::fired(&[("sglang.log", &short)], "prefill-stalls-decode").is_none());
+        let idle = [prefill(16384, 1), prefill(16000, 2), prefill(12000, 3)].concat();
+        assert!(super::super::fired(&[("sglang.log", &idle)], "prefill-stalls-decode").is_none());
     }
 
     crate::analyze::rules::snapshots! {
