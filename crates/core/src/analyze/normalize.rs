@@ -180,7 +180,7 @@ fn markup(line: &str) -> Option<String> {
         return None;
     }
     let mut s = line.to_owned();
-    if bold && s.matches("**").count() % 2 == 0 {
+    if bold && s.matches("**").count().is_multiple_of(2) {
         s = s.replace("**", "");
     }
     if backtick {
@@ -358,7 +358,7 @@ fn split_glued(line: &str) -> Option<Vec<String>> {
     if cuts.is_empty() {
         return None;
     }
-    cuts.sort_unstable();
+    crate::sort::sort(&mut cuts);
     let mut out = Vec::new();
     let mut from = 0;
     for c in cuts {

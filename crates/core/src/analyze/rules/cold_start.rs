@@ -253,6 +253,34 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     })
 }
 
+/// Requests timed one by one in a pasted table or `key: value` lines (`Response time: 29.57`,
+/// one figure per request, in input order): the first's time, the median of the rest and the two
+/// lines, when the first is at least ten times the rest and above the TTFT target.
+fn first_request_outlier(f: &Facts) -> Option<(f64, f64, Vec<crate::analyze::report::EvidenceLine>)> {
+    let per_request: Vec<(f64, &crate::analyze::report::EvidenceLine)> = f
+        .tables
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let (name, v, i) =
+                r.values.iter().find(|(k, _, _)| k.starts_with("e2e_ms") || k.starts_with("ttft_ms"))?;
+            // One request's figure, not a statistic over many.
+            let stat = name.split_once('.').map_or("", |(_, s)| s);
+            (stat.is_empty() || stat == "value").then_some(())?;
+            Some((*v, r.lines.get(*i as usize)?))
+        })
+        .take(64)
+        .collect();
+    let (&(first, first_line), rest) = per_request.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    let mut times: Vec<f64> = rest.iter().map(|(v, _)| *v).collect();
+    let median = crate::stats::median(&mut times)?;
+    (median > 0.0 && first >= 10.0 * median && first >= f.slo.ttft_ms)
+        .then(|| (first, median, vec![first_line.clone(), rest[0].1.clone()]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
@@ -325,32 +353,4 @@ mod tests {
         let quiet = snapshot(&[("metrics", &days_ago)], "cold-start", "quiet_started_days_ago");
         assert!(quiet.is_none());
     }
-}
-
-/// Requests timed one by one in a pasted table or `key: value` lines (`Response time: 29.57`,
-/// one figure per request, in input order): the first's time, the median of the rest and the two
-/// lines, when the first is at least ten times the rest and above the TTFT target.
-fn first_request_outlier(f: &Facts) -> Option<(f64, f64, Vec<crate::analyze::report::EvidenceLine>)> {
-    let per_request: Vec<(f64, &crate::analyze::report::EvidenceLine)> = f
-        .tables
-        .rows
-        .iter()
-        .filter_map(|r| {
-            let (name, v, i) =
-                r.values.iter().find(|(k, _, _)| k.starts_with("e2e_ms") || k.starts_with("ttft_ms"))?;
-            // One request's figure, not a statistic over many.
-            let stat = name.split_once('.').map_or("", |(_, s)| s);
-            (stat.is_empty() || stat == "value").then_some(())?;
-            Some((*v, r.lines.get(*i as usize)?))
-        })
-        .take(64)
-        .collect();
-    let (&(first, first_line), rest) = per_request.split_first()?;
-    if rest.is_empty() {
-        return None;
-    }
-    let mut times: Vec<f64> = rest.iter().map(|(v, _)| *v).collect();
-    let median = crate::stats::median(&mut times)?;
-    (median > 0.0 && first >= 10.0 * median && first >= f.slo.ttft_ms)
-        .then(|| (first, median, vec![first_line.clone(), rest[0].1.clone()]))
 }

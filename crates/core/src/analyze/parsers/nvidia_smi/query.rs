@@ -114,7 +114,7 @@ impl SmiParser {
             return;
         }
         let Some(inner) = t.strip_prefix('<') else { return };
-        let tag_end = inner.find(|c: char| c == '>' || c == ' ' || c == '/').unwrap_or(inner.len());
+        let tag_end = inner.find(['>', ' ', '/']).unwrap_or(inner.len());
         let tag = &inner[..tag_end];
         let Some(gt) = inner.find('>') else { return };
         let body = &inner[gt + 1..];
@@ -122,17 +122,18 @@ impl SmiParser {
             Some(end) => {
                 let value = body[..end].trim();
                 let open = self.query.xml.last().map_or("", String::as_str);
-                if let Some((section, key)) = xml_pair(open, tag) {
-                    if self.query.gpu.is_none() {
-                        self.start_query_gpu(cx, no, line, "");
-                    }
-                    self.query_pair(cx, no, line, section, key, value);
+                let Some((section, key)) = xml_pair(open, tag) else { return };
+                if self.query.gpu.is_none() {
+                    self.start_query_gpu(cx, no, line, "");
                 }
+                self.query_pair(cx, no, line, section, key, value);
             }
-            None if !inner[..gt].ends_with('/') && !tag.starts_with('?') && !tag.starts_with('!') => {
-                if self.query.xml.len() < MAX_Q_DEPTH {
-                    self.query.xml.push(tag.to_owned());
-                }
+            None if !inner[..gt].ends_with('/')
+                && !tag.starts_with('?')
+                && !tag.starts_with('!')
+                && self.query.xml.len() < MAX_Q_DEPTH =>
+            {
+                self.query.xml.push(tag.to_owned());
             }
             None => {}
         }

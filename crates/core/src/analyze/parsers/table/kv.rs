@@ -64,7 +64,7 @@ fn tokens(t: &str) -> Vec<Tok<'_>> {
             return;
         }
         match leading(s) {
-            Some((v, rest)) if rest.is_empty() => out.push(Tok::Num(v, Unit::None)),
+            Some((v, "")) => out.push(Tok::Num(v, Unit::None)),
             Some((v, rest)) => match unit(rest) {
                 Some(Unit::Percent) => out.push(Tok::Word(s)),
                 Some(u) => out.push(Tok::Num(v, u)),

@@ -644,10 +644,12 @@ fn name_variants(cols: &mut [Col], cells: &[&str]) {
         let Some(ki) = key(&cols[i]) else { continue };
         let dup = (0..n).any(|j| j != i && key(&cols[j]) == Some(ki));
         let words: Vec<&str> = cells[i].split_whitespace().collect();
-        if dup && words.len() >= 2 && metric(&normal(words[0])).is_none() {
-            if let Col::Fig { variant, .. } = &mut cols[i] {
-                *variant = Some(words[0].to_owned());
-            }
+        if dup
+            && words.len() >= 2
+            && metric(&normal(words[0])).is_none()
+            && let Col::Fig { variant, .. } = &mut cols[i]
+        {
+            *variant = Some(words[0].to_owned());
         }
     }
 }

@@ -342,12 +342,9 @@ pub(crate) fn bench_test(cell: &str) -> Option<(bool, f64)> {
     if c.contains('+') || c.contains('@') {
         return None;
     }
-    let (prefill, rest) = if let Some(r) = c.strip_prefix("pp") {
-        (true, r)
-    } else if let Some(r) = c.strip_prefix("tg") {
-        (false, r)
-    } else {
-        return None;
+    let (prefill, rest) = match c.strip_prefix("pp") {
+        Some(r) => (true, r),
+        None => (false, c.strip_prefix("tg")?),
     };
     let n: f64 = rest.trim().parse().ok()?;
     Some((prefill, n))
