@@ -319,6 +319,16 @@ impl Analyzer {
                     && !consequences.contains(&f.rule.as_str())
             });
         }
+        // A symptom's figure over its target says nothing more once a rule names a cause of the
+        // same class.
+        let caused: Vec<report::Class> = findings
+            .iter()
+            .filter(|f| {
+                !rules::SYMPTOMS.contains(&f.rule.as_str()) && !rules::ADVISORIES.contains(&f.rule.as_str())
+            })
+            .map(|f| f.class)
+            .collect();
+        findings.retain(|f| !rules::SYMPTOMS.contains(&f.rule.as_str()) || !caused.contains(&f.class));
         // Errors no finding explains: never HEALTHY, and say what to paste next.
         if let Some(f) = rules::unclaimed_error::finding(&facts, &findings, lang) {
             findings.push(f);

@@ -70,6 +70,8 @@ mod aux {
     pub const WORK: u32 = 1 << 8;
     pub const LLAMA: u32 = 1 << 9;
     pub const STATUS: u32 = 1 << 10;
+    pub const ANNOUNCE: u32 = 1 << 11;
+    pub const CLIENT: u32 = 1 << 12;
 }
 
 const AUX: &[(&str, u32)] = &[
@@ -118,6 +120,18 @@ const AUX: &[(&str, u32)] = &[
     ("status_code=", aux::STATUS),
     ("Status code: ", aux::STATUS),
     ("HTTP error ", aux::STATUS),
+    // A server announcing a port (Triton: `Started HTTPService at 0.0.0.0:8000`, `Started
+    // Metrics Service at 0.0.0.0:8002`), and a client naming the address it calls.
+    ("Service at ", aux::ANNOUNCE),
+    ("etrics server listening on ", aux::ANNOUNCE),
+    ("etrics server started on ", aux::ANNOUNCE),
+    (" -u ", aux::CLIENT),
+    (" --url ", aux::CLIENT),
+    (" --url=", aux::CLIENT),
+    ("base_url", aux::CLIENT),
+    ("api_base", aux::CLIENT),
+    (" --endpoint ", aux::CLIENT),
+    ("BASE_URL=", aux::CLIENT),
 ];
 
 /// What one pattern of the line scan means (a pattern can mean several things at once).
@@ -740,6 +754,40 @@ pub struct Signals {
     pub family_hits: u64,
     /// HTTP access lines of any method and path that answered 2xx (a health check included).
     pub ok_access: u64,
+    /// Ports servers announced and ports clients call.
+    pub ports: Ports,
+}
+
+/// Ports a server announced at start-up and ports a client named (the first [`MAX_PORTS`] of
+/// each).
+#[derive(Clone, Debug, Default)]
+pub struct Ports {
+    /// (port, opened for metrics, the line).
+    pub announced: Vec<(u16, bool, EvidenceLine)>,
+    /// (port, the line): a client command's or setting's address.
+    pub client: Vec<(u16, EvidenceLine)>,
+}
+
+/// Ports kept of each kind.
+const MAX_PORTS: usize = 16;
+
+/// The ports of `host:port` addresses in `s` (`0.0.0.0:8002`, `localhost:8001`,
+/// `http://gpu-3:8000/v1`): a host with a letter or a dot before the colon, so a time
+/// (`07:23:26`) is none.
+fn ports_in(s: &str) -> impl Iterator<Item = u16> + '_ {
+    let b = s.as_bytes();
+    memchr::memchr_iter(b':', b).filter_map(move |i| {
+        let host =
+            b[..i].iter().rev().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b']'));
+        let (mut len, mut named) = (0, false);
+        for c in host {
+            len += 1;
+            named |= c.is_ascii_alphabetic() || *c == b'.';
+        }
+        let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let port = s.get(i + 1..i + 1 + digits)?.parse::<u16>().ok()?;
+        (len > 0 && named && (2..=5).contains(&digits) && port >= 80).then_some(port)
+    })
 }
 
 /// Hits of one generic family.
@@ -912,6 +960,24 @@ impl Watch {
         }
         if status.is_some_and(|c| (200..300).contains(&c)) {
             out.ok_access += 1;
+        }
+        if scan.aux & aux::ANNOUNCE != 0 && out.ports.announced.len() < MAX_PORTS {
+            let metrics = line.contains("etrics");
+            for key in ["Service at ", "listening on ", "started on "] {
+                if let Some(i) = line.find(key)
+                    && let Some(port) = ports_in(&line[i + key.len()..]).next()
+                {
+                    out.ports.announced.push((port, metrics, EvidenceLine::quoted(input, no, line)));
+                    break;
+                }
+            }
+        }
+        if scan.aux & aux::CLIENT != 0 {
+            for port in ports_in(line).take(4) {
+                if out.ports.client.len() < MAX_PORTS {
+                    out.ports.client.push((port, EvidenceLine::quoted(input, no, line)));
+                }
+            }
         }
         // The generic words: the line's leading failure family (none on a line that only
         // suggests), and whether it says a server started.

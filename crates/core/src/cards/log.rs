@@ -333,8 +333,10 @@ pub const EXCERPTS: &[Excerpt] = &[
         name: "torch-inconclusive-illegal-memory-access.log",
         source: ("PyTorch log", "PyTorch 日志"),
         text: include_str!("logs/torch-inconclusive-illegal-memory-access.log"),
-        verdict: Verdict::Inconclusive,
-        rule: Some("unclaimed-error"),
+        // The id stays (saved progress names it); since the generic layer the fault's words
+        // give the class: nothing is served, the exact cause is still unnamed.
+        verdict: Verdict::ThroughputZero,
+        rule: Some("generic-gpu-fault"),
     },
     Excerpt {
         id: "healthy",

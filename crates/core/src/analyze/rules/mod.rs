@@ -16,6 +16,7 @@ mod bench_itl_tail;
 mod bench_overloaded;
 mod bench_ttft_tail;
 mod chunked_prefill_off;
+mod client_calls_metrics_port;
 mod client_retries_failing;
 mod cold_start;
 mod colocated_process;
@@ -296,6 +297,7 @@ pub static RULES: &[Rule] = &[
     gpu_hw_error::RULE,
     // Config pitfalls
     base_url_wrong::RULE,
+    client_calls_metrics_port::RULE,
     timeout_too_short::RULE,
     retries_mask_failures::RULE,
     no_abort_on_timeout::RULE,
@@ -368,6 +370,11 @@ pub fn consequences(f: &Facts) -> &'static [&'static str] {
         CONSEQUENCES
     }
 }
+
+/// Rules that report a symptom's figure over its target with no cause ("Nothing here says why
+/// yet"): when a rule names a cause of the same class, the symptom finding says nothing more and
+/// is dropped (`Analyzer::finish`).
+pub const SYMPTOMS: &[&str] = &["ttft-above-target", "tbt-above-target"];
 
 /// Rules that point out a blind spot in how the service is observed (a dashboard of means,
 /// logs without timestamps) or a tuning left on the table (a prefix cache that hits nothing),
@@ -579,7 +586,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use crate::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 63);
+        assert_eq!(super::RULES.len(), 64);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);

@@ -93,7 +93,16 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             );
             (c, s, vec![line])
         }
-        (None, None) => return None,
+        (None, None) => {
+            let (c, q, v, evidence) =
+                super::ttft_above_target::request_log_over(f, &f.requests.tpot_ms, slo)?;
+            let n = f.requests.tpot_ms.count();
+            let s = lang.pick(
+                format!("The request log's time per output token {q} over {n} requests is {v:.0} ms, above {target}: decoding is slow. Nothing here says why yet."),
+                format!("请求日志中 {n} 个请求的每输出 token 时间 {q} 为 {v:.0} ms，超过了{target}：decode 很慢。这里还看不出原因。"),
+            );
+            (c, s, evidence)
+        }
     };
     Some(RULE.doc.finding(
         lang,
@@ -131,6 +140,16 @@ mod tests {
     use crate::analyze::testutil::fixture;
 
     const RULE: &str = "tbt-above-target";
+
+    /// A request log whose tokens come 400 ms apart: the symptom, without a cause.
+    #[test]
+    fn fires_on_a_request_log_over_the_target() {
+        let slow: String = (0..12)
+            .map(|i| format!("{{\"request_id\":\"r{i}\",\"enqueue_time\":{t},\"first_token_time\":{t}.2,\"last_token_time\":{lt}.2,\"finish_time\":{lt}.2,\"output_tokens\":51}}\n", t = 100 + i * 30, lt = 120 + i * 30))
+            .collect();
+        let f = snapshot(&[("requests.jsonl", &slow)], RULE, "request_log").unwrap();
+        assert!(f.summary.contains("400 ms"), "{}", f.summary);
+    }
 
     #[test]
     fn fires_on_a_transposed_markdown_table() {

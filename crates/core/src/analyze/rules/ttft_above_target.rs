@@ -108,6 +108,26 @@ pub(crate) fn histogram_over(
     None
 }
 
+/// A request log's per-request figure (`sketch`, ms) whose p50 or p99 is above `slo_ms`, over
+/// at least five requests: (confidence, quantile name, value, the slowest request's line).
+pub(crate) fn request_log_over(
+    f: &Facts,
+    sketch: &crate::stats::QuantileSketch,
+    slo_ms: f64,
+) -> Option<(f64, &'static str, f64, Vec<EvidenceLine>)> {
+    if sketch.count() < 5 {
+        return None;
+    }
+    let evidence: Vec<EvidenceLine> =
+        f.requests.slowest.iter().filter_map(|r| r.evidence.clone()).take(1).collect();
+    for (q, c, label) in [(0.5, 0.7, "p50"), (0.99, 0.6, "p99")] {
+        if let Some(v) = sketch.quantile(q).filter(|v| *v > slo_ms) {
+            return Some((c, label, v, evidence));
+        }
+    }
+    None
+}
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let slo = f.slo.ttft_ms;
     let mut best: Option<Over> = None;
@@ -160,7 +180,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             );
             (c, s, vec![line])
         }
-        (None, None) => return None,
+        (None, None) => {
+            let (c, q, v, evidence) = request_log_over(f, &f.requests.ttft_ms, slo)?;
+            let n = f.requests.ttft_ms.count();
+            let s = lang.pick(
+                format!("The request log's TTFT {q} over {n} requests is {v:.0} ms, above {target}: the first token comes late. Nothing here says why yet."),
+                format!("请求日志中 {n} 个请求的 TTFT {q} 为 {v:.0} ms，超过了{target}：首 token 来得太晚。这里还看不出原因。"),
+            );
+            (c, s, evidence)
+        }
     };
     let (confidence, summary, evidence) = summary;
     Some(RULE.doc.finding(
@@ -199,6 +227,23 @@ mod tests {
     use crate::analyze::testutil::fixture;
 
     const RULE: &str = "ttft-above-target";
+
+    /// A request log whose TTFT is 4 s for every request: the symptom, without a cause.
+    #[test]
+    fn fires_on_a_request_log_over_the_target() {
+        let slow: String = (0..12)
+            .map(|i| format!("{{\"request_id\":\"r{i}\",\"enqueue_time\":{t},\"first_token_time\":{ft},\"last_token_time\":{lt},\"finish_time\":{lt},\"output_tokens\":50}}\n", t = 100 + i * 10, ft = 104 + i * 10, lt = 106 + i * 10))
+            .collect();
+        let f = snapshot(&[("requests.jsonl", &slow)], RULE, "request_log").unwrap();
+        assert!(f.summary.contains("4000 ms"), "{}", f.summary);
+        let r = super::super::analyzed(&[("requests.jsonl", &slow)]);
+        assert_ne!(r.verdict, crate::analyze::report::Verdict::Healthy);
+        // The same log with 300 ms to first token: nothing over the target.
+        let quick: String = (0..12)
+            .map(|i| format!("{{\"request_id\":\"r{i}\",\"enqueue_time\":{t},\"first_token_time\":{t}.3,\"last_token_time\":{lt},\"finish_time\":{lt},\"output_tokens\":50}}\n", t = 100 + i * 10, lt = 102 + i * 10))
+            .collect();
+        assert!(snapshot(&[("requests.jsonl", &quick)], RULE, "request_log_quick").is_none());
+    }
 
     #[test]
     fn fires_on_a_key_value_block() {
