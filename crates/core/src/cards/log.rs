@@ -339,6 +339,14 @@ pub const EXCERPTS: &[Excerpt] = &[
         rule: Some("generic-gpu-fault"),
     },
     Excerpt {
+        id: "llama-server-inconclusive-decode-compute-error",
+        name: "llama-server-inconclusive-decode-compute-error.log",
+        source: ("llama-server log", "llama-server 日志"),
+        text: include_str!("logs/llama-server-inconclusive-decode-compute-error.log"),
+        verdict: Verdict::Inconclusive,
+        rule: Some("unclaimed-error"),
+    },
+    Excerpt {
         id: "healthy",
         name: "healthy.log",
         source: ("vLLM V1 log", "vLLM V1 日志"),
