@@ -9,10 +9,12 @@
 pub mod facts;
 pub mod families;
 pub mod figures;
+pub mod heard;
 pub mod kind;
 pub mod needles;
 pub mod normalize;
 pub mod parsers;
+pub mod prefixes;
 pub mod report;
 pub mod rules;
 mod signal_table;

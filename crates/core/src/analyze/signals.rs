@@ -15,7 +15,11 @@
 //! signal in it belongs to a rule that fired, or to [`BENIGN`]. Every other block is an error no
 //! rule explains: the `unclaimed-error` finding quotes it, and the verdict cannot be HEALTHY.
 
-use super::families::{Family, WORDS, is_hint, lead};
+use super::families::{Family, WORDS};
+use super::heard::{ANNOUNCE_KEYS, CLIENT_KEYS, STATUS_KEYS, families_of_line};
+pub use super::heard::{FamilyHits, Ports};
+pub use super::prefixes::strip_prefixes;
+pub(crate) use super::prefixes::strip_remembered;
 use super::report::EvidenceLine;
 use super::rules::Both;
 use super::text::{finder, number_after, quote_redacted};
@@ -112,26 +116,6 @@ const AUX: &[(&str, u32)] = &[
     ("inference compute", aux::LLAMA),
     ("Total GPU memory (GiB)", aux::LLAMA),
     ("model: ", aux::LLAMA),
-    // A status an SDK or a client quotes (`Error code: 401 - {…}`, `status code 404`): its
-    // family is read from the number ([`status_family`]).
-    ("Error code: ", aux::STATUS),
-    ("status code ", aux::STATUS),
-    ("status code: ", aux::STATUS),
-    ("status_code=", aux::STATUS),
-    ("Status code: ", aux::STATUS),
-    ("HTTP error ", aux::STATUS),
-    // A server announcing a port (Triton: `Started HTTPService at 0.0.0.0:8000`, `Started
-    // Metrics Service at 0.0.0.0:8002`), and a client naming the address it calls.
-    ("Service at ", aux::ANNOUNCE),
-    ("etrics server listening on ", aux::ANNOUNCE),
-    ("etrics server started on ", aux::ANNOUNCE),
-    (" -u ", aux::CLIENT),
-    (" --url ", aux::CLIENT),
-    (" --url=", aux::CLIENT),
-    ("base_url", aux::CLIENT),
-    ("api_base", aux::CLIENT),
-    (" --endpoint ", aux::CLIENT),
-    ("BASE_URL=", aux::CLIENT),
 ];
 
 /// What one pattern of the line scan means (a pattern can mean several things at once).
@@ -176,6 +160,13 @@ static SCANNER: std::sync::LazyLock<(Automaton, Vec<Target>, Vec<&'static str>)>
         }
         for (text, family) in WORDS {
             slot(&mut table, text).family |= family.bit();
+        }
+        for (keys, bit) in
+            [(STATUS_KEYS, aux::STATUS), (ANNOUNCE_KEYS, aux::ANNOUNCE), (CLIENT_KEYS, aux::CLIENT)]
+        {
+            for key in keys {
+                slot(&mut table, key).aux |= bit;
+            }
         }
         for (i, text) in crate::analyze::parsers::vllm::NEEDLE_TEXT.iter().enumerate() {
             slot(&mut table, text).vllm |= 1 << i;
@@ -388,94 +379,6 @@ fn capacity_not_positive(line: &str) -> bool {
     CAPACITY_KEYS.iter().any(|key| {
         line.match_indices(key).any(|(i, _)| number_after(&line[i..], key).is_some_and(|v| v <= 0.0))
     })
-}
-
-/// Remove what log collectors and multi-process engines put before a message: container
-/// timestamps (`2025-03-04T10:00:01.123Z `), `[rank0]:`, `(EngineCore_0 pid=12)`,
-/// `(VllmWorker rank=1 pid=9)`, SGLang's `[2025-03-04 10:00:01 TP0] `. Leading spaces of the
-/// message itself are kept (a traceback's frame lines are indented).
-pub fn strip_prefixes(line: &str) -> &str {
-    let mut s = line;
-    loop {
-        // Most lines start with a letter: no prefix, nothing to trim.
-        if s.as_bytes().first().is_some_and(|b| b.is_ascii_alphabetic()) {
-            return s;
-        }
-        let t = s.trim_start();
-        if let Some(rest) = iso_stamp(t) {
-            s = rest.strip_prefix(' ').unwrap_or(rest);
-            continue;
-        }
-        let p = process_prefix(t);
-        if p > 0 {
-            s = &t[p..];
-            continue;
-        }
-        if t.starts_with('[')
-            && t.as_bytes().get(1..5).is_some_and(|d| d.iter().all(u8::is_ascii_digit))
-            && t.as_bytes().get(5) == Some(&b'-')
-            && let Some(end) = t.find(']')
-        {
-            s = t[end + 1..].strip_prefix(' ').unwrap_or(&t[end + 1..]);
-            continue;
-        }
-        return if s.len() - t.len() > 0 && s.starts_with("  ") { s } else { t };
-    }
-}
-
-/// The process or rank prefix a line starts with (`(APIServer pid=1) ` with its space,
-/// `[rank0]:`): its length; 0 when there is none.
-fn process_prefix(line: &str) -> usize {
-    let b = line.as_bytes();
-    match b.first() {
-        Some(b'(') => match b.iter().position(|&c| c == b')') {
-            Some(end) if has_pid(&b[..end]) => end + 1 + usize::from(b.get(end + 1) == Some(&b' ')),
-            _ => 0,
-        },
-        Some(b'[') if line.starts_with("[rank") => match line[5..].find("]:") {
-            Some(end) if line[5..5 + end].bytes().all(|c| c.is_ascii_digit()) => 5 + end + 2,
-            _ => 0,
-        },
-        _ => 0,
-    }
-}
-
-/// [`strip_prefixes`], remembering the process prefix of the last line: a multi-process log
-/// repeats it on line after line, and comparing bytes costs less than parsing it again.
-pub(crate) fn strip_remembered<'l>(prefix: &mut Vec<u8>, line: &'l str) -> &'l str {
-    let p = if !prefix.is_empty() && line.as_bytes().starts_with(prefix) {
-        prefix.len()
-    } else {
-        let p = process_prefix(line);
-        prefix.clear();
-        if p <= 64 {
-            prefix.extend_from_slice(&line.as_bytes()[..p]);
-        }
-        p
-    };
-    strip_prefixes(&line[p..])
-}
-
-/// `pid=` in a short prefix (a plain loop: cheaper than a searcher on 20 bytes).
-fn has_pid(b: &[u8]) -> bool {
-    (3..b.len()).any(|i| b[i] == b'=' && &b[i - 3..i] == b"pid")
-}
-
-/// `2025-03-04T10:00:01.123456789Z` / `2025-03-04 10:00:01,123` at the start: the rest.
-fn iso_stamp(t: &str) -> Option<&str> {
-    let b = t.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    if !(digits(0..4) && b.get(4) == Some(&b'-') && digits(5..7) && b.get(7) == Some(&b'-') && digits(8..10))
-    {
-        return None;
-    }
-    if !(matches!(b.get(10), Some(b'T' | b' ')) && digits(11..13) && b.get(13) == Some(&b':')) {
-        return None;
-    }
-    let end = t[11..].find(|c: char| c.is_whitespace()).map_or(t.len(), |i| 11 + i);
-    // Python logging's `,123` milliseconds are part of the first field already; a trailing
-    // timezone word is not.
-    Some(&t[end..])
 }
 
 /// Why a line is an alarm.
@@ -758,107 +661,6 @@ pub struct Signals {
     pub ports: Ports,
 }
 
-/// Ports a server announced at start-up and ports a client named (the first [`MAX_PORTS`] of
-/// each).
-#[derive(Clone, Debug, Default)]
-pub struct Ports {
-    /// (port, opened for metrics, the line).
-    pub announced: Vec<(u16, bool, EvidenceLine)>,
-    /// (port, the line): a client command's or setting's address.
-    pub client: Vec<(u16, EvidenceLine)>,
-}
-
-/// Ports kept of each kind.
-const MAX_PORTS: usize = 16;
-
-/// The ports of `host:port` addresses in `s` (`0.0.0.0:8002`, `localhost:8001`,
-/// `http://gpu-3:8000/v1`): a host with a letter or a dot before the colon, so a time
-/// (`07:23:26`) is none.
-fn ports_in(s: &str) -> impl Iterator<Item = u16> + '_ {
-    let b = s.as_bytes();
-    memchr::memchr_iter(b':', b).filter_map(move |i| {
-        let host =
-            b[..i].iter().rev().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b']'));
-        let (mut len, mut named) = (0, false);
-        for c in host {
-            len += 1;
-            named |= c.is_ascii_alphabetic() || *c == b'.';
-        }
-        let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        let port = s.get(i + 1..i + 1 + digits)?.parse::<u16>().ok()?;
-        (len > 0 && named && (2..=5).contains(&digits) && port >= 80).then_some(port)
-    })
-}
-
-/// Hits of one generic family.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct FamilyHits {
-    /// Lines whose words lead to the family.
-    pub count: u64,
-    /// The first few of them.
-    pub lines: Vec<EvidenceLine>,
-    /// How many family hits came before this family's first, across every input: the family
-    /// with the smallest came first in the paste.
-    pub first: u64,
-}
-
-/// Lines kept per family.
-const MAX_FAMILY_LINES: usize = 4;
-
-impl Signals {
-    fn family_hit(&mut self, family: Family, input: &str, no: usize, line: &str) {
-        let order = self.family_hits;
-        self.family_hits += 1;
-        let hits = self
-            .families
-            .entry(family)
-            .or_insert_with(|| FamilyHits { first: order, ..FamilyHits::default() });
-        hits.count += 1;
-        if hits.lines.len() < MAX_FAMILY_LINES {
-            hits.lines.push(EvidenceLine::quoted(input, no, line));
-        }
-    }
-}
-
-/// The family an HTTP status stands for: a rejected credential, a path or model not served, an
-/// upstream that cannot be reached.
-fn family_of_status(code: u16) -> Option<Family> {
-    match code {
-        401 | 403 => Some(Family::Auth),
-        404 => Some(Family::NotFound),
-        // 503 is also what a full queue answers (SGLang, Ollama's `server busy`): not this.
-        502 | 504 => Some(Family::Unreachable),
-        _ => None,
-    }
-}
-
-/// The families of the statuses in a line: an access line's, or one an SDK or client quotes
-/// (`Error code: 401 - {…}`). A 404 for what browsers ask of any server (`/favicon.ico`) is not
-/// a path the client was told to use.
-fn status_families(line: &str, status: Option<u16>, scan: &Scan) -> u32 {
-    let mut bits = 0;
-    if let Some(f) = status.and_then(family_of_status)
-        && !(f == Family::NotFound && (line.contains("/favicon") || line.contains("/robots.txt")))
-    {
-        bits |= f.bit();
-    }
-    if scan.aux & aux::STATUS != 0 {
-        for key in
-            ["Error code: ", "status code ", "status code: ", "status_code=", "Status code: ", "HTTP error "]
-        {
-            if let Some(f) = line
-                .find(key)
-                .and_then(|i| line[i + key.len()..].get(..3))
-                .and_then(|d| d.parse::<u16>().ok())
-                .and_then(family_of_status)
-            {
-                bits |= f.bit();
-            }
-        }
-    }
-    bits
-}
-
 impl Signals {
     /// Every hit of the signals whose rules include `rule`, in table order.
     pub fn for_rule(&self, rule: &str) -> impl Iterator<Item = (&'static Signal, &Hits)> {
@@ -961,42 +763,12 @@ impl Watch {
         if status.is_some_and(|c| (200..300).contains(&c)) {
             out.ok_access += 1;
         }
-        if scan.aux & aux::ANNOUNCE != 0 && out.ports.announced.len() < MAX_PORTS {
-            let metrics = line.contains("etrics");
-            for key in ["Service at ", "listening on ", "started on "] {
-                if let Some(i) = line.find(key)
-                    && let Some(port) = ports_in(&line[i + key.len()..]).next()
-                {
-                    out.ports.announced.push((port, metrics, EvidenceLine::quoted(input, no, line)));
-                    break;
-                }
-            }
-        }
-        if scan.aux & aux::CLIENT != 0 {
-            for port in ports_in(line).take(4) {
-                if out.ports.client.len() < MAX_PORTS {
-                    out.ports.client.push((port, EvidenceLine::quoted(input, no, line)));
-                }
-            }
-        }
-        // The generic words: the line's leading failure family (none on a line that only
-        // suggests), and whether it says a server started.
-        let mut families = scan.families | status_families(line, status, &scan);
-        let started = Family::Started.bit();
+        out.ports.line(input, no, line, scan.aux & aux::ANNOUNCE != 0, scan.aux & aux::CLIENT != 0);
         // A line with a known message is the exact rules' (a benign one is no failure); only a
         // known message that names no cause leaves its words to the generic layer.
         let known = found.iter().any(|&i| SIGNALS[i].rules != [UNCLAIMED]);
-        if families & !started != 0 && (known || is_hint(line)) {
-            families &= started;
-        }
-        if families & started != 0 {
-            out.family_hit(Family::Started, input, no, line);
-        }
-        let failure = lead(families);
-        if let Some(family) = failure {
-            out.family_hit(family, input, no, line);
-        }
-        let failure = failure.map_or(0, Family::bit);
+        let status_key = scan.aux & aux::STATUS != 0;
+        let failure = families_of_line(out, (input, no, line), scan.families, (status, status_key), known);
         let alarm = alarm_of(shape_alarm, status, &scan);
         match (alarm, self.open.as_mut()) {
             (Some(kind), Some(block)) => {

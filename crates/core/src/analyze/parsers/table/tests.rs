@@ -1,3 +1,5 @@
+//! The table reader's tests: each shape, units and separators, bounds and hostile lines.
+
 use super::*;
 use crate::analyze::testutil::run;
 
