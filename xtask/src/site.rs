@@ -44,14 +44,23 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// (+11,106 B gzip measured against the same page with its two scheduler calls stubbed) and
 /// gained undo, bury, suspend, a card browser and charts. Measured: the page's wasm 479,266 B
 /// gzip, the first visit 492,240 B, everything 1,214,867 B.
-pub const BUDGET_GZIP_BYTES: u64 = 1_280 * 1024;
+///
+/// 2026-12-07, session 10 (issue "Judgement that generalises"): the analyzer gained paste
+/// normalisation, the generic layer (the families' words, 10 rules), the table reader (4 rules),
+/// 4 more rules, the nvidia-smi XML form — and the deck the cards of 16 more rules. Measured: the
+/// analyzer's module 624,461 → 708,728 B gzip, `deck.json` 88,995 → 100,852 B, everything
+/// 1,314,937 B; the first visit unchanged (496,186 B). Both on demand, so the analyzer's budget
+/// and this total were raised; where the analyzer's 84 KB went (rule texts in two languages,
+/// the table reader's formatting, monomorphised closures?) is not yet measured (twiggy).
+pub const BUDGET_GZIP_BYTES: u64 = 1_320 * 1024;
 /// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: the 600 KB the issues
 /// ask of the site ("The browser at native speed", the flashcards), now that the analyzer is
 /// loaded on demand (see [`BUDGET_GZIP_BYTES`]).
 pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 600_000;
 /// The analysis worker's module (`triage_site_analyzer_bg.wasm`), loaded on demand: measured
-/// 615,121 B gzip at `opt-level = 3` (2026-12-04), with a little room.
-pub const ANALYZER_BUDGET_GZIP_BYTES: u64 = 640 * 1024;
+/// 615,121 B gzip at `opt-level = 3` (2026-12-04), 708,728 B once it judged strangers' pastes
+/// (2026-12-07, see [`BUDGET_GZIP_BYTES`]), with a little room.
+pub const ANALYZER_BUDGET_GZIP_BYTES: u64 = 704 * 1024;
 /// The analysis worker's wasm module, as `wasm-bindgen` names it.
 pub const ANALYZER_WASM: &str = "triage_site_analyzer_bg.wasm";
 /// What the first visit to the page downloads; everything else in `site/dist` is loaded on
