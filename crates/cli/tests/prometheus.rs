@@ -540,6 +540,48 @@ fn credentials_are_sent_and_never_printed() {
     assert!(!text(&out).contains("s3cret"), "{}", text(&out));
     assert!(heads.lock().unwrap()[0].to_ascii_lowercase().contains("authorization: basic "), "{:?}", heads);
 
+    // A body that echoes the token across byte 4,096 (the excerpt's cut): no fragment shows,
+    // even once whitespace folding pulls it to the front.
+    let echo = format!("{}{TOKEN} trailing words", " ".repeat(4096 - 12));
+    let (url, _) = serve(1, move |s| respond(s, "200 OK", "text/plain", &echo));
+    let out = triage()
+        .args(["analyze", "--prometheus", &url, "--prometheus-token-env", "PROM_TOKEN"])
+        .env("PROM_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!text(&out).contains(&TOKEN[..8]), "{}", text(&out));
+
+    // Basic auth echoed back, as the encoded header (JSON error and HTML): redacted.
+    let encoded = "YWRtaW46czNjcmV0LXBhc3N3b3JkLTQy"; // base64("admin:s3cret-password-42")
+    for (status, kind, body) in [
+        (
+            "401 Unauthorized",
+            "application/json",
+            format!(
+                r#"{{"status":"error","errorType":"auth","error":"denied: Authorization: Basic {encoded}"}}"#
+            ),
+        ),
+        ("401 Unauthorized", "text/html", format!("<html><pre>Authorization: Basic {encoded}</pre></html>")),
+        ("401 Unauthorized", "text/plain", format!("you sent {encoded}")),
+    ] {
+        let (url, _) = serve(1, move |s| respond(s, status, kind, &body));
+        let out = triage()
+            .args([
+                "analyze",
+                "--prometheus",
+                &url,
+                "--prometheus-basic-auth-env",
+                "PROM_AUTH",
+                "--format",
+                "json",
+            ])
+            .env("PROM_AUTH", "admin:s3cret-password-42")
+            .output()
+            .unwrap();
+        assert!(!text(&out).contains("YWRtaW46") && !text(&out).contains("s3cret"), "{kind}: {}", text(&out));
+    }
+
     // Usage errors: a variable that is not set, credentials in the URL, flags without --prometheus.
     let out = triage()
         .args([
