@@ -327,7 +327,7 @@ fn openmetrics_usage_errors_and_links() {
     assert_eq!(code, Some(2), "{err}");
     // --force replaces regular files (and links themselves) only: never a FIFO or a device.
     let fifo = dir.join("fleet.fifo");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    let made = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
     if made {
         let (code, err) = sim(&["--openmetrics", fifo.to_str().unwrap(), "--force"]);
         assert_eq!(code, Some(2), "{err}");
