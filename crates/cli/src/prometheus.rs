@@ -81,10 +81,7 @@ pub fn secrets(auth: &Auth) -> Secrets {
     match auth {
         Auth::None => {}
         Auth::Bearer(t) => s.add(t),
-        Auth::Basic(u, p) => {
-            s.add(p);
-            s.add(&format!("{u}:{p}"));
-        }
+        Auth::Basic(u, p) => s.add_basic(u, p),
     }
     s
 }

@@ -196,15 +196,30 @@ fn openmetrics(s: &Scenario, args: &SimArgs, file: &Path) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// Write one file without following a symbolic link at `path`: a file that exists (or a link)
-/// is replaced only with `force`, by a new file renamed over it. `Ok(Err(why))` is a refusal.
+/// What `--force` must never replace: anything but a regular file or a link (a device, a FIFO,
+/// a socket — `--openmetrics /dev/null --force` as root would have replaced `/dev/null`).
+fn not_replaceable(m: &std::fs::Metadata) -> bool {
+    !(m.is_file() || m.file_type().is_symlink())
+}
+
+/// Write one file without following a symbolic link at `path`: a regular file that exists (or a
+/// link) is replaced only with `force`, by a new file renamed over it; nothing else is ever
+/// replaced, and a missing parent folder is refused. `Ok(Err(why))` is a refusal (exit 2).
 fn write_file(path: &Path, content: &str, force: bool, flag: &str) -> anyhow::Result<Result<(), String>> {
     let path: PathBuf = path.components().collect();
     if path.file_name().is_none() {
         return Ok(Err(format!("{flag} {} names no file", path.display())));
     }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Ok(Err(format!("{flag} {}: the folder {} does not exist", path.display(), parent.display())));
+    }
     match std::fs::symlink_metadata(&path) {
         Ok(m) if m.is_dir() => Ok(Err(format!("{flag} {} is a directory", path.display()))),
+        Ok(m) if not_replaceable(&m) => {
+            Ok(Err(format!("{flag} {} is not a regular file; nothing was written", path.display())))
+        }
         Ok(m) if !force => {
             let what = if m.file_type().is_symlink() { " (a symbolic link)" } else { "" };
             Ok(Err(format!("{} exists{what}; nothing was written (--force replaces it)", path.display())))
@@ -295,6 +310,9 @@ fn write_files(dir: &Path, files: &[Artifact], force: bool) -> anyhow::Result<Re
         let path = dir.join(&f.name);
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.is_dir() => return Ok(Err(format!("{} is a directory", path.display()))),
+            Ok(m) if not_replaceable(&m) => {
+                return Ok(Err(format!("{} is not a regular file; nothing was written", path.display())));
+            }
             Ok(m) if !force => {
                 let what = if m.file_type().is_symlink() { " (a symbolic link)" } else { "" };
                 return Ok(Err(format!(

@@ -540,6 +540,48 @@ fn credentials_are_sent_and_never_printed() {
     assert!(!text(&out).contains("s3cret"), "{}", text(&out));
     assert!(heads.lock().unwrap()[0].to_ascii_lowercase().contains("authorization: basic "), "{:?}", heads);
 
+    // A body that echoes the token across byte 4,096 (the excerpt's cut): no fragment shows,
+    // even once whitespace folding pulls it to the front.
+    let echo = format!("{}{TOKEN} trailing words", " ".repeat(4096 - 12));
+    let (url, _) = serve(1, move |s| respond(s, "200 OK", "text/plain", &echo));
+    let out = triage()
+        .args(["analyze", "--prometheus", &url, "--prometheus-token-env", "PROM_TOKEN"])
+        .env("PROM_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!text(&out).contains(&TOKEN[..8]), "{}", text(&out));
+
+    // Basic auth echoed back, as the encoded header (JSON error and HTML): redacted.
+    let encoded = "YWRtaW46czNjcmV0LXBhc3N3b3JkLTQy"; // base64("admin:s3cret-password-42")
+    for (status, kind, body) in [
+        (
+            "401 Unauthorized",
+            "application/json",
+            format!(
+                r#"{{"status":"error","errorType":"auth","error":"denied: Authorization: Basic {encoded}"}}"#
+            ),
+        ),
+        ("401 Unauthorized", "text/html", format!("<html><pre>Authorization: Basic {encoded}</pre></html>")),
+        ("401 Unauthorized", "text/plain", format!("you sent {encoded}")),
+    ] {
+        let (url, _) = serve(1, move |s| respond(s, status, kind, &body));
+        let out = triage()
+            .args([
+                "analyze",
+                "--prometheus",
+                &url,
+                "--prometheus-basic-auth-env",
+                "PROM_AUTH",
+                "--format",
+                "json",
+            ])
+            .env("PROM_AUTH", "admin:s3cret-password-42")
+            .output()
+            .unwrap();
+        assert!(!text(&out).contains("YWRtaW46") && !text(&out).contains("s3cret"), "{kind}: {}", text(&out));
+    }
+
     // Usage errors: a variable that is not set, credentials in the URL, flags without --prometheus.
     let out = triage()
         .args([
@@ -565,4 +607,32 @@ fn credentials_are_sent_and_never_printed() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("bad window"), "{}", text(&out));
+}
+
+/// A step past a minute (`--step 2m`, or one widened for a long window) is analysed, never a
+/// panic: the recent tail's bounds crossed and `clamp` aborted with exit 101.
+#[test]
+fn steps_past_a_minute_are_analysed() {
+    let t0: u64 = 1_764_460_800;
+    for (step, step_s) in [("61s", 61u64), ("2m", 120), ("10m", 600)] {
+        let points = 40u64;
+        let values: Vec<String> =
+            (0..points).map(|k| format!("[{},\"{}\"]", t0 + k * step_s, 1000 + k * 500)).collect();
+        let range = format!(
+            r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"__name__":"vllm:generation_tokens_total","instance":"a:8000"}},"values":[{}]}}]}}}}"#,
+            values.join(",")
+        );
+        let series = r#"{"status":"success","data":[{"__name__":"vllm:generation_tokens_total","instance":"a:8000"}]}"#;
+        let n = Arc::new(Mutex::new(0));
+        let (url, heads) = serve(4, move |s| {
+            let mut k = n.lock().unwrap();
+            respond(s, "200 OK", "application/json", if *k == 0 { series } else { &range });
+            *k += 1;
+        });
+        let (from, to) = (t0.to_string(), (t0 + (points - 1) * step_s).to_string());
+        let out = analyze(&url, &["--from", &from, "--to", &to, "--step", step, "--format", "json"]);
+        assert_ne!(out.status.code(), Some(101), "{step}: {} {:?}", text(&out), heads.lock().unwrap());
+        assert!(!text(&out).contains("panicked"), "{step}: {}", text(&out));
+        assert!(out.status.success(), "{step}: {}", text(&out));
+    }
 }

@@ -325,6 +325,22 @@ fn openmetrics_usage_errors_and_links() {
     assert!(err.contains("exists"), "{err}");
     let (code, err) = sim(&["--openmetrics", dir.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{err}");
+    // --force replaces regular files (and links themselves) only: never a FIFO or a device.
+    let fifo = dir.join("fleet.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    if made {
+        let (code, err) = sim(&["--openmetrics", fifo.to_str().unwrap(), "--force"]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("not a regular file"), "{err}");
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+    // A folder that does not exist is a usage error (exit 2), and nothing is created.
+    let missing = dir.join("no-such-folder").join("fleet.om");
+    let (code, err) = sim(&["--openmetrics", missing.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!dir.join("no-such-folder").exists());
     let _ = std::fs::remove_file(&victim);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -47,6 +47,14 @@ impl Secrets {
         crate::sort::sort_by_key(&mut self.exact, |e| std::cmp::Reverse(e.len()));
     }
 
+    /// HTTP basic auth: the password, `user:password` and the header value the run sends
+    /// (`Basic` + base64 of `user:password`) — a server that echoes the header quotes that.
+    pub fn add_basic(&mut self, user: &str, password: &str) {
+        self.add(password);
+        self.add(&format!("{user}:{password}"));
+        self.add(&basic_credential(user, password));
+    }
+
     /// Builder form of [`Secrets::add`].
     pub fn with(mut self, secret: &str) -> Secrets {
         self.add(secret);
@@ -98,6 +106,33 @@ impl Secrets {
         let one_line: String = redacted.split_whitespace().collect::<Vec<_>>().join(" ");
         cut(&one_line, max_chars)
     }
+}
+
+/// The credential of an `Authorization: Basic` header: standard base64 (with padding) of
+/// `user:password`.
+pub fn basic_credential(user: &str, password: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let raw = format!("{user}:{password}");
+    let mut out = String::with_capacity(raw.len().div_ceil(3) * 4);
+    for chunk in raw.as_bytes().chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A `Basic` header's value: base64 of eight characters or more, with a digit or `+/=` (so
+/// `Basic usage` in prose stays).
+fn basic_value(v: &str) -> bool {
+    v.len() >= 8
+        && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
+        && v.bytes().any(|c| c.is_ascii_digit() || matches!(c, b'+' | b'/' | b'='))
 }
 
 /// Redact with the credential patterns only (no exact secrets known).
@@ -219,6 +254,7 @@ pub fn redact_patterns(line: &str) -> Cow<'_, str> {
     if memchr::memchr2(b'?', b'&', b).is_none()
         && crate::analyze::text::finder!("sk-").find(b).is_none()
         && crate::analyze::text::finder!("earer ").find(b).is_none()
+        && crate::analyze::text::finder!("asic ").find(b).is_none()
         && crate::analyze::text::finder!("://").find(b).is_none()
     {
         return Cow::Borrowed(line);
@@ -240,6 +276,10 @@ pub fn redact_patterns(line: &str) -> Cow<'_, str> {
             (Some(3), &mut key_end)
         } else if rest.starts_with("Bearer ") || rest.starts_with("bearer ") {
             (Some(7), &mut key_end)
+        } else if (rest.starts_with("Basic ") || rest.starts_with("basic "))
+            && basic_value(&rest[6..rest[6..].find(token_end).map_or(rest.len(), |e| 6 + e)])
+        {
+            (Some(6), &mut key_end)
         } else if b[i] == b'?' || b[i] == b'&' {
             // The parameter's name runs to the first of `=&" ` and must end at `=`; names longer
             // than `MAX_PARAM_NAME` are not parameters (and would make every `?` cost a long copy).
@@ -327,6 +367,28 @@ pub fn is_secret_name(k: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn basic_auth_is_a_credential_shape_and_an_exact_secret() {
+        assert_eq!(basic_credential("admin", "s3cret-password-42"), "YWRtaW46czNjcmV0LXBhc3N3b3JkLTQy");
+        assert_eq!(basic_credential("a", "b"), "YTpi");
+        assert_eq!(basic_credential("ab", "cd"), "YWI6Y2Q=");
+        // Echoed back by a server, in a header line or JSON: redacted by shape alone.
+        for echoed in [
+            "Authorization: Basic YWRtaW46czNjcmV0LXBhc3N3b3JkLTQy",
+            r#"{"error":"denied for basic YWRtaW46czNjcmV0LXBhc3N3b3JkLTQy"}"#,
+        ] {
+            let r = redact_patterns(echoed);
+            assert!(!r.contains("YWRtaW46"), "{r}");
+        }
+        // Prose keeps its words.
+        assert_eq!(redact_patterns("Basic usage: see the docs"), "Basic usage: see the docs");
+        // The run's own encoded credential is an exact secret, whatever precedes it.
+        let mut s = Secrets::new();
+        s.add_basic("admin", "s3cret-password-42");
+        let r = s.redact("echo:YWRtaW46czNjcmV0LXBhc3N3b3JkLTQy and admin:s3cret-password-42");
+        assert!(!r.contains("YWRtaW46") && !r.contains("s3cret"), "{r}");
+    }
 
     #[test]
     fn a_key_straddling_the_cut_leaks_nothing() {

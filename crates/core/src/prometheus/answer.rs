@@ -89,8 +89,11 @@ fn envelope<'a, T: Deserialize<'a>>(
     let env: Envelope<T> = match parsed {
         Ok(e) => e,
         Err(_) => {
-            let text = String::from_utf8_lossy(&body[..body.len().min(4096)]);
-            let shown = quote(secrets, text.trim());
+            // Redact, then cut: the first 4 KiB are redacted as text cut before it reached us, so
+            // a secret straddling byte 4,096 leaves no fragment for the excerpt to pull in.
+            let prefix = String::from_utf8_lossy(&body[..body.len().min(4096)]);
+            let redacted = secrets.redact_truncated(prefix.trim_start());
+            let shown = quote(secrets, redacted.trim());
             return Err(if (200..300).contains(&status) {
                 PromError::NotPrometheus(format!(
                     "HTTP {status}, the body is not a Prometheus API answer: {shown:?}"

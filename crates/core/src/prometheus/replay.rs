@@ -392,10 +392,11 @@ fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
 }
 
 /// The recent tail analysed on its own beside the whole window: a quarter of the window, at
-/// least two steps, at most two minutes; `None` when the window is too short to have one.
+/// least two steps, at most two minutes unless two steps are longer; `None` when the window is
+/// too short to have one. (A step past a minute made the bounds cross: `clamp` panicked.)
 fn tail_seconds(w: &Window) -> Option<f64> {
     let len = w.end_s - w.start_s;
-    let tail = (len / 4.0).clamp(2.0 * w.step_s, 120.0);
+    let tail = (len / 4.0).max(2.0 * w.step_s).min(120.0_f64.max(2.0 * w.step_s));
     (len >= 2.0 * tail && tail >= w.step_s).then_some(tail)
 }
 

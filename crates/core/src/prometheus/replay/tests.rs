@@ -337,3 +337,18 @@ fn gateways_are_ranked_and_never_healthy_on_their_own() {
     r.extend(replica("10.0.0.1:8000", 0.0, false, 500.0));
     assert_eq!(run(&matrix(r), Lang::En).verdict, Verdict::Healthy);
 }
+
+/// Any step and window: the recent tail has at least two steps and at most two minutes unless
+/// two steps are longer — never crossed bounds (a step past a minute panicked in `clamp`).
+#[test]
+fn the_tail_fits_any_step() {
+    for step_s in [1.0, 15.0, 60.0, 61.0, 120.0, 300.0, 3600.0, 86_400.0] {
+        for len in [0.0, 30.0, 600.0, 3600.0, 7.0 * 86_400.0] {
+            let w = Window { start_s: T0, end_s: T0 + len, step_s };
+            if let Some(tail) = tail_seconds(&w) {
+                assert!(tail >= 2.0 * step_s && tail <= 120.0_f64.max(2.0 * step_s), "{step_s} {len} {tail}");
+                assert!(len >= 2.0 * tail, "{step_s} {len} {tail}");
+            }
+        }
+    }
+}
