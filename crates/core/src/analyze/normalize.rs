@@ -13,6 +13,7 @@
 //! leaves (`` ` ``, `<`, `&`, `**`, a progress bar's `it/s]`) is handed back borrowed after a
 //! handful of byte tests.
 
+use super::text::finder;
 use std::borrow::Cow;
 
 /// The logical lines of one physical line.
@@ -83,7 +84,8 @@ fn strip_outer(line: &str) -> Option<&str> {
     }
     // A log viewer's gutter (`  | ERROR …`) or docker compose's `service-1  | ` / `[name] | `:
     // one bar, and no other in the rest (a table row has several).
-    if let Some(i) = t.get(..t.len().min(64)).and_then(|head| head.find("| ")) {
+    let head = &b[..b.len().min(64)];
+    if let Some(i) = memchr::memchr_iter(b'|', head).find(|&i| b.get(i + 1) == Some(&b' ')) {
         let name = t[..i].trim_end();
         let rest = &t[i + 2..];
         let word = name.bytes().any(|c| c.is_ascii_alphabetic())
@@ -175,7 +177,7 @@ fn markup(line: &str) -> Option<String> {
     let b = line.as_bytes();
     let backtick = memchr::memchr(b'`', b).is_some();
     let html = memchr::memchr2(b'<', b'&', b).is_some();
-    let bold = memchr::memmem::find(b, b"**").is_some();
+    let bold = memchr::memchr(b'*', b).is_some() && finder!("**").find(b).is_some();
     if !(backtick || html || bold) {
         return None;
     }
@@ -259,19 +261,26 @@ fn unwrap_json(line: &str) -> Option<Vec<String>> {
     let t = line.trim();
     // Error bodies are read as such; tracing's JSON (TGI: `"fields":{"message":…}`) has its
     // own parser.
+    if !t.starts_with('{') {
+        return None;
+    }
+    let b = t.as_bytes();
     let docker = t.starts_with("{\"log\":\"");
-    if !t.starts_with('{')
-        || t.starts_with("{\"error\"")
+    if t.starts_with("{\"error\"")
         || t.starts_with("{\"object\"")
         || t.starts_with("{\"type\"")
-        || !docker && (t.contains("\"fields\":") || t.contains("\"target\":\""))
+        || !docker && (finder!("\"fields\":").find(b).is_some() || finder!("\"target\":\"").find(b).is_some())
     {
         return None;
     }
-    let (key_at, key) = ["\"log\":", "\"msg\":", "\"message\":"]
-        .iter()
-        .filter_map(|k| t.find(k).map(|i| (i, *k)))
-        .min_by_key(|(i, _)| *i)?;
+    let (key_at, key) = [
+        (finder!("\"log\":").find(b), "\"log\":"),
+        (finder!("\"msg\":").find(b), "\"msg\":"),
+        (finder!("\"message\":").find(b), "\"message\":"),
+    ]
+    .into_iter()
+    .filter_map(|(at, k)| at.map(|i| (i, k)))
+    .min_by_key(|(i, _)| *i)?;
     let value = t[key_at + key.len()..].trim_start().strip_prefix('"')?;
     let text = unescape(value)?;
     let level = ["\"level\":\"", "\"level\": \"", "\"severity\":\""]
@@ -337,20 +346,26 @@ fn split_glued(line: &str) -> Option<Vec<String>> {
     for i in memchr::memchr_iter(b'\r', b) {
         cuts.push(i);
     }
-    for pat in [&b"it/s]"[..], &b"s/it]"[..]] {
-        for i in memchr::memmem::find_iter(b, pat) {
-            let end = i + pat.len();
-            if end < b.len() && !b[end].is_ascii_whitespace() {
-                cuts.push(end);
-            }
+    // A progress bar's `…it/s]` or `…s/it]` with the next record right after it (each `]` is
+    // looked at: a line has few).
+    for close in memchr::memchr_iter(b']', b) {
+        let end = close + 1;
+        let bar = close >= 4 && matches!(&b[close - 4..close], b"it/s" | b"s/it");
+        if bar && end < b.len() && !b[end].is_ascii_whitespace() {
+            cuts.push(end);
         }
     }
     // Merged records: the line starts with a stamp and the same year's stamp starts again right
     // after a letter or digit.
     if b.len() > 40 && iso_datetime(line.get(..19).unwrap_or("")) {
+        // Each later `T` that sits where a stamp's would (few per line: no searcher set up).
         let year = &b[..5];
-        for i in memchr::memmem::find_iter(&b[19..], year).map(|i| i + 19) {
-            if b[i - 1].is_ascii_alphanumeric() && line.get(i..i + 19).is_some_and(iso_datetime) {
+        for t in memchr::memchr_iter(b'T', &b[29..]).map(|t| t + 29) {
+            let i = t - 10;
+            if &b[i..i + 5] == year
+                && b[i - 1].is_ascii_alphanumeric()
+                && line.get(i..i + 19).is_some_and(iso_datetime)
+            {
                 cuts.push(i);
             }
         }

@@ -387,40 +387,28 @@ generic_rule!(
     "把 prompt 加 max tokens 限制在服务端上下文以内，或在显存允许时调大上下文。"
 );
 
-/// Every generic rule, in the order of [`RULES`](super::RULES).
-pub(crate) const ALL: &[Rule] = &[
-    GENERIC_OOM,
-    GENERIC_COLLECTIVE,
-    GENERIC_GPU_FAULT,
-    GENERIC_CRASH,
-    GENERIC_RESPAWN,
-    GENERIC_UNREACHABLE,
-    GENERIC_AUTH,
-    GENERIC_NOT_FOUND,
-    GENERIC_PROVIDER,
-    GENERIC_CONTEXT,
+/// Every generic rule with the words it reads, in the order of [`RULES`](super::RULES).
+const ALL: &[(&Rule, &Words)] = &[
+    (&GENERIC_OOM, &MEMORY),
+    (&GENERIC_COLLECTIVE, &COLLECTIVE),
+    (&GENERIC_GPU_FAULT, &GPU_FAULT),
+    (&GENERIC_CRASH, &CRASH),
+    (&GENERIC_RESPAWN, &RESPAWN),
+    (&GENERIC_UNREACHABLE, &UNREACHABLE),
+    (&GENERIC_AUTH, &AUTH),
+    (&GENERIC_NOT_FOUND, &NOT_FOUND),
+    (&GENERIC_PROVIDER, &PROVIDER),
+    (&GENERIC_CONTEXT, &CONTEXT),
 ];
 
 /// Is this one of the generic rules?
 pub fn is_generic(rule: &str) -> bool {
-    ALL.iter().any(|r| r.doc.id == rule)
+    family_of(rule).is_some()
 }
 
 /// The family a generic rule reads.
 pub(crate) fn family_of(rule: &str) -> Option<Family> {
-    const FAMILIES: [Family; 10] = [
-        Family::Memory,
-        Family::Collective,
-        Family::GpuFault,
-        Family::Crash,
-        Family::Respawn,
-        Family::Unreachable,
-        Family::Auth,
-        Family::NotFound,
-        Family::Provider,
-        Family::ContextTooLong,
-    ];
-    ALL.iter().position(|r| r.doc.id == rule).map(|i| FAMILIES[i])
+    ALL.iter().find(|(r, _)| r.doc.id == rule).map(|(_, w)| w.family)
 }
 
 fn check(f: &Facts, lang: Lang, doc: &RuleDoc, words: &Words) -> Option<Finding> {
