@@ -71,6 +71,9 @@ struct RawSeries {
     values: Vec<(f64, String)>,
 }
 
+/// Prometheus warnings listed at most; the rest are counted.
+pub const MAX_WARNINGS: usize = 20;
+
 /// What the server said, quoted safely: redacted, then cut to 300 characters.
 fn quote(secrets: &Secrets, text: &str) -> String {
     secrets.excerpt(text, 300)
@@ -112,7 +115,15 @@ fn envelope<'a, T: Deserialize<'a>>(
         return Err(PromError::Rejected { status, error_type: quote(secrets, &kind), message });
     }
     match env.data {
-        Some(d) => Ok((d, env.warnings.iter().map(|w| quote(secrets, w)).collect())),
+        Some(d) => {
+            // Listed up to a bound, the rest counted: a million warnings made a 105 MB report.
+            let mut warnings: Vec<String> =
+                env.warnings.iter().take(MAX_WARNINGS).map(|w| quote(secrets, w)).collect();
+            if env.warnings.len() > MAX_WARNINGS {
+                warnings.push(format!("{} more warning(s) not listed", env.warnings.len() - MAX_WARNINGS));
+            }
+            Ok((d, warnings))
+        }
         None => Err(PromError::NotPrometheus(format!("HTTP {status}: status success without data"))),
     }
 }
@@ -166,7 +177,9 @@ pub fn parse_matrix(
                 continue;
             }
             match crate::analyze::parsers::prom::parse_value(&v) {
-                Some(x) if t.is_finite() => points.push((t, x)),
+                // ±Inf is no sample of a counter or a gauge the rules read: one `+Inf` counter
+                // sample made healthy replicas' counters "rise by inf".
+                Some(x) if t.is_finite() && x.is_finite() => points.push((t, x)),
                 _ => bad_values += 1,
             }
         }
@@ -179,7 +192,7 @@ pub fn parse_matrix(
         m.cut.push(format!("{dropped_points} points dropped: at most {max_points} are read (shorten the window or widen --step)"));
     }
     if bad_values > 0 {
-        m.cut.push(format!("{bad_values} points skipped: not numbers"));
+        m.cut.push(format!("{bad_values} points skipped: not finite numbers"));
     }
     Ok(m)
 }
@@ -193,6 +206,25 @@ mod tests {
     }
 
     #[test]
+    fn infinities_are_skipped_and_warnings_bounded() {
+        let warnings: Vec<String> = (0..1000).map(|i| format!("\"warning {i}\"")).collect();
+        let body = format!(
+            r#"{{"status":"success","data":{{"resultType":"matrix","result":[
+            {{"metric":{{"__name__":"vllm:generation_tokens_total","instance":"x"}},"values":[[100,"5"],[115,"+Inf"],[130,"-Inf"],[145,"9"]]}}
+        ]}},"warnings":[{}]}}"#,
+            warnings.join(",")
+        );
+        let m = parse_matrix(200, body.as_bytes(), &no_secrets(), 10, 1000).unwrap();
+        assert_eq!(m.series[0].points, [(100.0, 5.0), (145.0, 9.0)]);
+        assert!(m.cut.iter().any(|c| c == "2 points skipped: not finite numbers"), "{:?}", m.cut);
+        assert_eq!(
+            m.cut.iter().filter(|c| c.starts_with("Prometheus warned: warning")).count(),
+            MAX_WARNINGS
+        );
+        assert!(m.cut.iter().any(|c| c.contains("980 more warning(s) not listed")), "{:?}", m.cut);
+    }
+
+    #[test]
     fn a_matrix_is_read_sorted_and_bounded() {
         let body = br#"{"status":"success","data":{"resultType":"matrix","result":[
             {"metric":{"__name__":"b","instance":"x"},"values":[[100,"1"],[115,"2"],[130,"NaN"]]},
@@ -202,10 +234,11 @@ mod tests {
         assert_eq!(m.series.len(), 2);
         assert_eq!(m.series[0].name(), "a");
         assert_eq!(m.series[0].points, vec![(100.0, 5.0)]);
-        assert_eq!(m.series[1].points.len(), 3);
-        assert_eq!(m.points, 4);
+        // `NaN` (and `oops`) are no samples the rules can read.
+        assert_eq!(m.series[1].points.len(), 2);
+        assert_eq!(m.points, 3);
         assert!(m.cut.iter().any(|c| c.contains("partial response")), "{:?}", m.cut);
-        assert!(m.cut.iter().any(|c| c.contains("1 points skipped")), "{:?}", m.cut);
+        assert!(m.cut.iter().any(|c| c.contains("2 points skipped")), "{:?}", m.cut);
         let m = parse_matrix(200, body, &no_secrets(), 1, 100).unwrap();
         assert_eq!(m.series.len(), 1);
         assert!(m.cut.iter().any(|c| c.starts_with("1 of 2 series dropped")), "{:?}", m.cut);
