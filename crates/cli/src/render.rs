@@ -297,8 +297,24 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
     out
 }
 
+/// Text from outside (a label value, a Prometheus warning, a figure's name), made inert in
+/// Markdown: every character that opens a link, an image, emphasis, a code span, HTML or a
+/// table cell is backslash-escaped, and a line break becomes a space — so a label cannot inject
+/// a link, an image or markup into the ticket the report is pasted into.
 fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '(' | ')' | '!' | '|' | '#' | '{' | '}'
+            | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The analysis report as Markdown (for tickets and chat), English headings.
@@ -407,9 +423,10 @@ pub fn analyze_markdown_in(r: &Report, lang: Lang) -> String {
         for (name, f) in plain {
             let _ = writeln!(
                 out,
-                "| {name} | {} | {} | {} |",
+                "| {} | {} | {} | {} |",
+                md_escape(name),
                 md_escape(&f.display(lang)),
-                f.unit,
+                md_escape(&f.unit),
                 md_escape(&f.definition)
             );
         }
@@ -670,5 +687,28 @@ fn prometheus_markdown(out: &mut String, p: &triage_core::prometheus::Prometheus
             );
         }
         out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::md_escape;
+
+    /// A label value or warning cannot open a link, an image, HTML, emphasis or a code span,
+    /// end a table cell or start a new block.
+    #[test]
+    fn markdown_from_outside_is_inert() {
+        let hostile = "x](http://evil.example) ![img](http://evil.example/p.png) <script>alert(1)</script> `code` **bold** a|b\n# heading";
+        let e = md_escape(hostile);
+        assert!(!e.contains('\n'), "{e}");
+        let chars: Vec<char> = e.chars().collect();
+        for (i, c) in chars.iter().enumerate() {
+            if "`*_[]<>()!|#{}~".contains(*c) {
+                assert!(i > 0 && chars[i - 1] == '\\', "{c} at {i} is not escaped: {e}");
+            }
+        }
+        // Every character is still there, escaped.
+        let plain: String = e.chars().filter(|c| *c != '\\').collect();
+        assert_eq!(plain, hostile.replace('\n', " "));
     }
 }
