@@ -348,7 +348,10 @@ fn input_name(role: &str, subject: &Subject) -> String {
 }
 
 /// Group the matrix: engine series by `instance` (else `pod`), GPU series by `Hostname` (else
-/// the `instance` a DCGM series of the same exporter names a host for, else `instance`).
+/// the `instance` a DCGM series of the same exporter names a host for, else `instance`) — by the
+/// exact label value, never by the cleaned one shown (two values equal once cut at 200
+/// characters or once a control character is replaced merged two replicas, and the faulty one's
+/// finding vanished); parts whose shown names collide are told apart with ` (#2)`, ` (#3)` ….
 fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
     let mut host_of_instance: BTreeMap<&str, &str> = BTreeMap::new();
     for s in &m.series {
@@ -367,13 +370,11 @@ fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
                 Some(h) => Subject { hostname: Some(clean(secrets, h)), ..Subject::default() },
                 None => Subject { instance: l("instance"), ..Subject::default() },
             };
-            (
-                (1, subject.hostname.clone().or(subject.instance.clone()).unwrap_or_default()),
-                Part { role: "gpus", subject, members: Vec::new() },
-            )
+            let raw = host.or_else(|| s.label("instance")).unwrap_or_default().to_owned();
+            ((1, raw), Part { role: "gpus", subject, members: Vec::new() })
         } else {
             let subject = Subject { instance: l("instance"), pod: l("pod"), ..Subject::default() };
-            let key = subject.instance.clone().or(subject.pod.clone()).unwrap_or_default();
+            let key = s.label("instance").or_else(|| s.label("pod")).unwrap_or_default().to_owned();
             let (rank, role) = if gateway_name(s.name()).is_some() { (2, "gateway") } else { (0, "replica") };
             ((rank, key), Part { role, subject, members: Vec::new() })
         };
@@ -388,7 +389,25 @@ fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
         }
         p.members.push(i);
     }
-    parts.into_values().collect()
+    let mut parts: Vec<Part> = parts.into_values().collect();
+    let mut shown: BTreeMap<(&'static str, String), usize> = BTreeMap::new();
+    for p in &mut parts {
+        let s = &mut p.subject;
+        let name = if s.hostname.is_some() {
+            &mut s.hostname
+        } else if s.instance.is_some() {
+            &mut s.instance
+        } else {
+            &mut s.pod
+        };
+        let Some(n) = name.as_mut() else { continue };
+        let seen = shown.entry((p.role, n.clone())).or_insert(0);
+        *seen += 1;
+        if *seen > 1 {
+            n.push_str(&format!(" (#{seen})"));
+        }
+    }
+    parts
 }
 
 /// The recent tail analysed on its own beside the whole window: a quarter of the window, at

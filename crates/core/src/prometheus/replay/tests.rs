@@ -352,3 +352,21 @@ fn the_tail_fits_any_step() {
         }
     }
 }
+
+/// Two replicas whose `instance` values are equal once cleaned for display (the same first 200
+/// characters; a control character where the other has a space) stay two replicas: the queued
+/// one's finding is not merged away.
+#[test]
+fn replicas_equal_once_cleaned_stay_apart() {
+    let long = "r".repeat(220);
+    for (a, b) in [(format!("{long}-a"), format!("{long}-b")), ("pod a".to_owned(), "pod\u{1}a".to_owned())] {
+        let mut r = replica(&a, 0.0, false, 500.0);
+        r.extend(replica(&b, 40.0, true, 300.0));
+        let report = run(&matrix(r), Lang::En);
+        assert_eq!(report.verdict, Verdict::TtftHigh, "{:#?}", report.findings);
+        let p = report.prometheus.as_ref().unwrap();
+        assert_eq!(p.fleet.replicas.len(), 2, "{:?}", p.fleet.replicas);
+        let names: Vec<_> = p.fleet.replicas.iter().map(|r| r.subject.instance.clone()).collect();
+        assert_ne!(names[0], names[1], "{names:?}");
+    }
+}
