@@ -150,7 +150,9 @@ fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, from_s: f64, mid
             let labels: Vec<String> = s
                 .labels
                 .iter()
-                .filter(|(k, _)| k.as_str() != "__name__")
+                // Only classic label names are fed back as text: a UTF-8 name of Prometheus 3
+                // (`x="1"} 9999 0 #`) would close the label set and forge every value.
+                .filter(|(k, _)| k.as_str() != "__name__" && classic_label_name(k))
                 .map(|(k, v)| {
                     format!("{}=\"{}\"", clean(secrets, k), query::escape_value(&clean(secrets, v)))
                 })
@@ -345,6 +347,13 @@ fn input_name(role: &str, subject: &Subject) -> String {
         .or(subject.hostname.as_deref())
         .unwrap_or("(unlabelled)");
     format!("prometheus {role} {who}")
+}
+
+/// `[a-zA-Z_][a-zA-Z0-9_]*`: a label name the exposition format can carry as it is.
+fn classic_label_name(k: &str) -> bool {
+    let mut b = k.bytes();
+    b.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 /// Group the matrix: engine series by `instance` (else `pod`), GPU series by `Hostname` (else

@@ -370,3 +370,22 @@ fn replicas_equal_once_cleaned_stay_apart() {
         assert_ne!(names[0], names[1], "{names:?}");
     }
 }
+
+/// A label name that Prometheus 3 allows (any UTF-8) but the text format cannot carry as it is
+/// does not forge the values the rules read: no stall is invented on a healthy replica.
+#[test]
+fn a_hostile_label_name_forges_nothing() {
+    let healthy = replica("10.0.0.1:8000", 0.0, false, 500.0);
+    let clean = run(&matrix(healthy.clone()), Lang::En);
+    let forged: Vec<serde_json::Value> = healthy
+        .into_iter()
+        .map(|mut s| {
+            s["metric"]["x=\"1\"} 9999 0 #"] = "y".into();
+            s
+        })
+        .collect();
+    let report = run(&matrix(forged), Lang::En);
+    assert_eq!(report.verdict, clean.verdict, "{:#?}", report.findings);
+    let rules = |r: &Report| r.findings.iter().map(|f| f.rule.clone()).collect::<Vec<_>>();
+    assert_eq!(rules(&report), rules(&clean));
+}
