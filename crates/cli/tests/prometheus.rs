@@ -636,3 +636,41 @@ fn steps_past_a_minute_are_analysed() {
         assert!(out.status.success(), "{step}: {}", text(&out));
     }
 }
+
+/// A server that puts the run's token into a label value: the label is shown redacted, and so
+/// are the queries built from it (the --max-series instance filter, the liveness matcher) and
+/// their graph links, in every format.
+#[test]
+fn a_token_in_a_label_is_never_printed_in_the_queries_built_from_it() {
+    let t0: u64 = 1_764_460_800;
+    let instance = format!("10.0.0.1:8000/{TOKEN}");
+    let other = format!("10.0.0.2:8000/{TOKEN}");
+    let series = format!(
+        r#"{{"status":"success","data":[{{"__name__":"vllm:generation_tokens_total","instance":"{instance}"}},{{"__name__":"vllm:num_requests_running","instance":"{instance}"}},{{"__name__":"vllm:generation_tokens_total","instance":"{other}"}},{{"__name__":"vllm:num_requests_running","instance":"{other}"}}]}}"#
+    );
+    let values: Vec<String> =
+        (0..20u64).map(|k| format!("[{},\"{}\"]", t0 + k * 15, 1000 + k * 500)).collect();
+    let range = format!(
+        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"__name__":"vllm:generation_tokens_total","instance":"{instance}"}},"values":[{}]}}]}}}}"#,
+        values.join(",")
+    );
+    for format in ["text", "markdown", "json"] {
+        let (series, range) = (series.clone(), range.clone());
+        let n = Arc::new(Mutex::new(0));
+        let (url, _) = serve(6, move |s| {
+            let mut k = n.lock().unwrap();
+            let body = if *k == 0 { series.as_str() } else { range.as_str() };
+            respond(s, "200 OK", "application/json", body);
+            *k += 1;
+        });
+        let (from, to) = (t0.to_string(), (t0 + 19 * 15).to_string());
+        let out = triage()
+            .args(["analyze", "--prometheus", &url, "--prometheus-token-env", "PROM_TOKEN"])
+            .args(["--from", &from, "--to", &to, "--step", "15s", "--max-series", "2", "--format", format])
+            .env("PROM_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{format}: {}", text(&out));
+        assert!(!text(&out).contains(&TOKEN[..12]), "{format}: {}", text(&out));
+    }
+}

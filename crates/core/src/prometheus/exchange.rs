@@ -226,11 +226,27 @@ impl Exchange {
 
     /// The window read, analysed (with the report of files given alongside, if any).
     pub fn report(&self, cfg: &Config<'_>, files: Option<Report>) -> Result<Report, PromError> {
+        // The queries were built from the server's raw label values (the instance filter under
+        // --max-series, the liveness matcher): what the report shows of them is redacted, and
+        // the graph link is made from what is shown.
+        let queries = self
+            .queries
+            .iter()
+            .map(|q| {
+                let expr = cfg.secrets.redact(&q.expr).into_owned();
+                let graph_url = if expr == q.expr {
+                    q.graph_url.clone()
+                } else {
+                    query::graph_url(&self.base, &expr, &self.window)
+                };
+                QueryRecord { expr, graph_url, ..q.clone() }
+            })
+            .collect();
         let asked = Asked {
             url: self.base.clone(),
             selector: self.selector.clone(),
             window: self.window,
-            queries: self.queries.clone(),
+            queries,
             cut: self.cut.clone(),
         };
         replay::analyze(&self.matrix, asked, cfg, files)
