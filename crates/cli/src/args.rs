@@ -254,8 +254,9 @@ pub struct SimArgs {
     /// itself, never written through).
     #[arg(long, conflicts_with = "serve")]
     pub force: bool,
-    /// Offline: simulate this long instead of the scenario's own duration (e.g. 10m).
-    #[arg(long, value_parser = parse_duration)]
+    /// Offline: simulate this long instead of the scenario's own duration (e.g. 10m). Not with
+    /// --serve (a live server runs until stopped; it was silently ignored).
+    #[arg(long, value_parser = parse_duration, conflicts_with = "serve")]
     pub duration: Option<Duration>,
     /// Offline, instead of --out: write the incident as Prometheus would hold it — a fleet of
     /// --replicas vLLM replicas (one runs the fault, the others the healthy workload) and their

@@ -128,6 +128,10 @@ fn absurd_numbers_are_usage_errors() {
     }
     let (code, err) = sim(&["--serve", "0", "--force"]);
     assert_eq!(code, Some(2), "{err}");
+    // --duration is offline's: with --serve it was silently ignored.
+    let (code, err) = sim(&["--serve", "0", "--duration", "10m"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--duration"), "{err}");
 }
 
 #[cfg(unix)]
