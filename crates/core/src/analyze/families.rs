@@ -63,23 +63,6 @@ impl Family {
         1 << self as u32
     }
 
-    /// Stable name (`memory`, `collective`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::Memory => "memory",
-            Family::Collective => "collective",
-            Family::GpuFault => "gpu-fault",
-            Family::Crash => "crash",
-            Family::Respawn => "respawn",
-            Family::Unreachable => "unreachable",
-            Family::Auth => "auth",
-            Family::NotFound => "not-found",
-            Family::Provider => "provider",
-            Family::ContextTooLong => "context-too-long",
-            Family::Started => "started",
-        }
-    }
-
     /// A line that holds needles of several families belongs to the first of these (a `CUDA
     /// error: out of memory` is memory, not a GPU fault; a `401` inside a connection error is
     /// the credential).

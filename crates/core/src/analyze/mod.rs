@@ -310,24 +310,18 @@ impl Analyzer {
         let (facts, lang) = (self.facts, self.lang);
         let mut findings: Vec<report::Finding> =
             rules::RULES.iter().filter_map(|r| (r.check)(&facts, lang)).collect();
+        let consequences = rules::consequences(&facts);
+        let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
         // The generic layer decides only when no exact rule named a cause; then the family seen
         // first leads.
-        {
-            let consequences = rules::consequences(&facts);
-            let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
-            rules::generic::settle(&facts, &mut findings, |f| {
-                f.class != report::Class::Inconclusive
-                    && !advisory(f)
-                    && !consequences.contains(&f.rule.as_str())
-            });
-        }
+        rules::generic::settle(&facts, &mut findings, |f| {
+            f.class != report::Class::Inconclusive && !advisory(f) && !consequences.contains(&f.rule.as_str())
+        });
         // A symptom's figure over its target says nothing more once a rule names a cause of the
         // same class.
         let caused: Vec<report::Class> = findings
             .iter()
-            .filter(|f| {
-                !rules::SYMPTOMS.contains(&f.rule.as_str()) && !rules::ADVISORIES.contains(&f.rule.as_str())
-            })
+            .filter(|f| !rules::SYMPTOMS.contains(&f.rule.as_str()) && !advisory(f))
             .map(|f| f.class)
             .collect();
         findings.retain(|f| !rules::SYMPTOMS.contains(&f.rule.as_str()) || !caused.contains(&f.class));
@@ -342,7 +336,6 @@ impl Analyzer {
         };
         // What a failure read from words brought down (a dead engine after a GPU fault) follows it.
         let generic = findings.iter().any(|f| rules::generic::is_generic(&f.rule));
-        let consequences = rules::consequences(&facts);
         let follows = |f: &report::Finding| generic && consequences.contains(&f.rule.as_str());
         crate::sort::sort_by(&mut findings, |a, b| {
             follows(a)
@@ -356,7 +349,6 @@ impl Analyzer {
         // next to a consequence such as a dead engine) leaves it INCONCLUSIVE, with the
         // unexplained error first; so does an input that shows no health.
         let unexplained = findings.iter().any(|f| f.rule == rules::unclaimed_error::RULE.doc.id);
-        let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
         let names_cause = |f: &report::Finding| {
             f.class != report::Class::Inconclusive
                 && !advisory(f)

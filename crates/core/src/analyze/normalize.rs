@@ -26,15 +26,14 @@ pub enum Clean<'a> {
 
 /// What the engine printed on this physical line: see the module docs.
 pub fn clean(line: &str) -> Clean<'_> {
-    let mut s: Cow<'_, str> = Cow::Borrowed(line);
-    // Frames and prefixes, outermost first; each may uncover the next.
+    // Frames and prefixes, outermost first; each may uncover the next. Each is a slice of the
+    // line: nothing is copied until markup has to be removed.
+    let mut bare = line;
     for _ in 0..4 {
-        let Some(inner) = strip_outer(&s) else { break };
-        s = Cow::Owned(inner.to_owned());
+        let Some(inner) = strip_outer(bare) else { break };
+        bare = inner;
     }
-    if let Some(t) = markup(&s) {
-        s = Cow::Owned(t);
-    }
+    let s: Cow<'_, str> = markup(bare).map_or(Cow::Borrowed(bare), Cow::Owned);
     if let Some(parts) = unwrap_json(&s) {
         let mut out = Vec::new();
         for p in parts {

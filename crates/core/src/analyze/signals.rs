@@ -773,21 +773,22 @@ impl Watch {
         match (alarm, self.open.as_mut()) {
             (Some(kind), Some(block)) => {
                 block.extend(no, kind, line, found);
-                block.families |= failure;
             }
             (None, Some(block)) if continues(t) => {
                 block.last = no;
                 block.add_signals(found);
-                block.families |= failure;
             }
             (Some(kind), None) => {
                 let mut block = self.pending_head.take().unwrap_or_else(|| Block::new(input, no));
                 block.extend(no, kind, line, found);
-                block.families |= failure;
                 self.open = Some(block);
             }
             (None, Some(_)) => self.close(out),
             (None, None) => {}
+        }
+        // The line joined the open block (if it did not, the block was closed): its words too.
+        if let Some(block) = self.open.as_mut() {
+            block.families |= failure;
         }
         seen
     }

@@ -2,11 +2,11 @@
 //! time per token, a single stream's decode rate) is above the ITL target — the symptom sets the
 //! class even when nothing in the paste names the cause.
 
-use super::ttft_above_target::histogram_over;
+use super::ttft_above_target::{Over, histogram_over};
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::analyze::facts::Facts;
 use crate::analyze::parsers::table::Row;
-use crate::analyze::report::{Class, EvidenceLine, Finding};
+use crate::analyze::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
@@ -53,28 +53,16 @@ fn row_over(row: &Row, slo: f64, ttft_slo: f64) -> Option<(f64, String, f64)> {
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let slo = f.slo.itl_ms;
-    let mut best: Option<(f64, String, f64, Vec<EvidenceLine>)> = None;
-    let mut rows = 0;
-    for row in &f.tables.rows {
-        let Some((c, name, v)) = row_over(row, slo, f.slo.ttft_ms) else { continue };
-        rows += 1;
-        if best.as_ref().is_none_or(|(bc, _, bv, _)| (c, v) > (*bc, *bv)) {
-            let evidence = row.line(&name).cloned().into_iter().collect();
-            best = Some((c, name, v, evidence));
-        }
-    }
+    let best = Over::worst(&f.tables.rows, |row| row_over(row, slo, f.slo.ttft_ms));
     let target = lang.pick(
         format!("the ITL target of {slo:.0} ms (200 ms unless `--slo-itl-ms` sets it)"),
         format!("ITL 目标 {slo:.0} ms（默认 200 ms，可用 `--slo-itl-ms` 修改）"),
     );
     let names = ["vllm:inter_token_latency_seconds", "sglang:inter_token_latency_seconds"];
     let (confidence, summary, evidence) = match (best, histogram_over(f, &names, slo / 1000.0)) {
-        (Some((c, name, v, evidence)), _) => {
-            let more = match (rows > 1, lang) {
-                (true, Lang::En) => format!(" ({rows} rows of the paste are over it)"),
-                (true, Lang::Zh) => format!("（粘贴中共有 {rows} 行超过）"),
-                (false, _) => String::new(),
-            };
+        (Some(b), _) => {
+            let more = b.more(lang);
+            let Over { confidence: c, name, ms: v, evidence, .. } = b;
             let how = match name.as_str() {
                 "decode_tps" | "tg_tps" => lang.pick(", 1000 / the decode rate", "，1000 / decode 速度"),
                 "decode_ms" => lang.pick(", the generation time over its tokens", "，生成时间除以 token 数"),

@@ -30,13 +30,41 @@ pub(crate) const RULE: Rule = Rule {
 /// A prompt processed at least this fast (tokens/s) is a long prompt, not a slow prefill.
 pub(crate) const NORMAL_PREFILL_TPS: f64 = 1_000.0;
 
-/// The finding's figure: what crossed the target and how sure.
-struct Over {
-    confidence: f64,
-    name: String,
-    ms: f64,
-    evidence: Vec<EvidenceLine>,
-    rows: usize,
+/// The finding's figure: what crossed the target and how sure (this rule's and
+/// `tbt-above-target`'s).
+pub(crate) struct Over {
+    pub(crate) confidence: f64,
+    pub(crate) name: String,
+    pub(crate) ms: f64,
+    pub(crate) evidence: Vec<EvidenceLine>,
+    pub(crate) rows: usize,
+}
+
+impl Over {
+    /// The row whose figure `over` finds worst — surest, then largest — with its line, and how
+    /// many rows `over` finds over the target.
+    pub(crate) fn worst(rows: &[Row], over: impl Fn(&Row) -> Option<(f64, String, f64)>) -> Option<Over> {
+        let mut best: Option<Over> = None;
+        let mut n = 0;
+        for row in rows {
+            let Some((c, name, v)) = over(row) else { continue };
+            n += 1;
+            if best.as_ref().is_none_or(|b| (c, v) > (b.confidence, b.ms)) {
+                let evidence = row.line(&name).cloned().into_iter().collect();
+                best = Some(Over { confidence: c, name, ms: v, evidence, rows: 0 });
+            }
+        }
+        best.map(|b| Over { rows: n, ..b })
+    }
+
+    /// ` (N rows of the paste are over it)` when more than one row is.
+    pub(crate) fn more(&self, lang: Lang) -> String {
+        match (self.rows > 1, lang) {
+            (true, Lang::En) => format!(" ({} rows of the paste are over it)", self.rows),
+            (true, Lang::Zh) => format!("（粘贴中共有 {} 行超过）", self.rows),
+            (false, _) => String::new(),
+        }
+    }
 }
 
 /// The prompt was processed at a normal rate: TTFT `ms` is explained by its length.
@@ -130,20 +158,7 @@ pub(crate) fn request_log_over(
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     let slo = f.slo.ttft_ms;
-    let mut best: Option<Over> = None;
-    let mut rows = 0;
-    for row in &f.tables.rows {
-        let Some((c, name, v)) = row_over(row, slo, f.slo.itl_ms) else { continue };
-        rows += 1;
-        let better = best.as_ref().is_none_or(|b| (c, v) > (b.confidence, b.ms));
-        if better {
-            let evidence = row.line(&name).cloned().into_iter().collect();
-            best = Some(Over { confidence: c, name, ms: v, evidence, rows: 0 });
-        }
-    }
-    if let Some(b) = best.as_mut() {
-        b.rows = rows;
-    }
+    let best = Over::worst(&f.tables.rows, |row| row_over(row, slo, f.slo.itl_ms));
     let target = lang.pick(
         format!("the TTFT target of {slo:.0} ms (2,000 ms unless `--slo-ttft-ms` sets it)"),
         format!("TTFT 目标 {slo:.0} ms（默认 2,000 ms，可用 `--slo-ttft-ms` 修改）"),
@@ -157,11 +172,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         ),
     ) {
         (Some(b), _) => {
-            let more = match (b.rows > 1, lang) {
-                (true, Lang::En) => format!(" ({} rows of the paste are over it)", b.rows),
-                (true, Lang::Zh) => format!("（粘贴中共有 {} 行超过）", b.rows),
-                (false, _) => String::new(),
-            };
+            let more = b.more(lang);
             let what = if b.name == "prefill_ms" {
                 lang.pick("a prompt-processing time", "prompt 处理时间")
             } else {
