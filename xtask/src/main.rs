@@ -38,6 +38,9 @@ commands:
                    and a 20 s sample), save the output under tests/data/gpu-check/;
                    --prepare only builds the bundle to carry (see docs/runner.md)
   purity           only the core dependency check
+  proptest [CASES] the property tests on purpose: fresh random seeds, CASES cases each (default
+                   4096); a failure is saved under proptest-regressions/ — commit it (CI draws
+                   the same cases on every run, PROPTEST_RNG_SEED in .cargo/config.toml)
   setup            install what the others need and lack (wasm-bindgen-cli; Chromium,
                    chromedriver and Prometheus from apt as root); ci and site-test run it
   site             build the static site into site/dist (installs wasm-bindgen-cli if missing)
@@ -63,6 +66,11 @@ fn run() -> anyhow::Result<()> {
         Some("ci") => ci(),
         Some("bench") => bench(args.get(1).map(String::as_str).unwrap_or("all")),
         Some("purity") => purity(),
+        Some("proptest") => {
+            let cases =
+                args.get(1).map(|c| c.parse()).transpose().context("CASES must be a number")?.unwrap_or(4096);
+            proptest(cases)
+        }
         Some("plugins") => plugins(),
         Some("gpu-check") => gpu_check(args.get(1).is_some_and(|a| a == "--prepare")),
         Some("setup") => setup::ensure_tools(),
@@ -108,6 +116,27 @@ fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
         bail!("{name} failed ({status})");
     }
     Ok(())
+}
+
+/// The seed CI's property tests draw from (as `.cargo/config.toml` sets for a plain `cargo test`).
+const CI_PROPTEST_SEED: &str = "28";
+
+/// The property tests (all in triage-core) with seeds from the clock and `cases` cases each.
+/// proptest saves each failure's seed under `crates/core/proptest-regressions/`, replayed first
+/// by every later run, CI's included.
+fn proptest(cases: u32) -> anyhow::Result<()> {
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(1);
+    eprintln!("proptest: seed {seed}, {cases} cases per property (rerun: PROPTEST_RNG_SEED={seed})");
+    let mut test = cargo();
+    test.args(["test", "--package", "triage-core", "--lib", "--locked", "--release", "--features", "review"])
+        .env("PROPTEST_RNG_SEED", seed.to_string())
+        .env("PROPTEST_CASES", cases.to_string());
+    step("property tests", test).inspect_err(|_| {
+        eprintln!(
+            "proptest: a failure's seed is now in crates/core/proptest-regressions/ — commit it with the fix"
+        )
+    })
 }
 
 fn ci() -> anyhow::Result<()> {
@@ -168,6 +197,9 @@ fn ci() -> anyhow::Result<()> {
         "--features",
         "triage-core/review",
     ]);
+    // The same cases on every run, whatever the caller's environment says: a fresh clone cannot
+    // fail at random. `cargo xtask proptest` is the random run.
+    test.env("PROPTEST_RNG_SEED", CI_PROPTEST_SEED);
     let (mut passed, mut failed) =
         step_counting_tests("tests", test).inspect_err(|_| println!("ci: tests failed"))?;
 

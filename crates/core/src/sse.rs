@@ -219,6 +219,12 @@ impl SseParser {
     /// [`SseParser::feed`], each event's data handed over as bytes ([`RawEvent`]).
     pub fn feed_raw(&mut self, chunk: &[u8], at_ns: u64, sink: &mut dyn FnMut(RawItem<'_>)) {
         self.bytes_fed += chunk.len() as u64;
+        if chunk.is_empty() {
+            // A zero-length read or a proxy's end-of-body callback: nothing arrived, so nothing
+            // can change — in particular a CR that ended the previous chunk still waits for the
+            // first byte of the next one to tell CRLF from a lone CR.
+            return;
+        }
         let mut rest = chunk;
         if self.at_start {
             // The BOM may itself be split across chunks: hold bytes until we can tell.
@@ -672,6 +678,53 @@ mod tests {
         assert_eq!(parse_chunks(TRANSCRIPT, &bytewise), whole);
     }
 
+    /// Found by the property test below on a clean clone (issue #28): two cuts at the same
+    /// offset make an empty chunk, which used to clear a pending CR, so the LF after it began a
+    /// blank line of its own and dispatched an event the whole stream does not have.
+    #[test]
+    fn an_empty_chunk_between_cr_and_lf_changes_nothing() {
+        let input = b"data: abc\r\ndata: x\r\n\r\n";
+        let whole = parse_chunks(input, &[]);
+        assert_eq!(whole, vec![("message".into(), "abc\nx".into(), String::new())]);
+        for cut in 0..=input.len() {
+            assert_eq!(parse_chunks(input, &[cut, cut]), whole, "empty chunk at {cut}");
+            assert_eq!(parse_chunks(input, &[cut, cut, cut]), whole, "two empty chunks at {cut}");
+        }
+        let shrunk: &[&[u8]] = &[
+            b"retry: 5",
+            b"retry: 5",
+            b"id: 3",
+            b"abc",
+            b"\r\n",
+            b"data: ",
+            b"\r\n",
+            b"\r",
+            b"\r\n",
+            b"\r\n",
+            b"\r",
+            b"abc",
+            b"data:",
+            b":",
+            b"retry: 5",
+            b"\r\n",
+            b"data:",
+            b":",
+            b"id: 3",
+            b"\r\n",
+            b"\r",
+            b"\xff",
+            b"data: ",
+            b"\r\n",
+            b"data: ",
+            b"abc",
+            b"\xff",
+            b"data:",
+            b"\r\n",
+        ];
+        let input = shrunk.concat();
+        assert_eq!(parse_chunks(&input, &[98, 98]), parse_chunks(&input, &[]));
+    }
+
     proptest! {
         #[test]
         fn any_chunking_gives_identical_events(
@@ -686,6 +739,10 @@ mod tests {
             mut cuts in proptest::collection::vec(0usize..400, 0..12),
         ) {
             let input: Vec<u8> = body.concat();
+            // Every other cut twice: empty chunks are real (a zero-length read, a proxy's
+            // end-of-body callback) and a random draw rarely repeats an offset by itself.
+            let twice: Vec<usize> = cuts.iter().step_by(2).copied().collect();
+            cuts.extend(twice);
             cuts.sort_unstable();
             prop_assert_eq!(parse_chunks(&input, &cuts), parse_chunks(&input, &[]));
         }

@@ -516,6 +516,31 @@ mod tests {
         assert!(r.stalls.is_empty());
     }
 
+    /// The site's reader (and the CLI's) times through this: a CRLF stream split anywhere, with
+    /// an empty chunk at the cut (a zero-length read), gives what the whole stream gives.
+    #[test]
+    fn empty_chunks_anywhere_change_nothing() {
+        let body =
+            (openai_chunk(r#"{"content":"a"}"#) + &openai_chunk(r#"{"content":"b"}"#) + "data: [DONE]\n\n")
+                .replace('\n', "\r\n");
+        let time = |cuts: &[usize]| {
+            let mut t = StreamTimer::new(0, TimerConfig::default());
+            t.on_headers(MS);
+            let mut start = 0;
+            for &cut in cuts.iter().chain([body.len()].iter()) {
+                t.feed(&body.as_bytes()[start..cut], 2 * MS);
+                start = cut;
+            }
+            t.finish(3 * MS)
+        };
+        let whole = time(&[]);
+        assert_eq!(whole.output_tokens(), (2, TokenSource::Counted));
+        assert!(whole.completed());
+        for cut in 0..=body.len() {
+            assert_eq!(time(&[cut, cut]), whole, "empty chunk at {cut}");
+        }
+    }
+
     #[test]
     fn counted_tokens_without_usage_and_incomplete_stream() {
         let mut t = StreamTimer::new(0, TimerConfig::default());

@@ -500,6 +500,30 @@ mod tests {
         assert_eq!(r.dialect, Some(Dialect::OpenaiChat));
     }
 
+    /// The same path as core's parser: a CRLF stream cut anywhere, with an empty chunk at the cut
+    /// (a body callback with no bytes at end of stream), gives what the whole stream gives.
+    #[test]
+    fn empty_chunks_anywhere_change_nothing() {
+        let body = (chunk(r#"{"content":"a"}"#) + &chunk(r#"{"content":"b"}"#) + "data: [DONE]\n\n")
+            .replace('\n', "\r\n");
+        let time = |cuts: &[usize]| {
+            let mut s = Stream::new(0, 100 * MS, SseLimits::default());
+            s.on_response_headers(MS, Some(200));
+            let mut seen = Vec::new();
+            let mut start = 0;
+            for &cut in cuts.iter().chain([body.len()].iter()) {
+                run(&mut s, &body.as_bytes()[start..cut], 2 * MS, &mut seen);
+                start = cut;
+            }
+            (s.finish(3 * MS, End::EndOfStream), seen)
+        };
+        let whole = time(&[]);
+        assert_eq!((whole.0.token_events, whole.0.outcome), (2, Outcome::Complete));
+        for cut in 0..=body.len() {
+            assert_eq!(time(&[cut, cut]), whole, "empty chunk at {cut}");
+        }
+    }
+
     /// TPOT's zero-span rule, as in `triage_core::timing`: every token in one chunk gives 0.
     #[test]
     fn tpot_of_a_zero_span_is_zero() {
