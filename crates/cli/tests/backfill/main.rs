@@ -8,6 +8,7 @@
 //! The scenarios whose fault cannot show in metrics are listed in [`NOT_IN_METRICS`] with the
 //! reason; a test keeps the two lists equal to the catalogue. The harness is `prom.rs`.
 
+mod intervals;
 mod prom;
 
 use std::path::{Path, PathBuf};
@@ -69,16 +70,29 @@ fn base_unix_s(count: u64) -> u64 {
 /// `triage sim --scenario NAME --seed SEED --openmetrics FILE --start START --format json`: the
 /// answer key.
 fn write_fleet(dir: &Path, name: &str, seed: u64, start: u64) -> (PathBuf, Value) {
-    let file = dir.join(format!("{name}.om"));
-    let out = triage()
-        .args(["sim", "--scenario", name, "--replicas", "3", "--format", "json", "--seed"])
+    write_fleet_for(dir, name, seed, start, None)
+}
+
+/// [`write_fleet`], simulating `duration` (`--duration`) instead of the scenario's own.
+fn write_fleet_for(
+    dir: &Path,
+    name: &str,
+    seed: u64,
+    start: u64,
+    duration: Option<&str>,
+) -> (PathBuf, Value) {
+    let file = dir.join(format!("{name}-{start}.om"));
+    let mut sim = triage();
+    sim.args(["sim", "--scenario", name, "--replicas", "3", "--format", "json", "--seed"])
         .arg(seed.to_string())
         .arg("--start")
         .arg(start.to_string())
         .arg("--openmetrics")
-        .arg(&file)
-        .output()
-        .unwrap();
+        .arg(&file);
+    if let Some(d) = duration {
+        sim.args(["--duration", d]);
+    }
+    let out = sim.output().unwrap();
     assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["fleet"]["start_unix_s"], start, "{v}");

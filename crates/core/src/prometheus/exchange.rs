@@ -4,10 +4,12 @@
 //!
 //! 1. [`Exchange::start`] checks the selector and the window and gives the `/api/v1/series`
 //!    request (the count of matching series bounds the range query before it is asked).
-//! 2. Its answer gives the `/api/v1/query_range` request for the families: whole instances
-//!    kept, in name order, while they fit `max_series`; the step widened when the points would
-//!    not fit.
-//! 3. Its answer gives, when engines were found, the range request for their `up` and
+//! 2. Its answer gives the `/api/v1/query` request for the series' own samples over the
+//!    window's recent slice (a raw range vector, see `samples.rs`) for the families: whole
+//!    instances kept, in name order, while they fit `max_series`.
+//! 3. Its answer gives the scrape interval and the `/api/v1/query_range` request for the
+//!    window: the step never finer than the interval, widened when the points would not fit.
+//! 4. Its answer gives, when engines were found, the range request for their `up` and
 //!    `process_start_time_seconds` (asked apart: `or` drops a right-hand series whose labels,
 //!    name aside, equal a left-hand one's, and `up` carries exactly an engine gauge's labels),
 //!    read within what is left of the bounds.
@@ -21,6 +23,7 @@ use std::collections::BTreeMap;
 use super::answer::{self, Matrix};
 use super::query::{self, Window};
 use super::replay::{self, Asked, Config};
+use super::samples;
 use super::{Limits, PromError, QueryRecord};
 use crate::analyze::report::Report;
 use crate::safe::Secrets;
@@ -44,6 +47,7 @@ pub struct Request {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Stage {
     Series,
+    Samples,
     Range,
     Live,
     Read,
@@ -62,8 +66,13 @@ pub struct Exchange {
     queries: Vec<QueryRecord>,
     cut: Vec<String>,
     stage: Stage,
-    /// The engines' liveness matcher, asked after the range (step 3).
+    /// The engines' liveness matcher, asked after the range (step 4).
     live: Option<String>,
+    /// Series the range query is expected to answer (step 2's count).
+    expected: usize,
+    /// The raw slice's length (step 2) and its answer, merged into the range's (step 3).
+    slice_s: f64,
+    samples: Matrix,
     matrix: Matrix,
 }
 
@@ -92,7 +101,10 @@ impl Exchange {
             cut: Vec::new(),
             stage: Stage::Series,
             live: None,
-            matrix: Matrix { series: Vec::new(), cut: Vec::new(), points: 0 },
+            expected: 0,
+            slice_s: 0.0,
+            samples: Matrix::default(),
+            matrix: Matrix::default(),
         };
         Ok((ex, Request { path: "/api/v1/series", form, max_body: MAX_SERIES_BODY_BYTES }))
     }
@@ -109,14 +121,22 @@ impl Exchange {
         match stage {
             Stage::Series => {
                 let next = self.series_answered(status, body, secrets)?;
+                self.stage = Stage::Samples;
+                Ok(Some(next))
+            }
+            Stage::Samples => {
+                let next = self.samples_answered(status, body, secrets)?;
                 self.stage = Stage::Range;
                 Ok(Some(next))
             }
             Stage::Range => {
                 let lim = self.limits;
-                self.matrix = answer::parse_matrix(status, body, secrets, lim.max_series, lim.max_points)?;
+                let points_left = lim.max_points.saturating_sub(self.samples.points);
+                self.matrix = answer::parse_matrix(status, body, secrets, lim.max_series, points_left)?;
                 let expr = self.expr.clone();
                 self.record(&expr, self.matrix.series.len());
+                let from_s = w.end_s - self.slice_s;
+                samples::merge(&mut self.matrix, std::mem::take(&mut self.samples), from_s);
                 let Some(live) = &self.live else { return Ok(None) };
                 let form = range_form(live, &w);
                 self.stage = Stage::Live;
@@ -211,9 +231,6 @@ impl Exchange {
         if live.is_some() {
             expected += 2 * engines.len();
         }
-        let (w, note) = w.fitted(expected.min(max_series), self.limits.max_points)?;
-        self.cut.extend(note);
-        self.window = w;
         self.queries.push(QueryRecord {
             api: "/api/v1/series".into(),
             expr: self.matcher.clone(),
@@ -221,6 +238,57 @@ impl Exchange {
             series: sets.len(),
         });
         self.live = live;
+        self.expected = expected.min(max_series);
+        // Half the points for the slice, as if every series were scraped once a second.
+        self.slice_s = samples::slice_seconds(&w, self.expected, self.limits.max_points / 2);
+        Ok(Request {
+            path: "/api/v1/query",
+            form: samples::slice_form(&self.expr, &w, self.slice_s),
+            max_body: usize::MAX,
+        })
+    }
+
+    /// The raw slice read: the scrape interval learned, and the range request with a step no
+    /// finer than it.
+    fn samples_answered(
+        &mut self,
+        status: u16,
+        body: &[u8],
+        secrets: &Secrets,
+    ) -> Result<Request, PromError> {
+        let lim = self.limits;
+        self.samples = answer::parse_matrix(status, body, secrets, lim.max_series, lim.max_points / 2)?;
+        let mut w = self.window;
+        let expr = format!("{}[{}s]", self.expr, query::secs(self.slice_s));
+        self.queries.push(QueryRecord {
+            api: "/api/v1/query".into(),
+            graph_url: query::graph_url(&self.base, &expr, &w),
+            expr,
+            series: self.samples.series.len(),
+        });
+        let interval = samples::interval(&self.samples, f64::NEG_INFINITY);
+        if interval.is_none() && !self.samples.series.is_empty() {
+            self.cut.push(format!(
+                "no series has two samples in the last {} s: the scrape interval is longer than that, so no counter is judged stopped (widen the window)",
+                query::secs(self.slice_s)
+            ));
+        }
+        if let Some(i) = interval
+            && i > w.step_s
+        {
+            let step_s = i.ceil();
+            self.cut.push(format!(
+                "step {} s → {} s: the series are scraped every {} s, and a finer step only repeats each sample",
+                query::secs(w.step_s),
+                query::secs(step_s),
+                query::secs(i)
+            ));
+            w.step_s = step_s;
+        }
+        let points_left = lim.max_points.saturating_sub(self.samples.points).max(1);
+        let (w, note) = w.fitted(self.expected, points_left)?;
+        self.cut.extend(note);
+        self.window = w;
         Ok(Request { path: "/api/v1/query_range", form: range_form(&self.expr, &w), max_body: usize::MAX })
     }
 
@@ -248,6 +316,7 @@ impl Exchange {
             window: self.window,
             queries,
             cut: self.cut.clone(),
+            samples_from_s: self.window.end_s - self.slice_s,
         };
         replay::analyze(&self.matrix, asked, cfg, files)
     }
@@ -359,11 +428,20 @@ mod tests {
             {"__name__":"vllm:num_requests_running","instance":"a:8000"},
             {"__name__":"vllm:num_requests_waiting","instance":"b.x:8000"},
             {"__name__":"vllm:num_requests_running","instance":"b.x:8000"}]}"#;
-        let next = ex.answered(200, sets, &s).unwrap().unwrap();
+        let raw = ex.answered(200, sets, &s).unwrap().unwrap();
+        // The series' own samples over the recent slice first: a raw range vector at the end.
+        assert_eq!(raw.path, "/api/v1/query");
+        assert!(raw.form.contains("instance%3D~%22a%3A8000%22"), "{}", raw.form);
+        assert!(raw.form.ends_with("%5B900s%5D&time=4600"), "{}", raw.form);
+        // Scraped every 60 s (one scrape late, one missed): the step is never finer than that.
+        let samples = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"__name__":"vllm:num_requests_waiting","instance":"a:8000"},"values":[[4300,"3"],[4360,"4"],[4421,"9"],[4540,"9"]]}]}}"#;
+        let next = ex.answered(200, samples, &s).unwrap().unwrap();
         assert_eq!(next.path, "/api/v1/query_range");
         assert!(next.form.contains("instance%3D~%22a%3A8000%22"), "{}", next.form);
-        assert!(next.form.ends_with("&start=1000&end=4600&step=15"));
-        assert_eq!(ex.cut.len(), 1);
+        assert!(next.form.ends_with("&start=1000&end=4600&step=61"), "{}", next.form);
+        assert_eq!(ex.cut.len(), 2, "{:?}", ex.cut);
+        assert!(ex.cut[1].contains("scraped every 61 s"), "{:?}", ex.cut);
         assert!(ex.queries[0].graph_url.starts_with("http://p/graph?"));
         // The range answer leads to the engines' liveness, for the instance read only.
         let range = br#"{"status":"success","data":{"resultType":"matrix","result":[
@@ -379,10 +457,15 @@ mod tests {
         let up = br#"{"status":"success","data":{"resultType":"matrix","result":[
             {"metric":{"__name__":"up","instance":"a:8000"},"values":[[1000,"1"],[4600,"1"]]}]}}"#;
         assert_eq!(ex.answered(200, up, &s).unwrap(), None);
-        assert_eq!(ex.queries.len(), 3);
+        assert_eq!(ex.queries.len(), 4);
         assert_eq!(ex.matrix.series.len(), 2);
+        // The range's points over the slice are replaced by the samples.
+        let waiting = &ex.matrix.series[0].points;
+        assert_eq!(waiting, &[(1000.0, 0.0), (4300.0, 3.0), (4360.0, 4.0), (4421.0, 9.0), (4540.0, 9.0)]);
         let cfg = Config { lang: crate::analyze::Lang::En, slo: Default::default(), secrets: &s };
         let report = ex.report(&cfg, None).unwrap();
-        assert_eq!(report.prometheus.as_ref().unwrap().queries.len(), 3);
+        let p = report.prometheus.as_ref().unwrap();
+        assert_eq!(p.queries.len(), 4);
+        assert_eq!(p.scraping.as_ref().map(|s| s.interval_s), Some(61.0));
     }
 }

@@ -8,6 +8,9 @@
 //!   answer leads to; the CLI (reqwest) and the site (`fetch`) both drive it.
 //! - `answer.rs` — the JSON answers read with bounds on series and points (what was cut is
 //!   said), and every failure classified ([`PromError`]).
+//! - `samples.rs` — the series' own samples over the recent slice (a raw range vector): the
+//!   scrape interval, the step never finer than it, stale series, the recent tail of at least
+//!   four scrapes — so that "did not move" is judged between distinct samples only.
 //! - `replay.rs` — the window turned into the facts pasted inputs give, per replica and per GPU
 //!   node, so every rule works unchanged: each replica's series become exposition scrapes
 //!   (the window's first and last points and the recent tail's start between, counters
@@ -22,6 +25,7 @@ pub mod answer;
 pub mod exchange;
 pub mod query;
 pub mod replay;
+pub mod samples;
 
 use std::collections::BTreeMap;
 
@@ -281,4 +285,8 @@ pub struct PrometheusInput {
     pub fleet: Fleet,
     /// One per evidence line that came from a series.
     pub citations: Vec<Citation>,
+    /// The scrape interval learned from the series' own samples and what it limits (additive;
+    /// absent when no series had two samples in the recent slice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scraping: Option<samples::Scraping>,
 }

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use super::answer::{Matrix, RangeSeries};
 use super::query::{self, Window};
+use super::samples;
 use super::{Citation, Fleet, GatewayRank, GpuRank, Group, PrometheusInput, QueryRecord, ReplicaRank};
 use crate::analyze::facts::Slo;
 use crate::analyze::kind::InputKind;
@@ -43,6 +44,9 @@ pub struct Asked {
     pub queries: Vec<QueryRecord>,
     /// Notes from the host and the planning (the step widened, series cut before asking).
     pub cut: Vec<String>,
+    /// Unix seconds from which the matrix holds the series' own samples (the raw slice); before
+    /// it, points at steps. `end` when nothing was read raw.
+    pub samples_from_s: f64,
 }
 
 /// What to analyse with.
@@ -124,20 +128,53 @@ struct Built {
 /// Exposition scrapes of a replica's series: each series' first and last point, and with
 /// `mid_s` its point at that instant between them (the recent tail's start: so that the rules
 /// can tell "rose earlier, flat lately" from one run).
-fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, from_s: f64, mid_s: Option<f64>) -> Built {
+///
+/// Only what distinct samples show is written. A series with one sample is written at the last
+/// instant only (the same sample twice reads as a counter that did not move). With the scrape
+/// interval known, a recent tail (`from_s` finite) reaches back for each series to its
+/// [`samples::MIN_TAIL_SAMPLES`]-th last sample if that is earlier ([`samples::tail_start`]) and
+/// keeps the series that have that many, and a series stale at an instant (no
+/// sample within [`samples::STALE_AFTER_SCRAPES`] intervals of it) is left out of that instant:
+/// its target stopped answering, and its last value repeated would read as a counter that
+/// stopped. With `born_s` (the replica's process started inside the window), a counter whose
+/// first sample came after the start counts from zero at the start, as the new process did: the
+/// first requests of a cold start are inside the window's increase even when the first scrape
+/// after the start came after them.
+fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, view: View) -> Built {
+    let View { from_s, mid_s, interval_s, born_s } = view;
     let mut b = Built { text: String::new(), lines: BTreeMap::new() };
+    let tail = from_s != f64::NEG_INFINITY && interval_s.is_some();
     let ends: Vec<(usize, Ends)> = members
         .iter()
-        .filter_map(|&i| Some((i, ends(&m.series[i], from_s, mid_s.unwrap_or(f64::NEG_INFINITY))?)))
+        .filter(|&&i| !tail || m.series[i].points.len() >= samples::MIN_TAIL_SAMPLES)
+        .filter_map(|&i| {
+            let s = &m.series[i];
+            let from_s = if tail { samples::tail_start(&s.points, from_s) } else { from_s };
+            let (mut first, mid, last) = ends(s, from_s, mid_s.unwrap_or(f64::NEG_INFINITY))?;
+            // Born with the process: its first sample is the first scrape after the start.
+            if let Some(born) = born_s
+                && is_counter(s.name())
+                && first.0 >= born
+                && first.0 <= born + samples::STALE_AFTER_SCRAPES * interval_s.unwrap_or(15.0)
+            {
+                first = (born, 0.0);
+            }
+            Some((i, (first, mid, last)))
+        })
         .collect();
     let start_ts = ends.iter().map(|(_, (a, _, _))| a.0).fold(f64::INFINITY, f64::min);
     let end_ts = ends.iter().map(|(_, (_, _, z))| z.0).fold(f64::NEG_INFINITY, f64::max);
+    let stale_at = |t: f64, ts: f64| interval_s.is_some_and(|i| samples::is_stale(t, ts, i));
     let mut instants = vec![(0, start_ts)];
     if let Some(mid_s) = mid_s.filter(|&t| t > start_ts && t < end_ts) {
         instants.push((1, mid_s));
     }
     instants.push((2, end_ts));
     let mut no = 0;
+    // The series written at the previous instant: written first at the next, so that the parser
+    // starts the next scrape at the first of them (a scrape ends where a series repeats), and a
+    // series new at this instant is not read as part of the one before.
+    let mut before: Vec<usize> = Vec::new();
     for (which, ts) in instants {
         no += 1;
         b.text.push_str(&format!(
@@ -145,7 +182,16 @@ fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, from_s: f64, mid
             ["the window's first point", "the point at the recent tail's start", "the window's last point"]
                 [which]
         ));
-        for (i, (first, mid, last)) in &ends {
+        let writes = |(_, (first, mid, last)): &&(usize, Ends)| {
+            let at = [first.0, mid.0, last.0][which];
+            !(which == 0 && first.0 == last.0 || which > 0 && stale_at(at, ts))
+        };
+        let (mut now, later): (Vec<&(usize, Ends)>, Vec<_>) =
+            ends.iter().filter(writes).partition(|(i, _)| before.contains(i));
+        now.extend(later);
+        before.clear();
+        for (i, (first, mid, last)) in now {
+            before.push(*i);
             let s = &m.series[*i];
             let labels: Vec<String> = s
                 .labels
@@ -180,6 +226,23 @@ fn exposition(m: &Matrix, members: &[usize], secrets: &Secrets, from_s: f64, mid
         }
     }
     b
+}
+
+/// What one exposition shows: from `from_s` on (a recent tail) or the whole window
+/// (`NEG_INFINITY`), with the instant `mid_s` between, judged at the scrape interval.
+#[derive(Clone, Copy)]
+struct View {
+    from_s: f64,
+    mid_s: Option<f64>,
+    interval_s: Option<f64>,
+    /// The replica's process started inside the window, at this unix second.
+    born_s: Option<f64>,
+}
+
+impl View {
+    fn whole(interval_s: Option<f64>) -> View {
+        View { from_s: f64::NEG_INFINITY, mid_s: None, interval_s, born_s: None }
+    }
 }
 
 fn fmt_value(v: f64) -> String {
@@ -419,13 +482,18 @@ fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
     parts
 }
 
-/// The recent tail analysed on its own beside the whole window: a quarter of the window, at
-/// least two steps, at most two minutes unless two steps are longer; `None` when the window is
-/// too short to have one. (A step past a minute made the bounds cross: `clamp` panicked.)
-fn tail_seconds(w: &Window) -> Option<f64> {
-    let len = w.end_s - w.start_s;
-    let tail = (len / 4.0).max(2.0 * w.step_s).min(120.0_f64.max(2.0 * w.step_s));
-    (len >= 2.0 * tail && tail >= w.step_s).then_some(tail)
+/// When the replica's process started, if inside the window `w` (or at most a minute, or a
+/// scrape, before it: the first scrape after a start is the window's first sample when the
+/// window starts there): its `process_start_time_seconds`.
+fn born(m: &Matrix, members: &[usize], w: &Window, interval_s: Option<f64>) -> Option<f64> {
+    let slack = interval_s.unwrap_or(0.0).max(60.0);
+    members
+        .iter()
+        .map(|&i| &m.series[i])
+        .filter(|s| s.name() == "process_start_time_seconds")
+        .filter_map(|s| s.points.last().map(|p| p.1))
+        .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))))
+        .filter(|&t| t > w.start_s - slack && t <= w.end_s)
 }
 
 /// A merged finding: where it came from.
@@ -455,8 +523,10 @@ pub fn analyze(
         )));
     }
     let w = asked.window;
+    let interval_s = samples::interval(m, asked.samples_from_s);
+    let tail_s = samples::tail_seconds(&w);
     let parts = partition(m, cfg.secrets);
-    let analysed = analyse_parts(m, &parts, w, cfg);
+    let analysed = analyse_parts(m, &parts, w, cfg, interval_s, tail_s);
     let mut tagged = tag_findings(m, cfg, &analysed, files.as_ref());
     let verdict = rank_findings(&mut tagged, &analysed.reports, files.as_ref());
     let citations = citations(m, cfg, &asked, &analysed.built, &tagged);
@@ -499,6 +569,8 @@ pub fn analyze(
         groups,
         fleet,
         citations,
+        scraping: interval_s
+            .map(|i| samples::scraping(i, asked.samples_from_s, tail_s, samples::stale(m, w.end_s, i))),
     });
     Ok(out)
 }
@@ -517,14 +589,20 @@ struct Analysed {
 }
 
 /// Analyse every part of the window `w`.
-fn analyse_parts(m: &Matrix, parts: &[Part], w: Window, cfg: &Config<'_>) -> Analysed {
+fn analyse_parts(
+    m: &Matrix,
+    parts: &[Part],
+    w: Window,
+    cfg: &Config<'_>,
+    interval_s: Option<f64>,
+    tail_s: Option<f64>,
+) -> Analysed {
     let mut groups: Vec<Group> = Vec::new();
     let mut reports: Vec<Option<Report>> = Vec::new();
     let mut built: Vec<(String, Built)> = Vec::new();
     let mut gpu_ranks: Vec<GpuRank> = Vec::new();
     // Per group: its part and whether it is a replica's recent tail.
     let mut origin: Vec<(usize, bool)> = Vec::new();
-    let tail_s = tail_seconds(&w);
     for (pi, part) in parts.iter().enumerate() {
         let name = input_name(part.role, &part.subject);
         if part.role == "replica"
@@ -533,7 +611,12 @@ fn analyse_parts(m: &Matrix, parts: &[Part], w: Window, cfg: &Config<'_>) -> Ana
             // The window's last minutes on their own, so that what changed lately — a counter
             // that stopped — is not averaged away by the calm before it. Gauges read the same.
             let tail_name = format!("{name} (last {} s)", query::secs(tail_s));
-            let b = exposition(m, &part.members, cfg.secrets, w.end_s - tail_s, None);
+            let b = exposition(
+                m,
+                &part.members,
+                cfg.secrets,
+                View { from_s: w.end_s - tail_s, ..View::whole(interval_s) },
+            );
             let mut a = Analyzer::new().with_lang(cfg.lang).with_slo(cfg.slo);
             a.begin_as(&tail_name, InputKind::PromMetrics);
             a.feed(b.text.as_bytes());
@@ -568,7 +651,13 @@ fn analyse_parts(m: &Matrix, parts: &[Part], w: Window, cfg: &Config<'_>) -> Ana
         if part.role == "replica" {
             // With the tail's start between, so that "rose earlier, flat lately" reads from one run.
             let mid = tail_s.map(|t| w.end_s - t);
-            let b = exposition(m, &part.members, cfg.secrets, f64::NEG_INFINITY, mid);
+            let born_s = born(m, &part.members, &w, interval_s);
+            let b = exposition(
+                m,
+                &part.members,
+                cfg.secrets,
+                View { mid_s: mid, born_s, ..View::whole(interval_s) },
+            );
             a.begin_as(&name, InputKind::PromMetrics);
             a.feed(b.text.as_bytes());
             a.end();
@@ -583,7 +672,7 @@ fn analyse_parts(m: &Matrix, parts: &[Part], w: Window, cfg: &Config<'_>) -> Ana
             let others: Vec<usize> =
                 part.members.iter().copied().filter(|&i| m.series[i].name().starts_with("triage_")).collect();
             if !others.is_empty() {
-                let b = exposition(m, &others, cfg.secrets, f64::NEG_INFINITY, None);
+                let b = exposition(m, &others, cfg.secrets, View::whole(interval_s));
                 let n = format!("{name} triage-runner");
                 a.begin_as(&n, InputKind::PromMetrics);
                 a.feed(b.text.as_bytes());

@@ -74,6 +74,8 @@ fn asked() -> Asked {
         window: Window { start_s: T0, end_s: T0 + STEP * (STEPS - 1) as f64, step_s: STEP },
         queries: vec![],
         cut: vec![],
+        // The hand-built answers are the series' samples, every 15 s.
+        samples_from_s: T0,
     }
 }
 
@@ -117,7 +119,10 @@ fn the_queued_replica_is_named_and_ranked_first() {
     );
     // Each replica twice: the whole window and its recent tail.
     assert_eq!(p.groups.len(), 4);
+    // The tail holds four scrapes (15 s apart) or more.
     assert_eq!(p.groups.iter().filter(|g| g.input.ends_with("(last 30 s)")).count(), 2);
+    let scraping = p.scraping.as_ref().unwrap();
+    assert_eq!((scraping.interval_s, scraping.tail_s, scraping.stale_series), (15.0, Some(30.0), 0));
     assert!(report.figures.keys().any(|k| k.starts_with("prometheus replica 10.0.0.2:8000 · ")));
 }
 
@@ -206,11 +211,11 @@ fn a_stalled_replica_and_a_leaking_one_are_named() {
     assert_eq!(report.findings[0].rule, "scheduler-stall");
     assert_eq!(report.findings[0].subject.as_ref().unwrap().instance.as_deref(), Some("stuck:8000"));
     // A stall that began in the window's last steps: the whole window still shows tokens, its
-    // tail does not.
+    // tail (its last three samples) does not.
     let l = [("instance", "late:8000")];
     let late = vec![
         series("vllm:num_requests_running", &l, |_| 12.0),
-        series("vllm:generation_tokens_total", &l, |k| 500.0 * k.min(5) as f64),
+        series("vllm:generation_tokens_total", &l, |k| 500.0 * k.min(3) as f64),
     ];
     let report = run(&matrix(late), Lang::En);
     assert_eq!(report.verdict, Verdict::ThroughputZero, "{:#?}", report.findings);
@@ -345,7 +350,7 @@ fn the_tail_fits_any_step() {
     for step_s in [1.0, 15.0, 60.0, 61.0, 120.0, 300.0, 3600.0, 86_400.0] {
         for len in [0.0, 30.0, 600.0, 3600.0, 7.0 * 86_400.0] {
             let w = Window { start_s: T0, end_s: T0 + len, step_s };
-            if let Some(tail) = tail_seconds(&w) {
+            if let Some(tail) = samples::tail_seconds(&w) {
                 assert!(tail >= 2.0 * step_s && tail <= 120.0_f64.max(2.0 * step_s), "{step_s} {len} {tail}");
                 assert!(len >= 2.0 * tail, "{step_s} {len} {tail}");
             }
