@@ -820,11 +820,12 @@ test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prome
     // The fleet view lists the three replicas and links each query to Prometheus's graph UI.
     assert.equal((await page.$$('[data-testid=fleet-view] [data-testid=fleet-replica]')).length, 3);
     const links = await page.$$eval('[data-testid=fleet-view] a', (as) => as.map((a) => a.href));
-    assert.ok(links.length === 3 && links.every((h) => h.startsWith(`${prom.url}/graph?`)), links.join(' '));
+    assert.ok(links.length === 4 && links.every((h) => h.startsWith(`${prom.url}/graph?`)), links.join(' '));
     // Both questions went to Prometheus with the token; nothing went anywhere else.
     const posts = sent.filter((r) => r.method === 'POST').map((r) => new URL(r.url).pathname);
-    // The series, the families' window, the engines' liveness (up, process_start_time_seconds).
-    assert.deepEqual(posts, ['/api/v1/series', '/api/v1/query_range', '/api/v1/query_range']);
+    // The series, their own samples over the recent slice, the families' window, the engines'
+    // liveness (up, process_start_time_seconds).
+    assert.deepEqual(posts, ['/api/v1/series', '/api/v1/query', '/api/v1/query_range', '/api/v1/query_range']);
     assert.ok(sent.filter((r) => r.method === 'POST').every((r) => r.headers.authorization === 'Bearer prom-token-secret-42'));
     onlyOrigins(requests, [origin, prom.url]);
     assert.doesNotMatch(await page.evaluate(() => JSON.stringify(localStorage)), /prom-token-secret/);

@@ -471,6 +471,19 @@ fn prometheus_text(out: &mut String, p: &triage_core::prometheus::PrometheusInpu
     if !p.selector.trim().is_empty() {
         let _ = writeln!(out, "  {} {}", l("selector:", "选择器："), p.selector);
     }
+    if let Some(s) = &p.scraping {
+        let _ = writeln!(out, "  {} {}", l("scraping:", "抓取："), s.limits);
+        if s.stale_series > 0 {
+            let _ = writeln!(
+                out,
+                "  {}",
+                lang.pick(
+                    format!("stale: {} series stopped being scraped (a target that stopped answering, not a counter that stopped)", s.stale_series),
+                    format!("过期：{} 个序列不再被抓取（目标不再应答，而不是计数器停止）", s.stale_series)
+                )
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "  {}",
@@ -590,6 +603,19 @@ fn prometheus_markdown(out: &mut String, p: &triage_core::prometheus::Prometheus
     );
     if !p.selector.trim().is_empty() {
         let _ = writeln!(out, "- {} `{}`", l("selector:", "选择器："), p.selector.replace('`', "'"));
+    }
+    if let Some(s) = &p.scraping {
+        let _ = writeln!(out, "- {} {}", l("scraping:", "抓取："), s.limits);
+        if s.stale_series > 0 {
+            let _ = writeln!(
+                out,
+                "- {}",
+                lang.pick(
+                    format!("stale: {} series stopped being scraped", s.stale_series),
+                    format!("过期：{} 个序列不再被抓取", s.stale_series)
+                )
+            );
+        }
     }
     let _ = writeln!(
         out,

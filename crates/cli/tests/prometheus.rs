@@ -266,8 +266,11 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert_eq!(p["kind"], "prometheus");
     assert_eq!(p["fleet"]["replicas"][0]["subject"]["instance"], "queue-b:8000");
     assert_eq!(p["series"], 18);
-    // Series, range, and the engines' `up` / `process_start_time_seconds` (none here).
-    assert_eq!(p["queries"].as_array().unwrap().len(), 3);
+    // Series, the raw recent slice, range, and the engines' `up` /
+    // `process_start_time_seconds` (none here).
+    assert_eq!(p["queries"].as_array().unwrap().len(), 4);
+    assert_eq!(p["queries"][1]["api"], "/api/v1/query");
+    assert_eq!(p["scraping"]["interval_s"], 15.0, "{p:#}");
     let e = &r["findings"][0]["evidence"][0];
     let c = p["citations"]
         .as_array()
@@ -306,7 +309,7 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert_eq!(r["verdict"], "TTFT_HIGH", "{r:#}");
     assert_eq!(r["findings"][0]["rule"], "cold-start");
     assert_eq!(r["findings"][0]["subject"]["instance"], "fresh:8000");
-    let q = &r["prometheus"]["queries"][2];
+    let q = &r["prometheus"]["queries"][3];
     assert_eq!(
         q["expr"],
         "{__name__=~\"up|process_start_time_seconds\",fleet=\"restart\",instance=~\"fresh:8000\"}"
@@ -325,12 +328,15 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert!(t.contains("about: instance=\"queue-b:8000\""), "{t}");
     assert!(t.contains("/graph?g0.expr="), "{t}");
     assert!(t.contains("fleet — replicas ranked by ttft_p99"), "{t}");
+    // The scrape interval found, and what it limits.
+    assert!(t.contains("scraping: one scrape every 15 s"), "{t}");
     let out = analyze(
         &prom.url,
         &["--from", &from, "--to", &to, "--selector", "{fleet=\"gpu\"}", "--format", "markdown"],
     );
     let t = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(t.contains("## From Prometheus") && t.contains("| node-g | 2 | GPU-node-g-0002 | 840 |"), "{t}");
+    assert!(t.contains("- scraping: one scrape every 15 s"), "{t}");
 
     // Files given alongside are analysed together with the window.
     let dir = std::env::temp_dir().join(format!("triage-cli-prom-files-{}", std::process::id()));

@@ -569,8 +569,9 @@ pub fn analyze(
         groups,
         fleet,
         citations,
-        scraping: interval_s
-            .map(|i| samples::scraping(i, asked.samples_from_s, tail_s, samples::stale(m, w.end_s, i))),
+        scraping: interval_s.map(|i| {
+            samples::scraping(i, asked.samples_from_s, tail_s, samples::stale(m, w.end_s, i), cfg.lang)
+        }),
     });
     Ok(out)
 }

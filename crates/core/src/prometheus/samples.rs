@@ -134,17 +134,32 @@ pub fn tail_start(points: &[(f64, f64)], by_time: f64) -> f64 {
     }
 }
 
-/// The report's [`Scraping`]: the interval and what it limits, in words.
-pub fn scraping(interval_s: f64, from_s: f64, tail_s: Option<f64>, stale_series: usize) -> Scraping {
+/// The report's [`Scraping`]: the interval and what it limits, in words (in `lang`).
+pub fn scraping(
+    interval_s: f64,
+    from_s: f64,
+    tail_s: Option<f64>,
+    stale_series: usize,
+    lang: crate::lang::Lang,
+) -> Scraping {
     let i = query::secs(interval_s);
     let shortest = query::secs((MIN_TAIL_SAMPLES - 1) as f64 * interval_s);
     let limits = match tail_s {
-        Some(t) => format!(
-            "one scrape every {i} s: a counter is judged stopped only between distinct samples, over the last {} s or its last {MIN_TAIL_SAMPLES} samples if they reach further; a stall shorter than {shortest} s cannot be told from the pause between scrapes",
-            query::secs(t)
+        Some(t) => lang.pick(
+            format!(
+                "one scrape every {i} s: a counter is judged stopped only between distinct samples, over the last {} s or its last {MIN_TAIL_SAMPLES} samples if they reach further; a stall shorter than {shortest} s cannot be told from the pause between scrapes",
+                query::secs(t)
+            ),
+            format!(
+                "每 {i} s 抓取一次：只在不同的样本之间判断计数器是否停止，看最后 {} s（若最后 {MIN_TAIL_SAMPLES} 个样本跨度更长则看它们）；短于 {shortest} s 的卡顿无法与两次抓取之间的间隔区分",
+                query::secs(t)
+            ),
         ),
-        None => format!(
-            "one scrape every {i} s: the window is too short to judge its recent tail apart; only the whole window is judged, and a stall shorter than {shortest} s cannot be seen"
+        None => lang.pick(
+            format!(
+                "one scrape every {i} s: the window is too short to judge its recent tail apart; only the whole window is judged, and a stall shorter than {shortest} s cannot be seen"
+            ),
+            format!("每 {i} s 抓取一次：时间窗太短，无法单独判断最近一段；只判断整个时间窗，短于 {shortest} s 的卡顿看不到"),
         ),
     };
     Scraping { interval_s, samples_from_unix_s: from_s, tail_s, stale_series, limits }
@@ -219,7 +234,10 @@ mod tests {
         assert_eq!(tail_start(&points[..2], 302.0), 302.0);
         let every_15: Vec<(f64, f64)> = (0..40).map(|k| (k as f64 * 15.0, 0.0)).collect();
         assert_eq!(tail_start(&every_15, 465.0), 465.0);
-        assert!(scraping(60.0, 0.0, Some(120.0), 0).limits.contains("shorter than 120 s"));
+        assert!(
+            scraping(60.0, 0.0, Some(120.0), 0, crate::lang::Lang::En).limits.contains("shorter than 120 s")
+        );
+        assert!(scraping(60.0, 0.0, None, 0, crate::lang::Lang::Zh).limits.contains("短于 120 s"));
         assert_eq!(slice_seconds(&w(1800.0, 15.0), 3000, 1_000_000), 333.0);
         assert_eq!(slice_seconds(&w(600.0, 15.0), 10, 1_000_000), 600.0);
     }
