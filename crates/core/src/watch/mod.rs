@@ -190,6 +190,17 @@ impl Watch {
         self.skipped += 1;
     }
 
+    /// Keep `scrape` as the one the next interval's scrape is compared with, without judging an
+    /// interval (`triage watch --once` scrapes before its canary and again an interval later).
+    pub fn baseline(&mut self, scrape: EngineScrape) {
+        if scrape.family.is_some() {
+            if self.recent.len() == RECENT {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(scrape);
+        }
+    }
+
     /// Judge one interval.
     pub fn observe(&mut self, tick: Tick<'_>) -> Observation {
         self.ticks += 1;
@@ -308,7 +319,7 @@ impl Watch {
                 names.join(", ")
             ));
             view.stalled = true;
-            view.frozen_for_ms = Some(frozen_s * 1e3);
+            view.frozen_for_ms = Some(crate::probe::ms((scrape.at_ns - since) as f64));
         } else {
             self.frozen_since_ns = None;
             evidence.push(format!(

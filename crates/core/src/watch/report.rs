@@ -129,7 +129,7 @@ impl EngineView {
             moved,
             since_previous_ms: prev
                 .filter(|p| scrape.at_ns > p.at_ns)
-                .map(|p| (scrape.at_ns - p.at_ns) as f64 / 1e6),
+                .map(|p| crate::probe::ms((scrape.at_ns - p.at_ns) as f64)),
             stalled: false,
             frozen_for_ms: None,
         }

@@ -280,3 +280,11 @@ fn the_report_follows_the_contract() {
     assert_eq!(back, r);
     assert!(r.observation.line().starts_with("HEALTHY serving — canary TTFT 42.0 ms"));
 }
+
+#[test]
+fn a_baseline_scrape_lets_one_interval_judge_the_counters() {
+    let mut w = Watch::new(cfg());
+    w.baseline(vllm(0, 3, 0, 9));
+    let o = w.observe(tick(S, Some(&ok(30.0)), Some(vllm(S, 3, 0, 9))));
+    assert_eq!((o.verdict, w.ticks()), (Verdict::ThroughputZero, 1));
+}
