@@ -260,6 +260,16 @@ pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
     let mut index = 0usize;
     loop {
         tokio::select! {
+            // A finished interval is collected before the next one is started or skipped.
+            biased;
+            done = async { in_flight.as_mut().expect("guarded").await }, if in_flight.is_some() => {
+                in_flight = None;
+                let work = done.context("the interval's task")?;
+                let tick = Tick { at_ns: work.at_ns, canary: Some(&work.canary.record), metrics: work.metrics };
+                let obs = watch.observe(tick);
+                publish(&watch);
+                print(&report(&watch, work.at_ns, obs))?;
+            }
             _ = interval.tick() => {
                 if in_flight.is_some() {
                     // One canary per target: this interval is skipped, and counted.
@@ -269,15 +279,8 @@ pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
                 }
                 let t = Arc::clone(&target);
                 let i = index;
-                index += 1;
+                index = index.wrapping_add(1);
                 in_flight = Some(tokio::spawn(async move { t.interval(i).await }));
-            }
-            done = async { in_flight.as_mut().expect("guarded").await }, if in_flight.is_some() => {
-                in_flight = None;
-                let work = done.context("the interval's task")?;
-                let obs = watch.observe(Tick { at_ns: work.at_ns, canary: Some(&work.canary.record), metrics: work.metrics });
-                publish(&watch);
-                print(&report(&watch, work.at_ns, obs))?;
             }
         }
     }

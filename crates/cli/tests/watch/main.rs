@@ -367,6 +367,15 @@ fn listen_serves_the_metrics_with_help_and_type_and_refuses_the_rest() {
             || body.contains("triage_canary_ttft_seconds_count 2\n")
     );
     assert_eq!(fake::get(port, "/").map(|r| r.0), Some(404));
+    // Connections are bounded: 16 idle ones take every slot, the next is closed unanswered,
+    // and once they go the page is served again.
+    let idle: Vec<std::net::TcpStream> =
+        (0..16).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(fake::get(port, "/metrics"), None, "a 17th connection is answered");
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(fake::get(port, "/metrics").map(|r| r.0), Some(200));
     // A head that never ends is cut at its bound.
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     use std::io::{Read, Write};
