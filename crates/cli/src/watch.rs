@@ -321,29 +321,34 @@ async fn answer(mut stream: TcpStream, page: &Mutex<String>) -> std::io::Result<
         }
         head.extend_from_slice(&buf[..n]);
         if head.len() > MAX_HEAD {
-            return respond(&mut stream, "431 Request Header Fields Too Large", "", b"").await;
+            return respond(&mut stream, "431 Request Header Fields Too Large", "", b"", false).await;
         }
     }
     let line = String::from_utf8_lossy(head.split(|b| *b == b'\n').next().unwrap_or_default()).into_owned();
     let mut parts = line.split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
+    let head_only = method == "HEAD";
     match (method, path) {
         ("GET" | "HEAD", "/metrics") => {
             let body = page.lock().map(|p| p.clone()).unwrap_or_default();
-            let body = if method == "HEAD" { String::new() } else { body };
-            respond(&mut stream, "200 OK", "text/plain; version=0.0.4; charset=utf-8", body.as_bytes()).await
+            let kind = "text/plain; version=0.0.4; charset=utf-8";
+            respond(&mut stream, "200 OK", kind, body.as_bytes(), head_only).await
         }
-        ("GET" | "HEAD", _) => respond(&mut stream, "404 Not Found", "text/plain", b"see /metrics\n").await,
-        _ => respond(&mut stream, "405 Method Not Allowed", "text/plain", b"GET /metrics\n").await,
+        ("GET" | "HEAD", _) => {
+            respond(&mut stream, "404 Not Found", "text/plain", b"see /metrics\n", head_only).await
+        }
+        _ => respond(&mut stream, "405 Method Not Allowed", "text/plain", b"GET /metrics\n", false).await,
     }
 }
 
+/// Write the answer and close; `head_only` (a HEAD request) sends the length but not the body.
 async fn respond(
     stream: &mut TcpStream,
     status: &str,
     content_type: &str,
     body: &[u8],
+    head_only: bool,
 ) -> std::io::Result<()> {
     let mut out = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
     if !content_type.is_empty() {
@@ -351,6 +356,8 @@ async fn respond(
     }
     out.push_str("\r\n");
     stream.write_all(out.as_bytes()).await?;
-    stream.write_all(body).await?;
+    if !head_only {
+        stream.write_all(body).await?;
+    }
     stream.shutdown().await
 }
