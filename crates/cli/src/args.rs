@@ -23,6 +23,17 @@ pub enum Command {
     ///
     /// Exit status: 0 when at least one request succeeded, 1 when all failed, 2 on usage errors.
     Probe(Box<ProbeArgs>),
+    /// A canary for engines that hang while /health says 200: every interval, one tiny streamed
+    /// request (max_tokens 1–4) with a hard deadline and, with --metrics-url, a read of the
+    /// engine's /metrics. Names the engine serving (HEALTHY), slow (TTFT_HIGH: TTFT above
+    /// --slo-ttft-ms), stalled (THROUGHPUT_ZERO: no headers or no token before the deadline, or
+    /// requests running or waiting while the engine's token counters do not move between
+    /// distinct scrapes) or down (refused, reset, 5xx). --listen serves its own metrics for an
+    /// alert rule. One line per interval until interrupted (Ctrl-C), or one report with --once.
+    ///
+    /// Exit status: with --once, 0 when serving, 1 otherwise; 2 on usage errors (--timeout not
+    /// below --every, a bad URL or --listen address, a missing --api-key-env variable).
+    Watch(Box<WatchArgs>),
     /// The main job on a built-in service, no setup: with SCENARIO, start the incident simulator
     /// with that fault, probe it, analyse its logs and metrics and print the diagnosis; without,
     /// probe the built-in scripted SSE server on 127.0.0.1 and print the report.
@@ -115,6 +126,56 @@ pub struct ProbeArgs {
     pub stall_factor: f64,
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     pub stall_min: Duration,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// Base URL (http://host:8000/v1) or the full endpoint the canary streams from.
+    pub url: String,
+    /// Wire API: openai (chat completions) or anthropic (messages).
+    #[arg(long, default_value = "openai", value_parser = parse_api)]
+    pub api: Api,
+    /// Model name sent in the canary.
+    #[arg(long)]
+    pub model: String,
+    /// One canary per interval (e.g. 30s, 1m); at most one in flight: an interval that comes
+    /// while the previous canary runs is skipped and counted.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub every: Duration,
+    /// The canary's hard deadline, from sending to the end of its stream; below --every. The
+    /// /metrics read before it has min(--timeout, --every − --timeout).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// The engine's Prometheus metrics (e.g. http://host:8000/metrics): running and waiting
+    /// requests and token counters (vLLM, SGLang, TGI). Read without the API key or --header
+    /// values; no redirect followed.
+    #[arg(long, value_name = "URL")]
+    pub metrics_url: Option<String>,
+    /// Serve the watch's own metrics at http://ADDR/metrics (e.g. 0.0.0.0:9478; port 0 picks
+    /// a free one, printed on stderr): triage_canary_up, triage_canary_ttft_seconds,
+    /// triage_canary_failures_total{kind}, triage_engine_stalled, ….
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// One interval, one report, then exit. With --metrics-url it takes one --every: the
+    /// engine is scraped before the canary and again an interval later.
+    #[arg(long)]
+    pub once: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// The canary's max_tokens.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4))]
+    pub max_tokens: u32,
+    /// TTFT bound in milliseconds: a canary whose first token comes later is TTFT_HIGH (the
+    /// analyzer's default TTFT target).
+    #[arg(long, default_value_t = 2000.0, value_parser = parse_positive_ms)]
+    pub slo_ttft_ms: f64,
+    /// Extra request header for the canary, K:V (repeatable).
+    #[arg(long = "header", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// Environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY,
+    /// then TAOTOKEN_API_KEY). The key is never printed.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -13,3 +13,4 @@ pub mod prometheus;
 pub mod render;
 pub mod scripted_serve;
 pub mod sim;
+pub mod watch;

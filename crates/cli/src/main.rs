@@ -51,6 +51,7 @@ fn run() -> anyhow::Result<ExitCode> {
             None => rt.block_on(cmd_demo(args.format)),
         },
         Command::Sim(args) => rt.block_on(triage_cli::sim::run(*args)),
+        Command::Watch(args) => rt.block_on(triage_cli::watch::run(*args)),
         Command::Analyze(args) => cmd_analyze(&args),
         Command::Kv(args) => triage_cli::kv::run(&args),
         Command::Cards(args) => triage_cli::cards::run(&args),
@@ -66,17 +67,6 @@ fn print(text: &str) -> anyhow::Result<()> {
 
 fn print_json(json: &str) -> anyhow::Result<()> {
     Ok(output::json(json)?)
-}
-
-fn api_key(args: &ProbeArgs) -> anyhow::Result<Option<String>> {
-    if let Some(var) = &args.api_key_env {
-        let key = std::env::var(var).ok().filter(|k| !k.is_empty());
-        if key.is_none() {
-            return usage(format!("--api-key-env {var}: that environment variable is not set (or empty)"));
-        }
-        return Ok(key);
-    }
-    Ok(args.api.default_key_envs().iter().find_map(|v| std::env::var(v).ok().filter(|k| !k.is_empty())))
 }
 
 async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
@@ -96,7 +86,7 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         rate: args.rate,
         timeout: args.timeout,
         headers: args.headers.clone(),
-        api_key: api_key(&args)?,
+        api_key: probe::api_key(args.api, args.api_key_env.as_deref())?,
         timer: TimerConfig {
             stall: StallConfig {
                 factor: args.stall_factor,

@@ -89,48 +89,7 @@ pub async fn run(
     origin: Instant,
     on_done: &(dyn Fn(&RequestRecord) + Sync),
 ) -> anyhow::Result<ProbeRun> {
-    let resolved = resolve(opts)?;
-    let client = client(opts.concurrency)?;
-    let body = endpoint::request_body(&ProbeRequest {
-        api: opts.api,
-        model: &opts.model,
-        prompt: &opts.prompt,
-        max_tokens: opts.max_tokens,
-    });
-    let mut headers = reqwest::header::HeaderMap::new();
-    let mut add = |k: &str, v: &str| -> anyhow::Result<()> {
-        let name = reqwest::header::HeaderName::from_bytes(k.trim().as_bytes())
-            .with_context(|| format!("invalid header name {k:?}"))?;
-        let mut value = reqwest::header::HeaderValue::from_str(v.trim())
-            .with_context(|| format!("invalid value for header {k:?}"))?;
-        value.set_sensitive(true);
-        headers.insert(name, value);
-        Ok(())
-    };
-    for (k, v) in endpoint::base_headers(opts.api) {
-        add(k, v)?;
-    }
-    // Timing a compressed stream would time the compressor; ask for none.
-    add("accept-encoding", "identity")?;
-    if let Some(key) = &opts.api_key {
-        let (k, v) = endpoint::auth_header(opts.api, key);
-        add(k, &v)?;
-    }
-    for (k, v) in &opts.headers {
-        add(k, v)?;
-    }
-    let secrets = secrets_of(opts);
-    let shared = Arc::new(Shared {
-        client,
-        url: resolved.url.clone(),
-        shown_url: secrets.redact(&resolved.url).into_owned(),
-        body,
-        headers,
-        timeout: opts.timeout,
-        timer: opts.timer,
-        secrets: secrets.clone(),
-        origin,
-    });
+    let Prepared { shared, resolved, secrets } = prepare(opts, origin)?;
     let run_start = now_ns(origin);
     let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Observed)>();
@@ -194,6 +153,92 @@ pub async fn run(
         "output tokens come from the server's usage when it sends one, otherwise they are counted events (token_source)".to_owned(),
     ];
     Ok(ProbeRun { report, timings })
+}
+
+/// A request made ready to be sent again and again: the client, the endpoint, the body and the
+/// headers (the key's marked sensitive). `triage watch` sends its canary with it.
+pub struct Prepared {
+    shared: Arc<Shared>,
+    /// The endpoint as resolved, with its warnings.
+    pub resolved: Resolved,
+    /// The run's secrets ([`secrets_of`]).
+    pub secrets: Secrets,
+}
+
+impl Prepared {
+    /// Send the request once, bounded by the options' timeout; `run_start` is the origin that
+    /// `sent_at_ms` counts from.
+    pub async fn send(&self, index: usize, run_start: u64) -> Observed {
+        one_request(&self.shared, index, run_start).await
+    }
+
+    /// The HTTP client (no redirects followed), for the host's other requests.
+    pub fn client(&self) -> &reqwest::Client {
+        &self.shared.client
+    }
+}
+
+/// Resolve the URL, build the client, the body and the headers.
+pub fn prepare(opts: &ProbeOptions, origin: Instant) -> anyhow::Result<Prepared> {
+    let resolved = resolve(opts)?;
+    let client = client(opts.concurrency)?;
+    let body = endpoint::request_body(&ProbeRequest {
+        api: opts.api,
+        model: &opts.model,
+        prompt: &opts.prompt,
+        max_tokens: opts.max_tokens,
+    });
+    let mut headers = reqwest::header::HeaderMap::new();
+    let mut add = |k: &str, v: &str| -> anyhow::Result<()> {
+        let name = reqwest::header::HeaderName::from_bytes(k.trim().as_bytes())
+            .with_context(|| format!("invalid header name {k:?}"))?;
+        let mut value = reqwest::header::HeaderValue::from_str(v.trim())
+            .with_context(|| format!("invalid value for header {k:?}"))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+        Ok(())
+    };
+    for (k, v) in endpoint::base_headers(opts.api) {
+        add(k, v)?;
+    }
+    // Timing a compressed stream would time the compressor; ask for none.
+    add("accept-encoding", "identity")?;
+    if let Some(key) = &opts.api_key {
+        let (k, v) = endpoint::auth_header(opts.api, key);
+        add(k, &v)?;
+    }
+    for (k, v) in &opts.headers {
+        add(k, v)?;
+    }
+    let secrets = secrets_of(opts);
+    let shared = Arc::new(Shared {
+        client,
+        url: resolved.url.clone(),
+        shown_url: secrets.redact(&resolved.url).into_owned(),
+        body,
+        headers,
+        timeout: opts.timeout,
+        timer: opts.timer,
+        secrets: secrets.clone(),
+        origin,
+    });
+    Ok(Prepared { shared, resolved, secrets })
+}
+
+/// The API key: from the variable `--api-key-env` names (a usage error when it is unset or
+/// empty), else from the API's usual variables (`OPENAI_API_KEY` / `ANTHROPIC_API_KEY`, then
+/// `TAOTOKEN_API_KEY`).
+pub fn api_key(api: Api, api_key_env: Option<&str>) -> anyhow::Result<Option<String>> {
+    if let Some(var) = api_key_env {
+        let key = std::env::var(var).ok().filter(|k| !k.is_empty());
+        if key.is_none() {
+            return crate::output::usage(format!(
+                "--api-key-env {var}: that environment variable is not set (or empty)"
+            ));
+        }
+        return Ok(key);
+    }
+    Ok(api.default_key_envs().iter().find_map(|v| std::env::var(v).ok().filter(|k| !k.is_empty())))
 }
 
 /// The run's secrets: the API key and the value of every header the user added.

@@ -60,4 +60,5 @@ pub mod sse;
 pub mod stats;
 pub mod stream;
 pub mod timing;
+pub mod watch;
 pub mod words;

@@ -1,6 +1,7 @@
 //! A real Prometheus over backfilled blocks: `promtool tsdb create-blocks-from openmetrics`
 //! turns the simulator's OpenMetrics files into TSDB blocks, and `prometheus` serves them on
 //! 127.0.0.1 (a free port) until dropped, when it is killed and its folder removed.
+//! `Prometheus::scraping` starts one that scrapes a target instead (`tests/watch`).
 //!
 //! Needs Debian's `prometheus` package (`prometheus` and `promtool`, 2.42; `.ci/run` installs
 //! it). Without it the tests fail and say how to get it, unless `TRIAGE_SKIP_PROMETHEUS=1`
@@ -121,17 +122,34 @@ impl Prometheus {
         }
         // No scrape targets: the backfilled blocks are all it holds. Backfilled data is hours
         // old; a century's retention keeps Prometheus from deleting it at start.
-        let config = dir.path().join("prometheus.yml");
-        std::fs::write(&config, "global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n").unwrap();
+        let config = "global:\n  scrape_interval: 1h\n  evaluation_interval: 1h\n";
+        Prometheus::launch(prometheus, dir, config, &["--storage.tsdb.retention.time=100y"])
+    }
+
+    /// Start Prometheus scraping `target` (`host:port`, path `/metrics`) every second, with
+    /// nothing backfilled (`triage watch --listen`'s test).
+    #[allow(dead_code)] // `tests/watch` only; the backfill tests start `Prometheus::start`.
+    pub fn scraping(tools: &(PathBuf, PathBuf), dir: TempDir, target: &str) -> Prometheus {
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: triage-watch\n    static_configs:\n      - targets: ['{target}']\n"
+        );
+        Prometheus::launch(&tools.0, dir, &config, &[])
+    }
+
+    /// Write `config`, start Prometheus on `dir/data` and wait until it is ready.
+    fn launch(prometheus: &Path, dir: TempDir, config: &str, extra: &[&str]) -> Prometheus {
+        let data = dir.path().join("data");
+        let config_path = dir.path().join("prometheus.yml");
+        std::fs::write(&config_path, config).unwrap();
         let mut last_log = String::new();
         // A free port can be taken between our probe and Prometheus' bind: three tries.
         for _ in 0..3 {
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
             let log = dir.path().join("prometheus.log");
             let mut child = Command::new(prometheus)
-                .arg(format!("--config.file={}", config.display()))
+                .arg(format!("--config.file={}", config_path.display()))
                 .arg(format!("--storage.tsdb.path={}", data.display()))
-                .arg("--storage.tsdb.retention.time=100y")
+                .args(extra)
                 .arg(format!("--web.listen-address=127.0.0.1:{port}"))
                 .arg("--log.level=warn")
                 .stdin(Stdio::null())
