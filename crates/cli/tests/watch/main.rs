@@ -1,7 +1,8 @@
 //! `triage watch` against fake engines that hang while `/health` says 200: each is named right
 //! within two intervals, recovery is seen, an idle engine is never called stalled; `--once`'s
 //! exit statuses, usage errors, key hygiene and redirects; `--listen` scraped by a real
-//! Prometheus; `deploy/watch/`'s alert rules through `promtool test rules`.
+//! Prometheus; `deploy/watch/`'s alert rules through `promtool test rules`; and the simulator's
+//! live engines (`triage sim --serve`): its scheduler deadlock and its healthy engine.
 //!
 //! Intervals are short here (`--every 1s --timeout 500ms`). Every fake engine and every watch
 //! is bounded in time: the engines stop accepting by themselves, the watch is killed when its
@@ -460,5 +461,51 @@ fn the_alerts_and_the_dashboard_read_only_metrics_the_watch_exports() {
     assert!(names.len() >= 5, "{names:?}");
     for n in names {
         assert!(exported.contains(&n.as_str()), "{n} is read but not exported: {exported:?}");
+    }
+}
+
+/// `triage sim --scenario NAME --serve 0` (a live simulated vLLM with its own `/metrics`): the
+/// child, killed when dropped, and its root URL.
+fn simulate(scenario: &str) -> (Running, String) {
+    let mut child = triage()
+        .args(["sim", "--scenario", scenario, "--serve", "0", "--lifetime", "60s", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting triage sim --serve");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let first =
+        lines.recv_timeout(Duration::from_secs(60)).expect("triage sim --serve said where it listens");
+    let v: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
+    let root = v["listening"].as_str().unwrap().trim_end_matches("/v1").to_owned();
+    let (_, errors) = mpsc::channel();
+    (Running { child, lines, errors }, root)
+}
+
+/// The simulator's engines, not a fake: its scheduler deadlock (requests held, KV full, no token
+/// made, `/metrics` answering) is THROUGHPUT_ZERO from the canary and the counters alike, and
+/// its healthy engine is HEALTHY — `--once` exits 1 and 0.
+#[test]
+fn the_simulated_deadlock_is_throughput_zero_and_the_healthy_engine_serving() {
+    for (scenario, verdict, code) in [("kv-deadlock", "THROUGHPUT_ZERO", 1), ("healthy", "HEALTHY", 0)] {
+        let (_sim, root) = simulate(scenario);
+        let out = triage()
+            .args(["watch", &format!("{root}/v1"), "--model", "m", "--once", "--format", "json"])
+            .args(["--every", "2s", "--timeout", "1500ms", "--metrics-url", &format!("{root}/metrics")])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{scenario}: {}", text(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        assert_eq!(v["verdict"], verdict, "{scenario}: {v:#}");
+        assert_eq!(v["engine"]["family"], "vllm", "{scenario}: {v:#}");
+        assert_eq!(v["engine"]["stalled"], scenario == "kv-deadlock", "{scenario}: {v:#}");
     }
 }
