@@ -1,0 +1,282 @@
+//! A whole GPU recording judged by the GPU rules, one sample at a time, in bounded memory.
+//!
+//! [`Recording`] takes the samples of a recording in the order they were written (the runner's
+//! NVML JSON lines; any GPU time series turned into [`GpuSample`]s), groups them into ticks as
+//! [`super::Series::parse`] does, runs [`GpuWatch`] over each tick as `triage-runner replay`
+//! does, and keeps, for every finding raised, the span it held, the worst and typical readings
+//! of its GPU while it held, the time and line of the sample that showed it, and the peers it
+//! was compared with. Nothing else is kept: memory is the rules' window plus the findings, so a
+//! 24-hour recording of eight GPUs at 1 Hz reads like a short one.
+
+use std::collections::BTreeMap;
+
+use super::sample::GpuSample;
+use super::series::TICK_GAP_S;
+use super::watch::{GpuFinding, GpuWatch, WatchConfig};
+
+/// Most findings kept; later ones are counted in [`Recording::dropped`].
+pub const MAX_HELD: usize = 1_000;
+
+/// Readings of one quantity over a span: the worst, the sum and count for the typical (mean).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Span {
+    /// Lowest value seen.
+    pub min: f64,
+    /// Highest value seen.
+    pub max: f64,
+    sum: f64,
+    count: u64,
+}
+
+impl Span {
+    fn add(&mut self, v: f64) {
+        if self.count == 0 {
+            self.min = v;
+            self.max = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+
+    /// The mean of what was seen; `None` before the first reading.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+
+    /// Readings seen.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+}
+
+/// One finding of the GPU rules over a recording.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Held {
+    /// The finding as the rules raised it (time, GPU, rule, title, evidence of the raising
+    /// sample).
+    pub finding: GpuFinding,
+    /// Line (1-based) of the raising GPU's sample in the tick that raised it (the tick's first
+    /// sample for node-wide findings).
+    pub line: usize,
+    /// Unix seconds of the first tick that held it and of the last (the span).
+    pub from_t: f64,
+    /// Unix seconds of the last tick it was active in.
+    pub to_t: f64,
+    /// Whether it was still active at the end of the recording.
+    pub open: bool,
+    /// The GPU's SM clock (MHz) over the ticks it held, while busy.
+    pub sm_clock_mhz: Span,
+    /// The GPU's power draw (W) over the ticks it held, while busy.
+    pub power_w: Span,
+    /// The median SM clock (MHz) of the other busy GPUs of the tick that raised it: the peers
+    /// it was compared with (`None` without busy peers).
+    pub peers_sm_clock_mhz: Option<f64>,
+    /// The other GPUs of that tick.
+    pub peers: Vec<u32>,
+}
+
+/// The GPU rules over a recording, fed one sample at a time.
+#[derive(Debug)]
+pub struct Recording {
+    watch: GpuWatch,
+    tick: Vec<(GpuSample, usize)>,
+    in_tick: std::collections::BTreeSet<u32>,
+    /// Active findings by identity (GPU, rule, raising time) → index in `held`.
+    active: BTreeMap<(Option<u32>, String, u64), usize>,
+    held: Vec<Held>,
+    dropped: usize,
+    ticks: u64,
+    gpus: std::collections::BTreeSet<u32>,
+    first_t: Option<f64>,
+    last_t: Option<f64>,
+}
+
+impl Recording {
+    /// An empty recording judged with `cfg`.
+    pub fn new(cfg: WatchConfig) -> Recording {
+        Recording {
+            watch: GpuWatch::new(cfg),
+            tick: Vec::new(),
+            in_tick: Default::default(),
+            active: BTreeMap::new(),
+            held: Vec::new(),
+            dropped: 0,
+            ticks: 0,
+            gpus: Default::default(),
+            first_t: None,
+            last_t: None,
+        }
+    }
+
+    /// The next sample, read from line `line`. A tick ends where a GPU repeats or the time moves
+    /// on by more than [`TICK_GAP_S`] ([`super::Series::parse`]'s rule).
+    pub fn push(&mut self, sample: GpuSample, line: usize) {
+        if !sample.t.is_finite() {
+            return;
+        }
+        let new_tick = self.in_tick.contains(&sample.gpu)
+            || self.tick.first().is_some_and(|(first, _)| (sample.t - first.t).abs() > TICK_GAP_S);
+        if new_tick {
+            self.flush();
+        }
+        if self.gpus.len() < 1024 {
+            self.gpus.insert(sample.gpu);
+        }
+        self.in_tick.insert(sample.gpu);
+        self.tick.push((sample, line));
+    }
+
+    fn flush(&mut self) {
+        if self.tick.is_empty() {
+            return;
+        }
+        let tick: Vec<(GpuSample, usize)> = std::mem::take(&mut self.tick);
+        self.in_tick.clear();
+        let samples: Vec<GpuSample> = tick.iter().map(|(s, _)| s.clone()).collect();
+        let now = samples.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
+        self.first_t.get_or_insert(now);
+        self.last_t = Some(now);
+        self.ticks += 1;
+        let active_now = self.watch.observe(&samples, None);
+        let mut still = BTreeMap::new();
+        for f in active_now {
+            let key = (f.gpu, f.rule.clone(), f.t.to_bits());
+            let idx = match self.active.remove(&key) {
+                Some(i) => Some(i),
+                None if self.held.len() < MAX_HELD => {
+                    self.held.push(raised(f, &tick, now));
+                    Some(self.held.len() - 1)
+                }
+                None => {
+                    self.dropped += 1;
+                    None
+                }
+            };
+            if let Some(i) = idx {
+                let h = &mut self.held[i];
+                h.to_t = now;
+                // Readings under load only: the rules compare busy GPUs, and a finding stays
+                // active a little after the load ends (it clears once false for the sustain).
+                if let Some((s, _)) = tick.iter().find(|(s, _)| Some(s.gpu) == h.finding.gpu && s.busy()) {
+                    if let Some(c) = s.sm_clock_mhz {
+                        h.sm_clock_mhz.add(f64::from(c));
+                    }
+                    if let Some(p) = s.power_mw {
+                        h.power_w.add(f64::from(p) / 1000.0);
+                    }
+                }
+                still.insert(key, i);
+            }
+        }
+        for (_, i) in std::mem::replace(&mut self.active, still) {
+            self.held[i].open = false;
+        }
+    }
+
+    /// The recording ended: every finding raised, in the order raised, with its span.
+    pub fn finish(mut self) -> Finished {
+        self.flush();
+        Finished {
+            held: self.held,
+            dropped: self.dropped,
+            ticks: self.ticks,
+            gpus: self.gpus.into_iter().collect(),
+            from_t: self.first_t,
+            to_t: self.last_t,
+        }
+    }
+}
+
+/// What a whole recording showed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Finished {
+    /// Every finding raised, in the order raised.
+    pub held: Vec<Held>,
+    /// Findings past [`MAX_HELD`], counted.
+    pub dropped: usize,
+    /// Ticks read.
+    pub ticks: u64,
+    /// GPU indices seen.
+    pub gpus: Vec<u32>,
+    /// Unix seconds of the first tick.
+    pub from_t: Option<f64>,
+    /// Unix seconds of the last tick.
+    pub to_t: Option<f64>,
+}
+
+/// A finding just raised in `tick`, with the line of its GPU's sample and its peers.
+fn raised(f: GpuFinding, tick: &[(GpuSample, usize)], now: f64) -> Held {
+    let own = tick.iter().find(|(s, _)| Some(s.gpu) == f.gpu);
+    let line = own.or(tick.first()).map_or(0, |(_, l)| *l);
+    let others: Vec<&GpuSample> = tick.iter().map(|(s, _)| s).filter(|s| Some(s.gpu) != f.gpu).collect();
+    let mut busy: Vec<f64> =
+        others.iter().filter(|s| s.busy()).filter_map(|s| s.sm_clock_mhz.map(f64::from)).collect();
+    let peers_sm_clock_mhz = crate::stats::median(&mut busy);
+    Held {
+        line,
+        from_t: now,
+        to_t: now,
+        open: true,
+        sm_clock_mhz: Span::default(),
+        power_w: Span::default(),
+        peers_sm_clock_mhz,
+        peers: others.iter().map(|s| s.gpu).collect(),
+        finding: f,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::testutil::fixture;
+    use crate::gpu::Series;
+
+    const H200: &str = fixture!("nvml/h200_series.jsonl");
+    const H200X8: &str = fixture!("nvml/h200x8_one_slow.jsonl");
+
+    fn record(text: &str) -> Finished {
+        let mut r = Recording::new(WatchConfig::default());
+        for (i, line) in text.lines().enumerate() {
+            if let Ok(s) = serde_json::from_str::<GpuSample>(line) {
+                r.push(s, i + 1);
+            }
+        }
+        r.finish()
+    }
+
+    /// What `triage-runner replay` raises, as (rule, GPU, time) — the same, one sample at a time.
+    #[test]
+    fn the_same_findings_as_the_runners_replay() {
+        for text in [H200, H200X8] {
+            let replayed = crate::gpu::replay(&Series::parse(text), None, WatchConfig::default());
+            let recorded = record(text);
+            let a: Vec<(&str, Option<u32>, u64)> =
+                replayed.iter().map(|f| (f.rule.as_str(), f.gpu, f.t.to_bits())).collect();
+            let b: Vec<(&str, Option<u32>, u64)> = recorded
+                .held
+                .iter()
+                .map(|h| (h.finding.rule.as_str(), h.finding.gpu, h.finding.t.to_bits()))
+                .collect();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn the_straggler_with_its_span_worst_and_peers() {
+        let r = record(H200X8);
+        assert_eq!(r.gpus, (0..8).collect::<Vec<u32>>());
+        let slow: Vec<&Held> = r.held.iter().filter(|h| h.finding.rule == "slow-gpu").collect();
+        assert_eq!(slow.len(), 1, "{:#?}", r.held);
+        let h = slow[0];
+        assert_eq!(h.finding.gpu, Some(5));
+        assert!(h.to_t > h.from_t, "{h:?}");
+        assert_eq!(h.sm_clock_mhz.min, 800.0, "{h:?}");
+        assert!(h.sm_clock_mhz.mean().is_some_and(|m| m < 1000.0), "{h:?}");
+        assert!(h.peers_sm_clock_mhz.is_some_and(|p| p >= 1700.0), "{h:?}");
+        assert_eq!(h.peers.len(), 7);
+        assert!(H200X8.lines().nth(h.line - 1).unwrap().contains("\"gpu\": 5"), "line {}", h.line);
+    }
+}
