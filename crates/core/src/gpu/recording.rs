@@ -82,7 +82,9 @@ pub struct Held {
 #[derive(Debug)]
 pub struct Recording {
     watch: GpuWatch,
-    tick: Vec<(GpuSample, usize)>,
+    /// The tick being read: its samples and, beside them, each one's line.
+    tick: Vec<GpuSample>,
+    lines: Vec<usize>,
     in_tick: std::collections::BTreeSet<u32>,
     /// Active findings by identity (GPU, rule, raising time) → index in `held`.
     active: BTreeMap<(Option<u32>, String, u64), usize>,
@@ -100,6 +102,7 @@ impl Recording {
         Recording {
             watch: GpuWatch::new(cfg),
             tick: Vec::new(),
+            lines: Vec::new(),
             in_tick: Default::default(),
             active: BTreeMap::new(),
             held: Vec::new(),
@@ -118,7 +121,7 @@ impl Recording {
             return;
         }
         let new_tick = self.in_tick.contains(&sample.gpu)
-            || self.tick.first().is_some_and(|(first, _)| (sample.t - first.t).abs() > TICK_GAP_S);
+            || self.tick.first().is_some_and(|first| (sample.t - first.t).abs() > TICK_GAP_S);
         if new_tick {
             self.flush();
         }
@@ -126,28 +129,28 @@ impl Recording {
             self.gpus.insert(sample.gpu);
         }
         self.in_tick.insert(sample.gpu);
-        self.tick.push((sample, line));
+        self.tick.push(sample);
+        self.lines.push(line);
     }
 
     fn flush(&mut self) {
         if self.tick.is_empty() {
             return;
         }
-        let tick: Vec<(GpuSample, usize)> = std::mem::take(&mut self.tick);
         self.in_tick.clear();
-        let samples: Vec<GpuSample> = tick.iter().map(|(s, _)| s.clone()).collect();
+        let (samples, lines) = (&self.tick, &self.lines);
         let now = samples.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
         self.first_t.get_or_insert(now);
         self.last_t = Some(now);
         self.ticks += 1;
-        let active_now = self.watch.observe(&samples, None);
+        let active_now = self.watch.observe(samples, None);
         let mut still = BTreeMap::new();
         for f in active_now {
             let key = (f.gpu, f.rule.clone(), f.t.to_bits());
             let idx = match self.active.remove(&key) {
                 Some(i) => Some(i),
                 None if self.held.len() < MAX_HELD => {
-                    self.held.push(raised(f, &tick, now));
+                    self.held.push(raised(f, samples, lines, now));
                     Some(self.held.len() - 1)
                 }
                 None => {
@@ -160,7 +163,7 @@ impl Recording {
                 h.to_t = now;
                 // Readings under load only: the rules compare busy GPUs, and a finding stays
                 // active a little after the load ends (it clears once false for the sustain).
-                if let Some((s, _)) = tick.iter().find(|(s, _)| Some(s.gpu) == h.finding.gpu && s.busy()) {
+                if let Some(s) = samples.iter().find(|s| Some(s.gpu) == h.finding.gpu && s.busy()) {
                     if let Some(c) = s.sm_clock_mhz {
                         h.sm_clock_mhz.add(f64::from(c));
                     }
@@ -174,6 +177,8 @@ impl Recording {
         for (_, i) in std::mem::replace(&mut self.active, still) {
             self.held[i].open = false;
         }
+        self.tick.clear();
+        self.lines.clear();
     }
 
     /// The recording ended: every finding raised, in the order raised, with its span.
@@ -207,11 +212,12 @@ pub struct Finished {
     pub to_t: Option<f64>,
 }
 
-/// A finding just raised in `tick`, with the line of its GPU's sample and its peers.
-fn raised(f: GpuFinding, tick: &[(GpuSample, usize)], now: f64) -> Held {
-    let own = tick.iter().find(|(s, _)| Some(s.gpu) == f.gpu);
-    let line = own.or(tick.first()).map_or(0, |(_, l)| *l);
-    let others: Vec<&GpuSample> = tick.iter().map(|(s, _)| s).filter(|s| Some(s.gpu) != f.gpu).collect();
+/// A finding just raised in `tick` (each sample's line in `lines`), with the line of its GPU's
+/// sample and its peers.
+fn raised(f: GpuFinding, tick: &[GpuSample], lines: &[usize], now: f64) -> Held {
+    let own = tick.iter().position(|s| Some(s.gpu) == f.gpu);
+    let line = lines.get(own.unwrap_or(0)).copied().unwrap_or(0);
+    let others: Vec<&GpuSample> = tick.iter().filter(|s| Some(s.gpu) != f.gpu).collect();
     let mut busy: Vec<f64> =
         others.iter().filter(|s| s.busy()).filter_map(|s| s.sm_clock_mhz.map(f64::from)).collect();
     let peers_sm_clock_mhz = crate::stats::median(&mut busy);
