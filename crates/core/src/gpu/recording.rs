@@ -14,8 +14,59 @@ use super::sample::GpuSample;
 use super::series::TICK_GAP_S;
 use super::watch::{GpuFinding, GpuWatch, WatchConfig};
 
-/// Most findings kept; later ones are counted in [`Recording::dropped`].
+/// Most findings kept; later ones are counted in [`Finished::dropped`].
 pub const MAX_HELD: usize = 1_000;
+/// Most points of one GPU's curve ([`Curve`]): enough for a chart of any length of recording.
+pub const MAX_CURVE_POINTS: usize = 400;
+/// Most GPUs drawn.
+const MAX_CURVES: usize = 64;
+
+/// One quantity of one GPU over the whole recording, in bounded memory: the mean of each time
+/// bucket; when the buckets outgrow [`MAX_CURVE_POINTS`], pairs are merged and the bucket width
+/// doubles, so a day reads in as many points as a minute.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Curve {
+    width_s: f64,
+    /// (bucket index, sum of t, sum of values, count).
+    buckets: Vec<(u64, f64, f64, u64)>,
+}
+
+impl Curve {
+    fn add(&mut self, since_s: f64, v: f64) {
+        if self.width_s == 0.0 {
+            self.width_s = 1.0;
+        }
+        let k = (since_s.max(0.0) / self.width_s) as u64;
+        match self.buckets.last_mut() {
+            Some(b) if b.0 == k => {
+                b.1 += since_s;
+                b.2 += v;
+                b.3 += 1;
+            }
+            _ => self.buckets.push((k, since_s, v, 1)),
+        }
+        if self.buckets.len() > MAX_CURVE_POINTS {
+            self.width_s *= 2.0;
+            let mut merged: Vec<(u64, f64, f64, u64)> = Vec::with_capacity(MAX_CURVE_POINTS / 2 + 1);
+            for b in self.buckets.drain(..) {
+                match merged.last_mut() {
+                    Some(m) if m.0 == b.0 / 2 => {
+                        m.1 += b.1;
+                        m.2 += b.2;
+                        m.3 += b.3;
+                    }
+                    _ => merged.push((b.0 / 2, b.1, b.2, b.3)),
+                }
+            }
+            self.buckets = merged;
+        }
+    }
+
+    /// `[seconds from the recording's first tick, mean value]` per bucket, in time order.
+    pub fn points(&self) -> Vec<[f64; 2]> {
+        self.buckets.iter().map(|b| [b.1 / b.3 as f64, b.2 / b.3 as f64]).collect()
+    }
+}
 
 /// Readings of one quantity over a span: the worst, the sum and count for the typical (mean).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -94,6 +145,8 @@ pub struct Recording {
     gpus: std::collections::BTreeSet<u32>,
     first_t: Option<f64>,
     last_t: Option<f64>,
+    /// Per GPU: its SM clock (MHz) and power draw (W) over the recording.
+    curves: BTreeMap<u32, (Curve, Curve)>,
 }
 
 impl Recording {
@@ -111,6 +164,7 @@ impl Recording {
             gpus: Default::default(),
             first_t: None,
             last_t: None,
+            curves: BTreeMap::new(),
         }
     }
 
@@ -128,6 +182,16 @@ impl Recording {
         if self.gpus.len() < 1024 {
             self.gpus.insert(sample.gpu);
         }
+        let t0 = *self.first_t.get_or_insert(sample.t);
+        if self.curves.len() < MAX_CURVES || self.curves.contains_key(&sample.gpu) {
+            let (sm, power) = self.curves.entry(sample.gpu).or_default();
+            if let Some(c) = sample.sm_clock_mhz {
+                sm.add(sample.t - t0, f64::from(c));
+            }
+            if let Some(p) = sample.power_mw {
+                power.add(sample.t - t0, f64::from(p) / 1000.0);
+            }
+        }
         self.in_tick.insert(sample.gpu);
         self.tick.push(sample);
         self.lines.push(line);
@@ -140,7 +204,6 @@ impl Recording {
         self.in_tick.clear();
         let (samples, lines) = (&self.tick, &self.lines);
         let now = samples.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
-        self.first_t.get_or_insert(now);
         self.last_t = Some(now);
         self.ticks += 1;
         let active_now = self.watch.observe(samples, None);
@@ -191,6 +254,7 @@ impl Recording {
             gpus: self.gpus.into_iter().collect(),
             from_t: self.first_t,
             to_t: self.last_t,
+            curves: self.curves.into_iter().map(|(g, (sm, power))| (g, sm, power)).collect(),
         }
     }
 }
@@ -210,6 +274,8 @@ pub struct Finished {
     pub from_t: Option<f64>,
     /// Unix seconds of the last tick.
     pub to_t: Option<f64>,
+    /// Per GPU (index order): its SM clock (MHz) and power draw (W) over the recording.
+    pub curves: Vec<(u32, Curve, Curve)>,
 }
 
 /// A finding just raised in `tick` (each sample's line in `lines`), with the line of its GPU's
@@ -284,5 +350,33 @@ mod tests {
         assert!(h.peers_sm_clock_mhz.is_some_and(|p| p >= 1700.0), "{h:?}");
         assert_eq!(h.peers.len(), 7);
         assert!(H200X8.lines().nth(h.line - 1).unwrap().contains("\"gpu\": 5"), "line {}", h.line);
+        // Each GPU's curves: GPU 5 dips to 800 MHz, its peers stay at 1800 and above.
+        assert_eq!(r.curves.len(), 8);
+        let t0 = r.from_t.unwrap();
+        let (a, b) = (h.from_t - t0 + 1.0, h.to_t - t0 - 3.0);
+        let mean_in_span = |g: u32| {
+            let v: Vec<f64> = r.curves[g as usize]
+                .1
+                .points()
+                .iter()
+                .filter(|p| p[0] >= a && p[0] <= b)
+                .map(|p| p[1])
+                .collect();
+            v.iter().sum::<f64>() / v.len().max(1) as f64
+        };
+        assert!(mean_in_span(5) < 1000.0, "{}", mean_in_span(5));
+        assert!((0..8).filter(|g| *g != 5).all(|g| mean_in_span(g) >= 1700.0));
+    }
+
+    #[test]
+    fn a_curve_of_any_length_stays_bounded_and_in_order() {
+        let mut c = Curve::default();
+        for s in 0..86_400u32 {
+            c.add(f64::from(s), f64::from(s % 100));
+        }
+        let p = c.points();
+        assert!(p.len() <= MAX_CURVE_POINTS && p.len() > MAX_CURVE_POINTS / 4, "{}", p.len());
+        assert!(p.windows(2).all(|w| w[0][0] < w[1][0]));
+        assert!(p.iter().all(|x| (0.0..100.0).contains(&x[1])));
     }
 }
