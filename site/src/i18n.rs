@@ -56,6 +56,8 @@ pub enum Msg {
     ChartSglangKv,
     ChartThroughput,
     ChartGpuClocks,
+    ChartGpuSmOverTime,
+    ChartGpuPowerOverTime,
     // Probe
     ProbeUrl,
     ProbeApi,
@@ -289,6 +291,13 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ChartSglangKv => ("seconds — KV token usage (%)", "秒 —— KV token 占用率（%）"),
         ChartThroughput => ("seconds — generation throughput (tokens/s)", "秒 —— 生成吞吐（tokens/s）"),
         ChartGpuClocks => ("median SM clock (MHz) per GPU", "每张 GPU 的 SM 时钟中位数（MHz）"),
+        ChartGpuSmOverTime => (
+            "SM clock (MHz) per GPU over the recording (s); a straggler in red",
+            "录制期间每张 GPU 的 SM 时钟（MHz，横轴为秒）；慢卡标红",
+        ),
+        ChartGpuPowerOverTime => {
+            ("power draw (W) per GPU over the recording (s)", "录制期间每张 GPU 的功耗（W，横轴为秒）")
+        }
         ProbeUrl => ("Endpoint (base URL or full URL)", "接口地址（基址或完整 URL）"),
         ProbeApi => ("API style", "接口类型"),
         ProbeModel => ("Model", "模型"),

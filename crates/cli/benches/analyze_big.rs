@@ -6,6 +6,9 @@
 //! The log is a 16 MiB block of realistic JSON lines fed 64 times (1 GiB in all), as a file
 //! would be read: 64 KiB at a time. Baselines in the same run: the process's peak RSS before
 //! the analysis (the allocator, the block itself) and a memchr line count over the same bytes.
+//! Then a 24-hour GPU recording (8 GPUs at 1 Hz, the runner's NVML JSON lines, written an hour
+//! at a time so the input itself is never held): throughput beside the vLLM log's, and the
+//! peak RSS the reading added (issue #34: bounded memory, at least as fast as logs).
 //! Figures go to stdout and to the JSON file named by the first non-flag argument
 //! (default `bench-results/analyze.json`).
 
@@ -65,6 +68,28 @@ fn vllm_block(bytes: usize) -> Vec<u8> {
         i += 1;
     }
     s.into_bytes()
+}
+
+/// One hour of an 8-GPU recording at 1 Hz, from `hour`: busy the first half of each hour (GPU 5
+/// a straggler at 800 MHz, HW slowdown, every sixth hour), idle the second.
+fn recording_hour(hour: u64, out: &mut String) {
+    out.clear();
+    for sec in 0..3600u64 {
+        let t = 1_795_990_000.0 + (hour * 3600 + sec) as f64;
+        let busy = sec < 1800;
+        for gpu in 0..8u32 {
+            let slow = busy && gpu == 5 && hour.is_multiple_of(6);
+            let (sm, power, util, reasons) = match (busy, slow) {
+                (true, true) => (800, 690_000, 99, 8),
+                (true, false) => (1800, 690_000, 99, 4),
+                _ => (1980, 120_000, 0, 1),
+            };
+            out.push_str(&format!(
+                "{{\"t\": {:.6}, \"gpu\": {gpu}, \"sm_clock_mhz\": {sm}, \"graphics_clock_mhz\": {sm}, \"mem_clock_mhz\": 3201, \"max_sm_clock_mhz\": 1980, \"power_mw\": {power}, \"power_limit_mw\": 700000, \"util_gpu_pct\": {util}, \"util_mem_pct\": 0, \"mem_used_bytes\": 644939776, \"mem_total_bytes\": 150754820096, \"temp_c\": 60, \"pstate\": 0, \"clock_event_reasons\": {reasons}, \"pcie_tx_kbps\": 1141, \"pcie_rx_kbps\": 413}}\n",
+                t + f64::from(gpu) * 0.0001
+            ));
+        }
+    }
 }
 
 fn main() {
@@ -150,8 +175,45 @@ fn main() {
         "64 MiB vLLM log ({vllm_lines} lines): analyzer best of 5 {vllm_s:.2} s = {vllm_mb_s:.0} MB/s (target ≥ 300 MB/s; median {vllm_median_mb_s:.0} MB/s); memchr baseline {vllm_baseline_s:.2} s ({:.1}× faster)",
         vllm_s / vllm_baseline_s
     );
+    // A 24-hour GPU recording, an hour at a time (generating it is not timed).
+    let rss_before_rec = peak_rss_kib();
+    let mut hour_text = String::new();
+    let (mut rec_s, mut rec_bytes) = (0.0f64, 0usize);
+    let mut a = Analyzer::new();
+    a.begin("day.jsonl");
+    for hour in 0..24 {
+        recording_hour(hour, &mut hour_text);
+        rec_bytes += hour_text.len();
+        let started = Instant::now();
+        for chunk in hour_text.as_bytes().chunks(64 * 1024) {
+            a.feed(chunk);
+        }
+        rec_s += started.elapsed().as_secs_f64();
+    }
+    let started = Instant::now();
+    let rec_report = a.finish();
+    rec_s += started.elapsed().as_secs_f64();
+    let rec_growth_mb = peak_rss_kib().saturating_sub(rss_before_rec) as f64 / 1024.0;
+    let stragglers = rec_report
+        .findings
+        .iter()
+        .filter(|f| f.rule == "slow-gpu" && f.subject.as_ref().and_then(|s| s.gpu.as_deref()) == Some("5"))
+        .count();
+    assert_eq!(stragglers, 4, "GPU 5 is a straggler in hours 0, 6, 12 and 18");
+    let rec_mb_s = rec_bytes as f64 / rec_s / 1e6;
+    println!(
+        "24 h GPU recording (8 GPUs at 1 Hz, {:.0} MB): analyzer {rec_s:.2} s = {rec_mb_s:.0} MB/s ({:.2}× the vLLM log's rate); peak RSS grew {rec_growth_mb:.1} MB (the hour being written is ~{:.0} MB of it)",
+        rec_bytes as f64 / 1e6,
+        rec_mb_s / vllm_mb_s,
+        hour_text.capacity() as f64 / 1e6
+    );
     let json = serde_json::json!({
         "schema": "triage.bench.analyze/v1",
+        "gpu_recording_bytes": rec_bytes,
+        "gpu_recording_analyzer_s": (rec_s * 1000.0).round() / 1000.0,
+        "gpu_recording_analyzer_mb_s": rec_mb_s.round(),
+        "gpu_recording_ratio_vs_vllm_log": (rec_mb_s / vllm_mb_s * 100.0).round() / 100.0,
+        "gpu_recording_peak_rss_growth_mb": rec_growth_mb,
         "vllm_log_bytes": vllm_total,
         "vllm_log_analyzer_s": (vllm_s * 1000.0).round() / 1000.0,
         "vllm_log_analyzer_mb_s": vllm_mb_s.round(),

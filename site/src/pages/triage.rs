@@ -447,6 +447,9 @@ fn SlowestChart(rows: Vec<serde_json::Value>) -> impl IntoView {
     })
 }
 
+/// One GPU's line in a chart: legend, colour, points.
+type Curve = (String, &'static str, Vec<(f64, f64)>);
+
 /// The distributions, time series and per-GPU clocks a report carries in `series`/`figures`.
 #[component]
 fn ReportCharts(report: Report) -> impl IntoView {
@@ -491,6 +494,35 @@ fn ReportCharts(report: Report) -> impl IntoView {
         .and_then(|f| f.value.as_object().cloned())
         .map(|m| m.into_iter().filter_map(|(k, v)| Some((format!("GPU {k}"), v.as_f64()?))).collect())
         .unwrap_or_default();
+    // A GPU recording: each GPU's SM clock and power over time, the straggler(s) the report
+    // names (`slow-gpu`) in red.
+    let stragglers: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == "slow-gpu")
+        .filter_map(|f| f.subject.as_ref()?.gpu.clone())
+        .collect();
+    let curves = |prefix: &str| -> Vec<Curve> {
+        const PEERS: [&str; 6] = ["#5b8def", "#6c8ebf", "#3f6fb5", "#8aa9d6", "#2d5a99", "#9db4d9"];
+        let mut v: Vec<(u32, String)> = report
+            .series
+            .keys()
+            .filter_map(|k| Some((k.strip_prefix(prefix)?.parse().ok()?, k.clone())))
+            .collect();
+        triage_core::sort::sort_by_key(&mut v, |(g, _)| *g);
+        v.into_iter()
+            .map(|(g, k)| {
+                let slow = stragglers.contains(&g.to_string());
+                let name = if slow { format!("GPU {g} (slow-gpu)") } else { format!("GPU {g}") };
+                let colour = if slow { "#d9534f" } else { PEERS[g as usize % PEERS.len()] };
+                (name, colour, pts(&k))
+            })
+            .collect()
+    };
+    let (gpu_sm, gpu_power) = (curves("gpu.sm_clock_mhz."), curves("gpu.power_w."));
+    let has_curves = !gpu_sm.is_empty();
+    let (sm_canvas, power_canvas) =
+        (NodeRef::<leptos::html::Canvas>::new(), NodeRef::<leptos::html::Canvas>::new());
     let (hist, cdf, q_canvas, kv_canvas, gpu_canvas, tps_canvas) = (
         NodeRef::<leptos::html::Canvas>::new(),
         NodeRef::<leptos::html::Canvas>::new(),
@@ -531,6 +563,18 @@ fn ReportCharts(report: Report) -> impl IntoView {
         if let Some(c) = canvas(gpu_canvas) {
             super::chart::bars(&c, &clocks, t(l, Msg::ChartGpuClocks));
         }
+        for (r, curves, msg) in [
+            (sm_canvas, &gpu_sm, Msg::ChartGpuSmOverTime),
+            (power_canvas, &gpu_power, Msg::ChartGpuPowerOverTime),
+        ] {
+            if let Some(c) = canvas(r) {
+                let series: Vec<super::chart::Series<'_>> = curves
+                    .iter()
+                    .map(|(name, colour, points)| (name.as_str(), *colour, points.clone()))
+                    .collect();
+                super::chart::lines(&c, &series, t(l, msg));
+            }
+        }
     }));
     fixed(view! {
         <div class="charts">
@@ -542,6 +586,10 @@ fn ReportCharts(report: Report) -> impl IntoView {
             {has_kv.then(|| fixed(view! { <canvas node_ref=kv_canvas width="370" height="220" data-testid=kv_id></canvas> }))}
             {has_tps.then(|| fixed(view! { <canvas node_ref=tps_canvas width="370" height="220" data-testid="chart-throughput"></canvas> }))}
             {has_gpus.then(|| fixed(view! { <canvas node_ref=gpu_canvas width="370" height="220" data-testid="chart-gpu-clocks"></canvas> }))}
+            {has_curves.then(|| fixed(view! {
+                <canvas node_ref=sm_canvas width="760" height="260" data-testid="chart-gpu-sm-clock"></canvas>
+                <canvas node_ref=power_canvas width="760" height="260" data-testid="chart-gpu-power"></canvas>
+            }))}
         </div>
     })
 }

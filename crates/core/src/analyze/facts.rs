@@ -28,6 +28,8 @@ pub struct Facts {
     pub metrics: MetricsFacts,
     /// nvidia-smi readings and processes.
     pub gpus: GpuFacts,
+    /// Each GPU recording over time, judged by the GPU rules ([`super::parsers::gpu_series`]).
+    pub gpu_series: Vec<super::parsers::gpu_series::GpuSeriesFacts>,
     /// Each out-of-memory trace, in input order.
     pub ooms: Vec<OomFacts>,
     /// Each client configuration (base URLs, timeouts, retries).
@@ -86,7 +88,7 @@ impl Facts {
         let requests = self.requests.rows > self.requests.failed + self.requests.never_started;
         let streams = self.streams.iter().any(|s| s.fault.is_none() && !s.timing.token_times_ns.is_empty());
         let bench = self.bench.iter().any(|b| !b.figures.is_empty());
-        let gpus = !self.gpus.readings.is_empty();
+        let gpus = !self.gpus.readings.is_empty() || self.gpu_series.iter().any(|g| g.finished.ticks > 0);
         let llama = self.llama.trt_iterations.iter().any(|i| i.scheduled > 0.0);
         let clients = !self.clients.is_empty();
         let tables = self.tables.health_evidence();

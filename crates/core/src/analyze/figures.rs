@@ -685,6 +685,19 @@ pub fn series(f: &Facts) -> BTreeMap<String, Vec<[f64; 2]>> {
             }
         }
     }
+    // GPU recordings: each GPU's SM clock and power over the recording (the first recording's,
+    // when several were given).
+    if let Some(g) = f.gpu_series.first() {
+        for (gpu, sm, power) in &g.finished.curves {
+            for (name, curve) in [("gpu.sm_clock_mhz", sm), ("gpu.power_w", power)] {
+                let points: Vec<[f64; 2]> =
+                    curve.points().iter().map(|p| [round(p[0], 3), round(p[1], 1)]).collect();
+                if !points.is_empty() {
+                    out.insert(format!("{name}.{gpu}"), points);
+                }
+            }
+        }
+    }
     out
 }
 

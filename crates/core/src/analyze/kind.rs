@@ -23,6 +23,8 @@ pub enum InputKind {
     PromMetrics,
     /// nvidia-smi output, in any of its forms.
     NvidiaSmi,
+    /// A GPU recording over time: the runner's NVML JSON lines (`triage-runner record`).
+    GpuSeries,
     /// A CUDA or PyTorch out-of-memory trace.
     OomTrace,
     /// A client's settings (JSON, TOML or shell exports).
@@ -45,6 +47,7 @@ impl InputKind {
             InputKind::TgiLog => "tgi_log",
             InputKind::PromMetrics => "prom_metrics",
             InputKind::NvidiaSmi => "nvidia_smi",
+            InputKind::GpuSeries => "gpu_series",
             InputKind::OomTrace => "oom_trace",
             InputKind::ClientConfig => "client_config",
             InputKind::BenchOutput => "bench_output",
@@ -283,6 +286,9 @@ pub fn recognize(line: &str) -> Option<InputKind> {
     }
     if t.starts_with("data:") || t.starts_with("event:") {
         return Some(InputKind::SseStream);
+    }
+    if super::parsers::gpu_series::is_recording_line(t) {
+        return Some(InputKind::GpuSeries);
     }
     if t.starts_with("# HELP ") || t.starts_with("# TYPE ") || t.starts_with("# UNIT ") || t == "# EOF" {
         return Some(InputKind::PromMetrics);

@@ -310,6 +310,8 @@ impl Analyzer {
         let (facts, lang) = (self.facts, self.lang);
         let mut findings: Vec<report::Finding> =
             rules::RULES.iter().filter_map(|r| (r.check)(&facts, lang)).collect();
+        // A GPU recording: the runner's rules over it, one finding per GPU and rule.
+        findings.extend(rules::gpu_recording::findings(&facts, lang));
         let consequences = rules::consequences(&facts);
         let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
         // The generic layer decides only when no exact rule named a cause; then the family seen

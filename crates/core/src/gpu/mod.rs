@@ -8,9 +8,11 @@
 //!
 //! Formats: [`series`] reads and writes the NVML JSON-lines series of
 //! `shared/data/h200/nvml_series.jsonl` (one `{"meta": …}` line, then one object per GPU per
-//! tick); [`engine`] reads vLLM / SGLang `/metrics` into an [`EngineSample`].
+//! tick); [`engine`] reads vLLM / SGLang `/metrics` into an [`EngineSample`]; [`recording`]
+//! judges a whole recording one sample at a time (the analyzer reads recordings with it).
 
 pub mod engine;
+pub mod recording;
 pub mod sample;
 pub mod series;
 pub mod watch;

@@ -11,6 +11,7 @@ use crate::lang::Lang;
 
 pub mod bench;
 pub mod client_config;
+pub mod gpu_series;
 pub mod llama;
 pub mod nvidia_smi;
 pub mod oom;
@@ -124,6 +125,7 @@ pub(crate) fn new_parser(kind: InputKind) -> Box<dyn SectionParser> {
         InputKind::TgiLog => Box::new(tgi::TgiParser::default()),
         InputKind::PromMetrics => Box::new(prom::PromParser::default()),
         InputKind::NvidiaSmi => Box::new(nvidia_smi::SmiParser::default()),
+        InputKind::GpuSeries => Box::new(gpu_series::GpuSeriesParser::default()),
         InputKind::OomTrace => Box::new(oom::OomParser::default()),
         InputKind::ClientConfig => Box::new(client_config::ClientParser::default()),
         InputKind::BenchOutput => Box::new(bench::BenchParser::default()),

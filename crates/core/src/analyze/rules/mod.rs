@@ -30,6 +30,7 @@ mod engine_start_failed;
 pub(crate) mod generic;
 mod gpu_hw_error;
 mod gpu_not_detected;
+pub(crate) mod gpu_recording;
 mod host_ram_exhausted;
 mod input_too_long;
 mod kv_leak;
@@ -379,8 +380,11 @@ pub const SYMPTOMS: &[&str] = &["ttft-above-target", "tbt-above-target"];
 /// Rules that point out a blind spot in how the service is observed (a dashboard of means,
 /// logs without timestamps) or a tuning left on the table (a prefix cache that hits nothing),
 /// not a fault: they never decide the verdict, and a service whose
-/// only findings are these is HEALTHY when the input shows health.
-pub const ADVISORIES: &[&str] = &["missing-timestamps", "mean-not-p99", "prefix-cache-ineffective"];
+/// only findings are these is HEALTHY when the input shows health. `gpu-power-cap` (a GPU
+/// recording's, [`gpu_recording`]) is how a fully loaded GPU holds its power limit: context, not a
+/// fault.
+pub const ADVISORIES: &[&str] =
+    &["missing-timestamps", "mean-not-p99", "prefix-cache-ineffective", "gpu-power-cap"];
 
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {

@@ -1,0 +1,81 @@
+//! GPU recordings through `triage analyze` (issue #34): every recording in the repository
+//! (`tests/data/nvml/*.jsonl`) and in the shared captures (`../shared/data/h200/*.jsonl`, when
+//! present) gives the (rule, GPU) pairs `triage-runner replay` gives — the same GPU rules over
+//! the whole recording — and the 8-GPU fixture names its straggler.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use triage_core::gpu::{Series, WatchConfig, replay};
+
+fn triage() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
+    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env_remove("TAOTOKEN_API_KEY");
+    c.stdin(Stdio::null());
+    c
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn recordings() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for dir in [root().join("tests/data/nvml"), root().join("../shared/data/h200")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn analyze(path: &Path) -> Value {
+    let out = triage().args(["analyze", "--format", "json"]).arg(path).output().unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{}: {e}: {}", path.display(), String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn every_recording_gives_the_runners_rule_and_gpu_pairs() {
+    let all = recordings();
+    assert!(all.len() >= 2, "{all:?}");
+    for path in all {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut want: Vec<(String, Option<String>)> =
+            replay(&Series::parse(&text), None, WatchConfig::default())
+                .into_iter()
+                .map(|f| (f.rule, f.gpu.map(|g| g.to_string())))
+                .collect();
+        let report = analyze(&path);
+        let mut got: Vec<(String, Option<String>)> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (f["rule"].as_str().unwrap().to_owned(), f["subject"]["gpu"].as_str().map(str::to_owned))
+            })
+            .collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{}", path.display());
+        assert_eq!(report["inputs"][0]["kind"], "gpu_series", "{}", path.display());
+    }
+}
+
+#[test]
+fn the_eight_gpu_fixture_is_tbt_tail_naming_gpu_5() {
+    let r = analyze(&root().join("tests/data/nvml/h200x8_one_slow.jsonl"));
+    assert_eq!(r["verdict"], "TBT_TAIL", "{r:#}");
+    let top = &r["findings"][0];
+    assert_eq!(
+        (&top["rule"], &top["subject"]["gpu"]),
+        (&Value::from("slow-gpu"), &Value::from("5")),
+        "{top:#}"
+    );
+}
