@@ -52,15 +52,23 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// 1,314,937 B; the first visit unchanged (496,186 B). Both on demand, so the analyzer's budget
 /// and this total were raised; where the analyzer's 84 KB went (rule texts in two languages,
 /// the table reader's formatting, monomorphised closures?) is not yet measured (twiggy).
-pub const BUDGET_GZIP_BYTES: u64 = 1_320 * 1024;
+///
+/// 2026-12-07, session 11 (issues "True alarms", "GPU recordings everywhere"): the analyzer now
+/// judges GPU recordings with the runner's GPU rules (`gpu::watch`, the XID table, the NVML
+/// sample reader and `gpu::recording` were not in the page's worker before) and the Prometheus
+/// source reads raw samples. Measured: the analyzer's module 754,174 B gzip, everything
+/// 1,363,415 B, the first visit 499,218 B (+3 KB: the recording's two charts). Both budgets
+/// raised; the split between the GPU rules and the rest is not measured.
+pub const BUDGET_GZIP_BYTES: u64 = 1_376 * 1024;
 /// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: the 600 KB the issues
 /// ask of the site ("The browser at native speed", the flashcards), now that the analyzer is
 /// loaded on demand (see [`BUDGET_GZIP_BYTES`]).
 pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 600_000;
 /// The analysis worker's module (`triage_site_analyzer_bg.wasm`), loaded on demand: measured
 /// 615,121 B gzip at `opt-level = 3` (2026-12-04), 708,728 B once it judged strangers' pastes
-/// (2026-12-07, see [`BUDGET_GZIP_BYTES`]), with a little room.
-pub const ANALYZER_BUDGET_GZIP_BYTES: u64 = 704 * 1024;
+/// (2026-12-07, see [`BUDGET_GZIP_BYTES`]), 754,174 B with the GPU rules for recordings (session
+/// 11), with a little room.
+pub const ANALYZER_BUDGET_GZIP_BYTES: u64 = 760 * 1024;
 /// The analysis worker's wasm module, as `wasm-bindgen` names it.
 pub const ANALYZER_WASM: &str = "triage_site_analyzer_bg.wasm";
 /// What the first visit to the page downloads; everything else in `site/dist` is loaded on
