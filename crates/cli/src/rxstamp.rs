@@ -55,7 +55,10 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)> {
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                 let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                stamp = Some(i64::from(ts.tv_sec) * 1_000_000_000 + i64::from(ts.tv_nsec));
+                // `time_t` and `c_long` are 32 bits on some targets: widened, not converted.
+                #[allow(clippy::useless_conversion)]
+                let ns = i64::from(ts.tv_sec) * 1_000_000_000 + i64::from(ts.tv_nsec);
+                stamp = Some(ns);
             }
             c = libc::CMSG_NXTHDR(&raw const msg, c);
         }
