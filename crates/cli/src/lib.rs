@@ -11,6 +11,10 @@ pub mod output;
 pub mod probe;
 pub mod prometheus;
 pub mod render;
+#[cfg(target_os = "linux")]
+mod rxstamp;
 pub mod scripted_serve;
 pub mod sim;
+#[cfg(target_os = "linux")]
+pub mod stamped;
 pub mod watch;

@@ -1,7 +1,11 @@
 //! `triage probe`: stream requests at an OpenAI- or Anthropic-compatible endpoint and time them.
 //!
-//! The network half of the probe. Every chunk is stamped with a monotonic clock the moment the
-//! body stream yields it and handed to the core's sans-I/O [`StreamTimer`]; all judgement
+//! The network half of the probe. Every chunk is stamped and handed to the core's sans-I/O
+//! [`StreamTimer`]. On Linux, plain `http://` without a proxy goes over the probe's own
+//! transport ([`crate::stamped`]) and a chunk takes the kernel's receive time of the read that
+//! completed it (`stamp_source: kernel`); elsewhere (TLS, a proxy, other systems) it takes the
+//! monotonic clock's time when the body stream yields it (`user`), which includes however long
+//! the task waited to be polled. All judgement
 //! (statuses, HTML instead of SSE, incomplete streams) is the core's, so the site's probe says
 //! the same things. Every request is bounded by `timeout`, whatever the server does.
 //!
@@ -12,13 +16,13 @@
 //! memory is bounded (`timing::MAX_TOKEN_TIMES`, the SSE parser's limits, 4 KiB of an error body).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use tokio::sync::Semaphore;
 use triage_core::endpoint::{self, Api, ProbeRequest, Resolved};
 use triage_core::fault::{self, Fault, FaultKind};
-use triage_core::probe::{ProbeReport, RequestRecord, RunConfig};
+use triage_core::probe::{ProbeReport, RequestRecord, RunConfig, StampSource};
 use triage_core::safe::Secrets;
 use triage_core::timing::{RequestTiming, StreamTimer, TimerConfig};
 
@@ -59,6 +63,16 @@ pub struct ProbeRun {
     pub timings: Vec<Option<RequestTiming>>,
 }
 
+/// Which clock the probe may stamp chunks with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamps {
+    /// Kernel receive timestamps where the platform and the URL allow (Linux, plain `http://`,
+    /// no proxy in the environment), else user-space stamps.
+    Kernel,
+    /// User-space stamps always (the time the body stream yields a chunk): for comparisons.
+    User,
+}
+
 fn now_ns(origin: Instant) -> u64 {
     u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
@@ -89,7 +103,17 @@ pub async fn run(
     origin: Instant,
     on_done: &(dyn Fn(&RequestRecord) + Sync),
 ) -> anyhow::Result<ProbeRun> {
-    let Prepared { shared, resolved, secrets } = prepare(opts, origin)?;
+    run_with(opts, origin, on_done, Stamps::Kernel).await
+}
+
+/// [`run`] with the choice of clock for the chunks' stamps.
+pub async fn run_with(
+    opts: &ProbeOptions,
+    origin: Instant,
+    on_done: &(dyn Fn(&RequestRecord) + Sync),
+    stamps: Stamps,
+) -> anyhow::Result<ProbeRun> {
+    let Prepared { shared, resolved, secrets } = prepare_with(opts, origin, stamps)?;
     let run_start = now_ns(origin);
     let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Observed)>();
@@ -147,12 +171,29 @@ pub async fn run(
         prompt_chars: opts.prompt.chars().count(),
     };
     let mut report = ProbeReport::new(redact_all(resolved.url), config, warnings, wall_ms, records);
+    let kernel = report.requests.iter().filter(|r| r.stamp_source == StampSource::Kernel).count();
     report.limits = vec![
-        "client-side timing: each chunk is stamped when the HTTP stack hands it over (tokio timer, ~µs resolution); loopback adds ~0.05 ms, real networks add their RTT to TTFT".to_owned(),
+        stamps_limit(kernel, report.requests.len()),
         "chunks can coalesce several SSE events (proxies, TCP); those events share one arrival time and their gaps read 0".to_owned(),
         "output tokens come from the server's usage when it sends one, otherwise they are counted events (token_source)".to_owned(),
     ];
     Ok(ProbeRun { report, timings })
+}
+
+/// The report's one line on which clock stamped the chunks, for `kernel` of `n` requests.
+fn stamps_limit(kernel: usize, n: usize) -> String {
+    let user = "each chunk is stamped when the HTTP stack hands it over (monotonic clock, ~µs resolution, plus however long the task waited to run: this grows with load)";
+    let kern = "each chunk is stamped with the kernel's receive time of the read that completed it (SO_TIMESTAMPNS, converted from CLOCK_REALTIME to the monotonic clock: ±µs), so a busy client does not delay it";
+    let rest = "loopback adds ~0.05 ms, real networks add their RTT to TTFT";
+    if kernel == n && n > 0 {
+        format!("client-side timing, stamp_source kernel: {kern}; {rest}")
+    } else if kernel == 0 {
+        format!("client-side timing, stamp_source user: {user}; {rest}")
+    } else {
+        format!(
+            "client-side timing: {kernel} of {n} requests stamp_source kernel ({kern}), the others user ({user}); {rest}"
+        )
+    }
 }
 
 /// A request made ready to be sent again and again: the client, the endpoint, the body and the
@@ -180,8 +221,29 @@ impl Prepared {
 
 /// Resolve the URL, build the client, the body and the headers.
 pub fn prepare(opts: &ProbeOptions, origin: Instant) -> anyhow::Result<Prepared> {
+    prepare_with(opts, origin, Stamps::Kernel)
+}
+
+/// A proxy named in the environment (reqwest would use it; the kernel-stamped transport does
+/// not speak to proxies, so such runs keep reqwest and user-space stamps).
+fn proxy_in_env() -> bool {
+    ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+}
+
+/// [`prepare`] with the choice of clock for the chunks' stamps.
+pub fn prepare_with(opts: &ProbeOptions, origin: Instant, stamps: Stamps) -> anyhow::Result<Prepared> {
     let resolved = resolve(opts)?;
     let client = client(opts.concurrency)?;
+    let kernel = stamps == Stamps::Kernel
+        && cfg!(target_os = "linux")
+        && resolved.url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+        && !proxy_in_env();
+    #[cfg(target_os = "linux")]
+    let stamped = kernel.then(|| crate::stamped::client(opts.concurrency.max(1), opts.timeout));
+    #[cfg(not(target_os = "linux"))]
+    let _ = kernel;
     let body = endpoint::request_body(&ProbeRequest {
         api: opts.api,
         model: &opts.model,
@@ -203,6 +265,12 @@ pub fn prepare(opts: &ProbeOptions, origin: Instant) -> anyhow::Result<Prepared>
     }
     // Timing a compressed stream would time the compressor; ask for none.
     add("accept-encoding", "identity")?;
+    #[cfg(target_os = "linux")]
+    if stamped.is_some() {
+        // What reqwest adds by itself, so both transports send the same request.
+        add("user-agent", concat!("llm-triage/", env!("CARGO_PKG_VERSION")))?;
+        add("accept", "*/*")?;
+    }
     if let Some(key) = &opts.api_key {
         let (k, v) = endpoint::auth_header(opts.api, key);
         add(k, &v)?;
@@ -213,6 +281,8 @@ pub fn prepare(opts: &ProbeOptions, origin: Instant) -> anyhow::Result<Prepared>
     let secrets = secrets_of(opts);
     let shared = Arc::new(Shared {
         client,
+        #[cfg(target_os = "linux")]
+        stamped,
         url: resolved.url.clone(),
         shown_url: secrets.redact(&resolved.url).into_owned(),
         body,
@@ -255,6 +325,9 @@ pub fn secrets_of(opts: &ProbeOptions) -> Secrets {
 
 struct Shared {
     client: reqwest::Client,
+    /// The kernel-stamped transport, when this run uses it.
+    #[cfg(target_os = "linux")]
+    stamped: Option<crate::stamped::StampedClient>,
     url: String,
     /// `url` redacted, for messages.
     shown_url: String,
@@ -312,9 +385,15 @@ fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
 
 /// Map a failure to send the request (or to get its headers) onto a fault kind.
 pub fn classify_send_error(e: &reqwest::Error, url: &str) -> Fault {
+    classify(e, e.is_builder(), e.is_connect(), url)
+}
+
+/// [`classify_send_error`] for any transport: `builder` when the request could not be built,
+/// `connect` when the connection could not be made.
+fn classify(e: &(dyn std::error::Error + 'static), builder: bool, connect: bool, url: &str) -> Fault {
     let text = chain(e);
     let lower = text.to_ascii_lowercase();
-    let kind = if e.is_builder() {
+    let kind = if builder {
         FaultKind::InvalidUrl
     } else if io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
         || lower.contains("connection refused")
@@ -336,7 +415,7 @@ pub fn classify_send_error(e: &reqwest::Error, url: &str) -> Fault {
         || matches!(io_kind(e), Some(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::UnexpectedEof))
     {
         FaultKind::ConnectionClosed
-    } else if e.is_connect() {
+    } else if connect {
         FaultKind::Connect
     } else {
         FaultKind::Other
@@ -353,11 +432,106 @@ pub fn classify_send_error(e: &reqwest::Error, url: &str) -> Fault {
     Fault::new(kind, format!("{url}: {text}{hint}"))
 }
 
-async fn read_bounded(resp: &mut reqwest::Response, deadline: tokio::time::Instant, max: usize) -> String {
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A response body from either transport.
+enum Body {
+    Reqwest(reqwest::Response),
+    #[cfg(target_os = "linux")]
+    Stamped(crate::stamped::Body),
+}
+
+impl Body {
+    /// The next chunk, with the kernel's receive time (`CLOCK_REALTIME` ns) when there is one.
+    async fn chunk(&mut self) -> Result<Option<(bytes::Bytes, Option<i64>)>, BoxError> {
+        match self {
+            Body::Reqwest(r) => Ok(r.chunk().await?.map(|b| (b, None))),
+            #[cfg(target_os = "linux")]
+            Body::Stamped(b) => Ok(b.chunk().await?),
+        }
+    }
+}
+
+/// Send the request on the run's transport: the status, the headers and the body, or the
+/// failure as a fault.
+async fn send(s: &Shared) -> Result<(u16, reqwest::header::HeaderMap, Body), Fault> {
+    #[cfg(target_os = "linux")]
+    if let Some(client) = &s.stamped {
+        let mut req = hyper::Request::post(s.url.as_str());
+        if let Some(h) = req.headers_mut() {
+            h.clone_from(&s.headers);
+        }
+        let req = req
+            .body(http_body_util::Full::new(bytes::Bytes::from(s.body.clone())))
+            .map_err(|e| classify(&e, true, false, &s.shown_url))?;
+        return match client.request(req).await {
+            Ok(resp) => {
+                let (parts, body) = crate::stamped::Body::of(resp);
+                Ok((parts.status.as_u16(), parts.headers, Body::Stamped(body)))
+            }
+            Err(e) => Err(classify(&e, false, e.is_connect(), &s.shown_url)),
+        };
+    }
+    match s.client.post(&s.url).headers(s.headers.clone()).body(s.body.clone()).send().await {
+        Ok(r) => Ok((r.status().as_u16(), r.headers().clone(), Body::Reqwest(r))),
+        Err(e) => Err(classify_send_error(&e, &s.shown_url)),
+    }
+}
+
+/// Converts kernel receive stamps (`CLOCK_REALTIME`) to the probe's monotonic clock.
+///
+/// The offset between the two clocks is sampled once per request, when it is sent: a
+/// `CLOCK_REALTIME` read between two monotonic reads, taken as their midpoint. That adds at most
+/// half the bracket (tens of ns) plus any slewing of `CLOCK_REALTIME` during the request (NTP
+/// slews at most 500 ppm: ≤ 0.5 ms per second of stream, typically µs). A step of the wall
+/// clock mid-request would move stamps by the step: a converted stamp outside [sent, now] is
+/// not trusted, and the chunk takes its user-space stamp instead.
+struct KernelClock {
+    /// `CLOCK_REALTIME` ns − monotonic ns since the origin.
+    offset_ns: i128,
+    /// Whether every chunk so far took a kernel stamp.
+    all_kernel: bool,
+    chunks: u64,
+}
+
+impl KernelClock {
+    fn sample(origin: Instant) -> KernelClock {
+        let before = now_ns(origin);
+        let real =
+            SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+        let after = now_ns(origin);
+        KernelClock {
+            offset_ns: real - (i128::from(before) + i128::from(after)) / 2,
+            all_kernel: true,
+            chunks: 0,
+        }
+    }
+
+    /// The chunk's instant: its kernel stamp converted, else `user_ns`.
+    fn stamp(&mut self, kernel: Option<i64>, sent_ns: u64, user_ns: u64) -> u64 {
+        self.chunks += 1;
+        let converted = kernel
+            .map(|k| i128::from(k) - self.offset_ns)
+            .filter(|&m| m >= i128::from(sent_ns) && m <= i128::from(user_ns));
+        match converted {
+            Some(m) => m as u64,
+            None => {
+                self.all_kernel = false;
+                user_ns
+            }
+        }
+    }
+
+    fn source(&self) -> StampSource {
+        if self.all_kernel && self.chunks > 0 { StampSource::Kernel } else { StampSource::User }
+    }
+}
+
+async fn read_bounded(resp: &mut Body, deadline: tokio::time::Instant, max: usize) -> String {
     let mut body = Vec::new();
     while body.len() < max {
         match tokio::time::timeout_at(deadline, resp.chunk()).await {
-            Ok(Ok(Some(b))) => body.extend_from_slice(&b[..b.len().min(max - body.len())]),
+            Ok(Ok(Some((b, _)))) => body.extend_from_slice(&b[..b.len().min(max - body.len())]),
             _ => break,
         }
     }
@@ -368,9 +542,9 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
     let deadline = tokio::time::Instant::now() + s.timeout;
     let sent = now_ns(s.origin);
     let at = Attempt { index, run_start, sent };
+    let mut clock = KernelClock::sample(s.origin);
     let mut timer = StreamTimer::new(sent, s.timer);
-    let request = s.client.post(&s.url).headers(s.headers.clone()).body(s.body.clone()).send();
-    let mut resp = match tokio::time::timeout_at(deadline, request).await {
+    let (status, headers, mut resp) = match tokio::time::timeout_at(deadline, send(s)).await {
         Err(_) => {
             let f = Fault::new(
                 FaultKind::TimeoutBeforeHeaders,
@@ -381,17 +555,13 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
             );
             return finish(s, at, None, None, Some(f));
         }
-        Ok(Err(e)) => {
-            let f = classify_send_error(&e, &s.shown_url);
-            return finish(s, at, None, None, Some(f));
-        }
+        Ok(Err(f)) => return finish(s, at, None, None, Some(f)),
         Ok(Ok(r)) => r,
     };
     timer.on_headers(now_ns(s.origin));
-    let status = resp.status().as_u16();
+    let code = reqwest::StatusCode::from_u16(status).unwrap_or(reqwest::StatusCode::OK);
     // Every header value the server chose is redacted before it is kept or cut.
-    let header =
-        |name: &str| resp.headers().get(name).map(|v| s.redact(&String::from_utf8_lossy(v.as_bytes())));
+    let header = |name: &str| headers.get(name).map(|v| s.redact(&String::from_utf8_lossy(v.as_bytes())));
     let content_type = header("content-type").unwrap_or_default();
     let retry_after = header("retry-after").map(|r| triage_core::safe::cut(&r, 100));
     // An answer that is refused or unusable ends the request here, its timing kept.
@@ -399,12 +569,12 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
         let timing = timer.finish_redacted(now_ns(s.origin), &s.secrets);
         finish(s, at, Some(status), Some(timing), Some(f))
     };
-    if resp.status().is_redirection() {
+    if code.is_redirection() {
         let location = header("location");
         let f = fault::from_redirect(status, &s.shown_url, location.as_deref(), triage_core::lang::Lang::En);
         return end_with(timer, f);
     }
-    if !resp.status().is_success() {
+    if !code.is_success() {
         let body = s.redact(&read_bounded(&mut resp, deadline, 4096).await);
         let f = fault::from_status(status, &s.shown_url, &body, retry_after.as_deref());
         let mut obs = end_with(timer, f);
@@ -425,8 +595,9 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
             tokio::time::timeout_at(deadline, resp.chunk()).await.map_err(|_| ())
         };
         match next {
-            Ok(Ok(Some(bytes))) => {
-                timer.feed(&bytes, now_ns(s.origin));
+            Ok(Ok(Some((bytes, kernel)))) => {
+                let at_ns = clock.stamp(kernel, sent, now_ns(s.origin));
+                timer.feed(&bytes, at_ns);
             }
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
@@ -435,7 +606,7 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
                     format!(
                         "the connection broke after {} token events: {} — a crash, an OOM-killed worker, or a proxy timeout cutting the stream",
                         timer.tokens_so_far(),
-                        chain(&e)
+                        chain(&*e)
                     ),
                 ));
                 break;
@@ -465,7 +636,9 @@ async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
     }
     let timing = timer.finish_redacted(now_ns(s.origin), &s.secrets);
     let error = error.or_else(|| fault::judge_stream(&content_type, &s.shown_url, &timing));
-    finish(s, at, Some(status), Some(timing), error)
+    let mut observed = finish(s, at, Some(status), Some(timing), error);
+    observed.record.stamp_source = clock.source();
+    observed
 }
 
 /// Which request of the run this is, and when it was sent.

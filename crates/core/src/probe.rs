@@ -100,6 +100,32 @@ pub struct RequestRecord {
     /// their data could not be read whole.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cut_events: u64,
+    /// Which clock stamped this request's chunks: `kernel` (the socket's receive timestamps,
+    /// the time the bytes reached the host) or `user` (the time the host's code got them).
+    /// Absent in older reports, where it was always `user`.
+    #[serde(default)]
+    pub stamp_source: StampSource,
+}
+
+/// Which clock stamped a request's chunks (`stamp_source` in `triage.probe/v1`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StampSource {
+    /// Every chunk carries the kernel's receive time of the read that completed it.
+    Kernel,
+    /// Chunks were stamped when the host's code received them (scheduling delay included).
+    #[default]
+    User,
+}
+
+impl StampSource {
+    /// The contract's name: `kernel` or `user`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StampSource::Kernel => "kernel",
+            StampSource::User => "user",
+        }
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -142,6 +168,7 @@ impl RequestRecord {
             gaps_beyond_cap: None,
             stalls_not_listed: 0,
             cut_events: 0,
+            stamp_source: StampSource::User,
         };
         if let Some(t) = timing {
             r.ttft_ms = t.ttft_ns().map(ms_u);
