@@ -232,6 +232,14 @@ fn proxy_in_env() -> bool {
         .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
 }
 
+/// Credentials written in the URL (`http://user:pw@host/…`): reqwest sends them as basic auth,
+/// the kernel-stamped transport does not, so such runs keep reqwest and user-space stamps.
+fn has_userinfo(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority.contains('@')
+}
+
 /// [`prepare`] with the choice of clock for the chunks' stamps.
 pub fn prepare_with(opts: &ProbeOptions, origin: Instant, stamps: Stamps) -> anyhow::Result<Prepared> {
     let resolved = resolve(opts)?;
@@ -239,6 +247,7 @@ pub fn prepare_with(opts: &ProbeOptions, origin: Instant, stamps: Stamps) -> any
     let kernel = stamps == Stamps::Kernel
         && cfg!(target_os = "linux")
         && resolved.url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+        && !has_userinfo(&resolved.url)
         && !proxy_in_env();
     #[cfg(target_os = "linux")]
     let stamped = kernel.then(|| crate::stamped::client(opts.concurrency.max(1), opts.timeout));

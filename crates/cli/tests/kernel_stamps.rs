@@ -155,3 +155,37 @@ fn kernel_stamps_hold_ttft_to_the_servers_write_stamps_under_load() {
         k_all.p50
     );
 }
+
+/// Credentials written in the URL go as basic auth, which only reqwest sends: such a run keeps
+/// reqwest and says `user` (the kernel-stamped transport would drop them silently).
+#[test]
+fn credentials_in_the_url_keep_the_transport_that_sends_them() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let server = rt
+        .block_on(ScriptedServer::start(
+            script,
+            ServerConfig { max_requests: 1, lifetime: Duration::from_secs(30) },
+        ))
+        .expect("scripted server");
+    let url = server.base_url().replacen("http://", "http://user:pw@", 1);
+    let opts = ProbeOptions {
+        url,
+        api: Api::Openai,
+        model: "stamps".into(),
+        prompt: "stamps".into(),
+        max_tokens: 12,
+        requests: 1,
+        concurrency: 1,
+        rate: None,
+        timeout: Duration::from_secs(20),
+        headers: vec![],
+        api_key: None,
+        timer: TimerConfig::default(),
+    };
+    let run =
+        rt.block_on(probe::run_with(&opts, Instant::now(), &|_| {}, Stamps::Kernel)).expect("probe run");
+    server.shutdown();
+    assert_eq!(run.report.requests.len(), 1);
+    assert_eq!(run.report.requests[0].stamp_source, StampSource::User);
+    assert!(run.report.requests[0].ttft_ms.is_some(), "{:?}", run.report.requests[0]);
+}
