@@ -287,6 +287,40 @@ fn a_replica_that_traffic_stopped_reaching_is_named() {
     );
 }
 
+/// A target that stopped answering (its series end at the fifth scrape, `up` 0 after) is not a
+/// counter that stopped: no `scheduler-stall` on it, the series counted stale; the same one-sample
+/// series is written once, never as two equal scrapes (issue #28).
+#[test]
+fn a_target_that_went_away_is_stale_not_stalled() {
+    let gone = [("instance", "gone:8000")];
+    let mut r = vec![
+        series("vllm:num_requests_running", &gone, |_| 12.0),
+        series("vllm:generation_tokens_total", &gone, |k| 1e4 + 500.0 * k as f64),
+        series("up", &gone, |k| if k > 4 { 0.0 } else { 1.0 }),
+    ];
+    // Its samples stop after the fifth scrape.
+    for s in r.iter_mut().take(2) {
+        s["values"].as_array_mut().unwrap().truncate(5);
+    }
+    r.extend(replica("10.0.0.1:8000", 0.0, false, 500.0));
+    let report = run(&matrix(r), Lang::En);
+    assert!(!report.findings.iter().any(|f| f.rule == "scheduler-stall"), "{:#?}", report.findings);
+    let p = report.prometheus.as_ref().unwrap();
+    assert_eq!(p.scraping.as_ref().unwrap().stale_series, 2, "{:?}", p.scraping);
+    // A single sample in the window: one scrape of it, not two equal ones.
+    let one = vec![
+        series("vllm:num_requests_running", &[("instance", "one:8000")], |_| 12.0),
+        series("vllm:generation_tokens_total", &[("instance", "one:8000")], |_| 5000.0),
+    ];
+    let mut one = one;
+    for s in &mut one {
+        let last = s["values"].as_array().unwrap().last().unwrap().clone();
+        s["values"] = serde_json::json!([last]);
+    }
+    let report = run(&matrix(one), Lang::En);
+    assert!(!report.findings.iter().any(|f| f.rule == "scheduler-stall"), "{:#?}", report.findings);
+}
+
 #[test]
 fn nothing_in_the_window_is_an_error_and_labels_are_redacted() {
     let secrets = Secrets::new();
