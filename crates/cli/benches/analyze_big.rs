@@ -175,34 +175,47 @@ fn main() {
         "64 MiB vLLM log ({vllm_lines} lines): analyzer best of 5 {vllm_s:.2} s = {vllm_mb_s:.0} MB/s (target ≥ 300 MB/s; median {vllm_median_mb_s:.0} MB/s); memchr baseline {vllm_baseline_s:.2} s ({:.1}× faster)",
         vllm_s / vllm_baseline_s
     );
-    // A 24-hour GPU recording, an hour at a time (generating it is not timed).
+    // A 24-hour GPU recording, an hour at a time (generating it is not timed); three passes, the
+    // best reported (as the vLLM log's), the peak RSS growth of the first.
     let rss_before_rec = peak_rss_kib();
     let mut hour_text = String::new();
-    let (mut rec_s, mut rec_bytes) = (0.0f64, 0usize);
-    let mut a = Analyzer::new();
-    a.begin("day.jsonl");
-    for hour in 0..24 {
-        recording_hour(hour, &mut hour_text);
-        rec_bytes += hour_text.len();
-        let started = Instant::now();
-        for chunk in hour_text.as_bytes().chunks(64 * 1024) {
-            a.feed(chunk);
+    let mut rec_passes = Vec::new();
+    let (mut rec_bytes, mut rec_growth_mb) = (0usize, 0.0f64);
+    for pass in 0..3 {
+        let mut rec_s = 0.0f64;
+        rec_bytes = 0;
+        let mut a = Analyzer::new();
+        a.begin("day.jsonl");
+        for hour in 0..24 {
+            recording_hour(hour, &mut hour_text);
+            rec_bytes += hour_text.len();
+            let started = Instant::now();
+            for chunk in hour_text.as_bytes().chunks(64 * 1024) {
+                a.feed(chunk);
+            }
+            rec_s += started.elapsed().as_secs_f64();
         }
+        let started = Instant::now();
+        let rec_report = a.finish();
         rec_s += started.elapsed().as_secs_f64();
+        if pass == 0 {
+            rec_growth_mb = peak_rss_kib().saturating_sub(rss_before_rec) as f64 / 1024.0;
+        }
+        let stragglers = rec_report
+            .findings
+            .iter()
+            .filter(|f| {
+                f.rule == "slow-gpu" && f.subject.as_ref().and_then(|s| s.gpu.as_deref()) == Some("5")
+            })
+            .count();
+        assert_eq!(stragglers, 4, "GPU 5 is a straggler in hours 0, 6, 12 and 18");
+        rec_passes.push(rec_s);
     }
-    let started = Instant::now();
-    let rec_report = a.finish();
-    rec_s += started.elapsed().as_secs_f64();
-    let rec_growth_mb = peak_rss_kib().saturating_sub(rss_before_rec) as f64 / 1024.0;
-    let stragglers = rec_report
-        .findings
-        .iter()
-        .filter(|f| f.rule == "slow-gpu" && f.subject.as_ref().and_then(|s| s.gpu.as_deref()) == Some("5"))
-        .count();
-    assert_eq!(stragglers, 4, "GPU 5 is a straggler in hours 0, 6, 12 and 18");
+    rec_passes.sort_by(f64::total_cmp);
+    let rec_s = rec_passes[0];
     let rec_mb_s = rec_bytes as f64 / rec_s / 1e6;
     println!(
-        "24 h GPU recording (8 GPUs at 1 Hz, {:.0} MB): analyzer {rec_s:.2} s = {rec_mb_s:.0} MB/s ({:.2}× the vLLM log's rate); peak RSS grew {rec_growth_mb:.1} MB (the hour being written is ~{:.0} MB of it)",
+        "24 h GPU recording (8 GPUs at 1 Hz, {:.0} MB): analyzer best of 3 {rec_s:.2} s = {rec_mb_s:.0} MB/s ({:.2}× the vLLM log's rate); peak RSS grew {rec_growth_mb:.1} MB (the hour being written is ~{:.0} MB of it)",
         rec_bytes as f64 / 1e6,
         rec_mb_s / vllm_mb_s,
         hour_text.capacity() as f64 / 1e6
