@@ -864,6 +864,12 @@ test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prome
     onlyOrigins(requests, [origin, prom.url]);
     assert.doesNotMatch(await page.evaluate(() => JSON.stringify(localStorage)), /prom-token-secret/);
     assert.doesNotMatch(await page.textContent('body'), /prom-token-secret/);
+    // Into the ticket (#31): the JSON the page saves is the report shown, and no token in it.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=prom-report] [data-testid=download-json]')]);
+    const saved = fs.readFileSync(await download.path(), 'utf8');
+    assert.equal(JSON.parse(saved).schema, 'triage.report/v1');
+    assert.match(JSON.parse(saved).verdict, new RegExp(fleet.class));
+    assert.doesNotMatch(saved, /prom-token-secret/);
     // The report follows the language: the same answer read again, in Chinese.
     await page.click('[data-testid=lang-toggle]');
     await page.waitForFunction(() => /[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=prom-report] [data-testid=finding] p:not([data-testid])')?.textContent ?? ''));

@@ -67,8 +67,11 @@ pub async fn copy_text(text: &str) -> Result<(), String> {
         .map_err(|e| js_message(&e))?
         .dyn_into()
         .map_err(|e| js_message(&e))?;
-    let promise: js_sys::Promise =
-        write.call1(&clip, &JsValue::from_str(text)).map_err(|e| js_message(&e))?.dyn_into().map_err(|e| js_message(&e))?;
+    let promise: js_sys::Promise = write
+        .call1(&clip, &JsValue::from_str(text))
+        .map_err(|e| js_message(&e))?
+        .dyn_into()
+        .map_err(|e| js_message(&e))?;
     JsFuture::from(promise).await.map(|_| ()).map_err(|e| js_message(&e))
 }
 

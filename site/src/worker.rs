@@ -319,6 +319,18 @@ pub struct PromRequest {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PromSession(u32);
 
+/// A Prometheus window's report and its exports (the CLI's `--format json` and `--format
+/// markdown` bytes, made in the worker).
+#[derive(serde::Deserialize)]
+pub struct PromReport {
+    /// The report, to show.
+    pub report: triage_core::analyze::report::Report,
+    /// `triage.report/v1`, pretty, as the CLI prints it.
+    pub json: String,
+    /// The report as Markdown, as the CLI prints it.
+    pub markdown: String,
+}
+
 /// A step of a Prometheus exchange: what went wrong is a [`PromFailure`]; the outer error is
 /// the worker's own failure.
 pub type PromStep<T> = Result<Result<T, PromFailure>, String>;
@@ -374,12 +386,8 @@ impl PromSession {
         read(&json)
     }
 
-    /// The report of the window, in `lang`.
-    pub async fn report(
-        &self,
-        lang: crate::i18n::Lang,
-        token: &str,
-    ) -> PromStep<triage_core::analyze::report::Report> {
+    /// The report of the window, in `lang`, with its exports.
+    pub async fn report(&self, lang: crate::i18n::Lang, token: &str) -> PromStep<PromReport> {
         let set = [("lang", JsValue::from_str(lang.as_str())), ("token", JsValue::from_str(token))];
         let json = prom("report", self.0, &set, &js_sys::Array::new()).await?;
         read(&json)

@@ -4,10 +4,10 @@
 //! The analysis is written in the UI language (core writes the findings in it); switching the
 //! language while a report is shown analyses the same inputs again.
 
+use super::export::Exports;
 use crate::app::{click, effect, on_event, set_text, tx, use_lang};
 use crate::fixed::{Erase, fixed};
 use crate::i18n::{Lang, Msg, t, tf};
-use super::export::Exports;
 use crate::worker::{self, WorkerDone, WorkerInput};
 use crate::{Excerpt, NamedText};
 use leptos::prelude::*;
