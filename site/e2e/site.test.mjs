@@ -864,6 +864,12 @@ test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prome
     onlyOrigins(requests, [origin, prom.url]);
     assert.doesNotMatch(await page.evaluate(() => JSON.stringify(localStorage)), /prom-token-secret/);
     assert.doesNotMatch(await page.textContent('body'), /prom-token-secret/);
+    // Into the ticket (#31): the JSON the page saves is the report shown, and no token in it.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=prom-report] [data-testid=download-json]')]);
+    const saved = fs.readFileSync(await download.path(), 'utf8');
+    assert.equal(JSON.parse(saved).schema, 'triage.report/v1');
+    assert.match(JSON.parse(saved).verdict, new RegExp(fleet.class));
+    assert.doesNotMatch(saved, /prom-token-secret/);
     // The report follows the language: the same answer read again, in Chinese.
     await page.click('[data-testid=lang-toggle]');
     await page.waitForFunction(() => /[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=prom-report] [data-testid=finding] p:not([data-testid])')?.textContent ?? ''));
@@ -924,4 +930,121 @@ test('a Prometheus that does not answer CORS, or no server at all: the error say
     prom?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// Issue #31, "The site anywhere": every page at every width from a phone to a wide screen.
+const PAGES = ['triage', 'probe', 'kv', 'playbook', 'cards', 'drill'];
+const WIDTHS = [360, 390, 768, 1280, 1920];
+
+/** Whether the page scrolls sideways, and the elements that stick out past the viewport. */
+async function sideways(page) {
+  return page.evaluate(() => {
+    const iw = window.innerWidth;
+    const out = [...document.querySelectorAll('body *')]
+      .filter((el) => el.getBoundingClientRect().right > iw + 1)
+      .slice(0, 5)
+      .map((el) => `${el.tagName.toLowerCase()}.${el.className}[${el.getAttribute('data-testid') ?? ''}]`);
+    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: iw, out };
+  });
+}
+
+test('the site anywhere: no page scrolls sideways from 360 to 1920 px, and the menu, the language toggle and the tap targets work on a phone', { timeout: 300000 }, async () => {
+  const log = fs.readFileSync(path.join(root, 'tests/data/incidents/ttft_queueing.log'), 'utf8');
+  for (const width of WIDTHS) {
+    const context = await browser.newContext({ viewport: { width, height: 900 } });
+    const page = await context.newPage();
+    const requests = [];
+    page.on('request', (r) => requests.push(r.url()));
+    for (const slug of PAGES) {
+      await page.goto(`${origin}/#/${slug}`);
+      await page.waitForSelector('[data-testid=lang-toggle]');
+      if (slug === 'triage') {
+        // With a report on screen: findings, evidence lines, tables, charts and the source view.
+        await page.fill('[data-testid=paste-input]', log);
+        await page.click('[data-testid=analyze-button]');
+        await page.waitForSelector('[data-testid=verdict]');
+      }
+      if (slug === 'playbook') {
+        // Every branch open: the long example lines and the generator's command block.
+        await page.waitForSelector('[data-testid=playbook-branch]');
+        await page.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = true; }));
+      }
+      if (slug === 'cards') {
+        await page.waitForSelector('[data-testid=card-front]');
+        await page.click('[data-testid=card-show]');
+        await page.waitForSelector('[data-testid=rate-good]');
+      }
+      if (slug === 'drill') await page.waitForTimeout(200);
+      const s = await sideways(page);
+      assert.ok(s.scrollWidth <= s.innerWidth, `#/${slug} at ${width} px is ${s.scrollWidth} px wide: ${s.out.join(', ')}`);
+      // The language toggle is on screen at every width.
+      const toggle = await page.$eval('[data-testid=lang-toggle]', (b) => b.getBoundingClientRect().toJSON());
+      assert.ok(toggle.right <= width && toggle.width > 0, `lang toggle off screen at ${width} px`);
+      if (width <= 390 && slug === 'cards') {
+        // Rating a card by thumb: every rating button is at least 44 px tall and wide.
+        for (const id of ['rate-again', 'rate-hard', 'rate-good', 'rate-easy']) {
+          const b = await page.$eval(`[data-testid=${id}]`, (e) => e.getBoundingClientRect().toJSON());
+          assert.ok(b.height >= 44 && b.width >= 44, `${id} is ${b.width}×${b.height} at ${width} px`);
+        }
+      }
+      if (width <= 390 && slug === 'triage') {
+        for (const id of ['analyze-button', 'copy-markdown', 'download-json', 'lang-toggle', 'menu-toggle']) {
+          const b = await page.$eval(`[data-testid=${id}]`, (e) => e.getBoundingClientRect().toJSON());
+          assert.ok(b.height >= 44, `${id} is ${b.height} px tall at ${width} px`);
+        }
+      }
+      await page.screenshot({ path: path.join(shots, `anywhere-${width}-${slug}.png`) });
+    }
+    // Narrow: the six links fold into a menu that opens, navigates and folds again; wide: the
+    // links are in the header and the menu button is not.
+    const menuShown = await page.isVisible('[data-testid=menu-toggle]');
+    if (width <= 390) {
+      assert.ok(menuShown, `no menu button at ${width} px`);
+      assert.ok(!(await page.isVisible('[data-testid=nav-kv]')), 'the links show before the menu is opened');
+      await page.click('[data-testid=menu-toggle]');
+      await page.click('[data-testid=nav-kv]');
+      await page.waitForFunction(() => location.hash === '#/kv');
+      assert.ok(!(await page.isVisible('[data-testid=nav-probe]')), 'the menu stays open after choosing a page');
+    } else if (width >= 1280) {
+      assert.ok(!menuShown, `a menu button at ${width} px`);
+      for (const slug of PAGES) assert.ok(await page.isVisible(`[data-testid=nav-${slug}]`), `nav-${slug} hidden at ${width} px`);
+    }
+    onlyOrigins(requests, [origin]);
+    await context.close();
+  }
+});
+
+// Issue #31, "Into the ticket": what the page copies and downloads is what the CLI prints.
+test('Copy as Markdown and Download JSON give the bytes triage analyze --format markdown / json prints, in both languages', async () => {
+  const dir = path.join(root, 'tests/data/incidents');
+  const name = 'ttft_queueing.log';
+  const cli = (format, lang) => execFileSync(triageBin, ['analyze', '--format', format, '--lang', lang, name], { cwd: dir, maxBuffer: 64 << 20 }).toString('utf8');
+  const { page, context, requests } = await open();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  await page.setInputFiles('[data-testid=file-input]', { name, mimeType: 'text/plain', buffer: fs.readFileSync(path.join(dir, name)) });
+  await page.waitForSelector('.files li');
+  await page.click('[data-testid=analyze-button]');
+  for (const lang of ['en', 'zh']) {
+    if (lang === 'zh') {
+      // The language switch analyses the same file again; the exports follow it.
+      await page.click('[data-testid=lang-toggle]');
+      await page.waitForFunction(() => /[\u4e00-\u9fff]/.test(document.querySelector('[data-testid=finding] p')?.textContent ?? ''));
+    }
+    await page.waitForSelector('[data-testid=copy-markdown]');
+    await page.evaluate(() => navigator.clipboard.writeText(''));
+    await page.click('[data-testid=copy-markdown]');
+    await page.waitForFunction(() => /Copied|已复制/.test(document.querySelector('[data-testid=copy-status]')?.textContent ?? ''));
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    const markdown = cli('markdown', lang);
+    assert.ok(markdown.startsWith('# '), markdown.slice(0, 80));
+    assert.equal(copied, markdown, `${lang}: the copied Markdown differs from the CLI's`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-json]')]);
+    assert.equal(download.suggestedFilename(), 'triage-report.json');
+    const saved = fs.readFileSync(await download.path(), 'utf8');
+    const json = cli('json', lang);
+    assert.equal(JSON.parse(saved).schema, 'triage.report/v1');
+    assert.equal(saved, json, `${lang}: the downloaded JSON differs from the CLI's`);
+  }
+  onlyOrigins(requests, [origin]);
+  await context.close();
 });

@@ -70,6 +70,9 @@ pub fn App() -> impl IntoView {
     let lang = RwSignal::new(initial_lang());
     provide_context(lang);
     let page = RwSignal::new(Page::from_hash(&current_hash()));
+    // On a narrow screen the navigation folds into a menu (style.css shows the button and hides
+    // the links below 760 px); choosing a page folds it again.
+    let menu = RwSignal::new(false);
     // Follow the back/forward buttons.
     let listener = leptos::ev::hashchange;
     let _ = window_event_listener(listener, move |_| page.set(Page::from_hash(&current_hash())));
@@ -86,7 +89,16 @@ pub fn App() -> impl IntoView {
                 <strong>"llm-triage"</strong>
                 <span class="tagline">{tx(lang, Msg::Tagline)}</span>
             </div>
-            <nav>
+            <button
+                class="menu-toggle"
+                data-testid="menu-toggle"
+                aria-controls="site-nav"
+                aria-expanded=move || if menu.get() { "true" } else { "false" }
+                on:click=click(move |_| menu.update(|m| *m = !*m))
+            >
+                "☰ " {move || t(lang.get(), page.get().label())}
+            </button>
+            <nav id="site-nav" class:open=move || menu.get() aria-label=tx(lang, Msg::Menu)>
                 {Page::ALL
                     .into_iter()
                     .map(|p| {
@@ -95,6 +107,7 @@ pub fn App() -> impl IntoView {
                                 href=format!("#/{}", p.slug())
                                 class:active=move || page.get() == p
                                 data-testid=format!("nav-{}", p.slug())
+                                on:click=click(move |_| menu.set(false))
                             >
                                 {tx(lang, p.label())}
                             </a>

@@ -1,5 +1,5 @@
 //! Browser I/O in one place: clock, storage, language, streaming fetch,
-//! downloads. Pages call these; they never touch `web_sys` themselves.
+//! downloads, the clipboard. Pages call these; they never touch `web_sys` themselves.
 
 use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -53,6 +53,26 @@ pub fn download(filename: &str, text: &str, mime: &str) {
         a.click();
     }
     let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+/// Put `text` on the clipboard (`navigator.clipboard.writeText`, which needs a secure context:
+/// https or localhost); `Err` with the browser's reason when it refuses or has no clipboard.
+pub async fn copy_text(text: &str) -> Result<(), String> {
+    let nav = window().ok_or("no window")?.navigator();
+    let clip = Reflect::get(&nav, &JsValue::from_str("clipboard")).map_err(|e| js_message(&e))?;
+    if clip.is_undefined() || clip.is_null() {
+        return Err("no clipboard (not a secure context?)".into());
+    }
+    let write: js_sys::Function = Reflect::get(&clip, &JsValue::from_str("writeText"))
+        .map_err(|e| js_message(&e))?
+        .dyn_into()
+        .map_err(|e| js_message(&e))?;
+    let promise: js_sys::Promise = write
+        .call1(&clip, &JsValue::from_str(text))
+        .map_err(|e| js_message(&e))?
+        .dyn_into()
+        .map_err(|e| js_message(&e))?;
+    JsFuture::from(promise).await.map(|_| ()).map_err(|e| js_message(&e))
 }
 
 /// GET one of the site's own files (`./deck.json`) as text: a relative URL, so the request

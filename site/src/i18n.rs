@@ -227,6 +227,13 @@ pub enum Msg {
     FleetQueries,
     FleetCut,
     FindingSubject,
+    // Into the ticket; the menu; offline
+    CopyMarkdown,
+    Copied,
+    CopyFailed,
+    DownloadJson,
+    ExportNote,
+    Menu,
 }
 
 /// The message in the language.
@@ -547,6 +554,18 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         FleetQueries => ("Queries (open in Prometheus)", "查询（在 Prometheus 中打开）"),
         FleetCut => ("What was cut or changed", "被截断或调整的内容"),
         FindingSubject => ("About", "对象"),
+        CopyMarkdown => ("Copy as Markdown", "复制为 Markdown"),
+        Copied => ("Copied.", "已复制。"),
+        CopyFailed => (
+            "The browser refused the clipboard; the Markdown is selected below: copy it by hand.",
+            "浏览器拒绝访问剪贴板；Markdown 已在下方选中，请手动复制。",
+        ),
+        DownloadJson => ("Download JSON", "下载 JSON"),
+        ExportNote => (
+            "The same bytes as `triage analyze --format markdown` / `--format json`; keys and credentials are already redacted.",
+            "与 `triage analyze --format markdown` / `--format json` 输出的字节相同；密钥和凭据已脱敏。",
+        ),
+        Menu => ("Menu", "菜单"),
     };
     match lang {
         Lang::En => en,

@@ -5,7 +5,7 @@
 //! the drill (the simulator and the check) and the Prometheus source (the exchange).
 //!
 //! Protocol (all messages carry an `id`; answers to one id go to its handler):
-//! - `{run, lang, inputs}` → `{id, progress}`…, then `{id, report, excerpts}` |
+//! - `{run, lang, inputs}` → `{id, progress}`…, then `{id, report, excerpts, markdown}` |
 //!   `{id, cancelled}` | `{id, error}`; `{cancel: id}` stops a run; a new run cancels the last.
 //! - `{call, id, args}` → `{id, result}` (JSON `{"ok"|"err"}`, see `site/analyzer/src/calls.rs`)
 //!   | `{id, error}`.
@@ -37,11 +37,13 @@ pub enum WorkerInput<'a> {
 /// How an analysis in the worker ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WorkerDone {
-    /// The `triage.report/v1` JSON and the source view's excerpts as JSON
-    /// ([`crate::Excerpt`]s).
+    /// The `triage.report/v1` JSON (the bytes `triage analyze --format json` prints), the
+    /// source view's excerpts as JSON ([`crate::Excerpt`]s) and the report as Markdown (the
+    /// bytes `--format markdown` prints).
     Report {
         report: String,
         excerpts: String,
+        markdown: String,
     },
     Failed(String),
     Cancelled,
@@ -183,7 +185,8 @@ pub fn run(
                 } else if let Some(report) = get(&data, "report").and_then(|r| r.as_string()) {
                     let excerpts =
                         get(&data, "excerpts").and_then(|e| e.as_string()).unwrap_or_else(|| "[]".into());
-                    end(WorkerDone::Report { report, excerpts });
+                    let markdown = get(&data, "markdown").and_then(|m| m.as_string()).unwrap_or_default();
+                    end(WorkerDone::Report { report, excerpts, markdown });
                 } else if get(&data, "cancelled").is_some() {
                     end(WorkerDone::Cancelled);
                 } else {
@@ -316,6 +319,18 @@ pub struct PromRequest {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PromSession(u32);
 
+/// A Prometheus window's report and its exports (the CLI's `--format json` and `--format
+/// markdown` bytes, made in the worker).
+#[derive(serde::Deserialize)]
+pub struct PromReport {
+    /// The report, to show.
+    pub report: triage_core::analyze::report::Report,
+    /// `triage.report/v1`, pretty, as the CLI prints it.
+    pub json: String,
+    /// The report as Markdown, as the CLI prints it.
+    pub markdown: String,
+}
+
 /// A step of a Prometheus exchange: what went wrong is a [`PromFailure`]; the outer error is
 /// the worker's own failure.
 pub type PromStep<T> = Result<Result<T, PromFailure>, String>;
@@ -371,12 +386,8 @@ impl PromSession {
         read(&json)
     }
 
-    /// The report of the window, in `lang`.
-    pub async fn report(
-        &self,
-        lang: crate::i18n::Lang,
-        token: &str,
-    ) -> PromStep<triage_core::analyze::report::Report> {
+    /// The report of the window, in `lang`, with its exports.
+    pub async fn report(&self, lang: crate::i18n::Lang, token: &str) -> PromStep<PromReport> {
         let set = [("lang", JsValue::from_str(lang.as_str())), ("token", JsValue::from_str(token))];
         let json = prom("report", self.0, &set, &js_sys::Array::new()).await?;
         read(&json)

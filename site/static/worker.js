@@ -111,7 +111,7 @@ async function analyze(job, lang, inputs) {
     }
     const excerpts = session.excerpts();
     performance.measure('triage:excerpts', { start: t3, end: performance.now() });
-    return { report, excerpts };
+    return { report, excerpts, markdown: session.markdown() };
   } finally {
     session.free();
   }
@@ -163,8 +163,8 @@ self.onmessage = async (event) => {
   const job = { id: msg.run, cancelled: false };
   current = job;
   try {
-    const { report, excerpts } = await analyze(job, msg.lang, msg.inputs);
-    self.postMessage({ id: job.id, report, excerpts });
+    const { report, excerpts, markdown } = await analyze(job, msg.lang, msg.inputs);
+    self.postMessage({ id: job.id, report, excerpts, markdown });
   } catch (e) {
     self.postMessage(e === CANCELLED ? { id: job.id, cancelled: true } : { id: job.id, error: String(e) });
   } finally {

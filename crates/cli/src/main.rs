@@ -163,7 +163,7 @@ fn cmd_analyze(args: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     match args.format {
         ReportFormat::Json => print_json(&(serde_json::to_string_pretty(&report)? + "\n"))?,
         ReportFormat::Text => print(&render::analyze_text_in(&report, lang))?,
-        ReportFormat::Markdown => print(&render::analyze_markdown_in(&report, lang))?,
+        ReportFormat::Markdown => print(&triage_core::analyze::markdown::report(&report, lang))?,
     }
     Ok(ExitCode::SUCCESS)
 }

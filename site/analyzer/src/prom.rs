@@ -87,7 +87,18 @@ impl PromSession {
         let s = secrets(token);
         let cfg = Config { lang: Lang::parse(lang).unwrap_or_default(), slo: Slo::default(), secrets: &s };
         match ex.report(&cfg, None) {
-            Ok(r) => json!({"ok": r}).to_string(),
+            // With its exports: the bytes `triage analyze --prometheus … --format json` and
+            // `--format markdown` print (pages/export.rs).
+            Ok(r) => {
+                let pretty = serde_json::to_string_pretty(&r).unwrap_or_default() + "\n";
+                let markdown = triage_core::analyze::markdown::report(&r, cfg.lang);
+                json!({"ok": {
+                    "report": r,
+                    "json": triage_core::safe::escape_json_controls(&pretty),
+                    "markdown": triage_core::safe::escape_controls(&markdown),
+                }})
+                .to_string()
+            }
             Err(e) => err(&e),
         }
     }

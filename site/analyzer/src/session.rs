@@ -11,6 +11,8 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 pub struct AnalysisSession {
     analyzer: Option<triage_core::analyze::Analyzer>,
+    /// The language the report (and its Markdown headings) is written in.
+    lang: Lang,
     report: Option<triage_core::analyze::report::Report>,
     /// The current input starts with these bytes still unseen (the UTF-8 BOM, for files).
     bom_left: usize,
@@ -69,6 +71,7 @@ impl AnalysisSession {
         let lang = Lang::parse(lang).unwrap_or_default();
         AnalysisSession {
             analyzer: Some(triage_core::analyze::Analyzer::new().with_lang(lang)),
+            lang,
             report: None,
             bom_left: 0,
             excerpt: None,
@@ -113,13 +116,24 @@ impl AnalysisSession {
         }
     }
 
-    /// The `triage.report/v1` report as JSON; ends the analysis.
+    /// The `triage.report/v1` report as JSON; ends the analysis. The bytes are those
+    /// `triage analyze --format json` prints for the same inputs (pretty, a final newline, the
+    /// characters a terminal acts on as `\u` escapes): the page shows the report parsed from
+    /// them and offers them as they are ("Download JSON").
     pub fn finish(&mut self) -> Result<String, JsValue> {
         let report =
             self.analyzer.take().ok_or_else(|| JsValue::from_str("analysis already finished"))?.finish();
-        let json = serde_json::to_string(&report).map_err(|e| JsValue::from_str(&e.to_string()))?;
+        let json = serde_json::to_string_pretty(&report).map_err(|e| JsValue::from_str(&e.to_string()))?;
         self.report = Some(report);
-        Ok(json)
+        Ok(triage_core::safe::escape_json_controls(&(json + "\n")).into_owned())
+    }
+
+    /// After `finish`: the report as Markdown, the bytes `triage analyze --format markdown`
+    /// prints (core's one renderer, control characters escaped as the CLI does) — "Copy as
+    /// Markdown".
+    pub fn markdown(&self) -> String {
+        let Some(r) = self.report.as_ref() else { return String::new() };
+        triage_core::safe::escape_controls(&triage_core::analyze::markdown::report(r, self.lang)).into_owned()
     }
 
     /// After `finish`: whether input `name` has evidence lines to show (read it again if so).

@@ -3,6 +3,7 @@
 pub mod cards;
 pub mod chart;
 pub mod drill;
+pub mod export;
 pub mod kv;
 pub mod playbook;
 pub mod probe;

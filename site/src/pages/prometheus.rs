@@ -10,6 +10,7 @@
 //! token is never in a link, never logged, kept only when the user ticks the box, and then only
 //! offered again for the same URL.
 
+use super::export::Exports;
 use crate::app::{click, on_event, set_text, tx, use_lang};
 use crate::browser::{self, FetchError};
 use crate::fixed::fixed;
@@ -132,8 +133,9 @@ fn step<T>(got: PromStep<T>) -> Result<T, Failure> {
     got.map_err(Failure::Worker)?.map_err(Failure::Prom)
 }
 
-async fn analyse(d: &Done, lang: Lang) -> Result<Report, Failure> {
-    step(d.session.report(lang, &d.token).await)
+async fn analyse(d: &Done, lang: Lang) -> Result<(Report, Exports), Failure> {
+    let r = step(d.session.report(lang, &d.token).await)?;
+    Ok((r.report, Exports { json: r.json, markdown: r.markdown }))
 }
 
 /// Ask the questions core's exchange gives, one after the other, within the deadlines.
@@ -188,7 +190,7 @@ pub fn PromSource() -> impl IntoView {
     }
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<Failure>);
-    let report = RwSignal::new(None::<Report>);
+    let report = RwSignal::new(None::<(Report, Exports)>);
     let done = StoredValue::new_local(None::<Done>);
     on_cleanup(move || {
         if let Some(d) = done.try_get_value().flatten() {
@@ -298,12 +300,12 @@ pub fn PromSource() -> impl IntoView {
                 fixed(view! { <p class="error" data-testid="prom-error" data-kind=kind>{move || explain(lang.get(), &f).1}</p> })
             })}
         </details>
-        {move || report.get().map(|r| {
+        {move || report.get().map(|(r, exports)| {
             let p = r.prometheus.clone();
             fixed(view! {
                 <div data-testid="prom-report">
                     {p.map(|p| fixed(view! { <FleetView p/> }))}
-                    <super::triage::ReportView report=r/>
+                    <super::triage::ReportView report=r exports/>
                 </div>
             })
         })}

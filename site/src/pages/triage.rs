@@ -4,6 +4,7 @@
 //! The analysis is written in the UI language (core writes the findings in it); switching the
 //! language while a report is shown analyses the same inputs again.
 
+use super::export::Exports;
 use crate::app::{click, effect, on_event, set_text, tx, use_lang};
 use crate::fixed::{Erase, fixed};
 use crate::i18n::{Lang, Msg, t, tf};
@@ -68,9 +69,9 @@ fn list_files(list: web_sys::FileList) -> Vec<Input> {
         .collect()
 }
 
-/// A report on screen: the report, its source excerpts, and the inputs it was made from (to
-/// analyse again when the language changes).
-type Shown = (Report, Vec<Excerpt>, Vec<Input>);
+/// A report on screen: the report, its source excerpts, the inputs it was made from (to
+/// analyse again when the language changes) and its exports (Markdown, JSON).
+type Shown = (Report, Vec<Excerpt>, Vec<Input>, Exports);
 
 #[component]
 pub fn TriagePage() -> impl IntoView {
@@ -107,13 +108,13 @@ pub fn TriagePage() -> impl IntoView {
                 progress.set(None);
                 running.set_value(None);
                 match done {
-                    WorkerDone::Report { report, excerpts } => {
-                        let parsed = serde_json::from_str::<Report>(&report)
+                    WorkerDone::Report { report: json, excerpts, markdown } => {
+                        let parsed = serde_json::from_str::<Report>(&json)
                             .and_then(|r| Ok((r, serde_json::from_str::<Vec<Excerpt>>(&excerpts)?)));
                         match parsed {
                             Ok((report, shown)) => {
                                 let inputs = kept.borrow_mut().take().unwrap_or_default();
-                                result.set(Some((report, shown, inputs)));
+                                result.set(Some((report, shown, inputs, Exports { json, markdown })));
                             }
                             Err(e) => error.set(Some(e.to_string())),
                         }
@@ -148,7 +149,7 @@ pub fn TriagePage() -> impl IntoView {
     Effect::new(move |prev: Option<Lang>| {
         let l = lang.get();
         if prev.is_some_and(|p| p != l)
-            && let Some((_, _, inputs)) = result.get_untracked()
+            && let Some((_, _, inputs, _)) = result.get_untracked()
         {
             analyze(inputs, l);
         }
@@ -232,7 +233,7 @@ pub fn TriagePage() -> impl IntoView {
             {move || cancelled.get().then(|| fixed(view! { <p data-testid="analyze-cancelled">{tx(lang, Msg::Cancelled)}</p> }))}
             {move || error.get().map(|e| fixed(view! { <p class="error">{e}</p> }))}
         </section>
-        {move || result.get().map(|(report, excerpts, _)| fixed(view! { <ReportView report excerpts/> }))}
+        {move || result.get().map(|(report, excerpts, _, exports)| fixed(view! { <ReportView report excerpts exports/> }))}
         <super::prometheus::PromSource/>
     })
 }
@@ -301,7 +302,11 @@ fn FindingView(finding: Finding) -> impl IntoView {
 /// A whole report: verdict, findings, inputs, figures, evidence in the source. Also used by the
 /// drill page. The source view shows `excerpts` (read by the worker).
 #[component]
-pub fn ReportView(report: Report, #[prop(optional)] excerpts: Vec<Excerpt>) -> impl IntoView {
+pub fn ReportView(
+    report: Report,
+    #[prop(optional)] excerpts: Vec<Excerpt>,
+    #[prop(optional)] exports: Option<Exports>,
+) -> impl IntoView {
     let lang = use_lang();
     let verdict = report.verdict.as_str();
     let empty = report.findings.is_empty();
@@ -312,6 +317,7 @@ pub fn ReportView(report: Report, #[prop(optional)] excerpts: Vec<Excerpt>) -> i
             <div data-testid="verdict" class=format!("verdict verdict-{verdict}")>
                 {tx(lang, Msg::Verdict)} ": " <strong>{verdict}</strong>
             </div>
+            {exports.map(|exports| fixed(view! { <super::export::ExportButtons exports/> }))}
             <h2>{tx(lang, Msg::Findings)}</h2>
             {if empty {
                 let msg = if verdict == "HEALTHY" { Msg::NoFindingsHealthy } else { Msg::NoFindingsInconclusive };

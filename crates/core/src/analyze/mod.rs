@@ -11,6 +11,7 @@ pub mod families;
 pub mod figures;
 pub mod heard;
 pub mod kind;
+pub mod markdown;
 pub mod needles;
 pub mod normalize;
 pub mod parsers;
