@@ -373,6 +373,8 @@ impl Keeper {
         for s in self.kept.values_mut() {
             if s.points.len() as u64 > room {
                 s.points.truncate(room as usize);
+                // A truncated series gives its memory back: the bound is on what is held.
+                s.points.shrink_to_fit();
             }
             room -= s.points.len() as u64;
         }
