@@ -772,6 +772,8 @@ fn answers_within_the_body_bound_are_read_in_bounded_memory() {
     ]);
     eprintln!("series: {rss} MiB peak, {took:?}");
     assert!(rss < 512, "{rss} MiB: {out}");
+    // Once refused as "larger than 64 MiB (--max-body-mib)" whatever the flag said.
+    assert!(!out.contains("larger than"), "{out}");
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no series in the window"), "{out}");
 
@@ -911,4 +913,26 @@ fn serve_paths(max: usize, answer: impl Fn(&str, &mut TcpStream) + Send + 'stati
         }
     });
     format!("http://127.0.0.1:{port}")
+}
+
+/// A gzip body nobody asked for is named as such, without its bytes; a series answer past
+/// `--max-body-mib` names the bound the flag set.
+#[test]
+fn compressed_and_oversized_answers_are_named_with_the_bound_used() {
+    let url = serve_paths(1, |_, s| {
+        let gz = [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xab, 0xae, 0x05, 0x00, 0x43, 0xbf];
+        let _ = write!(s, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", gz.len());
+        let _ = s.write_all(&gz);
+    });
+    let out = analyze(&url, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("gzip-compressed content"), "{}", text(&out));
+    assert!(!text(&out).contains("not a Prometheus server") && !text(&out).contains("\\u{1f}"), "{}", text(&out));
+
+    let url = serve_paths(1, |_, s| {
+        stream_answer(s, r#"{"status":"success","data":["#, 200_000, |_, b| b.extend_from_slice(br#"{"instance":"a"}"#), "]}");
+    });
+    let out = analyze(&url, &["--max-body-mib", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("/api/v1/series: the answer is larger than 2 MiB (--max-body-mib)"), "{}", text(&out));
 }
