@@ -709,28 +709,41 @@ fn digits(n: u64, buf: &mut Vec<u8>) {
     }
 }
 
-/// Runs `triage` to its end; its exit code, output and peak resident memory (`wait4`'s
-/// `ru_maxrss`, this child's alone) in MiB.
+/// Runs `triage` to its end; its exit code, output, peak resident memory in MiB — its `VmHWM`,
+/// read every 20 ms while it runs (`ru_maxrss` would count the test process's own peak: a
+/// spawned child inherits its high-water mark until it execs) — and how long it took.
 fn run_measured(args: &[&str]) -> (Option<i32>, String, u64, Duration) {
     let dir = std::env::temp_dir().join(format!("triage-rss-{}-{}", std::process::id(), free_port()));
     std::fs::create_dir_all(&dir).unwrap();
     let (out, err) = (dir.join("out"), dir.join("err"));
     let started = Instant::now();
-    let child = triage()
+    let mut child = triage()
         .args(args)
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
-    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Some(kib) =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok().and_then(|s| {
+                s.lines().find_map(|l| {
+                    l.strip_prefix("VmHWM:").map(|v| v.trim().trim_end_matches(" kB").parse().unwrap_or(0))
+                })
+            })
+        {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let elapsed = started.elapsed();
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
     let text = std::fs::read_to_string(&out).unwrap_or_default()
         + &std::fs::read_to_string(&err).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    (code, text, usage.ru_maxrss as u64 / 1024, elapsed)
+    (status.code(), text, peak_kib / 1024, elapsed)
 }
 
 const ONE_SERIES: &str =
@@ -920,19 +933,38 @@ fn serve_paths(max: usize, answer: impl Fn(&str, &mut TcpStream) + Send + 'stati
 #[test]
 fn compressed_and_oversized_answers_are_named_with_the_bound_used() {
     let url = serve_paths(1, |_, s| {
-        let gz = [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xab, 0xae, 0x05, 0x00, 0x43, 0xbf];
-        let _ = write!(s, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", gz.len());
+        let gz =
+            [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xab, 0xae, 0x05, 0x00, 0x43, 0xbf];
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            gz.len()
+        );
         let _ = s.write_all(&gz);
     });
     let out = analyze(&url, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("gzip-compressed content"), "{}", text(&out));
-    assert!(!text(&out).contains("not a Prometheus server") && !text(&out).contains("\\u{1f}"), "{}", text(&out));
+    assert!(
+        !text(&out).contains("not a Prometheus server") && !text(&out).contains("\\u{1f}"),
+        "{}",
+        text(&out)
+    );
 
     let url = serve_paths(1, |_, s| {
-        stream_answer(s, r#"{"status":"success","data":["#, 200_000, |_, b| b.extend_from_slice(br#"{"instance":"a"}"#), "]}");
+        stream_answer(
+            s,
+            r#"{"status":"success","data":["#,
+            200_000,
+            |_, b| b.extend_from_slice(br#"{"instance":"a"}"#),
+            "]}",
+        );
     });
     let out = analyze(&url, &["--max-body-mib", "2"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("/api/v1/series: the answer is larger than 2 MiB (--max-body-mib)"), "{}", text(&out));
+    assert!(
+        text(&out).contains("/api/v1/series: the answer is larger than 2 MiB (--max-body-mib)"),
+        "{}",
+        text(&out)
+    );
 }
