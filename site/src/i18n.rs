@@ -158,6 +158,7 @@ pub enum Msg {
     CardsAllKinds,
     CardsImported,
     CardsImportFailed,
+    CardsImportNotSaved,
     CardsAnki,
     CardsAnkiHint,
     CardsAnkiSteps,
@@ -431,6 +432,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
             ("Progress imported: {n} cards with a history.", "已导入进度：{n} 张卡片有复习记录。")
         }
         CardsImportFailed => ("Not imported (nothing was changed):", "未导入（进度未改动）："),
+        CardsImportNotSaved => (
+            "Not imported: this browser's storage refused the file's progress ({kb} KB; storage full or blocked), so nothing was kept and your progress is unchanged. Free some storage for this site and import again.",
+            "未导入：浏览器存储拒绝了文件中的进度（{kb} KB；存储已满或被禁用），因此什么都没有保存，你的进度未改动。请为本站腾出存储空间后再导入。",
+        ),
         CardsAnki => ("Export the deck for Anki (TSV)", "导出 Anki 卡组（TSV）"),
         CardsAnkiHint => (
             "The cards the topic and kind filters admit, in the page's language",
