@@ -382,4 +382,25 @@ mod tests {
             BadLine { line: 0, message: "900 more lines are not UTF-8; skipped".into() }
         );
     }
+
+    #[test]
+    fn lines_are_bounded_and_their_issues_numbered() {
+        let mut text = b"one\r\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+        text.extend_from_slice(b"\ntw\xffo\nlast");
+        let mut lines = super::Lines::new(&text[..]);
+        let mut got = Vec::new();
+        while let Some((no, line)) = lines.next_line().unwrap() {
+            got.push((no, line.map(str::to_owned)));
+        }
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0], (1, Ok("one".to_owned())));
+        assert_eq!(got[1], (2, Err("longer than 1024 KiB; line skipped".to_owned())));
+        assert!(matches!(&got[2], (3, Err(m)) if m.contains("0xff at column 3")), "{got:?}");
+        assert_eq!(got[3], (4, Ok("last".to_owned())));
+        // No line end at all: an error past the bound, never the whole input held.
+        let endless = std::io::repeat(0).take(MAX_RUN + (1 << 20));
+        let e = super::Lines::new(endless).next_line().unwrap_err();
+        assert!(e.to_string().contains("line 1 runs on past 64 MiB"), "{e}");
+    }
 }

@@ -215,14 +215,15 @@ impl Exchange {
         if cut {
             // Whole instances are kept, in name order, until the bound is reached (the answer
             // reader kept only those).
-            let n: usize = sets.kept.values().map(|(n, _)| n).sum();
+            let n: usize = sets.kept.iter().map(|(_, n, _)| n).sum();
             if sets.kept.is_empty() {
                 self.cut.push(format!(
                     "{} series match; the first instance alone has more than --max-series {max_series}: the range answer is cut",
                     sets.total
                 ));
             } else {
-                let alternatives: Vec<String> = sets.kept.keys().map(|i| query::regex_literal(i)).collect();
+                let alternatives: Vec<String> =
+                    sets.kept.iter().map(|(i, _, _)| query::regex_literal(i)).collect();
                 self.expr = format!(
                     "{},instance=~\"{}\"}}",
                     self.matcher.trim_end_matches('}'),
@@ -244,8 +245,8 @@ impl Exchange {
         let engines: Vec<&str> = sets
             .kept
             .iter()
-            .filter(|(i, (_, engine))| *engine && !i.is_empty())
-            .map(|(i, _)| i.as_str())
+            .filter(|(i, _, engine)| *engine && !i.is_empty())
+            .map(|(i, _, _)| i.as_str())
             .collect();
         let live = query::liveness_matcher(&self.user, &engines);
         if live.is_some() {

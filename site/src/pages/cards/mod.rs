@@ -182,7 +182,9 @@ pub fn CardsPage() -> impl IntoView {
                     Err(e) => import_error.set(Some(Imported::Failed(e.to_string()))),
                 },
                 Some(Err(e)) => import_error.set(Some(Imported::Failed(e.to_string()))),
-                None => import_error.set(Some(Imported::Failed("the file could not be read as text".to_owned()))),
+                None => {
+                    import_error.set(Some(Imported::Failed("the file could not be read as text".to_owned())))
+                }
             }
         });
     };

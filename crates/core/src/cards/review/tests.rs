@@ -373,7 +373,11 @@ fn imports_that_would_misbehave_later_are_refused_now() {
     refused("\"stability\": ", "\"stability\": 2e9, \"_\": ");
     // A setting is named as the setting, not as a card with no name.
     for (from, to, named) in [
-        ("\"new_per_day\": 20", "\"new_per_day\": 0", "setting settings.new_per_day: 0 new cards a day is not 1–10000"),
+        (
+            "\"new_per_day\": 20",
+            "\"new_per_day\": 0",
+            "setting settings.new_per_day: 0 new cards a day is not 1–10000",
+        ),
         ("\"retention\": 0.9", "\"retention\": 0.5", "setting settings.retention: 0.5 is not 0.7–0.99"),
     ] {
         let e = import(&good.replacen(from, to, 1)).unwrap_err();

@@ -5,7 +5,7 @@
 //! Whatever the order of the keys (`data` before `status`, `values` before `metric`), the same
 //! values come out; what is kept is what sorting the whole answer and cutting it would keep.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Read};
 
@@ -211,14 +211,18 @@ pub struct SeriesSets {
     /// More distinct instances than [`MAX_DISTINCT_INSTANCES`] were seen.
     pub instances_more: bool,
     /// The first instances in name order whose label sets together fit `max_series` (all of
-    /// them when the answer fits): instance → (label sets, whether an engine metric is among them).
-    pub kept: BTreeMap<String, (usize, bool)>,
+    /// them when the answer fits): (instance, label sets, whether an engine metric is among
+    /// them), in name order.
+    pub kept: Vec<(String, usize, bool)>,
     /// Label sets whose instance name was longer than [`MAX_LABEL_BYTES`] (never kept).
     pub long_instances: usize,
     max_series: usize,
     held: usize,
     ceiling: Option<String>,
-    seen: BTreeSet<u64>,
+    /// Hashes of the instances seen, sorted and deduplicated up to `sorted`; compacted when
+    /// it doubles (a sorted `Vec`, not a set: the site's module is smaller so).
+    seen: Vec<u64>,
+    sorted: usize,
 }
 
 impl SeriesSets {
@@ -232,25 +236,69 @@ impl SeriesSets {
             self.long_instances += 1;
             return;
         };
-        if self.seen.len() < MAX_DISTINCT_INSTANCES {
-            self.seen.insert(fnv(inst.as_bytes()));
-        } else if !self.seen.contains(&fnv(inst.as_bytes())) {
-            self.instances_more = true;
+        if !self.instances_more {
+            self.seen.push(fnv(inst.as_bytes()));
+            if self.seen.len() >= 2 * self.sorted.max(4096) {
+                self.count_instances();
+            }
         }
-        self.instances = self.seen.len();
         if self.ceiling.as_ref().is_some_and(|c| inst >= *c) {
             return;
         }
-        let e = self.kept.entry(inst).or_default();
-        e.0 += 1;
-        e.1 |= engine;
+        self.kept.push((inst, 1, engine));
         self.held += 1;
-        // The instance that sorts last can no longer be among the first that fit: neither can
-        // any instance after it.
-        while self.held > self.max_series {
-            let Some((last, (n, _))) = self.kept.pop_last() else { break };
-            self.held -= n;
-            self.ceiling = Some(last);
+        if self.held > 2 * self.max_series.max(1024) {
+            self.compact();
+        }
+    }
+
+    /// The sets gathered merged by instance, in name order, and cut to the instances that fit:
+    /// the first one that does not fit, and every one after it, can never be read, whatever
+    /// comes later (its count only grows).
+    fn compact(&mut self) {
+        crate::sort::sort_by(&mut self.kept, |a, b| a.0.cmp(&b.0));
+        let mut merged: Vec<(String, usize, bool)> = Vec::new();
+        for (inst, n, engine) in std::mem::take(&mut self.kept) {
+            match merged.last_mut() {
+                Some(last) if last.0 == inst => (last.1, last.2) = (last.1 + n, last.2 | engine),
+                _ => merged.push((inst, n, engine)),
+            }
+        }
+        let mut held = 0;
+        let fit = merged.iter().take_while(|(_, n, _)| {
+            held += n;
+            held <= self.max_series
+        });
+        let fit = fit.count();
+        if fit < merged.len() {
+            self.ceiling = Some(merged[fit].0.clone());
+            merged.truncate(fit);
+        }
+        self.held = merged.iter().map(|(_, n, _)| n).sum();
+        self.kept = merged;
+    }
+
+    /// The answer is read: the sets merged and cut, the instances counted.
+    pub(super) fn finish(&mut self) {
+        self.compact();
+        self.count_instances();
+    }
+}
+
+impl SeriesSets {
+    /// The distinct instances counted so far (exactly, up to [`MAX_DISTINCT_INSTANCES`]).
+    pub(super) fn count_instances(&mut self) {
+        if self.instances_more {
+            return;
+        }
+        crate::sort::sort(&mut self.seen);
+        self.seen.dedup();
+        self.sorted = self.seen.len();
+        if self.sorted > MAX_DISTINCT_INSTANCES {
+            (self.instances_more, self.seen) = (true, Vec::new());
+            self.instances = MAX_DISTINCT_INSTANCES;
+        } else {
+            self.instances = self.sorted;
         }
     }
 }
@@ -324,12 +372,17 @@ pub(super) struct Kept {
 
 /// A matrix's series while it streams: at most `max_series` (the first in label order, as if
 /// the whole answer were sorted and cut) holding at most `max_points` points in that order.
+/// Series are gathered, then now and then sorted and cut ([`Keeper::compact`]) — a `Vec` and
+/// core's one sort rather than an ordered map: the site's module is smaller so.
 #[derive(Debug)]
 pub(super) struct Keeper {
     max_series: usize,
     max_points: u64,
-    /// (labels, arrival): equal label sets keep their order, as a stable sort would.
-    pub kept: BTreeMap<(BTreeMap<String, String>, u64), Kept>,
+    /// (labels, arrival, series): equal label sets keep their order, as a stable sort would.
+    pub kept: Vec<(BTreeMap<String, String>, u64, Kept)>,
+    /// After a compaction that filled the bound: the last kept series' labels. A series whose
+    /// labels sort at or after them is cut whatever comes later.
+    bar: Option<BTreeMap<String, String>>,
     /// Series in the answer.
     pub total: u64,
     /// Series skipped because their labels were longer than [`MAX_LABEL_BYTES`].
@@ -339,14 +392,12 @@ pub(super) struct Keeper {
 
 impl Keeper {
     pub fn new(max_series: usize, max_points: u64) -> Keeper {
-        Keeper { max_series, max_points, kept: BTreeMap::new(), total: 0, long_labels: 0, held: 0 }
+        Keeper { max_series, max_points, kept: Vec::new(), bar: None, total: 0, long_labels: 0, held: 0 }
     }
 
     /// A series with these labels would be cut by `max_series` whatever comes after it.
     fn beyond(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.max_series == 0
-            || (self.kept.len() >= self.max_series
-                && self.kept.last_key_value().is_some_and(|((last, _), _)| labels >= last))
+        self.max_series == 0 || self.bar.as_ref().is_some_and(|bar| labels >= bar)
     }
 
     fn add(&mut self, labels: BTreeMap<String, String>, series: Kept) {
@@ -354,23 +405,22 @@ impl Keeper {
             return;
         }
         self.held += series.points.len() as u64;
-        self.kept.insert((labels, self.total), series);
-        if self.kept.len() > self.max_series
-            && let Some((_, last)) = self.kept.pop_last()
+        self.kept.push((labels, self.total, series));
+        // At most twice the bound's series, and the bound's points plus one slack, are held.
+        if self.kept.len() >= 2 * self.max_series.max(1)
+            || self.held > self.max_points.saturating_add(self.max_points.max(1 << 20))
         {
-            self.held -= last.points.len() as u64;
-        }
-        // Points past the bound are cut in label order now and then (each pass walks the kept
-        // series), so at most the bound plus one slack's worth are held.
-        if self.held > self.max_points.saturating_add(self.max_points.max(1 << 20)) {
-            self.trim();
+            self.compact();
         }
     }
 
-    /// Each kept series, in label order, keeps the points that fit what the ones before it left.
-    pub fn trim(&mut self) {
+    /// Sorted by labels (then arrival) and cut to `max_series`; each kept series keeps the
+    /// points that fit what the ones before it left.
+    pub fn compact(&mut self) {
+        crate::sort::sort_by(&mut self.kept, |a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        self.kept.truncate(self.max_series);
         let mut room = self.max_points;
-        for s in self.kept.values_mut() {
+        for (_, _, s) in &mut self.kept {
             if s.points.len() as u64 > room {
                 s.points.truncate(room as usize);
                 // A truncated series gives its memory back: the bound is on what is held.
@@ -379,6 +429,9 @@ impl Keeper {
             room -= s.points.len() as u64;
         }
         self.held = self.max_points - room;
+        if self.kept.len() == self.max_series {
+            self.bar = self.kept.last().map(|(l, _, _)| l.clone());
+        }
     }
 
     fn cap(&self) -> usize {
