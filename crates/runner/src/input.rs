@@ -399,7 +399,7 @@ mod tests {
         assert!(matches!(&got[2], (3, Err(m)) if m.contains("0xff at column 3")), "{got:?}");
         assert_eq!(got[3], (4, Ok("last".to_owned())));
         // No line end at all: an error past the bound, never the whole input held.
-        let endless = std::io::repeat(0).take(MAX_RUN + (1 << 20));
+        let endless = io::repeat(0).take(MAX_RUN + (1 << 20));
         let e = super::Lines::new(endless).next_line().unwrap_err();
         assert!(e.to_string().contains("line 1 runs on past 64 MiB"), "{e}");
     }
