@@ -216,6 +216,7 @@ pub enum Msg {
     PromErrTimeout,
     PromErrRedirect,
     PromErrBody,
+    PromErrReading,
     PromErrNotProm,
     PromErrSelector,
     PromErrEmpty,
@@ -531,6 +532,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
             "{url} 返回重定向，不会跟随（令牌可能被发往别处）：请填写最终地址。",
         ),
         PromErrBody => ("{url}: reading the answer failed: {detail}", "{url}：读取回答失败：{detail}"),
+        PromErrReading => (
+            "{url}: the answer arrived ({mib} MiB), but reading it did not finish before the deadline ({s} s per query, {total} s in all): the time ran out in this page's reading, not at the server. Narrow the selector or shorten the window.",
+            "{url}：回答已收到（{mib} MiB），但在时限内（每次查询 {s} 秒，总共 {total} 秒）没能读完：超时的是本页的读取，而不是服务器。请缩小选择器或缩短时间窗口。",
+        ),
         PromErrNotProm => ("Not a Prometheus server: {detail}", "不是 Prometheus 服务器：{detail}"),
         PromErrSelector => ("Bad selector: {detail}", "选择器无效：{detail}"),
         PromErrEmpty => {
