@@ -408,6 +408,29 @@ test('flashcards: ten cards by keyboard with a typed number and one undo; reload
   await other.page.setInputFiles('[data-testid=cards-import]', broken);
   await other.page.waitForSelector('[data-testid=cards-import-error]');
   assert.equal(await other.page.textContent('[data-testid=cards-reviewed]'), '0');
+  // Valid progress the browser's storage cannot take (filled to its quota here) is refused up
+  // front: nothing kept, the old progress on screen, and a reload shows the same. It once said
+  // "Progress imported", worked on the new progress, and a reload silently reverted it.
+  await other.page.evaluate(() => {
+    for (let i = 0, size = 1 << 20; size >= 64; i++) {
+      try {
+        localStorage.setItem(`filler${i}`, 'x'.repeat(size));
+      } catch {
+        size >>= 1;
+      }
+    }
+  });
+  await other.page.setInputFiles('[data-testid=cards-import]', saved);
+  await other.page.waitForSelector('[data-testid=cards-import-unsaved]');
+  assert.match(await other.page.textContent('[data-testid=cards-import-unsaved]'), /nothing was kept and your progress is unchanged/);
+  assert.equal(await other.page.$('[data-testid=cards-import-ok]'), null);
+  assert.equal(await other.page.textContent('[data-testid=cards-reviewed]'), '0');
+  await other.page.evaluate(() => {
+    for (const k of Object.keys(localStorage)) if (k.startsWith('filler')) localStorage.removeItem(k);
+  });
+  await other.page.reload();
+  await other.page.waitForSelector('[data-testid=card-front]');
+  assert.equal(await other.page.textContent('[data-testid=cards-reviewed]'), '0');
   // An answer on screen when the import comes is not left there: the queue starts over.
   await other.page.keyboard.press(' ');
   await other.page.waitForSelector('[data-testid=card-back]');

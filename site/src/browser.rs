@@ -268,7 +268,8 @@ pub fn resource_timing_reset(requests: usize) {
     }
 }
 
-async fn sleep_ms(ms: i32) {
+/// Resolves after `ms` milliseconds.
+pub async fn sleep_ms(ms: i32) {
     let p = js_sys::Promise::new(&mut |resolve, _| {
         let timer = window().map(|w| w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms));
         if !matches!(timer, Some(Ok(_))) {

@@ -160,6 +160,7 @@ pub enum Msg {
     CardsAllKinds,
     CardsImported,
     CardsImportFailed,
+    CardsImportNotSaved,
     CardsAnki,
     CardsAnkiHint,
     CardsAnkiSteps,
@@ -217,6 +218,7 @@ pub enum Msg {
     PromErrTimeout,
     PromErrRedirect,
     PromErrBody,
+    PromErrReading,
     PromErrNotProm,
     PromErrSelector,
     PromErrEmpty,
@@ -447,6 +449,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
             ("Progress imported: {n} cards with a history.", "已导入进度：{n} 张卡片有复习记录。")
         }
         CardsImportFailed => ("Not imported (nothing was changed):", "未导入（进度未改动）："),
+        CardsImportNotSaved => (
+            "Not imported: this browser's storage refused the file's progress ({kb} KB; storage full or blocked), so nothing was kept and your progress is unchanged. Free some storage for this site and import again.",
+            "未导入：浏览器存储拒绝了文件中的进度（{kb} KB；存储已满或被禁用），因此什么都没有保存，你的进度未改动。请为本站腾出存储空间后再导入。",
+        ),
         CardsAnki => ("Export the deck for Anki (TSV)", "导出 Anki 卡组（TSV）"),
         CardsAnkiHint => (
             "The cards the topic and kind filters admit, in the page's language",
@@ -542,6 +548,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
             "{url} 返回重定向，不会跟随（令牌可能被发往别处）：请填写最终地址。",
         ),
         PromErrBody => ("{url}: reading the answer failed: {detail}", "{url}：读取回答失败：{detail}"),
+        PromErrReading => (
+            "{url}: the answer arrived ({mib} MiB), but reading it did not finish before the deadline ({s} s per query, {total} s in all): the time ran out in this page's reading, not at the server. Narrow the selector or shorten the window.",
+            "{url}：回答已收到（{mib} MiB），但在时限内（每次查询 {s} 秒，总共 {total} 秒）没能读完：超时的是本页的读取，而不是服务器。请缩小选择器或缩短时间窗口。",
+        ),
         PromErrNotProm => ("Not a Prometheus server: {detail}", "不是 Prometheus 服务器：{detail}"),
         PromErrSelector => ("Bad selector: {detail}", "选择器无效：{detail}"),
         PromErrEmpty => {

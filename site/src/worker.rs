@@ -113,6 +113,14 @@ fn start() -> Result<Rc<Hub>, String> {
     Ok(hub)
 }
 
+/// Stop the worker now (it is busy past a deadline): whatever waits on it fails with
+/// `message`, and the next request starts another.
+pub fn abandon(message: &str) {
+    if let Some(h) = HUB.with(|h| h.borrow().clone()) {
+        die(&h, message.to_owned());
+    }
+}
+
 /// The worker is gone: forget it (the next request starts another) and fail what waited on it.
 fn die(hub: &Rc<Hub>, message: String) {
     let message = if message.is_empty() { "the analysis worker failed".to_owned() } else { message };

@@ -4,10 +4,17 @@
 //! `process_start_time_seconds`: core's `exchange` says which) and brings back bounded bytes.
 //!
 //! Hostile or broken servers are expected: no redirect is followed (credentials go only to the
-//! URL the user named), every request has a deadline and so does the whole run, a body larger
-//! than [`MAX_BODY_BYTES`] is refused, and every string the server chose is redacted with the
-//! run's secrets before it is cut (core does that for answers, this file for transport errors).
+//! URL the user named), every request has a deadline and so does the whole run — the reading
+//! of the answer included, and a deadline that passes says whose time ran out (the server's
+//! sending or this tool's reading) —, a body larger than `--max-body-mib` is refused, and every
+//! string the server chose is redacted with the run's secrets before it is cut (core does that
+//! for answers, this file for transport errors). An answer is never held whole: its chunks go
+//! to core's streaming reader on a blocking thread as they arrive, so memory follows
+//! `--max-series` and `--max-points`, not the answer's size.
 
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -97,19 +104,107 @@ struct Client<'a> {
     total: Duration,
 }
 
+/// Where a request stands, for the message when its time runs out: whose time it was.
+const WAITING_ON_SERVER: u8 = 0;
+const WAITING_ON_PARSER: u8 = 1;
+const BODY_COMPLETE: u8 = 2;
+
+/// Chunks to hold between the network and the parser: the body is never held whole.
+const CHUNKS_IN_FLIGHT: usize = 16;
+
+/// Where one request's time went: waiting for the server (connecting, the head, each chunk) or
+/// for this tool's reading of the answer (a full channel, then the rest once the body is in).
+struct Progress {
+    state: u8,
+    since: Instant,
+    server: Duration,
+    parser: Duration,
+    received: usize,
+}
+
+impl Progress {
+    fn new() -> Arc<Mutex<Progress>> {
+        Arc::new(Mutex::new(Progress {
+            state: WAITING_ON_SERVER,
+            since: Instant::now(),
+            server: Duration::ZERO,
+            parser: Duration::ZERO,
+            received: 0,
+        }))
+    }
+
+    /// The time since the last change booked to whoever was awaited; `state` from now on.
+    fn enter(&mut self, state: u8) {
+        let now = Instant::now();
+        let spent = now - self.since;
+        if self.state == WAITING_ON_SERVER {
+            self.server += spent;
+        } else {
+            self.parser += spent;
+        }
+        (self.state, self.since) = (state, now);
+    }
+}
+
+fn progress(p: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
+    p.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The answer's chunks as a `Read` for core's streaming reader, on a blocking thread.
+struct ChunkReader<T> {
+    rx: tokio::sync::mpsc::Receiver<T>,
+    cur: Option<T>,
+    at: usize,
+    progress: Arc<Mutex<Progress>>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl<T: AsRef<[u8]>> Read for ChunkReader<T> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if self.cancel.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other("stopped: the deadline passed"));
+            }
+            if let Some(c) = &self.cur
+                && self.at < c.as_ref().len()
+            {
+                let rest = &c.as_ref()[self.at..];
+                let n = rest.len().min(buf.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                self.at += n;
+                return Ok(n);
+            }
+            match self.rx.blocking_recv() {
+                Some(c) => (self.cur, self.at) = (Some(c), 0),
+                None if progress(&self.progress).state == BODY_COMPLETE => return Ok(0),
+                None => return Err(std::io::Error::other("the answer was cut off")),
+            }
+        }
+    }
+}
+
 impl Client<'_> {
-    /// POST `path` with a form body; `(status, body)` within the deadlines and `max_body` bytes.
-    async fn post(&self, path: &str, form: String, max_body: usize) -> anyhow::Result<(u16, Vec<u8>)> {
+    /// POST `r` with its form body and hand the answer to `ex` as it arrives (core reads it on a
+    /// blocking thread while the rest is still coming): the exchange back and its next request,
+    /// within the deadlines — which cover the reading of the answer too — and `max_body` bytes.
+    async fn ask(
+        &self,
+        ex: Exchange,
+        r: exchange::Request,
+        max_body: usize,
+    ) -> anyhow::Result<(Exchange, Option<exchange::Request>)> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         let limit = self.per_query.min(left);
-        let what = format!("{}{path}", self.base);
+        let what = format!("{}{}", self.base, r.path);
+        let shared = Progress::new();
+        let cancel = Arc::new(AtomicBool::new(false));
         let fut = async {
             let mut req = self
                 .http
                 .post(&what)
                 .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
                 .header(reqwest::header::ACCEPT, "application/json")
-                .body(form);
+                .body(r.form);
             req = match self.auth {
                 Auth::None => req,
                 Auth::Bearer(t) => req.bearer_auth(t),
@@ -125,29 +220,78 @@ impl Client<'_> {
                     self.secrets.excerpt(to, 200)
                 );
             }
-            let mut body = Vec::new();
-            while let Some(chunk) = resp.chunk().await.map_err(|e| self.transport(&what, &e))? {
-                if body.len() + chunk.len() > max_body {
-                    anyhow::bail!(
-                        "{what}: the answer is larger than {} MiB (--max-body-mib); narrow --selector, shorten the window or lower --max-series",
-                        max_body >> 20
-                    );
+            let (tx, rx) = tokio::sync::mpsc::channel(CHUNKS_IN_FLIGHT);
+            let reader =
+                ChunkReader { rx, cur: None, at: 0, progress: shared.clone(), cancel: cancel.clone() };
+            let secrets = self.secrets.clone();
+            let parse = tokio::task::spawn_blocking(move || {
+                let mut ex = ex;
+                let next = ex.answered_from(status, reader, &secrets);
+                (ex, next)
+            });
+            // `feed` owns `tx`: when it ends — done, failed or cut short — the reader sees the
+            // channel close and stops (an end before the body's end reads as "cut off").
+            let (p, what) = (shared.clone(), &what);
+            let feed = async move {
+                let mut n = 0usize;
+                loop {
+                    progress(&p).enter(WAITING_ON_SERVER);
+                    let Some(chunk) = resp.chunk().await.map_err(|e| self.transport(what, &e))? else {
+                        progress(&p).enter(BODY_COMPLETE);
+                        return Ok(());
+                    };
+                    n += chunk.len();
+                    progress(&p).received = n;
+                    if n > max_body {
+                        anyhow::bail!(
+                            "{what}: the answer is larger than {} (--max-body-mib); narrow --selector, shorten the window or lower --max-series",
+                            mib(max_body)
+                        );
+                    }
+                    progress(&p).enter(WAITING_ON_PARSER);
+                    if tx.send(chunk).await.is_err() {
+                        // The reader stopped early: its answer says why.
+                        return Ok(());
+                    }
                 }
-                body.extend_from_slice(&chunk);
-            }
-            Ok::<_, anyhow::Error>((status, body))
+            };
+            let (fed, parsed) = tokio::join!(feed, parse);
+            fed?;
+            let (ex, next) = parsed.map_err(|e| anyhow::anyhow!("{what}: reading the answer failed: {e}"))?;
+            Ok::<_, anyhow::Error>((ex, next.map_err(prom_err)?))
         };
-        match tokio::time::timeout(limit, fut).await {
-            Ok(r) => r,
-            Err(_) if limit < self.per_query => anyhow::bail!(
-                "{what}: no complete answer before the overall deadline ({} s, --prometheus-timeout)",
-                secs(self.total)
-            ),
-            Err(_) => anyhow::bail!(
-                "{what}: no complete answer within {} s (--prometheus-query-timeout); the server is slow or the window too large",
-                secs(self.per_query)
-            ),
+        let result = tokio::time::timeout(limit, fut).await;
+        // Whatever happened, the reader stops at its next read.
+        cancel.store(true, Ordering::Relaxed);
+        if let Ok(r) = result {
+            return r;
         }
+        let mut p = progress(&shared);
+        let state = p.state;
+        p.enter(state);
+        let (read, server, parser) = (mib(p.received), p.server.as_secs_f64(), p.parser.as_secs_f64());
+        let (flag, within) = if limit < self.per_query {
+            (
+                "--prometheus-timeout",
+                format!("before the overall deadline ({} s, --prometheus-timeout)", secs(self.total)),
+            )
+        } else {
+            (
+                "--prometheus-query-timeout",
+                format!("within {} s (--prometheus-query-timeout)", secs(self.per_query)),
+            )
+        };
+        // Whose time ran out: whoever was awaited longer (a full channel means the reading
+        // lags; an empty one, the server).
+        if state != BODY_COMPLETE && server >= parser {
+            anyhow::bail!(
+                "{what}: no complete answer {within}: the server was still sending ({read} received; {server:.1} s waiting for the server, {parser:.1} s reading); the server is slow or the window too large"
+            )
+        }
+        anyhow::bail!(
+            "{what}: the answer was not read {within}: the server had sent {read}{} and the time ran out in this tool's reading of it, not at the server ({parser:.1} s reading, {server:.1} s waiting for the server); narrow --selector, lower --max-series or --max-points, or raise {flag}",
+            if state == BODY_COMPLETE { " (all of it)" } else { "" }
+        )
     }
 
     fn transport(&self, what: &str, e: &reqwest::Error) -> anyhow::Error {
@@ -160,6 +304,15 @@ impl Client<'_> {
         };
         let detail = self.secrets.excerpt(&format!("{e:#}"), 300);
         anyhow::anyhow!("{what}: {why}: {detail}")
+    }
+}
+
+/// Bytes in MiB as the flags give them (`256 MiB`), finer below one.
+fn mib(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
     }
 }
 
@@ -205,8 +358,8 @@ pub async fn analyze(
     // The series, the families' window, the engines' liveness: each answer says what is next.
     let mut request = Some(first);
     while let Some(r) = request.take() {
-        let (status, body) = client.post(r.path, r.form, opts.max_body_bytes.min(r.max_body)).await?;
-        request = ex.answered(status, &body, &secrets).map_err(prom_err)?;
+        let max_body = opts.max_body_bytes.min(r.max_body);
+        (ex, request) = client.ask(ex, r, max_body).await?;
     }
     ex.report(&Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
 }

@@ -680,3 +680,291 @@ fn a_token_in_a_label_is_never_printed_in_the_queries_built_from_it() {
         assert!(!text(&out).contains(&TOKEN[..12]), "{format}: {}", text(&out));
     }
 }
+
+/// Writes a close-delimited 200 answer: `head`, then `count` elements made by `element` (into a
+/// reused buffer, written 1 MiB at a time), then `tail`.
+fn stream_answer(s: &mut TcpStream, head: &str, count: u64, element: impl Fn(u64, &mut Vec<u8>), tail: &str) {
+    let _ = write!(s, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{head}");
+    let mut buf = Vec::with_capacity(2 << 20);
+    for k in 0..count {
+        if k > 0 {
+            buf.push(b',');
+        }
+        element(k, &mut buf);
+        if buf.len() >= 1 << 20 {
+            if s.write_all(&buf).is_err() {
+                return;
+            }
+            buf.clear();
+        }
+    }
+    buf.extend_from_slice(tail.as_bytes());
+    let _ = s.write_all(&buf);
+}
+
+/// Eight decimal digits of `n`, without `format!` (the server must outrun the client).
+fn digits(n: u64, buf: &mut Vec<u8>) {
+    for p in (0..8).rev() {
+        buf.push(b'0' + (n / 10u64.pow(p) % 10) as u8);
+    }
+}
+
+/// Runs `triage` to its end; its exit code, output, peak resident memory in MiB — its `VmHWM`,
+/// read every 20 ms while it runs (`ru_maxrss` would count the test process's own peak: a
+/// spawned child inherits its high-water mark until it execs) — and how long it took.
+fn run_measured(args: &[&str]) -> (Option<i32>, String, u64, Duration) {
+    let dir = std::env::temp_dir().join(format!("triage-rss-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (out, err) = (dir.join("out"), dir.join("err"));
+    let started = Instant::now();
+    let mut child = triage()
+        .args(args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Some(kib) =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok().and_then(|s| {
+                s.lines().find_map(|l| {
+                    l.strip_prefix("VmHWM:").map(|v| v.trim().trim_end_matches(" kB").parse().unwrap_or(0))
+                })
+            })
+        {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    let text = std::fs::read_to_string(&out).unwrap_or_default()
+        + &std::fs::read_to_string(&err).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    (status.code(), text, peak_kib / 1024, elapsed)
+}
+
+const ONE_SERIES: &str =
+    r#"{"status":"success","data":[{"__name__":"vllm:num_requests_running","instance":"a:8000"}]}"#;
+const NO_SERIES: &str = r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#;
+const MATRIX_HEAD: &str = r#"{"status":"success","data":{"resultType":"matrix","result":["#;
+
+/// Answers within `--max-body-mib` (the default 256) that once took gigabytes — seven million
+/// label sets, ten million empty series, 26 million points — are read in bounded memory: the
+/// answer streams through core's reader, which keeps only what the bounds allow.
+#[test]
+fn answers_within_the_body_bound_are_read_in_bounded_memory() {
+    // `/api/v1/series`: 7.3 M tiny label sets (63 MiB); each instance its own, scrambled.
+    let url = serve_paths(4, |head, s| {
+        if head.contains("/api/v1/series") {
+            stream_answer(
+                s,
+                r#"{"status":"success","data":["#,
+                7_300_000,
+                |k, b| {
+                    b.extend_from_slice(br#"{"instance":""#);
+                    digits(k * 7919 % 7_300_000, b);
+                    b.extend_from_slice(br#""}"#);
+                },
+                "]}",
+            );
+        } else {
+            respond(s, "200 OK", "application/json", NO_SERIES);
+        }
+    });
+    let (code, out, rss, took) = run_measured(&[
+        "analyze",
+        "--prometheus",
+        &url,
+        "--prometheus-query-timeout",
+        "300s",
+        "--prometheus-timeout",
+        "600s",
+    ]);
+    eprintln!("series: {rss} MiB peak, {took:?}");
+    assert!(rss < 512, "{rss} MiB: {out}");
+    // Once refused as "larger than 64 MiB (--max-body-mib)" whatever the flag said.
+    assert!(!out.contains("larger than"), "{out}");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("no series in the window"), "{out}");
+
+    // A raw range vector of 9.4 M empty series (250 MiB), labels scrambled so every one is
+    // compared with those kept.
+    let url = serve_paths(4, |head, s| {
+        if head.contains("/api/v1/series") {
+            respond(s, "200 OK", "application/json", ONE_SERIES);
+        } else if head.contains("/api/v1/query ") {
+            stream_answer(
+                s,
+                MATRIX_HEAD,
+                9_400_000,
+                |k, b| {
+                    b.extend_from_slice(br#"{"metric":{"i":""#);
+                    digits(k * 7919 % 9_400_000, b);
+                    b.extend_from_slice(br#""}}"#);
+                },
+                "]}}",
+            );
+        } else {
+            respond(s, "200 OK", "application/json", NO_SERIES);
+        }
+    });
+    let (code, out, rss, took) = run_measured(&[
+        "analyze",
+        "--prometheus",
+        &url,
+        "--prometheus-query-timeout",
+        "300s",
+        "--prometheus-timeout",
+        "600s",
+    ]);
+    eprintln!("empty series: {rss} MiB peak, {took:?}");
+    assert!(rss < 512, "{rss} MiB: {out}");
+    assert!(!out.contains("larger than"), "{out}");
+    assert_eq!(code, Some(1), "{out}");
+
+    // 26 M points in 13 series (208 MiB): --max-points holds while the answer is read.
+    let url = serve_paths(4, |head, s| {
+        if head.contains("/api/v1/series") {
+            respond(s, "200 OK", "application/json", ONE_SERIES);
+        } else if head.contains("/api/v1/query_range") {
+            stream_answer(
+                s,
+                MATRIX_HEAD,
+                13,
+                |k, b| {
+                    b.extend_from_slice(
+                        br#"{"metric":{"__name__":"vllm:num_requests_running","instance":"a:8000","k":""#,
+                    );
+                    digits(k, b);
+                    b.extend_from_slice(br#""},"values":["#);
+                    for t in 0..2_000_000u64 {
+                        b.extend_from_slice(if t == 0 { b"[1,\"1\"]" } else { b",[1,\"1\"]" });
+                    }
+                    b.extend_from_slice(b"]}");
+                },
+                "]}}",
+            );
+        } else {
+            respond(s, "200 OK", "application/json", NO_SERIES);
+        }
+    });
+    let (code, out, rss, took) = run_measured(&[
+        "analyze",
+        "--prometheus",
+        &url,
+        "--format",
+        "json",
+        "--prometheus-query-timeout",
+        "300s",
+        "--prometheus-timeout",
+        "600s",
+    ]);
+    eprintln!("points: {rss} MiB peak, {took:?}");
+    assert!(rss < 512, "{rss} MiB: {out}");
+    assert!(out.contains("24000000 points dropped: at most 2000000 are read"), "{code:?} {out}");
+}
+
+/// The deadline covers the reading of the answer: a fast server whose 250 MiB answer takes
+/// longer to read than `--prometheus-query-timeout` ends at the deadline, and the message says
+/// the time ran out in this tool's reading, not at the server.
+#[test]
+fn the_deadline_covers_reading_and_says_whose_time_ran_out() {
+    let url = serve_paths(2, |head, s| {
+        if head.contains("/api/v1/series") {
+            respond(s, "200 OK", "application/json", ONE_SERIES);
+        } else {
+            // The same bytes over and over: written as fast as the client takes them.
+            let element = br#"{"metric":{"i":"x"},"values":[[1,"1"],[2,"2"],[3,"3"],[4,"4"]]},"#;
+            let chunk: Vec<u8> = element.repeat((1 << 20) / element.len());
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{MATRIX_HEAD}"
+            );
+            for _ in 0..250 {
+                if s.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let started = Instant::now();
+    let out = analyze(&url, &["--prometheus-query-timeout", "1s"]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("the time ran out in this tool's reading of it, not at the server"),
+        "{}",
+        text(&out)
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+/// Like `serve`, the request's first line handed to `answer`; answers up to `max` connections
+/// within two minutes, one at a time.
+fn serve_paths(max: usize, answer: impl Fn(&str, &mut TcpStream) + Send + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let stop = Instant::now() + Duration::from_secs(120);
+        let mut served = 0;
+        while served < max && Instant::now() < stop {
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            served += 1;
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
+            let head = read_request(&mut stream);
+            answer(head.lines().next().unwrap_or(""), &mut stream);
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+/// A gzip body nobody asked for is named as such, without its bytes; a series answer past
+/// `--max-body-mib` names the bound the flag set.
+#[test]
+fn compressed_and_oversized_answers_are_named_with_the_bound_used() {
+    let url = serve_paths(1, |_, s| {
+        let gz =
+            [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xab, 0xae, 0x05, 0x00, 0x43, 0xbf];
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            gz.len()
+        );
+        let _ = s.write_all(&gz);
+    });
+    let out = analyze(&url, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("gzip-compressed content"), "{}", text(&out));
+    assert!(
+        !text(&out).contains("not a Prometheus server") && !text(&out).contains("\\u{1f}"),
+        "{}",
+        text(&out)
+    );
+
+    let url = serve_paths(1, |_, s| {
+        stream_answer(
+            s,
+            r#"{"status":"success","data":["#,
+            200_000,
+            |_, b| b.extend_from_slice(br#"{"instance":"a"}"#),
+            "]}",
+        );
+    });
+    let out = analyze(&url, &["--max-body-mib", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("/api/v1/series: the answer is larger than 2 MiB (--max-body-mib)"),
+        "{}",
+        text(&out)
+    );
+}

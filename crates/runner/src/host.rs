@@ -169,6 +169,8 @@ pub struct PluginHost {
     ticker: Arc<Ticker>,
     /// Files that failed to load, with their stamp (retried when it changes) and why.
     failed: BTreeMap<String, (Stamp, String)>,
+    /// Core wasm modules (not components: a proxy-wasm filter), skipped until they change.
+    skipped: BTreeMap<String, Stamp>,
     /// Could the folder be read at the last scan.
     dir_readable: bool,
     /// What changed that a person should hear about once ([`PluginHost::take_notices`]).
@@ -287,6 +289,62 @@ pub fn one_line(e: &wasmtime::Error) -> String {
     crate::out::quote(&text, MAX_MESSAGE)
 }
 
+/// Largest plugin file read: the analyzer component is about 1 MB; a larger file is refused
+/// before it is read.
+pub const MAX_PLUGIN_BYTES: u64 = 64 << 20;
+
+/// Load failures said one by one in one scan; the rest in one line.
+const SAID_FAILURES: usize = 3;
+
+/// Why a file was not loaded.
+enum NotLoaded {
+    /// A core WebAssembly module, not a component (the proxy-wasm filter): not a plugin.
+    CoreModule,
+    Failed(String),
+}
+
+/// The bytes of a plugin file, after its size and header were checked: never more than
+/// [`MAX_PLUGIN_BYTES`] read, nothing but the header read of a file that is no component.
+fn read_plugin(path: &Path) -> Result<Vec<u8>, NotLoaded> {
+    use std::io::Read;
+    let failed = |e: std::io::Error| NotLoaded::Failed(format!("reading {}: {e}", path.display()));
+    let f = std::fs::File::open(path).map_err(failed)?;
+    let len = f.metadata().map_err(failed)?.len();
+    if len > MAX_PLUGIN_BYTES {
+        return Err(NotLoaded::Failed(format!(
+            "{} MiB, larger than the {} MiB a plugin may be: not read",
+            len >> 20,
+            MAX_PLUGIN_BYTES >> 20
+        )));
+    }
+    let mut bytes = Vec::new();
+    let mut f = f.take(MAX_PLUGIN_BYTES + 1);
+    (&mut f).take(8).read_to_end(&mut bytes).map_err(failed)?;
+    if !bytes.starts_with(b"\0asm") {
+        return Err(NotLoaded::Failed("not a WebAssembly file (bad magic number)".into()));
+    }
+    // A core module's version is 1; a component's is 0x0d with layer 1.
+    if bytes[4..] == [1, 0, 0, 0] {
+        return Err(NotLoaded::CoreModule);
+    }
+    f.read_to_end(&mut bytes).map_err(failed)?;
+    if bytes.len() as u64 > MAX_PLUGIN_BYTES {
+        return Err(NotLoaded::Failed(format!(
+            "larger than the {} MiB a plugin may be",
+            MAX_PLUGIN_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+/// A component's bytes from `path`, its size and header checked first (see [`MAX_PLUGIN_BYTES`]).
+pub fn read_component(path: &Path) -> Result<Vec<u8>, String> {
+    read_plugin(path).map_err(|e| match e {
+        NotLoaded::CoreModule => "a core WebAssembly module, not a component".to_owned(),
+        NotLoaded::Failed(e) => e,
+    })
+}
+
 /// Why `bytes` could not be compiled, in one line.
 fn compile_error(bytes: &[u8], e: &wasmtime::Error) -> String {
     if !bytes.starts_with(b"\0asm") {
@@ -313,6 +371,7 @@ impl PluginHost {
             plugins: BTreeMap::new(),
             ticker,
             failed: BTreeMap::new(),
+            skipped: BTreeMap::new(),
             dir_readable: true,
             notices: Vec::new(),
         })
@@ -321,8 +380,17 @@ impl PluginHost {
     /// Load every `*.wasm` of `dir` (see [`PluginHost::reload`]).
     pub fn open(dir: &Path, limits: Limits) -> anyhow::Result<PluginHost> {
         let mut host = PluginHost::new(limits)?;
-        if !dir.is_dir() {
-            anyhow::bail!("plugin folder {} does not exist", dir.display());
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => anyhow::bail!("plugin folder {} is not a folder", dir.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                anyhow::bail!("plugin folder {} does not exist", dir.display())
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => anyhow::bail!(
+                "plugin folder {} cannot be resolved: it is a symlink loop (a link that leads back to itself)",
+                dir.display()
+            ),
+            Err(e) => anyhow::bail!("plugin folder {} cannot be read: {e}", dir.display()),
         }
         host.dir = Some(dir.to_path_buf());
         host.scan(false);
@@ -383,6 +451,7 @@ impl PluginHost {
             }
         };
         entries.sort();
+        let (mut failures, mut modules) = (0usize, Vec::new());
         for path in entries.into_iter().filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
         {
             let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -390,25 +459,59 @@ impl PluginHost {
             let st = stamp(&path);
             if self.plugins.get(&name).is_some_and(|p| p.stamp == st)
                 || self.failed.get(&name).is_some_and(|(s, _)| *s == st)
+                || self.skipped.get(&name).is_some_and(|s| *s == st)
             {
                 continue;
             }
+            let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
             match self.load(&name, &path, st) {
                 Ok(p) => {
                     self.failed.remove(&name);
+                    self.skipped.remove(&name);
                     self.plugins.insert(name.clone(), p);
                     loaded.push(name);
                 }
-                Err(e) => {
+                Err(NotLoaded::CoreModule) => {
                     self.plugins.remove(&name);
-                    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-                    self.notices.push(format!("plugin {file}: {e}"));
+                    self.failed.remove(&name);
+                    self.skipped.insert(name, st);
+                    modules.push(file);
+                }
+                Err(NotLoaded::Failed(e)) => {
+                    self.plugins.remove(&name);
+                    self.skipped.remove(&name);
+                    // The first few said one by one, the rest in one line: a folder of junk
+                    // once printed a line per file.
+                    failures += 1;
+                    if failures <= SAID_FAILURES {
+                        self.notices.push(format!("plugin {file}: {e}"));
+                    }
                     self.failed.insert(name, (st, e));
                 }
             }
         }
+        if failures > SAID_FAILURES {
+            self.notices.push(format!(
+                "{} more plugin files failed to load (each is tried again when it changes)",
+                failures - SAID_FAILURES
+            ));
+        }
+        if !modules.is_empty() {
+            let more =
+                if modules.len() > 3 { format!(" and {} more", modules.len() - 3) } else { String::new() };
+            let what = if modules.len() == 1 {
+                "a core WebAssembly module, not a component"
+            } else {
+                "core WebAssembly modules, not components"
+            };
+            self.notices.push(format!(
+                "skipped {}{more}: {what} (a proxy-wasm filter is no runner plugin)",
+                modules.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(", ")
+            ));
+        }
         self.plugins.retain(|name, _| seen.contains(name));
         self.failed.retain(|name, _| seen.contains(name));
+        self.skipped.retain(|name, _| seen.contains(name));
         if announce {
             for name in &loaded {
                 self.notices.push(format!("plugin {name} (re)loaded"));
@@ -441,16 +544,18 @@ impl PluginHost {
         self.failed.iter().map(|(k, (_, e))| (k.clone(), e.clone())).collect()
     }
 
-    fn load(&self, name: &str, path: &Path, st: Stamp) -> Result<Plugin, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let (component, world) = self.compile(&bytes)?;
+    fn load(&self, name: &str, path: &Path, st: Stamp) -> Result<Plugin, NotLoaded> {
+        let bytes = read_plugin(path)?;
+        let (component, world) = self.compile(&bytes).map_err(NotLoaded::Failed)?;
         let pre = match world {
             World::GpuRules => {
-                let ip =
-                    self.linker.instantiate_pre(&component).map_err(|e| format!("cannot link: {e:#}"))?;
+                let ip = self
+                    .linker
+                    .instantiate_pre(&component)
+                    .map_err(|e| NotLoaded::Failed(format!("cannot link: {e:#}")))?;
                 Some(
                     gpu_rules::GpuRulesPre::new(ip)
-                        .map_err(|e| format!("does not match world gpu-rules: {e:#}"))?,
+                        .map_err(|e| NotLoaded::Failed(format!("does not match world gpu-rules: {e:#}")))?,
                 )
             }
             World::TextAnalyzer => None,

@@ -1,9 +1,14 @@
-//! Reading files in bounded pieces: line-checked text for `replay` (a line that is not UTF-8 is
-//! reported with its number and skipped, the rest is read), and the streams `analyze` hands to
+//! Reading files in bounded pieces: a series's lines and ticks for `replay`, one at a time
+//! ([`Lines`], [`Ticks`]: a line that is not UTF-8 or too long is reported with its number and
+//! skipped, the rest is read; memory is bounded whatever the file's size), line-checked text
+//! for the engine series, and the streams `analyze` hands to
 //! the text analyzer — in [`READ_CHUNK`] reads, natively, or cut into sections of a bounded size
 //! for the text-analyzer component.
 
 use std::io::{self, Read};
+
+use triage_core::gpu::GpuSample;
+use triage_core::gpu::series::SeriesReader;
 
 /// Bytes per read (what `triage analyze` reads at a time too).
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -74,6 +79,153 @@ pub fn stream(mut r: impl Read, mut sink: impl FnMut(&[u8])) -> io::Result<u64> 
         };
         total += n as u64;
         sink(&buf[..n]);
+    }
+}
+
+/// Longest line of a series read; a longer one is an issue with its number, and skipped.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// A line still without an end after this many bytes stops the read: no series has one
+/// (`/dev/zero`, a binary file).
+pub const MAX_RUN: u64 = 64 << 20;
+
+/// A file's lines, one at a time, each at most [`MAX_LINE`] bytes held: memory is bounded
+/// whatever the file's size. A line too long or not UTF-8 comes back as its issue.
+pub struct Lines<R> {
+    r: io::BufReader<R>,
+    buf: Vec<u8>,
+    no: usize,
+}
+
+impl<R: Read> Lines<R> {
+    pub fn new(r: R) -> Self {
+        Lines { r: io::BufReader::with_capacity(READ_CHUNK, r), buf: Vec::new(), no: 0 }
+    }
+
+    /// The next line (its number, its text or why it was skipped), `None` at the end.
+    #[allow(clippy::type_complexity)]
+    pub fn next_line(&mut self) -> io::Result<Option<(usize, Result<&str, String>)>> {
+        use io::BufRead;
+        self.buf.clear();
+        let (mut any, mut skipped) = (false, 0u64);
+        loop {
+            let avail = match self.r.fill_buf() {
+                Ok(a) => a,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                if !any {
+                    return Ok(None);
+                }
+                break;
+            }
+            any = true;
+            let (piece, used, end) = match avail.iter().position(|&b| b == b'\n') {
+                Some(i) => (&avail[..i], i + 1, true),
+                None => (avail, avail.len(), false),
+            };
+            if skipped == 0 && self.buf.len() + piece.len() <= MAX_LINE {
+                self.buf.extend_from_slice(piece);
+            } else {
+                skipped += (self.buf.len() + piece.len()) as u64;
+                self.buf.clear();
+                if skipped > MAX_RUN {
+                    return Err(io::Error::other(format!(
+                        "line {} runs on past {} MiB without a line end: this is no series of lines",
+                        self.no + 1,
+                        MAX_RUN >> 20
+                    )));
+                }
+            }
+            self.r.consume(used);
+            if end {
+                break;
+            }
+        }
+        self.no += 1;
+        if skipped > 0 {
+            return Ok(Some((self.no, Err(format!("longer than {} KiB; line skipped", MAX_LINE >> 10)))));
+        }
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        Ok(Some((
+            self.no,
+            std::str::from_utf8(&self.buf).map_err(|e| {
+                let at = e.valid_up_to();
+                format!(
+                    "not UTF-8 (byte 0x{:02x} at column {}); line skipped",
+                    self.buf.get(at).copied().unwrap_or(0),
+                    at + 1
+                )
+            }),
+        )))
+    }
+}
+
+/// An NVML series read a tick at a time ([`Lines`] into core's `SeriesReader`), one tick
+/// ahead so a replay can pace itself by the next one's time.
+pub struct Ticks<R> {
+    lines: Lines<R>,
+    pub series: SeriesReader,
+    next: Option<Vec<GpuSample>>,
+    ended: bool,
+    /// Ticks handed out.
+    pub ticks: u64,
+    /// Most GPUs in one tick.
+    pub most_gpus: usize,
+}
+
+impl<R: Read> Ticks<R> {
+    /// Reads up to the first tick (the meta line comes before it).
+    pub fn new(r: R) -> io::Result<Self> {
+        let mut t = Ticks {
+            lines: Lines::new(r),
+            series: SeriesReader::default(),
+            next: None,
+            ended: false,
+            ticks: 0,
+            most_gpus: 0,
+        };
+        t.fill()?;
+        Ok(t)
+    }
+
+    fn fill(&mut self) -> io::Result<()> {
+        while self.next.is_none() && !self.ended {
+            match self.lines.next_line()? {
+                Some((no, Ok(line))) => self.next = self.series.line(no, line),
+                Some((no, Err(why))) => self.series.issue(no, why),
+                None => {
+                    self.ended = true;
+                    self.next = self.series.finish();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next tick, `None` at the end.
+    pub fn next_tick(&mut self) -> io::Result<Option<Vec<GpuSample>>> {
+        self.fill()?;
+        let t = self.next.take();
+        if let Some(t) = &t {
+            self.ticks += 1;
+            self.most_gpus = self.most_gpus.max(t.len());
+        }
+        Ok(t)
+    }
+
+    /// The tick after the last one handed out.
+    pub fn peek(&mut self) -> io::Result<Option<&Vec<GpuSample>>> {
+        self.fill()?;
+        Ok(self.next.as_ref())
+    }
+
+    /// GPUs: the meta's, else the most seen in one tick.
+    pub fn gpu_count(&self) -> usize {
+        self.series.meta.as_ref().map_or(self.most_gpus, |m| m.gpus.len().max(self.most_gpus))
     }
 }
 
@@ -229,5 +381,26 @@ mod tests {
             bad[MAX_BAD_LINES],
             BadLine { line: 0, message: "900 more lines are not UTF-8; skipped".into() }
         );
+    }
+
+    #[test]
+    fn lines_are_bounded_and_their_issues_numbered() {
+        let mut text = b"one\r\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+        text.extend_from_slice(b"\ntw\xffo\nlast");
+        let mut lines = super::Lines::new(&text[..]);
+        let mut got = Vec::new();
+        while let Some((no, line)) = lines.next_line().unwrap() {
+            got.push((no, line.map(str::to_owned)));
+        }
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0], (1, Ok("one".to_owned())));
+        assert_eq!(got[1], (2, Err("longer than 1024 KiB; line skipped".to_owned())));
+        assert!(matches!(&got[2], (3, Err(m)) if m.contains("0xff at column 3")), "{got:?}");
+        assert_eq!(got[3], (4, Ok("last".to_owned())));
+        // No line end at all: an error past the bound, never the whole input held.
+        let endless = io::repeat(0).take(MAX_RUN + (1 << 20));
+        let e = super::Lines::new(endless).next_line().unwrap_err();
+        assert!(e.to_string().contains("line 1 runs on past 64 MiB"), "{e}");
     }
 }

@@ -1,7 +1,7 @@
 //! `triage-runner`: sample the GPUs, run the rule plugins, export what they find.
 //! See the crate docs ([`triage_runner`]) and `docs/runner.md`.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use triage_core::gpu::engine::EngineSeries;
-use triage_core::gpu::series::{self, Series};
+use triage_core::gpu::series;
 use triage_runner::host::{Limits, PluginHost, World};
 use triage_runner::input::{self, Sectioner};
 use triage_runner::nvml::NvmlSource;
@@ -259,38 +259,91 @@ fn unix_now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
+/// Largest engine series read (`replay --engine`; it is held whole, unlike the GPU series).
+const MAX_ENGINE_FILE: u64 = 256 << 20;
+
 /// A file as text, line by line: a line that is not UTF-8 is reported (with the first lines
-/// the reader could not use) and skipped; the rest is read.
-fn read_lines(path: &Path) -> anyhow::Result<(String, Vec<(usize, String)>)> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+/// the reader could not use) and skipped; the rest is read. At most `max` bytes: a larger file
+/// (or one without an end, like `/dev/zero`) is refused.
+fn read_lines(path: &Path, max: u64) -> anyhow::Result<(String, Vec<(usize, String)>)> {
+    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(max + 1).read_to_end(&mut bytes).with_context(|| format!("reading {}", path.display()))?;
+    if bytes.len() as u64 > max {
+        bail!("{} is larger than {} MiB, more than this file ever needs", path.display(), max >> 20);
+    }
     let (text, bad) = input::text_by_lines(bytes);
     Ok((text, bad.into_iter().map(|b| (b.line, b.message)).collect()))
 }
 
+/// Issues shown: the first five by line, then how many more.
+const SHOWN_ISSUES: usize = 5;
+
 /// Report the issues of a file: the first five by line, then how many more.
 fn report_issues(path: &Path, mut issues: Vec<(usize, String)>) {
     issues.sort_by_key(|(line, _)| if *line == 0 { usize::MAX } else { *line });
-    for (line, message) in issues.iter().take(5) {
+    for (line, message) in issues.iter().take(SHOWN_ISSUES) {
         match line {
             0 => say!("{}: {message}", path.display()),
             n => say!("{}:{n}: {message}", path.display()),
         }
     }
-    if issues.len() > 5 {
-        say!("{}: {} more issues", path.display(), issues.len() - 5);
+    if issues.len() > SHOWN_ISSUES {
+        say!("{}: {} more issues", path.display(), issues.len() - SHOWN_ISSUES);
     }
 }
 
-fn read_series(path: &Path) -> anyhow::Result<Series> {
-    let (text, mut issues) = read_lines(path)?;
-    let series = Series::parse(&text);
-    drop(text);
-    issues.extend(series.issues.iter().map(|i| (i.line, i.message.clone())));
-    report_issues(path, issues);
-    if series.ticks.is_empty() {
-        bail!("{} holds no NVML samples", path.display());
+/// A series being replayed, read a tick at a time; its first issues are said as they are met,
+/// the rest counted at the end ([`Replay::end`]).
+struct Replay {
+    path: PathBuf,
+    ticks: input::Ticks<std::fs::File>,
+    said: usize,
+}
+
+impl Replay {
+    /// Open `path` and read up to its first tick (and its meta line).
+    fn open(path: &Path) -> anyhow::Result<Replay> {
+        let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        let ticks = input::Ticks::new(f).with_context(|| format!("reading {}", path.display()))?;
+        let mut r = Replay { path: path.to_path_buf(), ticks, said: 0 };
+        r.say_issues();
+        if r.ticks.peek()?.is_none() {
+            r.end();
+            bail!("{} holds no NVML samples", path.display());
+        }
+        Ok(r)
     }
-    Ok(series)
+
+    fn say_issues(&mut self) {
+        for i in
+            self.ticks.series.issues().iter().skip(self.said).take(SHOWN_ISSUES.saturating_sub(self.said))
+        {
+            say!("{}:{}: {}", self.path.display(), i.line, i.message);
+            self.said += 1;
+        }
+    }
+
+    /// The next tick, `None` at the end.
+    fn next(&mut self) -> anyhow::Result<Option<Vec<triage_core::gpu::GpuSample>>> {
+        let t = self.ticks.next_tick().with_context(|| format!("reading {}", self.path.display()))?;
+        self.say_issues();
+        Ok(t)
+    }
+
+    /// The time of the tick after the last one handed out.
+    fn next_time(&mut self) -> Option<f64> {
+        let t = self.ticks.peek().ok()??;
+        Some(t.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max))
+    }
+
+    /// Say how many issues were not said.
+    fn end(&mut self) {
+        let more = self.ticks.series.issue_count().saturating_sub(self.said);
+        if more > 0 {
+            say!("{}: {more} more issues", self.path.display());
+        }
+    }
 }
 
 fn report_tick(tick: &Tick, log: &mut Option<std::fs::File>) -> anyhow::Result<()> {
@@ -348,8 +401,8 @@ fn analyze(
         return Ok(());
     }
     let path = plugin.unwrap_or_else(|| plugin_dir(plugins.as_deref()).join("analyzer.wasm"));
-    let bytes =
-        std::fs::read(&path).with_context(|| format!("reading the analyzer component {}", path.display()))?;
+    let bytes = triage_runner::host::read_component(&path)
+        .map_err(|e| anyhow::anyhow!("the analyzer component {}: {e}", path.display()))?;
     let limits = Limits { memory_bytes: 1 << 30, fuel: u64::MAX / 2, deadline: Duration::from_secs(120) };
     let host = PluginHost::new(limits)?;
     let component = host
@@ -426,10 +479,10 @@ fn analyze(
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Replay { file, engine, speed: Pace(pace), format, plugins } => {
-            let series = read_series(&file)?;
+            let mut series = Replay::open(&file)?;
             let engine = match engine {
                 Some(p) => {
-                    let (text, mut issues) = read_lines(&p)?;
+                    let (text, mut issues) = read_lines(&p, MAX_ENGINE_FILE)?;
                     let e = EngineSeries::parse(&text);
                     issues.extend(e.issues.iter().map(|i| (i.line, i.message.clone())));
                     report_issues(&p, issues);
@@ -437,13 +490,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => EngineSource::None,
             };
-            let mut runner = Runner::new(rules(&plugins)?, engine, series.meta.clone());
+            let mut runner = Runner::new(rules(&plugins)?, engine, series.ticks.series.meta.clone());
             let stdout = std::io::stdout();
             let mut o = stdout.lock();
             let mut prev_t: Option<f64> = None;
             let mut no_log = None;
             let mut raised = 0usize;
-            for tick in &series.ticks {
+            while let Some(tick) = series.next()? {
                 let t = tick.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
                 if let (Some(factor), Some(p)) = (pace, prev_t) {
                     let wait = (t - p) / factor;
@@ -452,7 +505,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 }
                 prev_t = Some(t);
-                let done = runner.tick(tick.clone());
+                let done = runner.tick(tick);
                 report_tick(&done, &mut no_log)?;
                 raised += done.raised.len();
                 match format {
@@ -465,12 +518,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 o.flush()?;
             }
+            series.end();
             // Text is for a person: a quiet replay says so instead of printing nothing.
             if matches!(format, Format::Text) {
                 say!(
                     "replayed {} ticks of {} GPU(s): {raised} finding(s) raised",
-                    series.ticks.len(),
-                    series.gpu_count()
+                    series.ticks.ticks,
+                    series.ticks.gpu_count()
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -519,10 +573,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => EngineSource::None,
             };
             // The source: NVML, or a recorded series.
-            let (mut nvml, replayed, meta) = match &replay {
+            let (mut nvml, mut replayed, meta) = match &replay {
                 Some(p) => {
-                    let series = read_series(p)?;
-                    let meta = series.meta.clone();
+                    let series = Replay::open(p)?;
+                    let meta = series.ticks.series.meta.clone();
                     (None, Some(series), meta)
                 }
                 None => {
@@ -574,7 +628,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let over = || end.is_some_and(|e| Instant::now() >= e);
             let period = Duration::from_millis(interval_ms);
             let mut next = Instant::now();
-            let mut replay_pos = 0usize;
             let mut last_reload = Instant::now();
             let mut engine_said = false;
             let mut first_tick: Option<(Instant, f64)> = None;
@@ -588,13 +641,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         }
                     }
                 }
-                let samples = match (&mut nvml, &replayed) {
+                let samples = match (&mut nvml, &mut replayed) {
                     (Some(n), _) => n.sample(unix_now()),
-                    (None, Some(series)) => match series.ticks.get(replay_pos) {
-                        Some(t) => {
-                            replay_pos += 1;
-                            t.clone()
-                        }
+                    (None, Some(series)) => match series.next()? {
+                        Some(t) => t,
                         // The series is over: with --duration-s, keep serving the last state
                         // until it has passed (a scraper still reads the end of the replay).
                         None if end.is_some() && !over() => {
@@ -649,11 +699,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     break;
                 }
                 // Pace: NVML by the interval; a replay by its own timestamps.
-                match (&replayed, pace) {
+                match (&mut replayed, pace) {
                     (Some(_), None) => {}
-                    (Some(_), Some(factor)) => {
-                        if let Some(next_tick) = replayed.as_ref().and_then(|s| s.ticks.get(replay_pos)) {
-                            let nt = next_tick.iter().map(|s| s.t).fold(f64::NEG_INFINITY, f64::max);
+                    (Some(series), Some(factor)) => {
+                        if let Some(nt) = series.next_time() {
                             let wait = (nt - t) / factor;
                             if wait > 0.0 && wait < 3600.0 {
                                 nap(Duration::from_secs_f64(wait), end);
@@ -671,6 +720,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if let Some(f) = rec.as_mut() {
                 f.flush()?;
+            }
+            if let Some(series) = &mut replayed {
+                series.end();
             }
             if stats {
                 print_stats(started.elapsed(), runner.counters.ticks, first_tick);

@@ -2,6 +2,7 @@
 //! the sandbox against hostile components, reloading, the analyzer component, and the
 //! exposition (a real Prometheus scrapes it in `prometheus.rs`).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -725,4 +726,126 @@ fn the_gpu_check_captures_from_a_real_h200_replay_quietly() {
     assert!(once.contains("DCGM_FI_DEV_SM_CLOCK{gpu=\"0\""), "{once}");
     let sample = std::fs::read_to_string(data("gpu-check/sample-20s.txt")).unwrap();
     assert!(sample.contains("ticks 200"), "{sample}");
+}
+
+/// Runs `triage-runner` to its end: exit code, stderr, peak resident memory in MiB — its
+/// `VmHWM`, read every 20 ms while it runs (`ru_maxrss` would count the test process's own
+/// peak: a spawned child inherits its high-water mark until it execs).
+fn run_measured(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, u64) {
+    let err =
+        std::env::temp_dir().join(format!("triage-runner-rss-{}-{}.err", std::process::id(), args.len()));
+    let mut child = Command::new(RUNNER)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Some(kib) =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok().and_then(|s| {
+                s.lines().find_map(|l| {
+                    l.strip_prefix("VmHWM:").map(|v| v.trim().trim_end_matches(" kB").parse().unwrap_or(0))
+                })
+            })
+        {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = std::fs::read_to_string(&err).unwrap_or_default();
+    let _ = std::fs::remove_file(&err);
+    (status.code(), text, peak_kib / 1024)
+}
+
+/// A replay reads its series a line at a time: memory does not follow the file's size, a line
+/// too long is an issue with its number (the rest is replayed), and a file without line ends
+/// (`/dev/zero`) ends in an error instead of growing until allocation fails.
+#[test]
+fn replay_streams_its_series_in_bounded_memory() {
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let file = std::env::temp_dir().join(format!("triage-runner-big-{}.jsonl", std::process::id()));
+    {
+        // 40 MB: the real series again and again, each copy later in time; line 3 is 2 MiB.
+        let text = std::fs::read_to_string(data("nvml/h200_series.jsonl")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+        writeln!(f, "{}", lines[0]).unwrap();
+        writeln!(f, "{}", lines[1]).unwrap();
+        writeln!(f, "{{\"t\": 1, \"x\": \"{}\"}}", "x".repeat(2 << 20)).unwrap();
+        for copy in 0..240 {
+            for l in &lines[1..] {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let mut v = v;
+                v["t"] = serde_json::json!(v["t"].as_f64().unwrap() + f64::from(copy) * 60.0);
+                writeln!(f, "{v}").unwrap();
+            }
+        }
+    }
+    let size = std::fs::metadata(&file).unwrap().len() >> 20;
+    let (code, err, rss) = run_measured(&[
+        &os("replay"),
+        file.as_os_str(),
+        &os("--builtin-rules"),
+        &os("--format"),
+        &os("text"),
+    ]);
+    eprintln!("replay of {size} MiB: {rss} MiB peak");
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(":3: longer than 1024 KiB; line skipped"), "{err}");
+    assert!(err.contains("replayed 107761 ticks of 1 GPU(s)"), "{err}");
+    assert!(rss < 48, "{rss} MiB for a {size} MiB series: {err}");
+
+    let started = Instant::now();
+    let (code, err, rss) = run_measured(&[&os("replay"), &os("/dev/zero"), &os("--builtin-rules")]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("line 1 runs on past 64 MiB without a line end"), "{err}");
+    assert!(rss < 48, "{rss} MiB: {err}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+}
+
+/// The plugin folder's files are checked before they are read whole: one too large is refused
+/// by its size, a core module (the proxy-wasm filter) skipped in one line, a folder of junk
+/// said in a few lines and a count; a folder that is a symlink loop is named as one.
+#[test]
+fn plugin_files_are_checked_before_they_are_read_and_failures_summarised() {
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let dir = plugin_folder("junk");
+    // 1.5 GB, sparse: nothing is written, nothing should be read.
+    std::fs::File::create(dir.join("huge.wasm")).unwrap().set_len(1_500_000_000).unwrap();
+    std::fs::write(dir.join("triage_stream_timer.wasm"), b"\0asm\x01\0\0\0\x01\x04\x01\x60\0\0").unwrap();
+    for i in 0..200 {
+        std::fs::write(dir.join(format!("junk{i:03}.wasm")), b"MZ not a plugin").unwrap();
+    }
+    let series = data("nvml/h200_series.jsonl");
+    let (code, err, rss) =
+        run_measured(&[&os("replay"), series.as_os_str(), &os("--plugins"), dir.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(rss < 200, "{rss} MiB: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 5, "{err}");
+    assert!(
+        err.contains("plugin huge.wasm: 1430 MiB, larger than the 64 MiB a plugin may be: not read"),
+        "{err}"
+    );
+    assert!(err.contains("plugin junk000.wasm: not a WebAssembly file (bad magic number)"), "{err}");
+    assert!(err.contains("198 more plugin files failed to load"), "{err}");
+    assert!(
+        err.contains("skipped triage_stream_timer.wasm: a core WebAssembly module, not a component"),
+        "{err}"
+    );
+    assert!(!err.contains("not a valid component"), "{err}");
+
+    let link = std::env::temp_dir().join(format!("triage-runner-loop-{}", std::process::id()));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&link, &link).unwrap();
+    let out = Command::new(RUNNER).arg("replay").arg(&series).arg("--plugins").arg(&link).output().unwrap();
+    let _ = std::fs::remove_file(&link);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is a symlink loop") && !err.contains("does not exist"), "{err}");
 }

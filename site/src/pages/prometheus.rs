@@ -39,6 +39,8 @@ enum Failure {
     Prom(PromFailure),
     /// The analysis worker could not answer.
     Worker(String),
+    /// The answer arrived (its bytes) but the worker's reading of it outlasted the deadline.
+    Reading(String, usize),
 }
 
 fn explain(l: Lang, f: &Failure) -> (&'static str, String) {
@@ -83,7 +85,34 @@ fn explain(l: Lang, f: &Failure) -> (&'static str, String) {
             (kind, tf(l, m, &[("detail", &e.detail)]))
         }
         Failure::Worker(e) => ("worker", tf(l, Msg::WorkerFailed, &[("error", e)])),
+        Failure::Reading(url, bytes) => (
+            "timeout",
+            tf(
+                l,
+                Msg::PromErrReading,
+                &[
+                    ("url", url),
+                    ("mib", &format!("{:.1}", *bytes as f64 / f64::from(1 << 20))),
+                    ("s", &secs(QUERY_TIMEOUT_MS)),
+                    ("total", &secs(TOTAL_TIMEOUT_MS)),
+                ],
+            ),
+        ),
     }
+}
+
+/// `fut`'s output, or `None` when `ms` pass first.
+async fn within<F: Future>(fut: F, ms: f64) -> Option<F::Output> {
+    use std::task::Poll;
+    let mut fut = std::pin::pin!(fut);
+    let mut timer = std::pin::pin!(browser::sleep_ms(ms.max(0.0) as i32));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }
 
 /// The server's base URL as the browser reads it: http(s), no credentials, query or fragment.
@@ -157,10 +186,19 @@ async fn ask(base: String, selector: String, w: Window, token: String) -> Result
             return Err(Failure::Fetch(url, FetchError::TimedOut));
         }
         let max = MAX_BODY_BYTES.min(r.max_body);
+        let asked = browser::now_ms();
         let (status, body) = browser::post_bounded(&url, &headers, &r.form, left as i32, max)
             .await
-            .map_err(|e| Failure::Fetch(url, e))?;
-        request = step(session.answered(status, &body, &token).await)?;
+            .map_err(|e| Failure::Fetch(url.clone(), e))?;
+        // The deadlines cover the worker's reading of the answer too: past them the worker is
+        // stopped (the next run starts another) and the failure says whose time ran out.
+        let now = browser::now_ms();
+        let left = (TOTAL_TIMEOUT_MS - (now - started)).min(QUERY_TIMEOUT_MS - (now - asked));
+        let Some(got) = within(session.answered(status, &body, &token), left).await else {
+            crate::worker::abandon("stopped: its reading of a Prometheus answer outlasted the deadline");
+            return Err(Failure::Reading(url, body.len()));
+        };
+        request = step(got)?;
     }
     Ok(Done { session, token })
 }

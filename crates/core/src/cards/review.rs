@@ -604,6 +604,14 @@ pub enum ImportError {
         /// What is wrong with it.
         what: String,
     },
+    /// A setting out of its range.
+    #[error("setting {name}: {what}")]
+    Setting {
+        /// The setting as the file names it (`settings.retention`).
+        name: &'static str,
+        /// What is wrong with it.
+        what: String,
+    },
     /// Larger than [`MAX_FILE_BYTES`].
     #[error("the file is {0} bytes; at most {MAX_FILE_BYTES} are read")]
     TooLarge(usize),
@@ -677,11 +685,12 @@ fn v1(value: serde_json::Value) -> Result<Progress, ImportError> {
 fn check(p: &Progress) -> Result<(), ImportError> {
     let bad = |id: &str, what: String| Err(ImportError::Value { id: quoted(id), what });
     let s = &p.settings;
+    let setting = |name, what| Err(ImportError::Setting { name, what });
     if !(1..=10_000).contains(&s.new_per_day) {
-        return bad("", format!("new cards per day {} is not 1–10000", s.new_per_day));
+        return setting("settings.new_per_day", format!("{} new cards a day is not 1–10000", s.new_per_day));
     }
     if !(0.7..=0.99).contains(&s.retention) {
-        return bad("", format!("retention {} is not 0.7–0.99", s.retention));
+        return setting("settings.retention", format!("{} is not 0.7–0.99", s.retention));
     }
     // Times within ±100,000 days (±274 years) of the epoch: what a review can have, and far
     // inside chrono's range, so the arithmetic on them cannot overflow.

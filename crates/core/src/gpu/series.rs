@@ -59,63 +59,16 @@ impl Series {
     /// Read a series. Samples are grouped into ticks: a tick ends when a GPU index repeats or
     /// the time moves on by more than `tick_gap_s` (default: half the smallest step seen is not
     /// known up front, so a fixed 50 ms, well below any NVML sampling period in use).
+    /// [`SeriesReader`] reads the same a line at a time, holding one tick.
     pub fn parse(text: &str) -> Series {
-        let mut out = Series::default();
-        let mut current: Vec<GpuSample> = Vec::new();
-        // The GPUs of the tick being read: a repeat starts the next tick. A set, not a search
-        // of `current`, so reading a tick is linear in its GPUs (it was quadratic).
-        let mut in_tick: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
-        let mut dropped = 0usize;
+        let mut r = SeriesReader::default();
+        let mut ticks = Vec::new();
         for (i, line) in text.lines().enumerate() {
-            let no = i + 1;
-            let t = line.trim();
-            if t.is_empty() {
-                continue;
-            }
-            if t.starts_with("{\"meta\"")
-                || (out.meta.is_none()
-                    && out.ticks.is_empty()
-                    && current.is_empty()
-                    && t.contains("\"meta\""))
-            {
-                match serde_json::from_str::<MetaLine>(t) {
-                    Ok(m) => out.meta = Some(m.meta),
-                    Err(e) => push_issue(&mut out.issues, &mut dropped, no, format!("meta line: {e}")),
-                }
-                continue;
-            }
-            let sample = match serde_json::from_str::<GpuSample>(t) {
-                Ok(s) if s.t.is_finite() => s,
-                Ok(_) => {
-                    push_issue(
-                        &mut out.issues,
-                        &mut dropped,
-                        no,
-                        "sample time `t` is not a finite number".into(),
-                    );
-                    continue;
-                }
-                Err(e) => {
-                    push_issue(&mut out.issues, &mut dropped, no, format!("not an NVML sample: {e}"));
-                    continue;
-                }
-            };
-            let new_tick = in_tick.contains(&sample.gpu)
-                || current.first().is_some_and(|first| (sample.t - first.t).abs() > TICK_GAP_S);
-            if new_tick {
-                out.ticks.push(std::mem::take(&mut current));
-                in_tick.clear();
-            }
-            in_tick.insert(sample.gpu);
-            current.push(sample);
+            ticks.extend(r.line(i + 1, line));
         }
-        if !current.is_empty() {
-            out.ticks.push(current);
-        }
-        if dropped > 0 {
-            out.issues.push(Issue { line: 0, message: format!("{dropped} more lines could not be read") });
-        }
-        out
+        ticks.extend(r.finish());
+        let (meta, issues) = (r.meta.take(), r.take_issues());
+        Series { meta, ticks, issues }
     }
 
     /// Number of GPUs: the meta's, else the most seen in one tick.
@@ -127,6 +80,98 @@ impl Series {
     /// The UUID of GPU `index` from the meta line, when it has one.
     pub fn uuid(&self, index: u32) -> Option<&str> {
         self.meta.as_ref()?.gpus.iter().find(|g| g.index == index).map(|g| g.uuid.as_str())
+    }
+}
+
+/// A series read a line at a time (`triage-runner replay` of a file of any size): each tick is
+/// handed back when the line that starts the next one is read, so only one tick is held.
+#[derive(Clone, Debug, Default)]
+pub struct SeriesReader {
+    /// The meta line, once read.
+    pub meta: Option<Meta>,
+    current: Vec<GpuSample>,
+    /// The GPUs of the tick being read: a repeat starts the next tick. A set, not a search
+    /// of `current`, so reading a tick is linear in its GPUs (it was quadratic).
+    in_tick: std::collections::BTreeSet<u32>,
+    ticks: u64,
+    issues: Vec<Issue>,
+    dropped: usize,
+}
+
+impl SeriesReader {
+    /// Line `no` (1-based); the tick it ended, when it starts the next one.
+    pub fn line(&mut self, no: usize, line: &str) -> Option<Vec<GpuSample>> {
+        let t = line.trim();
+        if t.is_empty() {
+            return None;
+        }
+        if t.starts_with("{\"meta\"")
+            || (self.meta.is_none() && self.ticks == 0 && self.current.is_empty() && t.contains("\"meta\""))
+        {
+            match serde_json::from_str::<MetaLine>(t) {
+                Ok(m) => self.meta = Some(m.meta),
+                Err(e) => self.issue(no, format!("meta line: {e}")),
+            }
+            return None;
+        }
+        let sample = match serde_json::from_str::<GpuSample>(t) {
+            Ok(s) if s.t.is_finite() => s,
+            Ok(_) => {
+                self.issue(no, "sample time `t` is not a finite number".into());
+                return None;
+            }
+            Err(e) => {
+                self.issue(no, format!("not an NVML sample: {e}"));
+                return None;
+            }
+        };
+        let new_tick = self.in_tick.contains(&sample.gpu)
+            || self.current.first().is_some_and(|first| (sample.t - first.t).abs() > TICK_GAP_S);
+        let done = if new_tick {
+            self.in_tick.clear();
+            self.ticks += 1;
+            Some(std::mem::take(&mut self.current))
+        } else {
+            None
+        };
+        self.in_tick.insert(sample.gpu);
+        self.current.push(sample);
+        done
+    }
+
+    /// The input ended: the last tick, if any.
+    pub fn finish(&mut self) -> Option<Vec<GpuSample>> {
+        self.in_tick.clear();
+        (!self.current.is_empty()).then(|| {
+            self.ticks += 1;
+            std::mem::take(&mut self.current)
+        })
+    }
+
+    /// An issue of line `no` (the host's too: a line not UTF-8, or too long); past a bound they
+    /// are counted.
+    pub fn issue(&mut self, line: usize, message: String) {
+        push_issue(&mut self.issues, &mut self.dropped, line, message);
+    }
+
+    /// Issues so far (at most 100 listed, then one that counts the rest).
+    pub fn issues(&self) -> &[Issue] {
+        &self.issues
+    }
+
+    /// Issues so far, listed or counted.
+    pub fn issue_count(&self) -> usize {
+        self.issues.len() + self.dropped
+    }
+
+    /// The issues, with the count of those not listed as a last one (line 0).
+    pub fn take_issues(&mut self) -> Vec<Issue> {
+        let mut issues = std::mem::take(&mut self.issues);
+        if self.dropped > 0 {
+            issues.push(Issue { line: 0, message: format!("{} more lines could not be read", self.dropped) });
+            self.dropped = 0;
+        }
+        issues
     }
 }
 

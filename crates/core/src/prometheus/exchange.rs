@@ -18,19 +18,13 @@
 //! window is read; [`Exchange::report`] then analyses it (as often as asked: the site reads it
 //! again in another language).
 
-use std::collections::BTreeMap;
-
-use super::answer::{self, Matrix};
+use super::answer::{self, Matrix, Source};
 use super::query::{self, Window};
 use super::replay::{self, Asked, Config};
 use super::samples;
 use super::{Limits, PromError, QueryRecord};
 use crate::analyze::report::Report;
 use crate::safe::Secrets;
-
-/// Largest `/api/v1/series` answer to read (about 200,000 label sets, parsed whole): more
-/// matching series than that is a selector to narrow, not a fleet to count.
-pub const MAX_SERIES_BODY_BYTES: usize = 64 << 20;
 
 /// One POST to make: `{base}{path}` with `form` as an `application/x-www-form-urlencoded` body,
 /// its answer read to at most `max_body` bytes (the host may hold it to less).
@@ -106,14 +100,38 @@ impl Exchange {
             samples: Matrix::default(),
             matrix: Matrix::default(),
         };
-        Ok((ex, Request { path: "/api/v1/series", form, max_body: MAX_SERIES_BODY_BYTES }))
+        // The answer streams through a reader that keeps only what the exchange reads of each
+        // label set: no bound of its own beyond the host's (--max-body-mib).
+        Ok((ex, Request { path: "/api/v1/series", form, max_body: usize::MAX }))
     }
 
-    /// The answer to the last request: the next request, or `None` when the window is read.
+    /// The answer to the last request, held whole: the next request, or `None` when the
+    /// window is read.
     pub fn answered(
         &mut self,
         status: u16,
         body: &[u8],
+        secrets: &Secrets,
+    ) -> Result<Option<Request>, PromError> {
+        self.step(status, body, secrets)
+    }
+
+    /// The answer to the last request, read as it arrives from `body` and never held whole:
+    /// memory follows the bounds (`max_series`, `max_points`), not the answer's size. The
+    /// reader's own errors (a deadline, a byte bound) end it as [`PromError::Read`].
+    pub fn answered_from<R: std::io::Read>(
+        &mut self,
+        status: u16,
+        body: R,
+        secrets: &Secrets,
+    ) -> Result<Option<Request>, PromError> {
+        self.step(status, answer::Stream(body), secrets)
+    }
+
+    fn step<S: Source>(
+        &mut self,
+        status: u16,
+        body: S,
         secrets: &Secrets,
     ) -> Result<Option<Request>, PromError> {
         let w = self.window;
@@ -132,7 +150,7 @@ impl Exchange {
             Stage::Range => {
                 let lim = self.limits;
                 let points_left = lim.max_points.saturating_sub(self.samples.points);
-                self.matrix = answer::parse_matrix(status, body, secrets, lim.max_series, points_left)?;
+                self.matrix = answer::matrix_from(status, body, secrets, lim.max_series, points_left)?;
                 let expr = self.expr.clone();
                 self.record(&expr, self.matrix.series.len());
                 let from_s = w.end_s - self.slice_s;
@@ -146,7 +164,7 @@ impl Exchange {
                 let m = &mut self.matrix;
                 let series_left = self.limits.max_series.saturating_sub(m.series.len());
                 let points_left = self.limits.max_points.saturating_sub(m.points);
-                let more = answer::parse_matrix(status, body, secrets, series_left, points_left)?;
+                let more = answer::matrix_from(status, body, secrets, series_left, points_left)?;
                 let n = more.series.len();
                 m.series.extend(more.series);
                 m.points += more.points;
@@ -168,10 +186,16 @@ impl Exchange {
         });
     }
 
-    fn series_answered(&mut self, status: u16, body: &[u8], secrets: &Secrets) -> Result<Request, PromError> {
-        let sets = answer::parse_series(status, body, secrets)?;
+    fn series_answered(
+        &mut self,
+        status: u16,
+        body: impl Source,
+        secrets: &Secrets,
+    ) -> Result<Request, PromError> {
+        let max_series = self.limits.max_series;
+        let sets = answer::series_from(status, body, secrets, max_series)?;
         let w = self.window;
-        if sets.is_empty() {
+        if sets.total == 0 {
             return Err(PromError::Empty(format!(
                 "nothing matched {} between {} and {} (check --selector, the window, and that Prometheus scrapes the engines and the DCGM exporter)",
                 self.matcher,
@@ -179,54 +203,51 @@ impl Exchange {
                 query::iso(w.end_s)
             )));
         }
-        let max_series = self.limits.max_series;
-        let mut expected = sets.len();
-        let mut kept_instances: Option<Vec<&str>> = None;
-        if sets.len() > max_series {
-            // Keep whole instances, in name order, until the bound is reached.
-            let mut per_instance: BTreeMap<&str, usize> = BTreeMap::new();
-            for s in &sets {
-                *per_instance.entry(s.get("instance").map_or("", String::as_str)).or_default() += 1;
-            }
-            let (mut kept, mut n) = (Vec::new(), 0);
-            for (inst, count) in &per_instance {
-                if n + count > max_series {
-                    break;
-                }
-                n += count;
-                kept.push(*inst);
-            }
-            if kept.is_empty() {
+        let mut expected = sets.total;
+        let cut = sets.total > max_series;
+        if sets.long_instances > 0 {
+            self.cut.push(format!(
+                "{} series have an instance name longer than {} KiB: they are not read",
+                sets.long_instances,
+                answer::MAX_LABEL_BYTES >> 10
+            ));
+        }
+        if cut {
+            // Whole instances are kept, in name order, until the bound is reached (the answer
+            // reader kept only those).
+            let n: usize = sets.kept.iter().map(|(_, n, _)| n).sum();
+            if sets.kept.is_empty() {
                 self.cut.push(format!(
                     "{} series match; the first instance alone has more than --max-series {max_series}: the range answer is cut",
-                    sets.len()
+                    sets.total
                 ));
             } else {
-                let alternatives: Vec<String> = kept.iter().map(|i| query::regex_literal(i)).collect();
+                let alternatives: Vec<String> =
+                    sets.kept.iter().map(|(i, _, _)| query::regex_literal(i)).collect();
                 self.expr = format!(
                     "{},instance=~\"{}\"}}",
                     self.matcher.trim_end_matches('}'),
                     query::escape_value(&alternatives.join("|"))
                 );
+                let more = if sets.instances_more { "more than " } else { "" };
                 self.cut.push(format!(
-                    "{} series in {} instances match; {n} series of the first {} instances are read (--max-series {max_series})",
-                    sets.len(),
-                    per_instance.len(),
-                    kept.len(),
+                    "{} series in {more}{} instances match; {n} series of the first {} instances are read (--max-series {max_series})",
+                    sets.total,
+                    sets.instances,
+                    sets.kept.len(),
                 ));
                 expected = n;
-                kept_instances = Some(kept);
             }
         }
         // When each engine started and whether Prometheus reached it, for the engines read.
-        let mut engines: Vec<&str> = sets
+        // (The reader kept every instance when nothing was cut, the ones read when it was;
+        // in name order.) When the first instance alone is too many, none is known to be read.
+        let engines: Vec<&str> = sets
+            .kept
             .iter()
-            .filter(|s| s.get("__name__").is_some_and(|n| query::is_engine_metric(n)))
-            .filter_map(|s| s.get("instance").map(String::as_str))
-            .filter(|i| kept_instances.as_ref().is_none_or(|k| k.contains(i)))
+            .filter(|(i, _, engine)| *engine && !i.is_empty())
+            .map(|(i, _, _)| i.as_str())
             .collect();
-        crate::sort::sort(&mut engines);
-        engines.dedup();
         let live = query::liveness_matcher(&self.user, &engines);
         if live.is_some() {
             expected += 2 * engines.len();
@@ -235,7 +256,7 @@ impl Exchange {
             api: "/api/v1/series".into(),
             expr: self.matcher.clone(),
             graph_url: query::graph_url(&self.base, &self.matcher, &w),
-            series: sets.len(),
+            series: sets.total,
         });
         self.live = live;
         self.expected = expected.min(max_series);
@@ -253,11 +274,11 @@ impl Exchange {
     fn samples_answered(
         &mut self,
         status: u16,
-        body: &[u8],
+        body: impl Source,
         secrets: &Secrets,
     ) -> Result<Request, PromError> {
         let lim = self.limits;
-        self.samples = answer::parse_matrix(status, body, secrets, lim.max_series, lim.max_points / 2)?;
+        self.samples = answer::matrix_from(status, body, secrets, lim.max_series, lim.max_points / 2)?;
         let mut w = self.window;
         let expr = format!("{}[{}s]", self.expr, query::secs(self.slice_s));
         self.queries.push(QueryRecord {

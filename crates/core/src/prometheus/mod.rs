@@ -68,6 +68,19 @@ pub enum PromError {
     /// Nothing the rules read exists in the window.
     #[error("no series in the window: {0}")]
     Empty(String),
+    /// The body is gzip-compressed (it starts with `1f 8b`) though no compression was asked
+    /// for: a proxy or the server compresses regardless; its bytes are not shown.
+    #[error(
+        "the server answered HTTP {status} with gzip-compressed content (the body starts with the bytes 1f 8b), which this client did not ask for (no Accept-Encoding): a proxy or the server compresses regardless; ask it not to, or point --prometheus at Prometheus itself"
+    )]
+    Compressed {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The host's reading of a streamed answer failed (its deadline, its byte bound, a cut
+    /// connection) or the answer holds a string too long to read.
+    #[error("reading the answer: {0}")]
+    Read(String),
 }
 
 impl PromError {

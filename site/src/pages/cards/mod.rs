@@ -64,6 +64,17 @@ fn save(p: &Progress) -> bool {
     serde_json::to_string(p).is_ok_and(|json| browser::storage_set(STORE, &json))
 }
 
+/// How the last import went.
+#[derive(Clone, Debug, PartialEq)]
+enum Imported {
+    Ok,
+    /// The file was refused: why.
+    Failed(String),
+    /// The file was read but the browser would not store it (its compact JSON's bytes): nothing
+    /// was kept.
+    NotSaved(usize),
+}
+
 /// The deck and the order its new cards are introduced in.
 #[derive(Default)]
 pub struct Deck {
@@ -148,7 +159,7 @@ pub fn CardsPage() -> impl IntoView {
         let v = event_target_value(&ev);
         shared.filter.update(|f| f.kind = CardKind::ALL.into_iter().find(|k| k.as_str() == v));
     });
-    let import_error = RwSignal::new(None::<String>);
+    let import_error = RwSignal::new(None::<Imported>);
     let import_file = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
@@ -157,14 +168,23 @@ pub fn CardsPage() -> impl IntoView {
             let text =
                 wasm_bindgen_futures::JsFuture::from(file.text()).await.ok().and_then(|t| t.as_string());
             match text.map(|t| import(&t)) {
-                Some(Ok(p)) => {
-                    shared.unsaved.set(!save(&p));
-                    shared.progress.set(p);
-                    shared.imported.update(|n| *n += 1);
-                    import_error.set(Some(String::new()));
+                // Kept first, shown after: progress the browser would not keep is refused, and
+                // the progress on screen (and stored) stays what it was — it once said
+                // "imported", worked on the new progress, and a reload reverted it.
+                Some(Ok(p)) => match serde_json::to_string(&p) {
+                    Ok(json) if browser::storage_set(STORE, &json) => {
+                        shared.unsaved.set(false);
+                        shared.progress.set(p);
+                        shared.imported.update(|n| *n += 1);
+                        import_error.set(Some(Imported::Ok));
+                    }
+                    Ok(json) => import_error.set(Some(Imported::NotSaved(json.len()))),
+                    Err(e) => import_error.set(Some(Imported::Failed(e.to_string()))),
+                },
+                Some(Err(e)) => import_error.set(Some(Imported::Failed(e.to_string()))),
+                None => {
+                    import_error.set(Some(Imported::Failed("the file could not be read as text".to_owned())))
                 }
-                Some(Err(e)) => import_error.set(Some(e.to_string())),
-                None => import_error.set(Some("the file could not be read as text".to_owned())),
             }
         });
     };
@@ -206,10 +226,13 @@ pub fn CardsPage() -> impl IntoView {
             </label>
             <button data-testid="cards-anki" on:click=click(anki_export) title=tx(lang, Msg::CardsAnkiHint)>{tx(lang, Msg::CardsAnki)}</button>
         </div>
-        {move || import_error.get().map(|e| if e.is_empty() {
-            fixed(view! { <p class="ok" data-testid="cards-import-ok">{move || tf(lang.get(), Msg::CardsImported, &[("n", &shared.progress.with(|p| p.cards.len()).to_string())])}</p> })
-        } else {
-            fixed(view! { <p class="error" data-testid="cards-import-error">{tx(lang, Msg::CardsImportFailed)} " " {e}</p> })
+        {move || import_error.get().map(|e| match e {
+            Imported::Ok => fixed(view! { <p class="ok" data-testid="cards-import-ok">{move || tf(lang.get(), Msg::CardsImported, &[("n", &shared.progress.with(|p| p.cards.len()).to_string())])}</p> }),
+            Imported::Failed(e) => fixed(view! { <p class="error" data-testid="cards-import-error">{tx(lang, Msg::CardsImportFailed)} " " {e}</p> }),
+            Imported::NotSaved(bytes) => {
+                let kb = bytes.div_ceil(1024).to_string();
+                fixed(view! { <p class="error" data-testid="cards-import-unsaved">{move || tf(lang.get(), Msg::CardsImportNotSaved, &[("kb", &kb)])}</p> })
+            }
         })}
         {unreadable.map(|e| fixed(view! {
             <p class="warn" data-testid="cards-unreadable">{move || tf(lang.get(), Msg::CardsUnreadable, &[("error", &e), ("key", STORE_UNREADABLE)])}</p>

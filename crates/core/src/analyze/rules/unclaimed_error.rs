@@ -83,13 +83,21 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
         return None;
     }
     let n = open.len() as u64 + dropped + broken.len() as u64;
-    let first = open
-        .first()
-        .map(|b| (b.quote.line, b.quote.text.as_str()))
-        .or_else(|| broken.first().map(|s| (s.evidence.line, s.evidence.text.as_str())));
+    // The quote is the block's telling line — often its last (the exception after the
+    // traceback) —, so the block's extent is said apart from the quoted line.
+    let first =
+        open.first().map(|b| ((b.first, b.last), b.quote.line, b.quote.text.as_str())).or_else(|| {
+            broken
+                .first()
+                .map(|s| ((s.evidence.line, s.evidence.line), s.evidence.line, s.evidence.text.as_str()))
+        });
     let summary = match first {
-        Some((line, text)) => lang.pick(
-            format!("{n} error block(s) that no rule explains; the first, line {line}: {text}"),
+        Some(((from, to), line, text)) if from != to => lang.pick(
+            format!("{n} error block(s) that no rule explains; the first spans lines {from}–{to}, and line {line} reads: {text}"),
+            format!("有 {n} 处错误没有规则能解释；第一处在第 {from}–{to} 行，其中第 {line} 行：{text}"),
+        ),
+        Some((_, line, text)) => lang.pick(
+            format!("{n} error block(s) that no rule explains; the first is line {line}: {text}"),
             format!("有 {n} 处错误没有规则能解释；第一处在第 {line} 行：{text}"),
         ),
         None => lang.pick(
@@ -192,6 +200,22 @@ mod tests {
     fn an_explained_error_is_claimed() {
         let log = "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n";
         assert!(snapshot(&[("vllm.log", log)], "unclaimed-error", "quiet_explained_error").is_none());
+    }
+
+    /// The quote of a traceback is its last line: the summary says where the block starts and
+    /// which line it quotes, never that the quoted (last) line is "the first".
+    #[test]
+    fn a_block_is_quoted_by_its_telling_line_and_its_extent_said() {
+        let log = "ERROR 05-12 10:00:01 [core.py:1] EngineCore hit an exception\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\nRuntimeError: the sampler returned an empty batch\n";
+        let r = analyzed(&[("vllm.log", log)]);
+        let f = r.findings.iter().find(|f| f.rule == "unclaimed-error").expect("unclaimed");
+        assert_eq!(f.evidence[0].line, 4);
+        assert!(
+            f.summary.contains("the first spans lines 1–4, and line 4 reads: RuntimeError"),
+            "{}",
+            f.summary
+        );
+        assert!(!f.summary.contains("the first, line 4"), "{}", f.summary);
     }
 
     #[test]

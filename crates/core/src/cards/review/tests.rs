@@ -250,7 +250,7 @@ fn imports_that_would_not_round_trip_are_refused_with_the_reason() {
     let bad = good.replacen("\"difficulty\": ", "\"difficulty\": 11.0, \"x\": ", 1);
     assert!(matches!(import(&bad).unwrap_err(), ImportError::Value { ref id, .. } if id == "a"));
     let bad = good.replace("\"retention\": 0.9", "\"retention\": 2.0");
-    assert!(matches!(import(&bad).unwrap_err(), ImportError::Value { .. }));
+    assert!(matches!(import(&bad).unwrap_err(), ImportError::Setting { name: "settings.retention", .. }));
     let bad = good.replace("\"rating\": \"easy\"", "\"rating\": \"great\"");
     assert!(matches!(import(&bad).unwrap_err(), ImportError::Shape(_)));
     assert!(matches!(import(&" ".repeat(MAX_FILE_BYTES + 1)).unwrap_err(), ImportError::TooLarge(_)));
@@ -371,7 +371,19 @@ fn imports_that_would_misbehave_later_are_refused_now() {
     refused("\"stability\": ", "\"stability\": 0.0, \"_\": ");
     refused("\"stability\": ", "\"stability\": 1e300, \"_\": ");
     refused("\"stability\": ", "\"stability\": 2e9, \"_\": ");
-    refused("\"new_per_day\": 20", "\"new_per_day\": 0");
+    // A setting is named as the setting, not as a card with no name.
+    for (from, to, named) in [
+        (
+            "\"new_per_day\": 20",
+            "\"new_per_day\": 0",
+            "setting settings.new_per_day: 0 new cards a day is not 1–10000",
+        ),
+        ("\"retention\": 0.9", "\"retention\": 0.5", "setting settings.retention: 0.5 is not 0.7–0.99"),
+    ] {
+        let e = import(&good.replacen(from, to, 1)).unwrap_err();
+        assert_eq!(e.to_string(), named);
+        assert!(!e.to_string().contains("card \""), "{e}");
+    }
     let due = p.cards["a"].due_ms;
     refused(&format!("\"last_review_ms\": {T0}"), &format!("\"last_review_ms\": {}", due + 1));
     refused(&format!("\"due_ms\": {due}"), "\"due_ms\": 9000000000000000");
