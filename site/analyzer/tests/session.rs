@@ -41,8 +41,12 @@ fn the_streaming_session_equals_the_page_analysis_in_any_chunking() {
                 .any(|(n, lines)| n == "oom.txt" && lines.iter().any(|l| l.1.contains('\u{FFFD}'))),
             "the broken line is not in an excerpt: {want_excerpts:?}"
         );
-        let (want, want_excerpts) =
-            (serde_json::to_string(&want).unwrap(), serde_json::to_string(&want_excerpts).unwrap());
+        // The session hands over what `triage analyze --format json` prints: pretty, a final
+        // newline, terminal controls escaped.
+        let want =
+            triage_core::safe::escape_json_controls(&(serde_json::to_string_pretty(&want).unwrap() + "\n"))
+                .into_owned();
+        let want_excerpts = serde_json::to_string(&want_excerpts).unwrap();
         for step in [1, 2, 3, 7, 64, 4096, usize::MAX] {
             let mut s = AnalysisSession::new(lang.as_str());
             for (name, bytes, file) in &inputs {
