@@ -793,7 +793,11 @@ test('a concurrent probe: requests called together keep their fetch() call as "s
   // Never before the server wrote the token. (Above it by whatever the browser and the server
   // add before the server's record starts: preflights, connection set-up, the accept queue —
   // tens of ms with four streams at once on a 2-core VM, for requests timed from fetch().)
-  assert.ok(errs.every((e) => e >= -0.5), `TTFT errors ${errs}`);
+  // The bound is -1.5 ms, not 0: Resource Timing's requestStart is stamped in the browser's
+  // network process and carried over to the page's clock, and that carrying-over put one
+  // wire-timed request 0.78 ms early in a CI run with nothing else on the machine. A wrong match
+  // (another request's start) is what this guards against, and that is tens of ms here.
+  assert.ok(errs.every((e) => e >= -1.5), `TTFT errors ${errs}`);
   const note = await page.textContent('[data-testid=probe-sent-note]');
   figures.concurrent_probe_wire_timed = Number(note.match(/for (\d+) of 8/)[1]);
   await context.close();
