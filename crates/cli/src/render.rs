@@ -4,6 +4,7 @@
 //! Tables first, definitions always: every figure printed says what it measures.
 
 use std::fmt::Write as _;
+use triage_core::analyze::report::short_number as opt_num;
 use triage_core::lang::Lang;
 use triage_core::probe::{ProbeReport, Quantiles};
 
@@ -196,7 +197,7 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
             let _ = writeln!(out, "   {}", l("evidence:", "证据："));
             for e in &f.evidence {
                 let _ = writeln!(out, "     {}:{}  {}", e.input, e.line, e.text);
-                if let Some(c) = citation(r, e) {
+                if let Some(c) = r.citation(e) {
                     let _ = writeln!(out, "       ↳ {} = {} {} {}", c.expr, c.value, l("at", "于"), c.at);
                     let _ = writeln!(out, "         {}", c.graph_url);
                 }
@@ -296,21 +297,6 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
         }
     }
     out
-}
-
-/// The citation behind an evidence line, when it came from a Prometheus series.
-fn citation<'a>(
-    r: &'a Report,
-    e: &triage_core::analyze::report::EvidenceLine,
-) -> Option<&'a triage_core::prometheus::Citation> {
-    r.prometheus.as_ref()?.citations.iter().find(|c| *c.input == *e.input && c.line == e.line)
-}
-
-fn opt_num(v: Option<f64>) -> String {
-    v.map_or("-".to_owned(), |x| {
-        let t = format!("{x:.3}");
-        t.trim_end_matches('0').trim_end_matches('.').to_owned()
-    })
 }
 
 /// The `prometheus` input: server, window, queries, cuts, groups and the fleet view.

@@ -4,9 +4,10 @@
 
 use std::fmt::Write as _;
 
-use crate::analyze::report::{EvidenceLine, Report};
+use super::report::short_number as opt_num;
+use crate::analyze::report::Report;
 use crate::lang::Lang;
-use crate::prometheus::{Citation, PrometheusInput};
+use crate::prometheus::PrometheusInput;
 
 /// Text from outside (a label value, a Prometheus warning, a figure's name), made inert in
 /// Markdown: every character that opens a link, an image, emphasis, a code span, HTML or a
@@ -56,7 +57,7 @@ pub fn report(r: &Report, lang: Lang) -> String {
             let _ = writeln!(out, "{}\n", l("Evidence:", "证据："));
             for e in &f.evidence {
                 let _ = writeln!(out, "- `{}:{}` `{}`", e.input, e.line, e.text.replace('`', "'"));
-                if let Some(c) = citation(r, e) {
+                if let Some(c) = r.citation(e) {
                     let _ = writeln!(
                         out,
                         "  - `{}` = {} {} {} ([{}]({}))",
@@ -141,21 +142,9 @@ pub fn report(r: &Report, lang: Lang) -> String {
     out
 }
 
-/// The citation behind an evidence line, when it came from a Prometheus series.
-fn citation<'a>(r: &'a Report, e: &EvidenceLine) -> Option<&'a Citation> {
-    r.prometheus.as_ref()?.citations.iter().find(|c| *c.input == *e.input && c.line == e.line)
-}
-
 /// A URL inside Markdown link parentheses: the characters that would end it, encoded.
 fn md_url(u: &str) -> String {
     u.replace('(', "%28").replace(')', "%29").replace(' ', "%20")
-}
-
-fn opt_num(v: Option<f64>) -> String {
-    v.map_or("-".to_owned(), |x| {
-        let t = format!("{x:.3}");
-        t.trim_end_matches('0').trim_end_matches('.').to_owned()
-    })
 }
 
 fn prometheus_markdown(out: &mut String, p: &PrometheusInput, lang: Lang) {

@@ -465,3 +465,19 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prometheus: Option<crate::prometheus::PrometheusInput>,
 }
+
+impl Report {
+    /// The citation behind an evidence line, when it came from a Prometheus series.
+    pub fn citation(&self, e: &EvidenceLine) -> Option<&crate::prometheus::Citation> {
+        self.prometheus.as_ref()?.citations.iter().find(|c| *c.input == *e.input && c.line == e.line)
+    }
+}
+
+/// A figure as the text and Markdown reports print it: at most three decimals, trailing zeros
+/// dropped; `-` when absent.
+pub fn short_number(v: Option<f64>) -> String {
+    v.map_or("-".to_owned(), |x| {
+        let t = format!("{x:.3}");
+        t.trim_end_matches('0').trim_end_matches('.').to_owned()
+    })
+}

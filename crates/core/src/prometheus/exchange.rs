@@ -66,6 +66,8 @@ pub struct Exchange {
     expected: usize,
     /// The raw slice's length (step 2) and its answer, merged into the range's (step 3).
     slice_s: f64,
+    /// The scrape interval the slice showed (step 3), handed to the analysis.
+    interval_s: Option<f64>,
     samples: Matrix,
     matrix: Matrix,
 }
@@ -97,6 +99,7 @@ impl Exchange {
             live: None,
             expected: 0,
             slice_s: 0.0,
+            interval_s: None,
             samples: Matrix::default(),
             matrix: Matrix::default(),
         };
@@ -287,7 +290,8 @@ impl Exchange {
             expr,
             series: self.samples.series.len(),
         });
-        let interval = samples::interval(&self.samples, f64::NEG_INFINITY);
+        let interval = samples::interval(&self.samples);
+        self.interval_s = interval;
         if interval.is_none() && !self.samples.series.is_empty() {
             self.cut.push(format!(
                 "no series has two samples in the last {} s: the scrape interval is longer than that, so no counter is judged stopped (widen the window)",
@@ -338,6 +342,7 @@ impl Exchange {
             queries,
             cut: self.cut.clone(),
             samples_from_s: self.window.end_s - self.slice_s,
+            interval_s: self.interval_s,
         };
         replay::analyze(&self.matrix, asked, cfg, files)
     }

@@ -47,6 +47,9 @@ pub struct Asked {
     /// Unix seconds from which the matrix holds the series' own samples (the raw slice); before
     /// it, points at steps. `end` when nothing was read raw.
     pub samples_from_s: f64,
+    /// The scrape interval learned from those samples ([`samples::interval`]); `None` when no
+    /// series had two.
+    pub interval_s: Option<f64>,
 }
 
 /// What to analyse with.
@@ -523,7 +526,7 @@ pub fn analyze(
         )));
     }
     let w = asked.window;
-    let interval_s = samples::interval(m, asked.samples_from_s);
+    let interval_s = asked.interval_s;
     let tail_s = samples::tail_seconds(&w);
     let parts = partition(m, cfg.secrets);
     let analysed = analyse_parts(m, &parts, w, cfg, interval_s, tail_s);

@@ -62,16 +62,16 @@ pub fn slice_form(expr: &str, w: &Window, slice_s: f64) -> String {
     )
 }
 
-/// The scrape interval: per series the median spacing of its consecutive samples from `from_s`
-/// on (where the matrix holds samples, not steps), then the median over series (a missed scrape
-/// or two do not move it). `None` without a series of two samples there.
-pub fn interval(m: &Matrix, from_s: f64) -> Option<f64> {
+/// The scrape interval of a raw answer (samples, not steps): per series the median spacing of
+/// its consecutive samples, then the median over series (a missed scrape or two do not move
+/// it). `None` without a series of two samples.
+pub fn interval(m: &Matrix) -> Option<f64> {
     let mut per_series: Vec<f64> = m
         .series
         .iter()
         .filter_map(|s| {
-            let raw = &s.points[s.points.partition_point(|p| p.0 < from_s)..];
-            let mut gaps: Vec<f64> = raw.windows(2).map(|p| p[1].0 - p[0].0).filter(|g| *g > 0.0).collect();
+            let mut gaps: Vec<f64> =
+                s.points.windows(2).map(|p| p[1].0 - p[0].0).filter(|g| *g > 0.0).collect();
             crate::stats::median(&mut gaps)
         })
         .collect();
@@ -184,13 +184,9 @@ mod tests {
             series: vec![series("a_total", &jittered), series("b", &[(5.0, 1.0)])],
             ..Matrix::default()
         };
-        let i = interval(&m, f64::NEG_INFINITY).unwrap();
+        let i = interval(&m).unwrap();
         assert!((59.0..=61.0).contains(&i), "{i}");
-        assert_eq!(interval(&m, 300.0), Some(61.0));
-        assert_eq!(
-            interval(&Matrix { series: vec![series("b", &[(5.0, 1.0)])], ..Matrix::default() }, 0.0),
-            None
-        );
+        assert_eq!(interval(&Matrix { series: vec![series("b", &[(5.0, 1.0)])], ..Matrix::default() }), None);
     }
 
     #[test]

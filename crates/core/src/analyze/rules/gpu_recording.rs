@@ -47,7 +47,7 @@ fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
         secs(held_s),
         if h.open { "（到录制结束仍在）" } else { "" }
     );
-    if let (Some(mean), true) = (h.sm_clock_mhz.mean(), h.sm_clock_mhz.count() > 0) {
+    if let Some(mean) = h.sm_clock_mhz.mean() {
         en.push_str(&format!(
             "; SM clock under load {:.0}–{:.0} MHz, typically {mean:.0}",
             h.sm_clock_mhz.min, h.sm_clock_mhz.max

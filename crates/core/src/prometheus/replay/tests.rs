@@ -76,6 +76,7 @@ fn asked() -> Asked {
         cut: vec![],
         // The hand-built answers are the series' samples, every 15 s.
         samples_from_s: T0,
+        interval_s: Some(STEP),
     }
 }
 
