@@ -57,14 +57,19 @@ impl SectionParser for GpuSeriesParser {
         if t.is_empty() {
             return;
         }
+        // serde's message can quote the line's own values: redacted, then cut, like any quote.
+        let why = |e: serde_json::Error| crate::analyze::text::quote_redacted(&e.to_string());
         if t.starts_with("{\"meta\"") {
             match serde_json::from_str::<MetaLine>(t) {
                 Ok(m) => self.meta = Some(m.meta),
-                Err(e) => cx.issue_in(
-                    no,
-                    format!("a recording's meta line that could not be read: {e}"),
-                    format!("无法读取的录制元数据行：{e}"),
-                ),
+                Err(e) => {
+                    let e = why(e);
+                    cx.issue_in(
+                        no,
+                        format!("a recording's meta line that could not be read: {e}"),
+                        format!("无法读取的录制元数据行：{e}"),
+                    )
+                }
             }
             return;
         }
@@ -74,7 +79,10 @@ impl SectionParser for GpuSeriesParser {
                 self.recording.push(s, no);
             }
             Ok(_) => cx.issue_in(no, "sample time `t` is not a finite number", "样本时间 `t` 不是有限数"),
-            Err(e) => cx.issue_in(no, format!("not an NVML sample: {e}"), format!("不是 NVML 样本：{e}")),
+            Err(e) => {
+                let e = why(e);
+                cx.issue_in(no, format!("not an NVML sample: {e}"), format!("不是 NVML 样本：{e}"))
+            }
         }
     }
 

@@ -172,9 +172,16 @@ mod tests {
                 text.push_str("{\"t\": \"soon\", \"gpu\": 1, \"sm_clock_mhz\": 9}\n");
             }
         }
+        // A key in a value serde quotes back in its message: redacted in the issue.
+        text.push_str(
+            "{\"t\": \"sk-proj-abcdefghijklmnopqrstuvwxyz0123456789\", \"gpu\": 1, \"sm_clock_mhz\": 9}\n",
+        );
         let r = run("damaged.jsonl", &text).report;
         assert_eq!(r.verdict, Verdict::TbtTail);
         let issues: Vec<usize> = r.inputs.iter().flat_map(|i| i.issues.iter().map(|x| x.line)).collect();
-        assert_eq!(issues, [43], "{:?}", r.inputs);
+        assert_eq!(issues[0], 43, "{:?}", r.inputs);
+        assert_eq!(issues.len(), 2, "{:?}", r.inputs);
+        let all = format!("{:?}", r.inputs);
+        assert!(!all.contains("abcdefghijklmnop"), "{all}");
     }
 }
