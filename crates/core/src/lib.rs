@@ -46,19 +46,11 @@
 
 pub mod analyze;
 pub mod cards;
-pub mod defs;
-pub mod endpoint;
-pub mod fault;
 pub mod gpu;
 pub mod kv;
-pub mod lang;
-pub mod probe;
 pub mod prometheus;
-pub mod safe;
-pub mod sort;
-pub mod sse;
-pub mod stats;
-pub mod stream;
-pub mod timing;
 pub mod watch;
-pub mod words;
+
+pub use triage_base::{
+    defs, endpoint, expo, fault, lang, probe, safe, sort, sse, stats, stream, time, timing, words,
+};

@@ -23,7 +23,7 @@ pub mod signals;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod text;
-pub mod time;
+pub use triage_base::time;
 
 pub use crate::lang::Lang;
 use facts::Facts;

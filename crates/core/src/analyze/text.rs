@@ -2,17 +2,8 @@
 
 use std::borrow::Cow;
 
-/// A substring search built once per call site: `finder!("needle").find(hay.as_bytes())`.
-/// `str::find` with a string sets its searcher up on every call, which costs more than the
-/// search on the short lines of a log.
-macro_rules! finder {
-    ($needle:literal) => {{
-        static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-            std::sync::LazyLock::new(|| memchr::memmem::Finder::new($needle));
-        &*FINDER
-    }};
-}
-pub(crate) use finder;
+pub(crate) use triage_base::finder;
+pub use triage_base::safe::{quote, quote_redacted};
 
 /// Remove ANSI escape sequences (colours in terminal logs). Borrowed when there are none.
 pub fn strip_ansi(s: &str) -> Cow<'_, str> {
@@ -101,25 +92,6 @@ fn plain_decimal(b: &[u8]) -> Option<f64> {
         return None;
     }
     Some(mantissa as f64 / 10f64.powi(scale))
-}
-
-/// Quote a line that came from outside: secrets redacted first, then shortened (a key that
-/// straddles the cut leaks nothing).
-pub fn quote_redacted(line: &str) -> String {
-    quote(&crate::safe::redact_patterns(line))
-}
-
-/// Shorten a line for quoting as evidence.
-pub fn quote(line: &str) -> String {
-    const MAX: usize = 300;
-    let t = line.trim();
-    if t.len() <= MAX {
-        return t.to_owned();
-    }
-    match t.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &t[..i]),
-        None => t.to_owned(),
-    }
 }
 
 #[cfg(test)]

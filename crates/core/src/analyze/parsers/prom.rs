@@ -174,67 +174,7 @@ const MAX_SERIES: usize = 200_000;
 /// replaces the one before.
 pub const MAX_SCRAPES: usize = 10_000;
 
-pub(crate) fn parse_value(s: &str) -> Option<f64> {
-    match s {
-        "+Inf" | "Inf" | "inf" | "+inf" => Some(f64::INFINITY),
-        "-Inf" | "-inf" => Some(f64::NEG_INFINITY),
-        "NaN" | "nan" => Some(f64::NAN),
-        _ => s.parse().ok(),
-    }
-}
-
-/// `name{a="b",c="d"} value [ts]` → parts; `None` when the line is not a sample.
-/// A parsed sample line: name, sorted labels, value, optional timestamp (ms).
-pub(crate) type Sample = (String, Vec<(String, String)>, f64, Option<i64>);
-
-pub(crate) fn parse_sample(line: &str) -> Option<Sample> {
-    let t = line.trim();
-    let name_end = t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))?;
-    let name = &t[..name_end];
-    if name.is_empty() {
-        return None;
-    }
-    let mut rest = &t[name_end..];
-    let mut labels = Vec::new();
-    if let Some(body) = rest.strip_prefix('{') {
-        let mut chars = body.char_indices().peekable();
-        let mut key = String::new();
-        let mut end = None;
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '}' => {
-                    end = Some(i);
-                    break;
-                }
-                '=' => {
-                    if chars.next().map(|(_, c)| c) != Some('"') {
-                        return None;
-                    }
-                    let mut val = String::new();
-                    loop {
-                        match chars.next()? {
-                            (_, '\\') => match chars.next()?.1 {
-                                'n' => val.push('\n'),
-                                other => val.push(other),
-                            },
-                            (_, '"') => break,
-                            (_, c) => val.push(c),
-                        }
-                    }
-                    labels.push((std::mem::take(&mut key).trim().to_owned(), val));
-                }
-                ',' | ' ' => {}
-                c => key.push(c),
-            }
-        }
-        rest = &body[end? + 1..];
-    }
-    let mut parts = rest.split_whitespace();
-    let value = parse_value(parts.next()?)?;
-    let ts = parts.next().and_then(|t| t.parse().ok());
-    crate::sort::sort(&mut labels);
-    Some((name.to_owned(), labels, value, ts))
-}
+pub(crate) use triage_base::expo::{parse_sample, parse_value};
 
 /// Reads Prometheus text exposition; a series seen again starts a new scrape.
 #[derive(Default)]

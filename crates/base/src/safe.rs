@@ -252,10 +252,10 @@ pub fn redact_patterns(line: &str) -> Cow<'_, str> {
     // Most lines hold none of the places a secret starts: say so with SIMD searches.
     let b = line.as_bytes();
     if memchr::memchr2(b'?', b'&', b).is_none()
-        && crate::analyze::text::finder!("sk-").find(b).is_none()
-        && crate::analyze::text::finder!("earer ").find(b).is_none()
-        && crate::analyze::text::finder!("asic ").find(b).is_none()
-        && crate::analyze::text::finder!("://").find(b).is_none()
+        && crate::finder!("sk-").find(b).is_none()
+        && crate::finder!("earer ").find(b).is_none()
+        && crate::finder!("asic ").find(b).is_none()
+        && crate::finder!("://").find(b).is_none()
     {
         return Cow::Borrowed(line);
     }
@@ -362,6 +362,25 @@ pub fn is_secret_name(k: &str) -> bool {
         || k.contains("password")
         || k == "authorization"
         || k == "x_api_key"
+}
+
+/// Quote a line that came from outside: secrets redacted first, then shortened (a key that
+/// straddles the cut leaks nothing).
+pub fn quote_redacted(line: &str) -> String {
+    quote(&redact_patterns(line))
+}
+
+/// Shorten a line for quoting as evidence.
+pub fn quote(line: &str) -> String {
+    const MAX: usize = 300;
+    let t = line.trim();
+    if t.len() <= MAX {
+        return t.to_owned();
+    }
+    match t.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use triage_core::sse::{SseItem, SseParser};
-use triage_core::timing::{StreamTimer, TimerConfig};
+use triage_base::sse::{SseItem, SseParser};
+use triage_base::timing::{StreamTimer, TimerConfig};
 
 /// One vLLM-style chunk per token, as a network read usually delivers them.
 fn transcript(tokens: usize) -> Vec<Vec<u8>> {

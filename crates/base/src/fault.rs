@@ -10,9 +10,11 @@ use crate::timing::RequestTiming;
 use serde::{Deserialize, Serialize};
 
 /// The class of a failed request. Serialised in snake_case: part of `triage.probe/v1`.
+///
+/// Not `#[non_exhaustive]`: the crates that map every kind to something (the watch's state and
+/// verdict) match it exhaustively, so a new kind cannot be added without deciding it there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum FaultKind {
     /// The URL cannot be probed ([`crate::endpoint::EndpointError`]).
     InvalidUrl,

@@ -6,6 +6,25 @@
 //! Each flag function marks, in the high bit of each byte of a word, the bytes it is looking
 //! for. Flags can also appear above a true one (a borrow carries up), never below it, so the
 //! lowest flag — the only one [`first`] reads — is always exact, and flags can be ORed.
+//!
+//! [`finder!`](crate::finder) is the other byte search: a substring finder built once per call
+//! site.
+
+/// The substring searcher [`finder!`](crate::finder) builds (re-exported so the macro works in
+/// crates that do not depend on `memchr`).
+pub use memchr::memmem::Finder;
+
+/// A substring search built once per call site: `finder!("needle").find(hay.as_bytes())`.
+/// `str::find` with a string sets its searcher up on every call, which costs more than the
+/// search on the short lines of a log.
+#[macro_export]
+macro_rules! finder {
+    ($needle:literal) => {{
+        static FINDER: ::std::sync::LazyLock<$crate::words::Finder<'static>> =
+            ::std::sync::LazyLock::new(|| $crate::words::Finder::new($needle));
+        &*FINDER
+    }};
+}
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use triage_core::stats::QuantileSketch;
+use triage_base::stats::QuantileSketch;
 
 const N: usize = 1_000_000;
 

@@ -1,7 +1,7 @@
 //! The languages the core writes its text in: English (the default, and the JSON contracts'
 //! language) and Simplified Chinese.
 //!
-//! Text is chosen when it is produced — an [`Analyzer`](crate::analyze::Analyzer) built with
+//! Text is chosen when it is produced — an analyzer built with
 //! [`Lang::Zh`] writes its findings, rule docs and figure definitions in Chinese — so a report
 //! never needs translating afterwards. Numbers, flags, commands, metric names and quoted input
 //! lines are the same in both languages.
