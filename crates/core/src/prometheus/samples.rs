@@ -10,8 +10,6 @@
 //! the recent tail judges is a distinct sample; and a series whose samples stopped coming is
 //! *stale* — a target that stopped answering, told apart from a counter that stopped moving.
 
-use serde::{Deserialize, Serialize};
-
 use super::answer::Matrix;
 use super::query::{self, Window};
 
@@ -27,23 +25,7 @@ pub const MIN_TAIL_SAMPLES: usize = 3;
 /// allow for one late scrape).
 pub const STALE_AFTER_SCRAPES: f64 = 2.5;
 
-/// What the samples say about how the window was scraped (the report's `prometheus.scraping`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Scraping {
-    /// The scrape interval in seconds: the median spacing of consecutive samples of a series,
-    /// the median over series.
-    pub interval_s: f64,
-    /// Unix seconds from which the series' own samples were read (before it, points at steps).
-    pub samples_from_unix_s: f64,
-    /// Seconds of the recent tail judged on its own: at least [`MIN_TAIL_SAMPLES`] scrapes;
-    /// `null` when the window is too short to hold one beside the rest.
-    pub tail_s: Option<f64>,
-    /// Series with no sample in the last [`STALE_AFTER_SCRAPES`] scrape intervals of the window:
-    /// their target stopped answering (or went away), which is not a counter that stopped.
-    pub stale_series: usize,
-    /// What the interval limits, in words.
-    pub limits: String,
-}
+pub use triage_report::prometheus::Scraping;
 
 /// The raw slice to read: `{expr}[N s]` at the window's end, `N` at most [`SLICE_S`], the
 /// window's length, and what `budget` points allow for `series` series scraped as often as

@@ -4,10 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::report::short_number as opt_num;
-use crate::analyze::report::Report;
-use crate::lang::Lang;
+use crate::Report;
 use crate::prometheus::PrometheusInput;
+use crate::short_number as opt_num;
+use triage_base::lang::Lang;
 
 /// Text from outside (a label value, a Prometheus warning, a figure's name), made inert in
 /// Markdown: every character that opens a link, an image, emphasis, a code span, HTML or a

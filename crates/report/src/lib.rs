@@ -1,8 +1,19 @@
 //! The `triage.report/v1` contract: verdict, findings with their evidence, inputs, figures.
 //!
 //! Extend, never rename: the site, the runner's plugins and users' scripts read these names.
+//!
+//! The crate holds the contract's types and nothing that makes them: the analyzer
+//! (`triage-analyze`) writes reports, the hosts and the site's page read them, and
+//! [`markdown`] renders one for a ticket. [`kind`] names the input kinds, [`prometheus`] the
+//! input kind read from a Prometheus server.
 
-use super::kind::InputKind;
+#![deny(missing_docs)]
+
+pub mod kind;
+pub mod markdown;
+pub mod prometheus;
+
+use kind::InputKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -46,7 +57,7 @@ impl Class {
     }
 
     /// When two findings are equally confident, the more severe class names the incident.
-    pub(crate) fn severity(self) -> u8 {
+    pub fn severity(self) -> u8 {
         match self {
             Class::ThroughputZero => 5,
             Class::Oom => 4,
@@ -127,14 +138,14 @@ pub struct EvidenceLine {
 }
 
 impl EvidenceLine {
-    /// Line `line` of `input`, quoted: redacted, then cut ([`super::text::quote_redacted`]).
+    /// Line `line` of `input`, quoted: redacted, then cut ([`triage_base::safe::quote_redacted`]).
     pub fn quoted(input: &str, line: usize, text: &str) -> EvidenceLine {
         EvidenceLine::quoted_shared(&input.into(), line, text)
     }
 
     /// As [`EvidenceLine::quoted`], sharing the input's name.
     pub fn quoted_shared(input: &std::sync::Arc<str>, line: usize, text: &str) -> EvidenceLine {
-        EvidenceLine { input: input.clone(), line, text: super::text::quote_redacted(text) }
+        EvidenceLine { input: input.clone(), line, text: triage_base::safe::quote_redacted(text) }
     }
 }
 
@@ -165,7 +176,7 @@ pub struct Finding {
 }
 
 /// A replica or a GPU, named by the labels its series carry. Values came from outside: they
-/// are redacted and cut ([`super::text::quote_redacted`]) before they are kept.
+/// are redacted and cut ([`triage_base::safe::quote_redacted`]) before they are kept.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Subject {
     /// The scrape target (`instance` label).
@@ -242,14 +253,14 @@ impl Figure {
     /// The value as a person would write it, with its unit: `177.34× at 32,768 tokens`,
     /// `121.92 GiB`, `tried 200.00 GiB of 139.80 GiB; 139.19 GiB free`, `p50 310.2 · p90 … ms
     /// (n = 120)`. Text, Markdown and the site all show this; the JSON keeps `value` as it is.
-    pub fn display(&self, lang: crate::lang::Lang) -> String {
+    pub fn display(&self, lang: triage_base::lang::Lang) -> String {
         human::value(&self.value, &self.unit, lang)
     }
 }
 
 mod human {
-    use crate::lang::Lang;
     use serde_json::{Map, Value};
+    use triage_base::lang::Lang;
 
     pub(super) fn value(v: &Value, unit: &str, lang: Lang) -> String {
         match v {
@@ -384,9 +395,9 @@ mod human {
 
     #[cfg(test)]
     mod tests {
-        use super::super::Figure;
-        use crate::lang::Lang;
+        use crate::Figure;
         use serde_json::json;
+        use triage_base::lang::Lang;
 
         fn show(value: serde_json::Value, unit: &str) -> String {
             Figure { value, unit: unit.to_owned(), definition: String::new() }.display(Lang::En)
@@ -437,7 +448,7 @@ mod human {
                 unit: "×".into(),
                 definition: String::new(),
             };
-            assert!(crate::lang::has_cjk(&zh.display(Lang::Zh)));
+            assert!(triage_base::lang::has_cjk(&zh.display(Lang::Zh)));
         }
     }
 }
@@ -463,12 +474,12 @@ pub struct Report {
     /// server, window, queries, counts, what was cut, the fleet view and the citations behind
     /// the evidence. Absent for pasted inputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prometheus: Option<crate::prometheus::PrometheusInput>,
+    pub prometheus: Option<prometheus::PrometheusInput>,
 }
 
 impl Report {
     /// The citation behind an evidence line, when it came from a Prometheus series.
-    pub fn citation(&self, e: &EvidenceLine) -> Option<&crate::prometheus::Citation> {
+    pub fn citation(&self, e: &EvidenceLine) -> Option<&prometheus::Citation> {
         self.prometheus.as_ref()?.citations.iter().find(|c| *c.input == *e.input && c.line == e.line)
     }
 }
