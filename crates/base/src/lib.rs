@@ -21,6 +21,7 @@ pub mod defs;
 pub mod endpoint;
 pub mod expo;
 pub mod fault;
+mod fixture;
 pub mod lang;
 pub mod probe;
 pub mod safe;

@@ -15,21 +15,7 @@ use crate::analyze::facts::Facts;
 use crate::analyze::report::{InputSection, Report};
 use crate::analyze::{Analyzer, Lang};
 
-/// A file under the repository's `tests/data/`, as `&'static str` (embedded at compile time).
-macro_rules! fixture {
-    ($path:literal) => {
-        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/", $path))
-    };
-}
-pub(crate) use fixture;
-
-/// As [`fixture!`], as `&'static [u8]` (for a test that feeds bytes).
-macro_rules! fixture_bytes {
-    ($path:literal) => {
-        include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/", $path))
-    };
-}
-pub(crate) use fixture_bytes;
+pub(crate) use triage_base::{fixture, fixture_bytes};
 
 /// The repository's `tests/data/` folder, for a test that walks it.
 pub(crate) fn data_dir() -> std::path::PathBuf {
