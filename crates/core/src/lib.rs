@@ -46,10 +46,10 @@
 
 pub mod analyze;
 pub mod cards;
-pub mod gpu;
 pub mod prometheus;
 pub mod watch;
 
+pub use triage_gpu as gpu;
 pub use triage_kv as kv;
 
 pub use triage_base::{

@@ -33,18 +33,7 @@ use crate::analyze::report::EvidenceLine;
 use crate::analyze::text::quote_redacted;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// NVML clock-event reason bits and the normalised name of each.
-pub const REASON_BITS: [(u64, &str); 9] = [
-    (0x1, "idle"),
-    (0x2, "applications_clocks"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal"),
-    (0x40, "hw_thermal"),
-    (0x80, "hw_power_brake"),
-    (0x100, "display_clocks"),
-];
+pub use crate::gpu::sample::REASON_BITS;
 
 /// The normalised reason names set in an NVML bitmask, in bit order. Unknown bits are ignored.
 pub fn reasons_from_mask(mask: u64) -> Vec<String> {

@@ -1,9 +1,9 @@
 //! The local engine's state as the GPU rules need it, read from a Prometheus `/metrics` scrape
 //! (vLLM's `vllm:*` or SGLang's `sglang:*` families), or from JSON lines of [`EngineSample`].
 
-use crate::analyze::parsers::prom::parse_sample;
-use crate::analyze::report::Issue;
 use serde::{Deserialize, Serialize};
+use triage_base::expo::parse_sample;
+use triage_report::Issue;
 
 /// The engine at one moment. Counters are cumulative totals.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -129,7 +129,7 @@ impl EngineSeries {
                 Err(_) => {}
             }
         }
-        crate::sort::sort_by(&mut out.samples, |a, b| a.t.total_cmp(&b.t));
+        triage_base::sort::sort_by(&mut out.samples, |a, b| a.t.total_cmp(&b.t));
         out
     }
 

@@ -286,7 +286,7 @@ fn raised(f: GpuFinding, tick: &[GpuSample], lines: &[usize], now: f64) -> Held 
     let others: Vec<&GpuSample> = tick.iter().filter(|s| Some(s.gpu) != f.gpu).collect();
     let mut busy: Vec<f64> =
         others.iter().filter(|s| s.busy()).filter_map(|s| s.sm_clock_mhz.map(f64::from)).collect();
-    let peers_sm_clock_mhz = crate::stats::median(&mut busy);
+    let peers_sm_clock_mhz = triage_base::stats::median(&mut busy);
     Held {
         line,
         from_t: now,
@@ -303,8 +303,8 @@ fn raised(f: GpuFinding, tick: &[GpuSample], lines: &[usize], now: f64) -> Held 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::testutil::fixture;
-    use crate::gpu::Series;
+    use crate::Series;
+    use triage_base::fixture;
 
     const H200: &str = fixture!("nvml/h200_series.jsonl");
     const H200X8: &str = fixture!("nvml/h200x8_one_slow.jsonl");
@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn the_same_findings_as_the_runners_replay() {
         for text in [H200, H200X8] {
-            let replayed = crate::gpu::replay(&Series::parse(text), None, WatchConfig::default());
+            let replayed = crate::replay(&Series::parse(text), None, WatchConfig::default());
             let recorded = record(text);
             let a: Vec<(&str, Option<u32>, u64)> =
                 replayed.iter().map(|f| (f.rule.as_str(), f.gpu, f.t.to_bits())).collect();

@@ -3,8 +3,19 @@
 
 use serde::{Deserialize, Serialize};
 
-/// NVML clock-event (throttle) reason bits and their names, in bit order.
-pub const REASON_BITS: [(u64, &str); 9] = crate::analyze::parsers::nvidia_smi::REASON_BITS;
+/// NVML clock-event (throttle) reason bits and their names, in bit order (the names are the
+/// analyzer's normalised nvidia-smi reasons too).
+pub const REASON_BITS: [(u64, &str); 9] = [
+    (0x1, "idle"),
+    (0x2, "applications_clocks"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal"),
+    (0x40, "hw_thermal"),
+    (0x80, "hw_power_brake"),
+    (0x100, "display_clocks"),
+];
 
 /// The GPU is idle.
 pub const REASON_IDLE: u64 = 0x1;

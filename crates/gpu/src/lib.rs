@@ -1,7 +1,7 @@
 //! GPU-node monitoring: NVML samples, the local engine's state, and the rules that watch them
 //! over time.
 //!
-//! The text analyzer ([`crate::analyze`]) reads what a person pastes once; this module reads a
+//! The text analyzer (`triage-analyze`) reads what a person pastes once; this crate reads a
 //! stream of samples, one tick at a time, as `triage-runner` (and its WASI rule plugin) does on
 //! a GPU node. [`GpuWatch`] keeps the little state the rules need (how long a condition has
 //! held, the last counters) and answers, after each tick, the findings active now.
@@ -10,6 +10,8 @@
 //! `shared/data/h200/nvml_series.jsonl` (one `{"meta": …}` line, then one object per GPU per
 //! tick); [`engine`] reads vLLM / SGLang `/metrics` into an [`EngineSample`]; [`recording`]
 //! judges a whole recording one sample at a time (the analyzer reads recordings with it).
+
+#![deny(missing_docs)]
 
 pub mod engine;
 pub mod recording;
@@ -71,7 +73,7 @@ mod tests {
     use super::engine::EngineSeries;
     use super::series::Series;
     use super::*;
-    use crate::analyze::testutil::fixture;
+    use triage_base::fixture;
 
     const H200: &str = fixture!("nvml/h200_series.jsonl");
     const H200X8: &str = fixture!("nvml/h200x8_one_slow.jsonl");
@@ -265,7 +267,7 @@ mod tests {
         let f = |rule: &str, t: f64| GpuFinding {
             t,
             gpu: Some(0),
-            class: crate::analyze::report::Class::TbtTail,
+            class: triage_report::Class::TbtTail,
             rule: rule.into(),
             title: rule.into(),
             confidence: 0.5,

@@ -6,8 +6,8 @@
 //! line number and the rest is read.
 
 use super::sample::GpuSample;
-use crate::analyze::report::Issue;
 use serde::{Deserialize, Serialize};
+use triage_report::Issue;
 
 /// The series' first line.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

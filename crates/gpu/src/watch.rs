@@ -27,10 +27,10 @@
 use super::engine::EngineSample;
 use super::sample::{GIB, GpuSample, REASON_IDLE, REASON_SW_POWER_CAP, REASONS_HW, reason_names};
 use super::xid::{self, Severity};
-use crate::analyze::report::Class;
-use crate::stats::median;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
+use triage_base::stats::median;
+use triage_report::Class;
 
 /// Thresholds of the rules. The defaults suit 1–10 Hz sampling.
 #[derive(Clone, Debug, PartialEq)]
@@ -258,7 +258,7 @@ impl GpuWatch {
         }
         out.extend(self.stall.raised.iter().cloned());
         out.extend(self.events.iter().map(|(_, f)| f.clone()));
-        crate::sort::sort_by(&mut out, |a, b| {
+        triage_base::sort::sort_by(&mut out, |a, b| {
             a.t.total_cmp(&b.t).then(a.gpu.cmp(&b.gpu)).then(a.rule.cmp(&b.rule))
         });
         out
