@@ -47,10 +47,10 @@
 pub mod analyze;
 pub mod cards;
 pub mod prometheus;
-pub mod watch;
 
 pub use triage_gpu as gpu;
 pub use triage_kv as kv;
+pub use triage_watch as watch;
 
 pub use triage_base::{
     defs, endpoint, expo, fault, lang, probe, safe, sort, sse, stats, stream, time, timing, words,

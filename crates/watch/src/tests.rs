@@ -1,7 +1,7 @@
 //! Tests of the watch's judgement: each fake engine's interval sequence, named right.
 
 use super::*;
-use crate::fault::Fault;
+use triage_base::fault::Fault;
 
 const S: u64 = 1_000_000_000;
 
@@ -255,7 +255,7 @@ fn the_exposition_names_every_family_with_help_and_type() {
     assert!(x.contains("triage_engine_requests_waiting 2\n"));
     // Every sample line parses with the analyzer's own exposition reader.
     for l in x.lines().filter(|l| !l.starts_with('#')) {
-        assert!(crate::analyze::parsers::prom::parse_sample(l).is_some(), "{l}");
+        assert!(triage_base::expo::parse_sample(l).is_some(), "{l}");
     }
 }
 

@@ -1,5 +1,5 @@
 //! The engine's state for the watch, read from one `/metrics` scrape with the analyzer's
-//! exposition parser ([`crate::analyze::parsers::prom`]): how many requests run and wait, and
+//! exposition parser ([`triage_base::expo`]): how many requests run and wait, and
 //! the counters that move whenever the engine does work.
 //!
 //! The names were checked against the engines' released source: vLLM 0.11.0
@@ -8,8 +8,8 @@
 //! Every series of a name is summed over its labels (several engines or data-parallel ranks
 //! behind one `/metrics`).
 
-use crate::analyze::parsers::prom::parse_sample;
 use serde::{Deserialize, Serialize};
+use triage_base::expo::parse_sample;
 
 /// Which engine's names a scrape holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::engine::{EngineScrape, Family};
 use super::{Watch, WatchConfig};
-use crate::analyze::report::Verdict;
-use crate::fault::Fault;
-use crate::probe::RequestRecord;
+use triage_base::fault::Fault;
+use triage_base::probe::RequestRecord;
+use triage_report::Verdict;
 
 /// The schema id every watch object carries in `schema`.
 pub const SCHEMA: &str = "triage.watch/v1";
@@ -129,7 +129,7 @@ impl EngineView {
             moved,
             since_previous_ms: prev
                 .filter(|p| scrape.at_ns > p.at_ns)
-                .map(|p| crate::probe::ms((scrape.at_ns - p.at_ns) as f64)),
+                .map(|p| triage_base::probe::ms((scrape.at_ns - p.at_ns) as f64)),
             stalled: false,
             frozen_for_ms: None,
         }
@@ -237,7 +237,7 @@ pub fn definitions(c: WatchConfig) -> Vec<Def> {
     let b = Bounds::from(c);
     let d = |name: &str, meaning: String| Def { name: name.to_owned(), meaning };
     vec![
-        d("TTFT", crate::defs::TTFT.meaning.to_owned()),
+        d("TTFT", triage_base::defs::TTFT.meaning.to_owned()),
         d("headers_ms", "request sent -> response status and headers".to_owned()),
         d("e2e_ms", "request sent -> last token".to_owned()),
         d(
@@ -278,7 +278,7 @@ impl WatchReport {
             metrics_url: metrics_url.map(str::to_owned),
             model: model.to_owned(),
             tick: watch.ticks(),
-            at_ms: crate::probe::ms(at_ms * 1e6),
+            at_ms: triage_base::probe::ms(at_ms * 1e6),
             observation,
             bounds: watch.config().into(),
             definitions: definitions(watch.config()),

@@ -1,10 +1,10 @@
 //! `triage watch`'s judgement: a canary for engines that hang while `/health` says 200.
 //!
 //! Every interval the host sends one tiny streamed request (the canary, timed by the probe's
-//! [`crate::timing::StreamTimer`] into a [`RequestRecord`]) and, when it can, reads the engine's
+//! [`triage_base::timing::StreamTimer`] into a [`RequestRecord`]) and, when it can, reads the engine's
 //! `/metrics` ([`EngineScrape`]). [`Watch::observe`] takes both and says what the engine is
-//! doing ([`State`]: serving, slow, stalled, down) with a [`Verdict`] of the analyzer's and the
-//! evidence. Sans-I/O like the rest of core: times are the host's monotonic nanoseconds.
+//! doing ([`State`]: serving, slow, stalled, down) with a [`Verdict`] of the report contract's and
+//! the evidence. Sans-I/O like the foundation: times are the host's monotonic nanoseconds.
 //!
 //! **Stalled** has two sources. The canary: the deadline passed before headers (the server took
 //! the connection and said nothing) or after headers but before the first token (or the stream
@@ -16,18 +16,20 @@
 //! Memory is bounded however long it runs: the last [`RECENT`] scrapes, a fixed-bucket TTFT
 //! histogram, one counter per fault kind.
 
+#![deny(missing_docs)]
+
 pub mod engine;
 pub mod expose;
 pub mod report;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::analyze::report::Verdict;
-use crate::fault::FaultKind;
-use crate::probe::RequestRecord;
 pub use engine::{EngineScrape, Family};
 pub use expose::TtftHistogram;
 pub use report::{CanaryView, EngineView, Observation, State, WatchReport};
+use triage_base::fault::FaultKind;
+use triage_base::probe::RequestRecord;
+use triage_report::Verdict;
 
 /// Scrapes kept (their summaries, a few hundred bytes each).
 pub const RECENT: usize = 8;
@@ -145,7 +147,11 @@ fn judge_canary(r: &RequestRecord, bound_ns: u64, timeout_ns: u64) -> (State, Ve
             "the canary was refused with 429: the engine's queue or a rate limit is full".to_owned()
         }
         _ => {
-            format!("the canary failed ({}): {}", fault.kind.as_str(), crate::safe::cut(&fault.message, 300))
+            format!(
+                "the canary failed ({}): {}",
+                fault.kind.as_str(),
+                triage_base::safe::cut(&fault.message, 300)
+            )
         }
     };
     (state, verdict, why)
@@ -228,7 +234,7 @@ impl Watch {
             None => {}
             Some(Err(e)) => {
                 self.scrape_failures += 1;
-                evidence.push(format!("/metrics could not be read: {}", crate::safe::cut(&e, 300)));
+                evidence.push(format!("/metrics could not be read: {}", triage_base::safe::cut(&e, 300)));
                 metrics_error = Some(e);
             }
             Some(Ok(scrape)) => {
@@ -319,7 +325,7 @@ impl Watch {
                 names.join(", ")
             ));
             view.stalled = true;
-            view.frozen_for_ms = Some(crate::probe::ms((scrape.at_ns - since) as f64));
+            view.frozen_for_ms = Some(triage_base::probe::ms((scrape.at_ns - since) as f64));
         } else {
             self.frozen_since_ns = None;
             evidence.push(format!(

@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use super::{State, Watch};
-use crate::analyze::report::Verdict;
+use triage_report::Verdict;
 
 /// Upper bounds of the TTFT histogram's buckets, seconds (`+Inf` is implied).
 pub const TTFT_BUCKETS_S: [f64; 12] = [0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 2.5, 5.0, 10.0, 30.0, 60.0];
