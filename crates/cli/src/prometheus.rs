@@ -23,7 +23,7 @@ use triage_core::analyze::report::Report;
 use triage_core::lang::Lang;
 use triage_core::prometheus::exchange::{self, Exchange};
 use triage_core::prometheus::query::Window;
-use triage_core::prometheus::replay::Config;
+use triage_core::prometheus::replay::{self, Config};
 use triage_core::prometheus::{Limits, PromError};
 use triage_core::safe::Secrets;
 
@@ -361,7 +361,7 @@ pub async fn analyze(
         let max_body = opts.max_body_bytes.min(r.max_body);
         (ex, request) = client.ask(ex, r, max_body).await?;
     }
-    ex.report(&Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
+    replay::report(&ex, &Config { lang, slo, secrets: &secrets }, files).map_err(prom_err)
 }
 
 /// `--from`/`--to`: unix seconds (or ms, µs, ns by magnitude) or RFC 3339.

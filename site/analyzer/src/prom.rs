@@ -10,7 +10,7 @@ use triage_core::analyze::facts::Slo;
 use triage_core::lang::Lang;
 use triage_core::prometheus::exchange::{Exchange, Request};
 use triage_core::prometheus::query::Window;
-use triage_core::prometheus::replay::Config;
+use triage_core::prometheus::replay::{self, Config};
 use triage_core::prometheus::{Limits, PromError};
 use triage_core::safe::Secrets;
 use wasm_bindgen::prelude::*;
@@ -86,7 +86,7 @@ impl PromSession {
         let Some(ex) = self.exchange.as_ref() else { return not_started() };
         let s = secrets(token);
         let cfg = Config { lang: Lang::parse(lang).unwrap_or_default(), slo: Slo::default(), secrets: &s };
-        match ex.report(&cfg, None) {
+        match replay::report(ex, &cfg, None) {
             // With its exports: the bytes `triage analyze --prometheus … --format json` and
             // `--format markdown` print (pages/export.rs).
             Ok(r) => {

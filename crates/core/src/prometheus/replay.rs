@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use super::answer::{Matrix, RangeSeries};
 use super::query::{self, Window};
 use super::samples;
-use super::{Citation, Fleet, GatewayRank, GpuRank, Group, PrometheusInput, QueryRecord, ReplicaRank};
+use super::{Citation, Fleet, GatewayRank, GpuRank, Group, PromError, PrometheusInput, ReplicaRank};
 use crate::analyze::facts::Slo;
 use crate::analyze::kind::InputKind;
 use crate::analyze::report::{Class, Finding, Report, Subject, Verdict};
@@ -31,26 +31,8 @@ pub const MAX_CITATIONS: usize = 500;
 /// A label value kept in a subject, an input name or an exposition line is cut to this.
 const MAX_LABEL_CHARS: usize = 200;
 
-/// What the host asked and where: the report's `prometheus` input, less what the answers give.
-#[derive(Clone, Debug)]
-pub struct Asked {
-    /// Base URL without credentials.
-    pub url: String,
-    /// The user's selector as given.
-    pub selector: String,
-    /// The window used (after fitting).
-    pub window: Window,
-    /// Every question asked.
-    pub queries: Vec<QueryRecord>,
-    /// Notes from the host and the planning (the step widened, series cut before asking).
-    pub cut: Vec<String>,
-    /// Unix seconds from which the matrix holds the series' own samples (the raw slice); before
-    /// it, points at steps. `end` when nothing was read raw.
-    pub samples_from_s: f64,
-    /// The scrape interval learned from those samples ([`samples::interval`]); `None` when no
-    /// series had two.
-    pub interval_s: Option<f64>,
-}
+pub use super::exchange::Asked;
+use super::exchange::Exchange;
 
 /// What to analyse with.
 pub struct Config<'a> {
@@ -60,6 +42,11 @@ pub struct Config<'a> {
     pub slo: Slo,
     /// The run's secrets (the bearer token, the basic-auth pair): redacted from every label.
     pub secrets: &'a Secrets,
+}
+
+/// The window an [`Exchange`] read, analysed (with the report of files given alongside, if any).
+pub fn report(ex: &Exchange, cfg: &Config<'_>, files: Option<Report>) -> Result<Report, PromError> {
+    analyze(ex.matrix(), ex.asked(cfg.secrets), cfg, files)
 }
 
 /// The proxy filter's name without an Envoy prefix (`envoy_wasmcustom_llm_stream_x` →
@@ -516,9 +503,9 @@ pub fn analyze(
     asked: Asked,
     cfg: &Config<'_>,
     files: Option<Report>,
-) -> Result<Report, super::PromError> {
+) -> Result<Report, PromError> {
     if m.series.is_empty() {
-        return Err(super::PromError::Empty(format!(
+        return Err(PromError::Empty(format!(
             "nothing matched {} between {} and {} (check --selector, the window, and that Prometheus scrapes the engines and the DCGM exporter)",
             asked.queries.last().map_or("", |q| q.expr.as_str()),
             query::iso(asked.window.start_s),

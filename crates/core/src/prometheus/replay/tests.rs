@@ -332,7 +332,7 @@ fn nothing_in_the_window_is_an_error_and_labels_are_redacted() {
         None,
     )
     .unwrap_err();
-    assert!(matches!(e, crate::prometheus::PromError::Empty(_)), "{e:?}");
+    assert!(matches!(e, PromError::Empty(_)), "{e:?}");
     let secrets = Secrets::new().with("s3cr3t-bearer-token");
     let l = [("instance", "s3cr3t-bearer-token"), ("note", "line\nbreak")];
     let m = matrix(vec![

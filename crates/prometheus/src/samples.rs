@@ -54,10 +54,10 @@ pub fn interval(m: &Matrix) -> Option<f64> {
         .filter_map(|s| {
             let mut gaps: Vec<f64> =
                 s.points.windows(2).map(|p| p[1].0 - p[0].0).filter(|g| *g > 0.0).collect();
-            crate::stats::median(&mut gaps)
+            triage_base::stats::median(&mut gaps)
         })
         .collect();
-    crate::stats::median(&mut per_series).filter(|i| i.is_finite() && *i > 0.0)
+    triage_base::stats::median(&mut per_series).filter(|i| i.is_finite() && *i > 0.0)
 }
 
 /// The range answer with its points from `from_s` on replaced by the series' own samples: a
@@ -80,7 +80,7 @@ pub fn merge(range: &mut Matrix, samples: Matrix, from_s: f64) {
         range.series.push(super::answer::RangeSeries { labels, points: raw });
     }
     range.series.retain(|s| !s.points.is_empty());
-    crate::sort::sort_by(&mut range.series, |a, b| a.labels.cmp(&b.labels));
+    triage_base::sort::sort_by(&mut range.series, |a, b| a.labels.cmp(&b.labels));
     range.points = points;
     range.cut.extend(samples.cut);
 }
@@ -122,7 +122,7 @@ pub fn scraping(
     from_s: f64,
     tail_s: Option<f64>,
     stale_series: usize,
-    lang: crate::lang::Lang,
+    lang: triage_base::lang::Lang,
 ) -> Scraping {
     let i = query::secs(interval_s);
     let shortest = query::secs((MIN_TAIL_SAMPLES - 1) as f64 * interval_s);
@@ -150,7 +150,7 @@ pub fn scraping(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prometheus::answer::RangeSeries;
+    use crate::answer::RangeSeries;
 
     fn series(name: &str, points: &[(f64, f64)]) -> RangeSeries {
         RangeSeries {
@@ -213,9 +213,11 @@ mod tests {
         let every_15: Vec<(f64, f64)> = (0..40).map(|k| (k as f64 * 15.0, 0.0)).collect();
         assert_eq!(tail_start(&every_15, 465.0), 465.0);
         assert!(
-            scraping(60.0, 0.0, Some(120.0), 0, crate::lang::Lang::En).limits.contains("shorter than 120 s")
+            scraping(60.0, 0.0, Some(120.0), 0, triage_base::lang::Lang::En)
+                .limits
+                .contains("shorter than 120 s")
         );
-        assert!(scraping(60.0, 0.0, None, 0, crate::lang::Lang::Zh).limits.contains("短于 120 s"));
+        assert!(scraping(60.0, 0.0, None, 0, triage_base::lang::Lang::Zh).limits.contains("短于 120 s"));
         assert_eq!(slice_seconds(&w(1800.0, 15.0), 3000, 1_000_000), 333.0);
         assert_eq!(slice_seconds(&w(600.0, 15.0), 10, 1_000_000), 600.0);
     }

@@ -11,7 +11,7 @@ use std::io::{self, Read};
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::safe::Secrets;
+use triage_base::safe::Secrets;
 
 /// Most bytes of one series' label names and values read; a series with more is skipped (and
 /// counted), an instance name longer than this is not kept.
@@ -187,7 +187,7 @@ impl Visitor<'_> for EngineName {
         f.write_str("a metric name")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
-        Ok(super::super::query::is_engine_metric(v))
+        Ok(crate::query::is_engine_metric(v))
     }
 }
 
@@ -256,7 +256,7 @@ impl SeriesSets {
     /// the first one that does not fit, and every one after it, can never be read, whatever
     /// comes later (its count only grows).
     fn compact(&mut self) {
-        crate::sort::sort_by(&mut self.kept, |a, b| a.0.cmp(&b.0));
+        triage_base::sort::sort_by(&mut self.kept, |a, b| a.0.cmp(&b.0));
         let mut merged: Vec<(String, usize, bool)> = Vec::new();
         for (inst, n, engine) in std::mem::take(&mut self.kept) {
             match merged.last_mut() {
@@ -291,7 +291,7 @@ impl SeriesSets {
         if self.instances_more {
             return;
         }
-        crate::sort::sort(&mut self.seen);
+        triage_base::sort::sort(&mut self.seen);
         self.seen.dedup();
         self.sorted = self.seen.len();
         if self.sorted > MAX_DISTINCT_INSTANCES {
@@ -417,7 +417,7 @@ impl Keeper {
     /// Sorted by labels (then arrival) and cut to `max_series`; each kept series keeps the
     /// points that fit what the ones before it left.
     pub fn compact(&mut self) {
-        crate::sort::sort_by(&mut self.kept, |a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        triage_base::sort::sort_by(&mut self.kept, |a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
         self.kept.truncate(self.max_series);
         let mut room = self.max_points;
         for (_, _, s) in &mut self.kept {
@@ -636,7 +636,7 @@ impl Visitor<'_> for Value {
         f.write_str("a sample value")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<f64>, E> {
-        Ok(crate::analyze::parsers::prom::parse_value(v))
+        Ok(triage_base::expo::parse_value(v))
     }
 }
 

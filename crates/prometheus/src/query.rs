@@ -80,7 +80,7 @@ fn is_label_name(s: &str) -> bool {
 /// Read `--selector`: `{namespace="llm", pod=~"vllm-.*"}` (braces optional, `"` or `'` quotes,
 /// `=`, `!=`, `=~`, `!~`). A mistake is a [`PromError::BadSelector`] that says where.
 pub fn parse_selector(text: &str) -> Result<Vec<Matcher>, PromError> {
-    let bad = |why: &str| PromError::BadSelector(format!("{why} in {:?}", crate::safe::cut(text, 200)));
+    let bad = |why: &str| PromError::BadSelector(format!("{why} in {:?}", triage_base::safe::cut(text, 200)));
     let t = text.trim();
     let inner = match (t.strip_prefix('{'), t.ends_with('}')) {
         (Some(rest), true) => &rest[..rest.len() - 1],
@@ -421,7 +421,7 @@ mod tests {
         assert_eq!(iso(1_764_460_800.0), "2025-11-30T00:00:00Z");
         assert_eq!(iso(0.0), "1970-01-01T00:00:00Z");
         assert_eq!(iso(951_825_600.25), "2000-02-29T12:00:00.250Z");
-        assert_eq!(crate::analyze::time::parse_iso(&iso(1_800_000_123.0)), Some(1_800_000_123.0));
+        assert_eq!(triage_base::time::parse_iso(&iso(1_800_000_123.0)), Some(1_800_000_123.0));
         let w = Window { start_s: 1_764_460_800.0, end_s: 1_764_462_600.0, step_s: 15.0 };
         assert_eq!(
             graph_url("http://prom:9090/", "rate(x_total[5m])", &w),

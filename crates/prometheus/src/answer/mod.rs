@@ -18,7 +18,7 @@ use de::Envelope;
 pub use de::{MAX_DISTINCT_INSTANCES, MAX_LABEL_BYTES, MAX_STRING_BYTES, SeriesSets};
 
 use super::PromError;
-use crate::safe::Secrets;
+use triage_base::safe::Secrets;
 
 /// One series of a range answer: its labels (`__name__` included) and `(unix s, value)` points.
 #[derive(Clone, Debug, PartialEq)]

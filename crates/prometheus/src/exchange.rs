@@ -15,16 +15,35 @@
 //!    read within what is left of the bounds.
 //!
 //! [`Exchange::answered`] takes each answer and gives the next request, or `None` when the
-//! window is read; [`Exchange::report`] then analyses it (as often as asked: the site reads it
-//! again in another language).
+//! window is read; the analyzer's replay then analyses [`Exchange::matrix`] with
+//! [`Exchange::asked`] (as often as asked: the site reads it again in another language).
 
 use super::answer::{self, Matrix, Source};
 use super::query::{self, Window};
-use super::replay::{self, Asked, Config};
 use super::samples;
 use super::{Limits, PromError, QueryRecord};
-use crate::analyze::report::Report;
-use crate::safe::Secrets;
+use triage_base::safe::Secrets;
+
+/// What the host asked and where: the report's `prometheus` input, less what the answers give.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    /// Base URL without credentials.
+    pub url: String,
+    /// The user's selector as given.
+    pub selector: String,
+    /// The window used (after fitting).
+    pub window: Window,
+    /// Every question asked.
+    pub queries: Vec<QueryRecord>,
+    /// Notes from the host and the planning (the step widened, series cut before asking).
+    pub cut: Vec<String>,
+    /// Unix seconds from which the matrix holds the series' own samples (the raw slice); before
+    /// it, points at steps. `end` when nothing was read raw.
+    pub samples_from_s: f64,
+    /// The scrape interval learned from those samples ([`samples::interval`]); `None` when no
+    /// series had two.
+    pub interval_s: Option<f64>,
+}
 
 /// One POST to make: `{base}{path}` with `form` as an `application/x-www-form-urlencoded` body,
 /// its answer read to at most `max_body` bytes (the host may hold it to less).
@@ -317,8 +336,14 @@ impl Exchange {
         Ok(Request { path: "/api/v1/query_range", form: range_form(&self.expr, &w), max_body: usize::MAX })
     }
 
-    /// The window read, analysed (with the report of files given alongside, if any).
-    pub fn report(&self, cfg: &Config<'_>, files: Option<Report>) -> Result<Report, PromError> {
+    /// The series read: the window's points, the recent slice's own samples in place of its
+    /// steps.
+    pub fn matrix(&self) -> &Matrix {
+        &self.matrix
+    }
+
+    /// What was asked, for the analysis of [`Exchange::matrix`].
+    pub fn asked(&self, secrets: &Secrets) -> Asked {
         // The queries were built from the server's raw label values (the instance filter under
         // --max-series, the liveness matcher): what the report shows of them is redacted, and
         // the graph link is made from what is shown.
@@ -326,7 +351,7 @@ impl Exchange {
             .queries
             .iter()
             .map(|q| {
-                let expr = cfg.secrets.redact(&q.expr).into_owned();
+                let expr = secrets.redact(&q.expr).into_owned();
                 let graph_url = if expr == q.expr {
                     q.graph_url.clone()
                 } else {
@@ -335,7 +360,7 @@ impl Exchange {
                 QueryRecord { expr, graph_url, ..q.clone() }
             })
             .collect();
-        let asked = Asked {
+        Asked {
             url: self.base.clone(),
             selector: self.selector.clone(),
             window: self.window,
@@ -343,8 +368,7 @@ impl Exchange {
             cut: self.cut.clone(),
             samples_from_s: self.window.end_s - self.slice_s,
             interval_s: self.interval_s,
-        };
-        replay::analyze(&self.matrix, asked, cfg, files)
+        }
     }
 }
 
@@ -372,8 +396,8 @@ fn range_form(expr: &str, w: &Window) -> String {
 pub fn parse_time(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let parsed = match t.parse::<f64>() {
-        Ok(x) => crate::analyze::time::from_number(x),
-        Err(_) => crate::analyze::time::parse_iso(t),
+        Ok(x) => triage_base::time::from_number(x),
+        Err(_) => triage_base::time::parse_iso(t),
     };
     parsed.ok_or_else(|| {
         format!(
@@ -488,10 +512,8 @@ mod tests {
         // The range's points over the slice are replaced by the samples.
         let waiting = &ex.matrix.series[0].points;
         assert_eq!(waiting, &[(1000.0, 0.0), (4300.0, 3.0), (4360.0, 4.0), (4421.0, 9.0), (4540.0, 9.0)]);
-        let cfg = Config { lang: crate::analyze::Lang::En, slo: Default::default(), secrets: &s };
-        let report = ex.report(&cfg, None).unwrap();
-        let p = report.prometheus.as_ref().unwrap();
-        assert_eq!(p.queries.len(), 4);
-        assert_eq!(p.scraping.as_ref().map(|s| s.interval_s), Some(61.0));
+        let asked = ex.asked(&s);
+        assert_eq!(asked.queries.len(), 4);
+        assert_eq!(asked.interval_s, Some(61.0));
     }
 }
