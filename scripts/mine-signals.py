@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Propose analyzer signals (crates/core/src/analyze/signal_table.rs) from the message catalogue.
+"""Propose analyzer signals (crates/analyze/src/signal_table.rs) from the message catalogue.
 
 Reads tests/data/catalogue/*.tsv and prints, for every row whose template no signal of the
 table knows yet, a `Signal` entry: the longest literal pieces of the template (between its
@@ -25,7 +25,7 @@ def rows():
 
 
 def known_needles():
-    table = open(os.path.join(ROOT, "crates/core/src/analyze/signal_table.rs"), encoding="utf-8").read()
+    table = open(os.path.join(ROOT, "crates/analyze/src/signal_table.rs"), encoding="utf-8").read()
     out = []
     for m in re.finditer(r"needles: &\[([^\]]*)\]|s\(\"[^\"]+\", &\[([^\]]*)\]", table):
         body = m.group(1) or m.group(2)

@@ -5,7 +5,7 @@
 //! `{name}` holes, filled by [`tf`]. What the analyzer writes (findings, rule docs, figure
 //! definitions) comes from core in the same language: it is analysed with this `Lang`.
 
-pub use triage_core::cards::Lang;
+pub use triage_cards::Lang;
 
 /// Every message the pages show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

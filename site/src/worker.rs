@@ -332,7 +332,7 @@ pub struct PromSession(u32);
 #[derive(serde::Deserialize)]
 pub struct PromReport {
     /// The report, to show.
-    pub report: triage_core::analyze::report::Report,
+    pub report: triage_report::Report,
     /// `triage.report/v1`, pretty, as the CLI prints it.
     pub json: String,
     /// The report as Markdown, as the CLI prints it.
@@ -367,7 +367,7 @@ impl PromSession {
     pub async fn start(
         base: &str,
         selector: &str,
-        w: &triage_core::prometheus::query::Window,
+        w: &triage_prometheus::query::Window,
     ) -> PromStep<(PromSession, PromRequest)> {
         let n = SESSIONS.with(|s| {
             s.set(s.get() + 1);

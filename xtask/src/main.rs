@@ -20,6 +20,10 @@ mod tidy;
 const FORBIDDEN_IN_CORE: &[&str] =
     &["tokio", "reqwest", "hyper", "wasmtime", "leptos", "web-sys", "js-sys", "getrandom", "wasm-bindgen"];
 
+/// Crates the site's page must not link: what judges (the rules, their docs, the parsers) is in
+/// the analysis worker's module, loaded when first needed, never in the first visit's.
+const NOT_IN_THE_PAGE: &[&str] = &["triage-analyze", "triage-core", "triage-deck", "triage-gpu"];
+
 /// Targets the core must build for.
 const CORE_TARGETS: &[&str] = &["wasm32-unknown-unknown", "wasm32-wasip1", "wasm32-wasip2"];
 
@@ -118,23 +122,28 @@ fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The crates with property tests.
+const PROPERTY_TESTED: &[&str] = &["triage-base", "triage-analyze", "triage-cards"];
+
 /// The seed CI's property tests draw from (as `.cargo/config.toml` sets for a plain `cargo test`).
 const CI_PROPTEST_SEED: &str = "28";
 
-/// The property tests (all in triage-core) with seeds from the clock and `cases` cases each.
-/// proptest saves each failure's seed under `crates/core/proptest-regressions/`, replayed first
+/// The property tests (in the pure crates) with seeds from the clock and `cases` cases each.
+/// proptest saves each failure's seed under the crate's `proptest-regressions/`, replayed first
 /// by every later run, CI's included.
 fn proptest(cases: u32) -> anyhow::Result<()> {
     let seed =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(1);
     eprintln!("proptest: seed {seed}, {cases} cases per property (rerun: PROPTEST_RNG_SEED={seed})");
     let mut test = cargo();
-    test.args(["test", "--package", "triage-core", "--lib", "--locked", "--release", "--features", "review"])
-        .env("PROPTEST_RNG_SEED", seed.to_string())
-        .env("PROPTEST_CASES", cases.to_string());
+    test.args(["test", "--lib", "--locked", "--release", "--features", "triage-cards/review"]);
+    for package in PROPERTY_TESTED {
+        test.args(["--package", package]);
+    }
+    test.env("PROPTEST_RNG_SEED", seed.to_string()).env("PROPTEST_CASES", cases.to_string());
     step("property tests", test).inspect_err(|_| {
         eprintln!(
-            "proptest: a failure's seed is now in crates/core/proptest-regressions/ — commit it with the fix"
+            "proptest: a failure's seed is now in the crate's proptest-regressions/ — commit it with the fix"
         )
     })
 }
@@ -350,6 +359,43 @@ fn purity() -> anyhow::Result<()> {
     for package in ["triage-core", "triage-sim-model"] {
         purity_of(package)?;
     }
+    page_links_no_rule()
+}
+
+/// The site's page depends on what it shows and drives; [`NOT_IN_THE_PAGE`] stays out of its
+/// crate graph (the analysis worker, `site/analyzer`, links them).
+fn page_links_no_rule() -> anyhow::Result<()> {
+    let out = cargo()
+        .args([
+            "tree",
+            "--package",
+            "triage-site",
+            "--edges",
+            "normal,build",
+            "--target",
+            "wasm32-unknown-unknown",
+        ])
+        .args(["--prefix", "none", "--locked"])
+        .output()
+        .context("running cargo tree")?;
+    if !out.status.success() {
+        bail!("cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let mut found: Vec<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| NOT_IN_THE_PAGE.contains(n))
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    if !found.is_empty() {
+        bail!(
+            "the site's page (triage-site) links {}: what judges belongs to the analysis worker (site/analyzer)",
+            found.join(", ")
+        );
+    }
+    eprintln!("<== the site's page links none of {}", NOT_IN_THE_PAGE.join(", "));
     Ok(())
 }
 
@@ -407,8 +453,8 @@ fn bench(what: &str) -> anyhow::Result<()> {
     let out = |name: &str| results.join(name).to_string_lossy().into_owned();
     let core = || {
         let mut c = cargo();
-        c.args(["bench", "--package", "triage-core", "--locked"]);
-        step("criterion benches (triage-core: sse, sketch, analyze)", c)
+        c.args(["bench", "--package", "triage-base", "--package", "triage-analyze", "--locked"]);
+        step("criterion benches (triage-base: sse, sketch; triage-analyze: analyze)", c)
     };
     let probe = || {
         let mut c = cargo();

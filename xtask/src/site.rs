@@ -40,7 +40,7 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 ///
 /// 2026-12-05, session 9: the cards page stopped making the rule cards from rule docs linked
 /// into the page (`deck.json` now holds the whole deck), so no rule text is in the page's wasm
-/// ([`judges_only_in_the_worker`] checks it on every build); reviewing moved to `rs-fsrs`
+/// (the page's crate graph now keeps it out: `cargo xtask purity`); reviewing moved to `rs-fsrs`
 /// (+11,106 B gzip measured against the same page with its two scheduler calls stubbed) and
 /// gained undo, bury, suspend, a card browser and charts. Measured: the page's wasm 479,266 B
 /// gzip, the first visit 492,240 B, everything 1,214,867 B.
@@ -154,7 +154,7 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
     // The whole flashcard deck as data the cards page fetches when it opens, built here,
     // natively, by the same core (`triage cards` prints the same cards). The page's wasm holds no
     // card text and no rule docs: those are the analyzer's, in the worker's module.
-    std::fs::write(out.join(DECK_FILE), serde_json::to_string(&triage_core::cards::deck())?)?;
+    std::fs::write(out.join(DECK_FILE), serde_json::to_string(&triage_deck::deck())?)?;
     let (mut raw, mut gz, mut first_raw, mut first_gz) = (0, 0, 0, 0);
     let mut on_demand = serde_json::Map::new();
     let mut files: Vec<_> = std::fs::read_dir(&out)?.filter_map(Result::ok).map(|e| e.path()).collect();
@@ -187,7 +187,6 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
     if first_gz > FIRST_VISIT_BUDGET_GZIP_BYTES {
         bail!("the first visit loads {first_gz} B gzip, over the {FIRST_VISIT_BUDGET_GZIP_BYTES} B budget");
     }
-    judges_only_in_the_worker(&out)?;
     let analyzer_gz = gzip_len(&out.join(ANALYZER_WASM))?;
     if analyzer_gz > ANALYZER_BUDGET_GZIP_BYTES {
         bail!("{ANALYZER_WASM} is {analyzer_gz} B gzip, over the {ANALYZER_BUDGET_GZIP_BYTES} B budget");
@@ -208,32 +207,6 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
     });
     std::fs::write(results.join("site-size.json"), serde_json::to_string_pretty(&json)? + "\n")?;
     Ok((raw, gz))
-}
-
-/// The page's module must not carry what judges: every rule's text is in the analyzer's module
-/// (the worker's) and in no byte of the page's, whose size is what a first visit waits for. A
-/// page module that links a rule doc again (one call into core's rules from a view) fails here,
-/// naming the rule, instead of silently adding ~140 KB to the first visit.
-fn judges_only_in_the_worker(out: &Path) -> anyhow::Result<()> {
-    let page = std::fs::read(out.join("triage_site_bg.wasm"))?;
-    let analyzer = std::fs::read(out.join(ANALYZER_WASM))?;
-    let has = |hay: &[u8], needle: &str| memchr::memmem::find(hay, needle.as_bytes()).is_some();
-    let mut checked = 0;
-    for doc in triage_core::analyze::rules::docs() {
-        if !has(&analyzer, doc.detects) {
-            bail!("rule {}: its docs are not in {ANALYZER_WASM}; the analysis worker needs them", doc.id);
-        }
-        if has(&page, doc.detects) {
-            bail!(
-                "rule {}: its docs are in triage_site_bg.wasm, the page's module (the first visit); \
-                 what judges belongs to the analyzer's module (site/analyzer): ask the worker",
-                doc.id
-            );
-        }
-        checked += 1;
-    }
-    eprintln!("  rule docs: all {checked} in {ANALYZER_WASM}, none in the page's module");
-    Ok(())
 }
 
 fn mime(path: &Path) -> &'static str {

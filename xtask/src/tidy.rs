@@ -149,8 +149,8 @@ fn code_lines_count_code_only() {
     assert_eq!(size_reason("//! What.\n//! Size: a data table.\nuse x;\n"), Some("a data table."));
     assert_eq!(size_reason("//! What.\n\n//! Size: too late\n"), None);
     assert!(is_test_file(Path::new("crates/cli/tests/kv.rs")));
-    assert!(is_test_file(Path::new("crates/core/src/kv/reconcile/tests.rs")));
-    assert!(!is_test_file(Path::new("crates/core/src/kv/estimate/mod.rs")));
+    assert!(is_test_file(Path::new("crates/kv/src/reconcile/tests.rs")));
+    assert!(!is_test_file(Path::new("crates/kv/src/estimate/mod.rs")));
 }
 
 /// No non-test file holds more than `MAX_CODE_LINES` lines of code unless its header says why
@@ -182,6 +182,19 @@ fn long_files_say_why() {
     );
 }
 
+/// The crates (under `crates/`) that make the pure core.
+const PURE_CRATES: &[&str] =
+    &["base", "report", "kv", "gpu", "watch", "prometheus", "analyze", "cards", "deck", "core"];
+
+/// Every pure crate reads the one sans-I/O clippy configuration (a link to `crates/base/clippy.toml`).
+#[test]
+fn pure_crates_share_the_clippy_rules() {
+    let rules = read("crates/base/clippy.toml");
+    for c in PURE_CRATES {
+        assert_eq!(read(format!("crates/{c}/clippy.toml")), rules, "crates/{c}/clippy.toml");
+    }
+}
+
 /// The code lines (before a trailing tests module) of `text` that call one of std's slice sorts.
 fn std_sort_calls(text: &str) -> Vec<usize> {
     const CALLS: &[&str] = &[
@@ -206,13 +219,14 @@ fn std_sort_calls_are_found() {
     assert!(std_sort_calls("crate::sort::sort_by(&mut v, f);\n#[cfg(test)]\nv.sort();\n").is_empty());
 }
 
-/// Core and the site sort with `triage_core::sort`: each std sort instantiation is ~3.5 KB of
-/// the site's wasm (40 of them were 17 KB gzip).
+/// The pure crates and the site sort with `triage_base::sort`: each std sort instantiation is
+/// ~3.5 KB of the site's wasm (40 of them were 17 KB gzip).
 #[test]
 fn core_and_site_sort_with_one_sort() {
     let mut files = Vec::new();
-    rust_files(&root().join("crates/core/src"), &mut files);
-    rust_files(&root().join("site/src"), &mut files);
+    for dir in PURE_CRATES.iter().map(|c| format!("crates/{c}/src")).chain(["site/src".to_owned()]) {
+        rust_files(&root().join(dir), &mut files);
+    }
     let mut found = Vec::new();
     for f in files.iter().filter(|f| !is_test_file(f) && !f.ends_with("sort.rs")) {
         let text = std::fs::read_to_string(f).unwrap_or_default();
@@ -220,5 +234,5 @@ fn core_and_site_sort_with_one_sort() {
             found.push(format!("{}:{line}", f.strip_prefix(root()).unwrap_or(f).display()));
         }
     }
-    assert!(found.is_empty(), "std sorts in core or the site (use triage_core::sort): {found:?}");
+    assert!(found.is_empty(), "std sorts in the pure crates or the site (use triage_base::sort): {found:?}");
 }

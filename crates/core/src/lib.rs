@@ -1,4 +1,12 @@
-//! triage-core: the pure heart of llm-triage.
+//! triage-core: the pure heart of llm-triage, as one crate for the hosts (the CLI, the runner, the
+//! plugins, the site's analysis worker).
+//!
+//! It re-exports the crates the core is made of, at the paths the hosts use: the foundation
+//! (`triage-base`: sse, stream, timing, stats, probe, fault, endpoint, safe, …), the report
+//! contract (`analyze::report`, `triage-report`), the analyzer and its Prometheus replay
+//! (`triage-analyze`), the KV estimator (`triage-kv`), GPU monitoring (`triage-gpu`), the
+//! canary's judgement (`triage-watch`) and the flashcards (`triage-cards`, `triage-deck`).
+//! A host that needs less (the site's page) depends on those crates directly.
 //!
 //! Bytes and timestamps in, values out. Nothing here reads a clock, a file, the environment
 //! or the network, so the same code runs natively, in the browser (wasm32-unknown-unknown),
@@ -44,10 +52,8 @@
 
 #![deny(missing_docs)]
 
-pub mod analyze;
-pub mod cards;
-pub mod prometheus;
-
+pub use triage_analyze as analyze;
+pub use triage_analyze::prometheus;
 pub use triage_gpu as gpu;
 pub use triage_kv as kv;
 pub use triage_watch as watch;
@@ -55,3 +61,10 @@ pub use triage_watch as watch;
 pub use triage_base::{
     defs, endpoint, expo, fault, lang, probe, safe, sort, sse, stats, stream, time, timing, words,
 };
+
+/// Interview flashcards: the card and its contracts (`triage-cards`) and the deck built from the
+/// rules, the estimator and the definitions (`triage-deck`).
+pub mod cards {
+    pub use triage_cards::*;
+    pub use triage_deck::{anatomy, concept, deck, log, numeric};
+}

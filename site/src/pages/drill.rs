@@ -9,7 +9,7 @@ use crate::pages::triage::ReportView;
 use crate::{Excerpt, worker};
 use leptos::prelude::*;
 use serde::Deserialize;
-use triage_core::analyze::report::Report;
+use triage_report::Report;
 
 /// One file the incident left: its first lines and its size (the worker keeps the rest).
 #[derive(Clone, Debug, Deserialize, PartialEq)]

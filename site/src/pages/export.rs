@@ -1,7 +1,7 @@
 //! Into the ticket: a report shown on the page, copied as Markdown or saved as JSON — the bytes
 //! `triage analyze --format markdown` and `--format json` print for the same inputs. Both are
 //! made where the report is, in the analysis worker (core's one Markdown renderer,
-//! `triage_core::analyze::markdown`; the CLI's pretty JSON), so the page's module carries
+//! `triage_report::markdown`; the CLI's pretty JSON), so the page's module carries
 //! neither; keys and credential shapes are already redacted in the report itself.
 
 use crate::app::{click, tx, use_lang};

@@ -5,13 +5,13 @@ use crate::app::{effect, num_text, set_parsed, set_text, tx, use_lang};
 use crate::fixed::fixed;
 use crate::i18n::{Msg, t};
 use leptos::prelude::*;
-use triage_core::kv::gpus::GPUS;
-use triage_core::kv::missing::describe_in as describe_missing;
-use triage_core::kv::presets::PRESETS;
-use triage_core::kv::report::KvReport;
-use triage_core::kv::request::{KvRequest, build_report_in};
-use triage_core::kv::units::fmt_int;
-use triage_core::lang::Lang;
+use triage_base::lang::Lang;
+use triage_kv::gpus::GPUS;
+use triage_kv::missing::describe_in as describe_missing;
+use triage_kv::presets::PRESETS;
+use triage_kv::report::KvReport;
+use triage_kv::request::{KvRequest, build_report_in};
+use triage_kv::units::fmt_int;
 use wasm_bindgen::JsCast;
 
 #[component]

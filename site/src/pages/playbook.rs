@@ -9,7 +9,7 @@ use crate::i18n::Msg;
 use crate::worker;
 use leptos::prelude::*;
 use serde::Deserialize;
-use triage_core::analyze::report::{Class, Finding, Report};
+use triage_report::{Class, Finding, Report};
 
 const TREES: [(Class, Msg); 4] = [
     (Class::TtftHigh, Msg::TreeTtft),

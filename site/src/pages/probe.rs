@@ -10,10 +10,10 @@ use crate::i18n::{Lang, Msg, t, tf};
 use leptos::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use triage_core::endpoint::{self, Api, ProbeRequest};
-use triage_core::fault::{self, Fault, FaultKind};
-use triage_core::probe::{ProbeSummary, Quantiles, RequestRecord};
-use triage_core::timing::{StreamTimer, TimerConfig};
+use triage_base::endpoint::{self, Api, ProbeRequest};
+use triage_base::fault::{self, Fault, FaultKind};
+use triage_base::probe::{ProbeSummary, Quantiles, RequestRecord};
+use triage_base::timing::{StreamTimer, TimerConfig};
 use wasm_bindgen::JsCast;
 
 const KEY_STORE: &str = "triage.probe.key";
@@ -39,8 +39,8 @@ struct Opts {
 
 impl Opts {
     /// The run's secrets: the key (the page adds no other header a person chose).
-    fn secrets(&self) -> triage_core::safe::Secrets {
-        triage_core::safe::Secrets::new().with(&self.key)
+    fn secrets(&self) -> triage_base::safe::Secrets {
+        triage_base::safe::Secrets::new().with(&self.key)
     }
 }
 
@@ -220,7 +220,7 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
             (Ok(()), Some(h)) if !(200..300).contains(&h.status) => {
                 // Redacted before `from_status` cuts it; so is the header the server chose.
                 let body = secrets.redact(&String::from_utf8_lossy(&error_body.borrow())).into_owned();
-                let retry = h.retry_after.as_deref().map(|r| triage_core::safe::cut(&secrets.redact(r), 100));
+                let retry = h.retry_after.as_deref().map(|r| triage_base::safe::cut(&secrets.redact(r), 100));
                 Some(fault::from_status_in(h.status, &o.url, &body, retry.as_deref(), lang))
             }
             (Ok(()), Some(h)) => fault::judge_stream_in(&h.content_type, &o.url, &timing, lang),
@@ -333,7 +333,7 @@ pub fn ProbePage() -> impl IntoView {
                     }
                     records.update(|v| {
                         v.push(rec);
-                        triage_core::sort::sort_by_key(v, |r| r.index);
+                        triage_base::sort::sort_by_key(v, |r| r.index);
                     });
                     finished.set(finished.get() + 1);
                     if finished.get() == total {
@@ -489,7 +489,7 @@ pub fn ProbePage() -> impl IntoView {
                 }).collect_view()}
             </ul>
             <ul class="defs">
-                {triage_core::defs::PROBE_FIGURES.iter().map(|d| fixed(view! {
+                {triage_base::defs::PROBE_FIGURES.iter().map(|d| fixed(view! {
                     <li><strong>{d.name}</strong> ": " {move || d.meaning_in(lang.get())} " (" {move || d.others_in(lang.get())} ")"</li>
                 })).collect_view()}
             </ul>

@@ -17,10 +17,10 @@ use crate::fixed::fixed;
 use crate::i18n::{Lang, Msg, t, tf};
 use crate::worker::{PromFailure, PromSession, PromStep};
 use leptos::prelude::*;
-use triage_core::analyze::report::Report;
-use triage_core::prometheus::PrometheusInput;
-use triage_core::prometheus::exchange;
-use triage_core::prometheus::query::Window;
+use triage_prometheus::exchange;
+use triage_prometheus::query::Window;
+use triage_report::Report;
+use triage_report::prometheus::PrometheusInput;
 
 /// Deadline of one query (sending, waiting, reading the whole body), and of the whole run.
 const QUERY_TIMEOUT_MS: f64 = 30_000.0;

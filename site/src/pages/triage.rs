@@ -11,7 +11,7 @@ use crate::i18n::{Lang, Msg, t, tf};
 use crate::worker::{self, WorkerDone, WorkerInput};
 use crate::{Excerpt, NamedText};
 use leptos::prelude::*;
-use triage_core::analyze::report::{Finding, Report};
+use triage_report::{Finding, Report};
 use wasm_bindgen::JsCast;
 
 /// Pastes above this size are kept out of the textarea (listed like files).
@@ -515,7 +515,7 @@ fn ReportCharts(report: Report) -> impl IntoView {
             .keys()
             .filter_map(|k| Some((k.strip_prefix(prefix)?.parse().ok()?, k.clone())))
             .collect();
-        triage_core::sort::sort_by_key(&mut v, |(g, _)| *g);
+        triage_base::sort::sort_by_key(&mut v, |(g, _)| *g);
         v.into_iter()
             .map(|(g, k)| {
                 let slow = stragglers.contains(&g.to_string());
@@ -549,7 +549,7 @@ fn ReportCharts(report: Report) -> impl IntoView {
         }
         if let Some(c) = canvas(cdf) {
             let mut sorted = ttft.clone();
-            triage_core::sort::sort_by(&mut sorted, f64::total_cmp);
+            triage_base::sort::sort_by(&mut sorted, f64::total_cmp);
             let n = sorted.len().max(1) as f64;
             let points: Vec<(f64, f64)> =
                 sorted.iter().enumerate().map(|(i, v)| (*v, (i + 1) as f64 / n)).collect();

@@ -2,7 +2,7 @@
 """Compute KV-cache capacities with vLLM 0.33.0's own planning functions (no GPU, no torch).
 
 Used to make the `vllm-0.33-*.log` fixtures and the expected figures of the
-`matches_vllm_0_33_exactly_given_exact_bytes` test (crates/core/src/kv/estimate/tests.rs). It
+`matches_vllm_0_33_exactly_given_exact_bytes` test (crates/kv/src/estimate/tests.rs). It
 imports, unmodified, from an unpacked vLLM 0.33.0 wheel:
 
   vllm/v1/kv_cache_interface.py        FullAttentionSpec, SlidingWindowSpec, MLAAttentionSpec

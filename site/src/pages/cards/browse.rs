@@ -7,8 +7,8 @@ use crate::app::{click, set_text, tx, use_lang};
 use crate::fixed::{Erased, fixed};
 use crate::i18n::{Msg, tf};
 use leptos::prelude::*;
-use triage_core::cards::Card;
-use triage_core::cards::review::{Phase, interval_text};
+use triage_cards::Card;
+use triage_cards::review::{Phase, interval_text};
 
 /// Rows drawn at most (the rest are counted).
 const SHOWN: usize = 100;
@@ -58,7 +58,7 @@ pub fn view(shared: Shared) -> Erased {
     })
 }
 
-fn row(shared: Shared, i: usize, now: triage_core::cards::review::Clock) -> Erased {
+fn row(shared: Shared, i: usize, now: triage_cards::review::Clock) -> Erased {
     let lang = use_lang();
     let card = shared.deck.with_value(|d| d.cards[i].clone());
     let id = card.id.clone();
@@ -78,7 +78,7 @@ fn row(shared: Shared, i: usize, now: triage_core::cards::review::Clock) -> Eras
     fixed(view! {
         <tr data-testid="browse-row" data-card=id.clone() data-phase=format!("{phase:?}").to_lowercase() data-suspended=suspended.to_string()>
             <td><code>{card.kind.as_str()}</code></td>
-            <td>{move || triage_core::safe::cut(front.front(lang.get()), 140)}</td>
+            <td>{move || triage_base::safe::cut(front.front(lang.get()), 140)}</td>
             <td class="note">{format!("{phase:?}").to_lowercase()} {when.map(|w| format!(" · {w}"))}</td>
             <td>
                 <button data-testid="browse-suspend" on:click=click(move |_| shared.update(|p| p.suspend(&toggle, !suspended)))>

@@ -20,8 +20,8 @@ use crate::browser;
 use crate::fixed::fixed;
 use crate::i18n::{Msg, tf};
 use leptos::prelude::*;
-use triage_core::cards::review::{Clock, Filter, Progress, import};
-use triage_core::cards::{Card, CardKind, Tag, anki};
+use triage_cards::review::{Clock, Filter, Progress, import};
+use triage_cards::{Card, CardKind, Tag, anki};
 
 /// Where progress is kept.
 const STORE: &str = "triage.cards.v2";
@@ -136,7 +136,7 @@ pub fn CardsPage() -> impl IntoView {
             .and_then(|t| serde_json::from_str::<Vec<Card>>(&t).map_err(|e| e.to_string()));
         match got {
             Ok(cards) => {
-                let order = triage_core::cards::review::new_order(&cards);
+                let order = triage_cards::review::new_order(&cards);
                 shared.deck.set_value(Deck { cards, order });
                 shared.loaded.set(Some(Ok(())));
             }

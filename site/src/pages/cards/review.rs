@@ -7,7 +7,7 @@ use crate::app::{click, effect, on_event, tx, use_lang};
 use crate::fixed::{Erased, fixed};
 use crate::i18n::{Msg, tf};
 use leptos::prelude::*;
-use triage_core::cards::review::{Progress, Rating, interval_text};
+use triage_cards::review::{Progress, Rating, interval_text};
 
 /// A typed answer as a number: thousands separators, spaces and a trailing unit-less `%` are
 /// tolerated (`32,768`, `1 234.5`, `1.2e4`).
@@ -154,7 +154,7 @@ pub fn view(shared: Shared) -> Erased {
             input.set_value(&shared.progress.with_untracked(|p| p.settings.new_per_day.to_string()));
         }
     });
-    let count = move |f: fn(&triage_core::cards::review::Counts) -> usize| move || f(&queue.get().counts);
+    let count = move |f: fn(&triage_cards::review::Counts) -> usize| move || f(&queue.get().counts);
     fixed(view! {
         <p class="cards-meta">
             <span data-testid="cards-new">{count(|c| c.new)}</span> " " {tx(lang, Msg::CardsNew)} " · "

@@ -7,7 +7,7 @@ use crate::fixed::{Erased, fixed};
 use crate::i18n::{Msg, tf};
 use crate::pages::chart;
 use leptos::prelude::*;
-use triage_core::cards::review::STATS_DAYS;
+use triage_cards::review::STATS_DAYS;
 
 pub fn view(shared: Shared) -> Erased {
     let lang = use_lang();
@@ -43,7 +43,7 @@ pub fn view(shared: Shared) -> Erased {
             chart::day_bars(&c, &items, crate::i18n::t(l, Msg::CardsDueAxis));
         }
     }));
-    let figure = move |f: fn(&triage_core::cards::review::Stats) -> String| move || stats.with(f);
+    let figure = move |f: fn(&triage_cards::review::Stats) -> String| move || stats.with(f);
     fixed(view! {
         <p class="cards-meta">
             {tx(lang, Msg::CardsStatsReviews)} " " <b data-testid="stats-reviews">{figure(|s| s.reviews.to_string())}</b> " · "

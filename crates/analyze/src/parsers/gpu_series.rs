@@ -1,0 +1,101 @@
+//! GPU recordings: the runner's NVML JSON lines (`triage-runner record`; one `{"meta": …}`
+//! line, then one object per GPU per tick), read one line at a time into
+//! [`triage_gpu::recording::Recording`] — the same GPU rules `triage-runner replay` runs, over
+//! the whole recording, in bounded memory.
+
+use super::{Cx, SectionParser};
+use triage_gpu::recording::{Finished, Recording};
+use triage_gpu::series::Meta;
+use triage_gpu::{GpuSample, WatchConfig};
+
+/// One recording read from an input.
+#[derive(Clone, Debug)]
+pub struct GpuSeriesFacts {
+    /// The input it was read from.
+    pub input: std::sync::Arc<str>,
+    /// The meta line, when there was one (driver, GPU names and UUIDs).
+    pub meta: Option<Meta>,
+    /// What the GPU rules found over it.
+    pub finished: Finished,
+    /// Samples read.
+    pub samples: u64,
+}
+
+/// Reads one section of NVML JSON lines.
+pub struct GpuSeriesParser {
+    recording: Recording,
+    meta: Option<Meta>,
+    samples: u64,
+}
+
+impl Default for GpuSeriesParser {
+    fn default() -> GpuSeriesParser {
+        GpuSeriesParser { recording: Recording::new(WatchConfig::default()), meta: None, samples: 0 }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct MetaLine {
+    meta: Meta,
+}
+
+/// A line of the runner's recording: a sample (`"t"`, `"gpu"` and an NVML field) or its meta.
+pub(crate) fn is_recording_line(t: &str) -> bool {
+    t.starts_with('{')
+        && (t.contains("\"sm_clock_mhz\"") || t.contains("\"power_mw\"") || t.contains("\"mem_used_bytes\""))
+        && t.contains("\"gpu\"")
+        || t.starts_with("{\"meta\"") && t.contains("\"gpus\"")
+}
+
+impl SectionParser for GpuSeriesParser {
+    fn continues(&self, line: &str, _bare: &str, _vllm_needles: u64) -> bool {
+        is_recording_line(line.trim())
+    }
+
+    fn line(&mut self, cx: &mut Cx<'_>, no: usize, line: &str) {
+        let t = line.trim();
+        if t.is_empty() {
+            return;
+        }
+        // serde's message can quote the line's own values: redacted, then cut, like any quote.
+        let why = |e: serde_json::Error| crate::text::quote_redacted(&e.to_string());
+        if t.starts_with("{\"meta\"") {
+            match serde_json::from_str::<MetaLine>(t) {
+                Ok(m) => self.meta = Some(m.meta),
+                Err(e) => {
+                    let e = why(e);
+                    cx.issue_in(
+                        no,
+                        format!("a recording's meta line that could not be read: {e}"),
+                        format!("无法读取的录制元数据行：{e}"),
+                    )
+                }
+            }
+            return;
+        }
+        match serde_json::from_str::<GpuSample>(t) {
+            Ok(s) if s.t.is_finite() => {
+                self.samples += 1;
+                self.recording.push(s, no);
+            }
+            Ok(_) => cx.issue_in(no, "sample time `t` is not a finite number", "样本时间 `t` 不是有限数"),
+            Err(e) => {
+                let e = why(e);
+                cx.issue_in(no, format!("not an NVML sample: {e}"), format!("不是 NVML 样本：{e}"))
+            }
+        }
+    }
+
+    fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
+        let GpuSeriesParser { recording, meta, samples } = *self;
+        if samples == 0 {
+            return;
+        }
+        cx.facts.gpu_series.push(GpuSeriesFacts {
+            input: cx.input.clone(),
+            meta,
+            finished: recording.finish(),
+            samples,
+        });
+    }
+}

@@ -1,0 +1,185 @@
+//! Findings of the GPU rules over a recording ([`triage_gpu::recording`]): one per GPU and rule,
+//! under the rule ids `triage-runner` reports (`slow-gpu`, `gpu-power-cap`, `gpu-hw-throttle`,
+//! `kv-leak`, `gpu-xid`, `gpu-ecc`), so a recording analysed here and replayed by the runner
+//! give the same (rule, GPU) pairs. Each says the span it held, the GPU's worst and typical
+//! readings under load, and the peers it was compared with; its evidence is the line of the
+//! sample that raised it.
+
+use super::{Lang, RULES};
+use crate::facts::Facts;
+use crate::parsers::gpu_series::GpuSeriesFacts;
+use crate::report::{EvidenceLine, Finding, Subject};
+use triage_gpu::recording::Held;
+
+/// Titles of the GPU rules the text analyzer has no rule of its own for.
+const TITLES: &[(&str, &str, &str)] = &[
+    ("gpu-power-cap", "A GPU held at its power limit", "GPU 被功耗上限压住"),
+    ("gpu-hw-throttle", "A GPU throttled by the hardware", "GPU 被硬件降频"),
+    ("throughput-zero", "Requests running, no token generated", "有请求在运行却不出 token"),
+    ("gpu-xid", "A GPU reported an XID error", "GPU 报告了 XID 错误"),
+    ("gpu-ecc", "Uncorrected ECC errors on a GPU", "GPU 出现不可纠正的 ECC 错误"),
+];
+
+/// Every recording's findings, in the order raised.
+pub(crate) fn findings(f: &Facts, lang: Lang) -> Vec<Finding> {
+    f.gpu_series.iter().flat_map(|g| g.finished.held.iter().map(move |h| finding(g, h, lang))).collect()
+}
+
+fn secs(x: f64) -> String {
+    if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.1}") }
+}
+
+fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
+    let gf = &h.finding;
+    let held_s = h.to_t - h.from_t;
+    let into = g.finished.from_t.map_or(0.0, |t0| h.from_t - t0);
+    let mut en = format!(
+        "{}: raised {} s into the recording, held {} s{}",
+        gf.title,
+        secs(into),
+        secs(held_s),
+        if h.open { " (still active at its end)" } else { "" }
+    );
+    let mut zh = format!(
+        "{}：录制开始后 {} s 出现，持续 {} s{}",
+        gf.title,
+        secs(into),
+        secs(held_s),
+        if h.open { "（到录制结束仍在）" } else { "" }
+    );
+    if let Some(mean) = h.sm_clock_mhz.mean() {
+        en.push_str(&format!(
+            "; SM clock under load {:.0}–{:.0} MHz, typically {mean:.0}",
+            h.sm_clock_mhz.min, h.sm_clock_mhz.max
+        ));
+        zh.push_str(&format!(
+            "；负载下 SM 时钟 {:.0}–{:.0} MHz，通常 {mean:.0}",
+            h.sm_clock_mhz.min, h.sm_clock_mhz.max
+        ));
+    }
+    if let Some(mean) = h.power_w.mean() {
+        en.push_str(&format!(", power {:.0}–{:.0} W (typically {mean:.0})", h.power_w.min, h.power_w.max));
+        zh.push_str(&format!("，功耗 {:.0}–{:.0} W（通常 {mean:.0}）", h.power_w.min, h.power_w.max));
+    }
+    if let Some(p) = h.peers_sm_clock_mhz {
+        let peers: Vec<String> = h.peers.iter().map(u32::to_string).collect();
+        en.push_str(&format!(
+            "; busy peers (GPU {}) at a median {p:.0} MHz when it was raised",
+            peers.join(", ")
+        ));
+        zh.push_str(&format!("；出现时忙碌的其他卡（GPU {}）SM 时钟中位数 {p:.0} MHz", peers.join("、")));
+    }
+    let title = match RULES.iter().find(|r| r.doc.id == gf.rule) {
+        Some(r) => r.doc.text(lang).title.to_owned(),
+        None => TITLES
+            .iter()
+            .find(|(id, ..)| *id == gf.rule)
+            .map_or_else(|| gf.title.clone(), |(_, en, zh)| lang.pick(*en, *zh).to_owned()),
+    };
+    let mut evidence =
+        vec![EvidenceLine::quoted_shared(&g.input, h.line, gf.evidence.first().map_or("", String::as_str))];
+    evidence.extend(gf.evidence.iter().skip(1).map(|e| EvidenceLine::quoted_shared(&g.input, h.line, e)));
+    let gpu = gf.gpu;
+    let meta_gpu = gpu.and_then(|i| g.meta.as_ref()?.gpus.iter().find(|m| m.index == i));
+    Finding {
+        class: gf.class,
+        rule: gf.rule.clone(),
+        title,
+        confidence: gf.confidence,
+        summary: lang.pick(en, zh),
+        evidence,
+        remediation: vec![gf.remediation.clone()],
+        next_checks: vec![
+            lang.pick(
+                "replay the same recording with `triage-runner replay FILE` to see each tick's findings",
+                "用 `triage-runner replay FILE` 回放同一份录制，逐 tick 查看发现",
+            )
+            .to_owned(),
+        ],
+        subject: gpu.map(|i| Subject {
+            gpu: Some(i.to_string()),
+            uuid: meta_gpu.map(|m| crate::text::quote_redacted(&m.uuid)).filter(|u| !u.is_empty()),
+            model_name: meta_gpu.map(|m| crate::text::quote_redacted(&m.name)).filter(|n| !n.is_empty()),
+            ..Subject::default()
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Lang;
+    use crate::report::Verdict;
+    use crate::testutil::{run, run_in};
+    use triage_gpu::{Series, WatchConfig, replay};
+
+    const H200X8: &str = crate::testutil::fixture!("nvml/h200x8_one_slow.jsonl");
+
+    /// The recordings in `tests/data/nvml`: the analyzer's (rule, GPU) pairs are the runner's
+    /// replay's (`crates/cli/tests/gpu_recordings.rs` checks every recording on disk too).
+    #[test]
+    fn the_same_rule_and_gpu_pairs_as_the_runners_replay() {
+        let real = crate::testutil::fixture!("nvml/h200_series.jsonl");
+        for (name, text) in [("h200x8_one_slow.jsonl", H200X8), ("h200_series.jsonl", real)] {
+            let mut want: Vec<(String, Option<String>)> =
+                replay(&Series::parse(text), None, WatchConfig::default())
+                    .into_iter()
+                    .map(|f| (f.rule, f.gpu.map(|g| g.to_string())))
+                    .collect();
+            let report = run(name, text).report;
+            let mut got: Vec<(String, Option<String>)> = report
+                .findings
+                .iter()
+                .map(|f| (f.rule.clone(), f.subject.as_ref().and_then(|s| s.gpu.clone())))
+                .collect();
+            triage_base::sort::sort(&mut want);
+            triage_base::sort::sort(&mut got);
+            assert_eq!(got, want, "{name}");
+            assert!(!want.is_empty(), "{name}: the fixture shows nothing");
+            assert_eq!(report.inputs[0].kind.as_str(), "gpu_series", "{name}");
+        }
+    }
+
+    #[test]
+    fn the_straggler_is_tbt_tail_naming_gpu_5_and_the_power_cap_alone_is_healthy() {
+        let r = run("h200x8_one_slow.jsonl", H200X8).report;
+        assert_eq!(r.verdict, Verdict::TbtTail, "{:#?}", r.findings);
+        let top = &r.findings[0];
+        assert_eq!(top.rule, "slow-gpu");
+        assert_eq!(top.subject.as_ref().unwrap().gpu.as_deref(), Some("5"));
+        assert!(top.summary.contains("800") && top.summary.contains("1800 MHz"), "{}", top.summary);
+        assert!(top.summary.contains("held 12.2 s"), "{}", top.summary);
+        assert_eq!(top.evidence[0].line, 1015);
+        // The real H200 at its power limit: the runner's advisory, and HEALTHY.
+        let real = crate::testutil::fixture!("nvml/h200_series.jsonl");
+        let r = run("h200.jsonl", real).report;
+        assert_eq!(r.verdict, Verdict::Healthy, "{:#?}", r.findings);
+        assert_eq!(r.findings.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>(), ["gpu-power-cap"]);
+        let zh = run_in(Lang::Zh, "h200.jsonl", real).report;
+        assert_eq!(zh.findings[0].title, "GPU 被功耗上限压住");
+        assert!(zh.findings[0].summary.contains("录制开始后"), "{}", zh.findings[0].summary);
+    }
+
+    /// A recording pasted with damage: junk lines are issues with their numbers, the rest read.
+    #[test]
+    fn junk_lines_are_issues_and_the_rest_is_read() {
+        let mut text = String::from("{\"meta\": {\"gpus\": [{\"index\": 0}]}}\n");
+        for (i, line) in H200X8.lines().skip(1).enumerate() {
+            text.push_str(line);
+            text.push('\n');
+            if i == 40 {
+                text.push_str("{\"t\": \"soon\", \"gpu\": 1, \"sm_clock_mhz\": 9}\n");
+            }
+        }
+        // A key in a value serde quotes back in its message: redacted in the issue.
+        text.push_str(
+            "{\"t\": \"sk-proj-abcdefghijklmnopqrstuvwxyz0123456789\", \"gpu\": 1, \"sm_clock_mhz\": 9}\n",
+        );
+        let r = run("damaged.jsonl", &text).report;
+        assert_eq!(r.verdict, Verdict::TbtTail);
+        let issues: Vec<usize> = r.inputs.iter().flat_map(|i| i.issues.iter().map(|x| x.line)).collect();
+        assert_eq!(issues[0], 43, "{:?}", r.inputs);
+        assert_eq!(issues.len(), 2, "{:?}", r.inputs);
+        let all = format!("{:?}", r.inputs);
+        assert!(!all.contains("abcdefghijklmnop"), "{all}");
+    }
+}

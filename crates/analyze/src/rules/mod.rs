@@ -1,0 +1,616 @@
+//! The diagnosis rules: one file per rule, named after the problem it detects.
+//!
+//! Each file holds the rule's documentation (what it detects, why it matters, an example, what
+//! to try), its `check` over [`Facts`], and its tests. [`RULES`] lists them all; the CLI, the
+//! site's playbook and the flashcards all read the same [`RuleDoc`]s.
+
+use super::facts::Facts;
+use super::report::{Class, EvidenceLine, Finding};
+pub use triage_base::lang::Lang;
+
+mod activation_peak;
+mod allocator_fragmentation;
+mod api_key_rejected;
+mod base_url_wrong;
+mod bench_itl_tail;
+mod bench_overloaded;
+mod bench_ttft_tail;
+mod chunked_prefill_off;
+mod client_calls_metrics_port;
+mod client_retries_failing;
+mod cold_start;
+mod colocated_process;
+mod context_length_exceeded;
+mod cpu_offload_split;
+mod decode_rate_collapses;
+mod decode_slower_same_load;
+mod decode_slows_with_context;
+mod engine_dead;
+mod engine_start_failed;
+pub(crate) mod generic;
+mod gpu_hw_error;
+mod gpu_not_detected;
+pub(crate) mod gpu_recording;
+mod host_ram_exhausted;
+mod input_too_long;
+mod kv_leak;
+mod kv_offload_degraded;
+mod kv_pool_exhausted;
+mod kv_pressure_preemption;
+mod kv_reservation_too_large;
+mod long_prompt_blocks_prefill;
+mod long_sequence_in_batch;
+mod max_seq_len_reduced_by_kv;
+mod mean_not_p99;
+mod missing_timestamps;
+mod model_not_found;
+mod nccl_hang;
+mod no_abort_on_timeout;
+mod prefill_stalls_decode;
+mod prefix_cache_ineffective;
+mod prefix_cache_miss_reprefill;
+mod queueing_exceeds_capacity;
+mod request_exceeds_build_limits;
+mod retries_mask_failures;
+mod scheduler_stall;
+mod slow_gpu;
+mod tbt_above_target;
+mod timeout_too_short;
+mod ttft_above_target;
+mod ttft_grows_with_load;
+mod ubatch_too_small;
+pub(crate) mod unclaimed_error;
+mod upstream_cut;
+mod warmup_oom;
+mod weights_exceed_gpu;
+mod worker_died;
+
+/// A rule's documentation, shown wherever the rule's findings are. The top-level text fields
+/// are English; [`RuleDoc::zh`] holds the same sections in Chinese, and [`RuleDoc::text`] picks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleDoc {
+    /// Kebab-case id, named after the problem.
+    pub id: &'static str,
+    /// The failure class of the rule's findings.
+    pub class: Class,
+    /// Short name of the problem (English).
+    pub title: &'static str,
+    /// What the rule detects: the lines and numbers it reads (English).
+    pub detects: &'static str,
+    /// Why the problem matters (English).
+    pub why: &'static str,
+    /// An example input or situation that fires it (English).
+    pub example: &'static str,
+    /// What to try (English).
+    pub fix: &'static str,
+    /// The same sections in Chinese.
+    pub zh: RuleText,
+}
+
+/// The text sections of a rule's documentation in one language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleText {
+    /// Short name of the problem.
+    pub title: &'static str,
+    /// What the rule detects: the lines and numbers it reads.
+    pub detects: &'static str,
+    /// Why the problem matters.
+    pub why: &'static str,
+    /// An example input or situation that fires it.
+    pub example: &'static str,
+    /// What to try.
+    pub fix: &'static str,
+}
+
+/// A rule: its docs and its check, which writes its finding in the language asked for.
+#[derive(Clone, Copy)]
+pub struct Rule {
+    /// The rule's documentation.
+    pub doc: RuleDoc,
+    /// Reads the facts; a finding in the given language when the rule fires, else `None`.
+    pub check: fn(&Facts, Lang) -> Option<Finding>,
+}
+
+/// One line of text in both languages: (English, Chinese).
+pub(crate) type Both = (&'static str, &'static str);
+
+/// A parser's `lines` for a rule together with the known messages the signal table matched for
+/// it (`rule`, at most `max`) in any other section — each line once, in input then line order.
+pub(crate) fn with_signal_lines(
+    mut lines: Vec<EvidenceLine>,
+    f: &Facts,
+    rule: &str,
+    max: usize,
+) -> Vec<EvidenceLine> {
+    for l in f.signals.lines_for(rule, max) {
+        if !lines.iter().any(|e| e.input == l.input && e.line == l.line) {
+            lines.push(l);
+        }
+    }
+    triage_base::sort::sort_by(&mut lines, |a, b| a.input.cmp(&b.input).then(a.line.cmp(&b.line)));
+    lines
+}
+
+/// The lines of `items` in `lang`.
+pub(crate) fn texts(lang: Lang, items: &[Both]) -> Vec<String> {
+    items.iter().map(|(en, zh)| lang.pick(*en, *zh).to_owned()).collect()
+}
+
+impl RuleDoc {
+    /// The documentation's text in `lang`.
+    pub fn text(&self, lang: Lang) -> RuleText {
+        match lang {
+            Lang::En => RuleText {
+                title: self.title,
+                detects: self.detects,
+                why: self.why,
+                example: self.example,
+                fix: self.fix,
+            },
+            Lang::Zh => self.zh,
+        }
+    }
+
+    /// A finding of this rule, titled in `lang` (the summary and `body` are already in it).
+    pub(crate) fn finding(&self, lang: Lang, summary: String, body: FindingBody) -> Finding {
+        let FindingBody { confidence, evidence, remediation, next_checks } = body;
+        Finding {
+            class: self.class,
+            rule: self.id.to_owned(),
+            title: self.text(lang).title.to_owned(),
+            confidence: (confidence.clamp(0.0, 1.0) * 100.0).round() / 100.0,
+            summary,
+            evidence,
+            remediation,
+            next_checks,
+            subject: None,
+        }
+    }
+
+    /// The ending of a rule that collects reasons: none, no finding; else a finding whose summary
+    /// is `"{lead}: {reason}; {reason}."` (`"{lead}：{reason}；{reason}。"` in Chinese; `lead` is
+    /// `(en, zh)`, and an empty lead leaves the reasons alone: `"{reason}; {reason}."`), the rest
+    /// from `body`.
+    pub(crate) fn finding_from_reasons(
+        &self,
+        lang: Lang,
+        lead: (&str, &str),
+        reasons: &[String],
+        body: FindingBody,
+    ) -> Option<Finding> {
+        self.finding_from_reasons_then(lang, lead, reasons, String::new, body)
+    }
+
+    /// As [`Self::finding_from_reasons`], with `then()` — text already in `lang`, made only when
+    /// there are reasons — right after the reasons' closing stop: `"{lead}: {reasons}.{then}"`.
+    pub(crate) fn finding_from_reasons_then(
+        &self,
+        lang: Lang,
+        lead: (&str, &str),
+        reasons: &[String],
+        then: impl FnOnce() -> String,
+        body: FindingBody,
+    ) -> Option<Finding> {
+        if reasons.is_empty() {
+            return None;
+        }
+        let (lead, separator, joiner, stop) = match lang {
+            Lang::En => (lead.0, ": ", "; ", "."),
+            Lang::Zh => (lead.1, "：", "；", "。"),
+        };
+        let lead = if lead.is_empty() { String::new() } else { format!("{lead}{separator}") };
+        let summary = format!("{lead}{}{stop}{}", reasons.join(joiner), then());
+        Some(self.finding(lang, summary, body))
+    }
+
+    /// A finding of this rule made from the known messages it explains ([`Signals::for_rule`]):
+    /// `None` when none was seen. The summary is `finding.summary` of the number of lines that
+    /// matched; the evidence, the first four of those lines.
+    ///
+    /// [`Signals::for_rule`]: crate::signals::Signals::for_rule
+    pub(crate) fn finding_from_signals(
+        &self,
+        f: &Facts,
+        lang: Lang,
+        finding: SignalFinding<'_, impl FnOnce(u64) -> String>,
+    ) -> Option<Finding> {
+        let n = f.signals.count_for(self.id);
+        if n == 0 {
+            return None;
+        }
+        let SignalFinding { confidence, summary, remediation, next_checks } = finding;
+        Some(self.finding(
+            lang,
+            summary(n),
+            FindingBody {
+                confidence,
+                evidence: f.signals.lines_for(self.id, 4),
+                remediation: texts(lang, remediation),
+                next_checks: texts(lang, next_checks),
+            },
+        ))
+    }
+}
+
+/// What a finding says besides its summary, already in the report's language: how sure, the
+/// lines that prove it, what to change, what to check next.
+pub(crate) struct FindingBody {
+    pub confidence: f64,
+    pub evidence: Vec<EvidenceLine>,
+    pub remediation: Vec<String>,
+    pub next_checks: Vec<String>,
+}
+
+/// What a finding made from known messages says ([`RuleDoc::finding_from_signals`]): how sure, the
+/// summary given how many lines matched (already in the report's language), and what to change
+/// and check next in both languages.
+pub(crate) struct SignalFinding<'a, S> {
+    pub confidence: f64,
+    pub summary: S,
+    pub remediation: &'a [Both],
+    pub next_checks: &'a [Both],
+}
+
+/// Every rule, in the order of the article's trees.
+pub static RULES: &[Rule] = &[
+    // TTFT high
+    queueing_exceeds_capacity::RULE,
+    long_prompt_blocks_prefill::RULE,
+    chunked_prefill_off::RULE,
+    cold_start::RULE,
+    bench_overloaded::RULE,
+    bench_ttft_tail::RULE,
+    kv_offload_degraded::RULE,
+    prefix_cache_miss_reprefill::RULE,
+    prefix_cache_ineffective::RULE,
+    ttft_grows_with_load::RULE,
+    ttft_above_target::RULE,
+    // TBT tail
+    long_sequence_in_batch::RULE,
+    kv_pressure_preemption::RULE,
+    slow_gpu::RULE,
+    bench_itl_tail::RULE,
+    decode_slows_with_context::RULE,
+    decode_slower_same_load::RULE,
+    prefill_stalls_decode::RULE,
+    cpu_offload_split::RULE,
+    gpu_not_detected::RULE,
+    decode_rate_collapses::RULE,
+    tbt_above_target::RULE,
+    // OOM
+    kv_reservation_too_large::RULE,
+    input_too_long::RULE,
+    activation_peak::RULE,
+    allocator_fragmentation::RULE,
+    colocated_process::RULE,
+    warmup_oom::RULE,
+    kv_pool_exhausted::RULE,
+    weights_exceed_gpu::RULE,
+    host_ram_exhausted::RULE,
+    // Throughput zero
+    scheduler_stall::RULE,
+    kv_leak::RULE,
+    upstream_cut::RULE,
+    nccl_hang::RULE,
+    engine_dead::RULE,
+    engine_start_failed::RULE,
+    worker_died::RULE,
+    gpu_hw_error::RULE,
+    // Config pitfalls
+    base_url_wrong::RULE,
+    client_calls_metrics_port::RULE,
+    timeout_too_short::RULE,
+    retries_mask_failures::RULE,
+    no_abort_on_timeout::RULE,
+    missing_timestamps::RULE,
+    mean_not_p99::RULE,
+    model_not_found::RULE,
+    context_length_exceeded::RULE,
+    client_retries_failing::RULE,
+    ubatch_too_small::RULE,
+    api_key_rejected::RULE,
+    max_seq_len_reduced_by_kv::RULE,
+    request_exceeds_build_limits::RULE,
+    // The generic layer: words any format uses (`families.rs`), when no exact rule names a cause
+    generic::GENERIC_OOM,
+    generic::GENERIC_COLLECTIVE,
+    generic::GENERIC_GPU_FAULT,
+    generic::GENERIC_CRASH,
+    generic::GENERIC_RESPAWN,
+    generic::GENERIC_UNREACHABLE,
+    generic::GENERIC_AUTH,
+    generic::GENERIC_NOT_FOUND,
+    generic::GENERIC_PROVIDER,
+    generic::GENERIC_CONTEXT,
+    // No class yet
+    unclaimed_error::RULE,
+];
+
+/// Rules that name why an engine died or could not start: when one of them fires, the death
+/// (`engine-dead`, `engine-start-failed`) is its consequence and ranks below it.
+pub(crate) const CAUSES_OF_DEATH: &[&str] = &[
+    "kv-reservation-too-large",
+    "warmup-oom",
+    "kv-pool-exhausted",
+    "weights-exceed-gpu",
+    "host-ram-exhausted",
+    "input-too-long",
+    "activation-peak",
+    "allocator-fragmentation",
+    "colocated-process",
+    "nccl-hang",
+    "worker-died",
+    "gpu-hw-error",
+    "scheduler-stall",
+];
+
+/// Rules that report a consequence, not a cause: an engine that died. An error no rule explains
+/// next to one of them leaves the verdict INCONCLUSIVE — the death is certain, its cause is not.
+pub const CONSEQUENCES: &[&str] = &["engine-dead"];
+
+/// With a CUDA fault in the paste (an illegal memory access, an unspecified launch failure, a
+/// device-side assert), what the fault brought down — the NCCL watchdog that caught it, the
+/// worker or engine that died of it — is a consequence too: the fault is the cause, and only a
+/// hardware error explains it.
+const CONSEQUENCES_OF_A_CUDA_FAULT: &[&str] =
+    &["engine-dead", "nccl-hang", "worker-died", "engine-start-failed"];
+
+/// Signals of a CUDA fault whose cause the message does not name.
+const CUDA_FAULTS: &[&str] = &[
+    "cuda-illegal-memory-access",
+    "cuda-device-side-assert",
+    "torch-cuda-error-unspecified-launch-failure",
+    "torch-cuda-error-misaligned-address",
+];
+
+/// The consequence rules for these facts ([`CONSEQUENCES`], more with a CUDA fault).
+pub fn consequences(f: &Facts) -> &'static [&'static str] {
+    if CUDA_FAULTS.iter().any(|id| f.signals.seen(id).is_some()) {
+        CONSEQUENCES_OF_A_CUDA_FAULT
+    } else {
+        CONSEQUENCES
+    }
+}
+
+/// Rules that report a symptom's figure over its target with no cause ("Nothing here says why
+/// yet"): when a rule names a cause of the same class, the symptom finding says nothing more and
+/// is dropped (`Analyzer::finish`).
+pub const SYMPTOMS: &[&str] = &["ttft-above-target", "tbt-above-target"];
+
+/// Rules that point out a blind spot in how the service is observed (a dashboard of means,
+/// logs without timestamps) or a tuning left on the table (a prefix cache that hits nothing),
+/// not a fault: they never decide the verdict, and a service whose
+/// only findings are these is HEALTHY when the input shows health. `gpu-power-cap` (a GPU
+/// recording's, [`gpu_recording`]) is how a fully loaded GPU holds its power limit: context, not a
+/// fault.
+pub const ADVISORIES: &[&str] =
+    &["missing-timestamps", "mean-not-p99", "prefix-cache-ineffective", "gpu-power-cap"];
+
+/// The docs of every rule (for the site's playbook and the flashcards).
+pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
+    RULES.iter().map(|r| &r.doc)
+}
+
+/// Quantile of a sketch, when it has data.
+pub(crate) fn q(s: &triage_base::stats::QuantileSketch, p: f64) -> Option<f64> {
+    s.quantile(p)
+}
+
+/// Test helper: the finding of `rule` for these inputs, if it fires. Every rule test that uses
+/// it also checks the Chinese report: the same findings, numbers and evidence, only the text
+/// differs (and is Chinese).
+#[cfg(test)]
+pub(crate) fn fired(inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
+    let en = crate::analyze(inputs);
+    let zh = crate::analyze_in(Lang::Zh, inputs);
+    crate::assert_same_but_text(&en, &zh, rule);
+    en.findings.into_iter().find(|f| f.rule == rule)
+}
+
+/// Test helper: the English report for these inputs, after checking that the Chinese one is the
+/// same but for its text ([`fired`]'s check, for a test that looks at the verdict or at several
+/// findings).
+#[cfg(test)]
+pub(crate) fn analyzed(inputs: &[(&str, &str)]) -> crate::report::Report {
+    let en = crate::analyze(inputs);
+    let zh = crate::analyze_in(Lang::Zh, inputs);
+    crate::assert_same_but_text(&en, &zh, "analyzed");
+    en
+}
+
+/// Test helper: as [`fired`], and what `rule` finds in `inputs`, in both languages, checked
+/// against the snapshot `snapshots/{rule}@{case}.snap` (`None` when it does not fire). The
+/// snapshot shows everything a
+/// reader of the finding sees — class, confidence, title and summary in English and Chinese,
+/// each evidence line with the input and line number it cites, remediation and next checks in
+/// both languages — so a change to any of it is a reviewed diff, not a pinned literal.
+/// `INSTA_UPDATE=always` rewrites the snapshots; a missing one fails (ARCHITECTURE.md).
+#[cfg(test)]
+pub(crate) fn snapshot(inputs: &[(&str, &str)], rule: &str, case: &str) -> Option<Finding> {
+    use std::fmt::Write as _;
+    assert!(RULES.iter().any(|r| r.doc.id == rule), "{rule} is not a rule");
+    let en = crate::analyze(inputs);
+    let zh = crate::analyze_in(Lang::Zh, inputs);
+    crate::assert_same_but_text(&en, &zh, rule);
+    let find = |r: &crate::report::Report| r.findings.iter().find(|f| f.rule == rule).cloned();
+    let mut out = String::new();
+    let (e, z) = (find(&en), find(&zh));
+    match (&e, &z) {
+        (Some(e), Some(z)) => {
+            let _ = writeln!(out, "rule: {}", e.rule);
+            let _ = writeln!(out, "class: {:?}", e.class);
+            let _ = writeln!(out, "confidence: {}", e.confidence);
+            let _ = writeln!(out, "title.en: {}", e.title);
+            let _ = writeln!(out, "title.zh: {}", z.title);
+            let _ = writeln!(out, "summary.en: {}", e.summary);
+            let _ = writeln!(out, "summary.zh: {}", z.summary);
+            let _ = writeln!(out, "evidence:");
+            for l in &e.evidence {
+                let _ = writeln!(out, "  {}:{}: {}", l.input, l.line, l.text);
+            }
+            for (name, en_items, zh_items) in [
+                ("remediation", &e.remediation, &z.remediation),
+                ("next_checks", &e.next_checks, &z.next_checks),
+            ] {
+                for (lang, items) in [("en", en_items), ("zh", zh_items)] {
+                    let _ = writeln!(out, "{name}.{lang}:");
+                    for item in items {
+                        let _ = writeln!(out, "  - {item}");
+                    }
+                }
+            }
+        }
+        (None, None) => out.push_str("None\n"),
+        (e, z) => panic!("{rule}: fires in one language only: en {e:?}, zh {z:?}"),
+    }
+    let names: Vec<&str> = inputs.iter().map(|(name, _)| *name).collect();
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!("{rule} on {case}: {}", names.join(", ")));
+    settings.bind(|| insta::assert_snapshot!(format!("{rule}@{case}"), out));
+    e
+}
+
+/// Declares one snapshot test per case for the rule of the file it is used in
+/// (`super::RULE`): `snapshots! { case: [("input name", text), …], … }` makes the test
+/// `tests::snapshots::case`, which calls [`snapshot`] — ruff's one test per rule ×
+/// fixture. The texts may be `&str` or `String`.
+#[cfg(test)]
+macro_rules! snapshots {
+    ($($case:ident: [$(($name:expr, $text:expr)),* $(,)?]),* $(,)?) => {
+        mod snapshots {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(unused_imports)]
+            use crate::testutil::fixture;
+            $(
+                #[test]
+                fn $case() {
+                    crate::rules::snapshot(
+                        &[$(($name, AsRef::<str>::as_ref(&$text))),*],
+                        super::super::RULE.doc.id,
+                        stringify!($case),
+                    );
+                }
+            )*
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use snapshots;
+
+/// Test helper: as [`fired`], with the finding written in `lang`.
+#[cfg(test)]
+pub(crate) fn fired_in(lang: Lang, inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
+    crate::analyze_in(lang, inputs).findings.into_iter().find(|f| f.rule == rule)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ids_are_unique_kebab_case_and_documented() {
+        let mut ids: Vec<&str> = super::docs().map(|d| d.id).collect();
+        for d in super::docs() {
+            assert!(
+                d.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{}",
+                d.id
+            );
+            for (name, text) in [
+                ("title", d.title),
+                ("detects", d.detects),
+                ("why", d.why),
+                ("example", d.example),
+                ("fix", d.fix),
+            ] {
+                assert!(text.len() > 10, "{}: {name} is too short", d.id);
+            }
+        }
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n);
+    }
+
+    /// The rules that fire from their known messages alone: each fires on one of its messages and
+    /// stays quiet on a neighbouring line of the same engine.
+    #[test]
+    fn message_rules_fire_on_their_messages_only() {
+        for (rule, fires, quiet) in [
+            (
+                "api-key-rejected",
+                "srv    operator(): unauthorized: Invalid API Key\n",
+                "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n",
+            ),
+            (
+                "host-ram-exhausted",
+                "Error: 500 Internal Server Error: model requires more system memory (41.2 GiB) than is available (27.5 GiB)\n",
+                "time=2025-09-22T14:10:41.521Z level=INFO source=server.go:1289 msg=\"system memory\" total=\"62.7 GiB\" free=\"58.1 GiB\"\n",
+            ),
+            (
+                "prefix-cache-miss-reprefill",
+                "slot update_slots: id  0 | task 1234 | forcing full prompt re-processing due to lack of cache data (likely due to SWA or hybrid/recurrent memory, see https://github.com/ggml-org/llama.cpp/pull/13194)\n",
+                "slot update_slots: id  0 | task 1234 | n_past = 2048, cache reuse\n",
+            ),
+            (
+                "ubatch-too-small",
+                "srv    send_error: task id = 3, error: input (2048 tokens) is too large to process. increase the physical batch size (current batch size: 512)\n",
+                "srv  update_slots: all slots are idle\n",
+            ),
+            (
+                "weights-exceed-gpu",
+                "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n",
+                "load_tensors:        CUDA0 model buffer size =  4403.49 MiB\n",
+            ),
+            (
+                "max-seq-len-reduced-by-kv",
+                "[03/04/2025-10:00:01] [TRT-LLM] [W] Adjusted max_seq_len to 41216\n",
+                "[03/04/2025-10:00:01] [TRT-LLM] [I] max_seq_len=131072, max_num_tokens=8192\n",
+            ),
+            (
+                "request-exceeds-build-limits",
+                "ValueError: sampling_params's beam_width (4) should not exceed max_beam_width (1)\n",
+                "[03/04/2025-10:00:01] [TRT-LLM] [I] max_beam_width=1\n",
+            ),
+            (
+                "gpu-not-detected",
+                "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=cpu library=cpu compute=\"\" name=cpu total=\"62.7 GiB\"\n",
+                "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=GPU-1 library=cuda compute=9.0 name=CUDA0\n",
+            ),
+        ] {
+            assert!(super::fired(&[("server.log", fires)], rule).is_some(), "{rule}: {fires}");
+            assert!(super::fired(&[("server.log", quiet)], rule).is_none(), "{rule}: {quiet}");
+        }
+    }
+
+    /// Every rule is documented in Chinese too: each section present, different from the
+    /// English one and written in Chinese; code spans (flags, log quotes) are kept as they are.
+    #[test]
+    fn every_rule_is_documented_in_chinese() {
+        use triage_base::lang::{Lang, has_cjk};
+        assert_eq!(super::RULES.len(), 64);
+        for d in super::docs() {
+            let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
+            assert_eq!(en.title, d.title);
+            for (name, e, z) in [
+                ("title", en.title, zh.title),
+                ("detects", en.detects, zh.detects),
+                ("why", en.why, zh.why),
+                ("example", en.example, zh.example),
+                ("fix", en.fix, zh.fix),
+            ] {
+                assert!(!z.trim().is_empty(), "{}: zh {name} is empty", d.id);
+                assert_ne!(e, z, "{}: zh {name} is the English text", d.id);
+                assert!(has_cjk(z), "{}: zh {name} is not Chinese: {z}", d.id);
+                // What is quoted in backticks (flags, metric names, log lines) is not translated.
+                for span in e.split('`').skip(1).step_by(2) {
+                    assert!(z.contains(&format!("`{span}`")), "{}: zh {name} lost `{span}`", d.id);
+                }
+            }
+            let titles: Vec<&str> = super::docs().map(|x| x.text(Lang::Zh).title).collect();
+            assert_eq!(titles.iter().filter(|t| **t == zh.title).count(), 1, "{}: zh title repeated", d.id);
+        }
+    }
+}
