@@ -110,8 +110,8 @@ fn digest(r: &Report) -> String {
 /// The first finding that names something to fix: advisories (blind spots in observation,
 /// `rules::ADVISORIES`) never decide the verdict, so they are not its top rule either.
 fn top(r: &Report) -> Option<String> {
-    use triage_core::analyze::rules::ADVISORIES;
-    r.findings.iter().find(|f| !ADVISORIES.contains(&f.rule.as_str())).map(|f| f.rule.clone())
+    use triage_core::analyze::rules::{ADVISORIES, listed};
+    r.findings.iter().find(|f| !listed(ADVISORIES, &f.rule)).map(|f| f.rule.clone())
 }
 
 fn check(case: &Case) -> Result<(), Failed> {

@@ -52,14 +52,18 @@ fn check(row: &Row) -> Result<(), Failed> {
     let r = analyze(&[("example", &row.example)]);
     let rules: Vec<&str> = r.findings.iter().map(|f| f.rule.as_str()).collect();
     let alarm = signals::alarm(signals::strip_prefixes(&row.example), &row.example).is_some();
-    let known = |rule: &str| signals::matches(&row.example).iter().any(|&i| SIGNALS[i].rules.contains(&rule));
+    let known = |rule: &str| {
+        signals::matches(&row.example)
+            .iter()
+            .any(|&i| triage_core::analyze::rules::listed(SIGNALS[i].rules, rule))
+    };
     // Read as a known format (a stats line, a benchmark figure): its parser is the recogniser.
     let read = r.inputs.iter().any(|s| s.kind != InputKind::Unknown);
     let ok = match row.maps_to.as_str() {
         // Not a fault: nothing cites it.
-        BENIGN => !r.findings.iter().any(|f| f.evidence.iter().any(|e| e.line == 1)),
+        m if BENIGN.is(m) => !r.findings.iter().any(|f| f.evidence.iter().any(|e| e.line == 1)),
         // Known, and names no cause by itself: quoted as an error no rule explains.
-        UNCLAIMED => cites_line_1(&r, UNCLAIMED) || known(UNCLAIMED),
+        m if UNCLAIMED.is(m) => cites_line_1(&r, m) || known(m),
         // Any other: the analyzer knows the line as that rule's (a signal whose needles are the
         // template's own words), or the rule fires from the line alone, or — for the figures a
         // rule judges in context (stats lines, benchmark tables) — the line is read as its format.

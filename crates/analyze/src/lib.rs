@@ -323,20 +323,20 @@ impl Analyzer {
         // A GPU recording: the runner's rules over it, one finding per GPU and rule.
         findings.extend(rules::gpu_recording::findings(&facts, lang));
         let consequences = rules::consequences(&facts);
-        let advisory = |f: &report::Finding| rules::ADVISORIES.contains(&f.rule.as_str());
+        let advisory = |f: &report::Finding| rules::listed(rules::ADVISORIES, &f.rule);
         // The generic layer decides only when no exact rule named a cause; then the family seen
         // first leads.
         rules::generic::settle(&facts, &mut findings, |f| {
-            f.class != report::Class::Inconclusive && !advisory(f) && !consequences.contains(&f.rule.as_str())
+            f.class != report::Class::Inconclusive && !advisory(f) && !rules::listed(consequences, &f.rule)
         });
         // A symptom's figure over its target says nothing more once a rule names a cause of the
         // same class.
         let caused: Vec<report::Class> = findings
             .iter()
-            .filter(|f| !rules::SYMPTOMS.contains(&f.rule.as_str()) && !advisory(f))
+            .filter(|f| !rules::listed(rules::SYMPTOMS, &f.rule) && !advisory(f))
             .map(|f| f.class)
             .collect();
-        findings.retain(|f| !rules::SYMPTOMS.contains(&f.rule.as_str()) || !caused.contains(&f.class));
+        findings.retain(|f| !rules::listed(rules::SYMPTOMS, &f.rule) || !caused.contains(&f.class));
         // Errors no finding explains: never HEALTHY, and say what to paste next.
         if let Some(f) = rules::unclaimed_error::finding(&facts, &findings, lang) {
             findings.push(f);
@@ -348,7 +348,7 @@ impl Analyzer {
         };
         // What a failure read from words brought down (a dead engine after a GPU fault) follows it.
         let generic = findings.iter().any(|f| rules::generic::is_generic(&f.rule));
-        let follows = |f: &report::Finding| generic && consequences.contains(&f.rule.as_str());
+        let follows = |f: &report::Finding| generic && rules::listed(consequences, &f.rule);
         triage_base::sort::sort_by(&mut findings, |a, b| {
             follows(a)
                 .cmp(&follows(b))
@@ -364,7 +364,7 @@ impl Analyzer {
         let names_cause = |f: &report::Finding| {
             f.class != report::Class::Inconclusive
                 && !advisory(f)
-                && !(unexplained && consequences.contains(&f.rule.as_str()))
+                && !(unexplained && rules::listed(consequences, &f.rule))
         };
         let verdict = match findings.iter().find(|f| names_cause(f)) {
             Some(f) => Verdict::from(f.class),

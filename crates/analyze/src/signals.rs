@@ -23,12 +23,13 @@ pub(crate) use super::prefixes::strip_remembered;
 use super::report::EvidenceLine;
 use super::rules::Both;
 use super::text::{finder, number_after, quote_redacted};
+use crate::rules::RuleId;
 use std::collections::BTreeMap;
 
 /// The pseudo-rule of messages that look like failures but are not faults.
-pub const BENIGN: &str = "benign";
+pub const BENIGN: RuleId = RuleId::Benign;
 /// The rule of errors no other rule explains.
-pub const UNCLAIMED: &str = "unclaimed-error";
+pub const UNCLAIMED: RuleId = RuleId::UnclaimedError;
 
 /// A known message: every needle occurs in the line (the first one is searched for, the others
 /// checked after). Needles are literal pieces of the template as the engine's source writes it.
@@ -40,7 +41,7 @@ pub struct Signal {
     pub needles: &'static [&'static str],
     /// Rules that explain it (any one firing claims the line), or [`BENIGN`], or [`UNCLAIMED`]
     /// for errors that are known but name no cause by themselves.
-    pub rules: &'static [&'static str],
+    pub rules: &'static [RuleId],
     /// For [`UNCLAIMED`] signals: what to paste or run next, in both languages.
     pub next: Option<Both>,
 }
@@ -663,7 +664,7 @@ pub struct Signals {
 
 impl Signals {
     /// Every hit of the signals whose rules include `rule`, in table order.
-    pub fn for_rule(&self, rule: &str) -> impl Iterator<Item = (&'static Signal, &Hits)> {
+    pub fn for_rule(&self, rule: RuleId) -> impl Iterator<Item = (&'static Signal, &Hits)> {
         self.hits
             .iter()
             .filter(move |(i, _)| SIGNALS[**i].rules.contains(&rule))
@@ -671,13 +672,13 @@ impl Signals {
     }
 
     /// Lines of the signals that `rule` explains: up to `max`, in input order.
-    pub fn lines_for(&self, rule: &str, max: usize) -> Vec<EvidenceLine> {
+    pub fn lines_for(&self, rule: RuleId, max: usize) -> Vec<EvidenceLine> {
         self.lines_where(|s| s.rules.contains(&rule), max)
     }
 
     /// Lines of the signals whose first rule is `rule` (not those it only shares, such as the
     /// OOM message every OOM rule explains): up to `max`, in input order.
-    pub fn own_lines(&self, rule: &str, max: usize) -> Vec<EvidenceLine> {
+    pub fn own_lines(&self, rule: RuleId, max: usize) -> Vec<EvidenceLine> {
         self.lines_where(|s| s.rules.first() == Some(&rule), max)
     }
 
@@ -695,7 +696,7 @@ impl Signals {
     }
 
     /// How many lines the signals of `rule` matched.
-    pub fn count_for(&self, rule: &str) -> u64 {
+    pub fn count_for(&self, rule: RuleId) -> u64 {
         self.for_rule(rule).map(|(_, h)| h.count).sum()
     }
 

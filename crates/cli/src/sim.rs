@@ -13,6 +13,7 @@ use anyhow::Context;
 use serde::Serialize;
 use triage_core::analyze::Analyzer;
 use triage_core::analyze::report::Report;
+use triage_core::analyze::rules::listed;
 use triage_core::endpoint::{self, Api};
 use triage_core::timing::TimerConfig;
 use triage_sim::model::engine::Totals;
@@ -457,7 +458,7 @@ impl ScenarioDemo {
     /// there is none).
     pub fn named(&self) -> bool {
         match self.report.findings.first() {
-            Some(top) => self.scenario.rules.contains(&top.rule.as_str()),
+            Some(top) => listed(self.scenario.rules, &top.rule),
             None => self.scenario.rules.is_empty(),
         }
     }
@@ -465,9 +466,11 @@ impl ScenarioDemo {
     /// Some finding names the fault, with the scenario's class.
     pub fn found(&self) -> bool {
         self.scenario.rules.is_empty() && self.report.findings.is_empty()
-            || self.report.findings.iter().any(|f| {
-                self.scenario.rules.contains(&f.rule.as_str()) && Some(f.class) == self.scenario.class
-            })
+            || self
+                .report
+                .findings
+                .iter()
+                .any(|f| listed(self.scenario.rules, &f.rule) && Some(f.class) == self.scenario.class)
     }
 }
 

@@ -3,7 +3,7 @@
 //! pitfalls — answered in our own words.
 
 use triage_analyze::report::Class;
-use triage_analyze::rules::{self, RuleDoc};
+use triage_analyze::rules::{self, RuleDoc, RuleId};
 use triage_base::defs;
 use triage_base::lang::Lang;
 use triage_cards::{Card, CardKind, Tag, card};
@@ -351,29 +351,31 @@ pub fn rule_tags(doc: &RuleDoc) -> Vec<Tag> {
         Class::Config => vec![ClientConfig],
         Class::Inconclusive => vec![Engines],
     };
-    let id = doc.id;
-    if id.contains("kv") || id.contains("prefix-cache") || id == "allocator-fragmentation" {
+    let (id, name) = (doc.id, doc.id.as_str());
+    if name.contains("kv") || name.contains("prefix-cache") || id == RuleId::AllocatorFragmentation {
         tags.push(Kv);
     }
-    if id.contains("gpu") || matches!(id, "colocated-process" | "nccl-hang" | "cpu-offload-split") {
+    if name.contains("gpu")
+        || matches!(id, RuleId::ColocatedProcess | RuleId::NcclHang | RuleId::CpuOffloadSplit)
+    {
         tags.push(Gpu);
     }
-    if id.starts_with("bench-") || matches!(id, "mean-not-p99" | "missing-timestamps") {
+    if name.starts_with("bench-") || matches!(id, RuleId::MeanNotP99 | RuleId::MissingTimestamps) {
         tags.push(Metrics);
     }
     if matches!(
         id,
-        "engine-dead"
-            | "engine-start-failed"
-            | "worker-died"
-            | "scheduler-stall"
-            | "chunked-prefill-off"
-            | "prefill-stalls-decode"
-            | "ubatch-too-small"
-            | "max-seq-len-reduced-by-kv"
-            | "request-exceeds-build-limits"
-            | "warmup-oom"
-            | "cold-start"
+        RuleId::EngineDead
+            | RuleId::EngineStartFailed
+            | RuleId::WorkerDied
+            | RuleId::SchedulerStall
+            | RuleId::ChunkedPrefillOff
+            | RuleId::PrefillStallsDecode
+            | RuleId::UbatchTooSmall
+            | RuleId::MaxSeqLenReducedByKv
+            | RuleId::RequestExceedsBuildLimits
+            | RuleId::WarmupOom
+            | RuleId::ColdStart
     ) {
         tags.push(Engines);
     }

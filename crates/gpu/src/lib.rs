@@ -23,7 +23,7 @@ pub mod xid;
 pub use engine::EngineSample;
 pub use sample::{GpuSample, XidEvent, reason_names};
 pub use series::Series;
-pub use watch::{GpuFinding, GpuWatch, WatchConfig};
+pub use watch::{GpuFinding, GpuRule, GpuWatch, WatchConfig};
 
 /// What changed between two answers of the rules: findings raised, findings cleared.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -99,7 +99,7 @@ mod tests {
         assert_eq!(series.ticks.len(), 449);
         let found = replay(&series, None, WatchConfig::default());
         let rules: Vec<(&str, String)> = found.iter().map(|f| (f.rule.as_str(), phase_of(f.t))).collect();
-        assert_eq!(rules, [("gpu-power-cap", "matmul_load".to_owned())], "{found:#?}");
+        assert_eq!(rules, [(GpuRule::GpuPowerCap.as_str(), "matmul_load".to_owned())], "{found:#?}");
         let cap = &found[0];
         assert_eq!(cap.gpu, Some(0));
         assert!(cap.title.contains("SW power cap"), "{}", cap.title);
@@ -114,7 +114,7 @@ mod tests {
         let series = Series::parse(H200);
         let engine = EngineSeries::parse(ENGINE_IDLE);
         let found = replay(&series, Some(&engine), WatchConfig::default());
-        let leaks: Vec<&GpuFinding> = found.iter().filter(|f| f.rule == "kv-leak").collect();
+        let leaks: Vec<&GpuFinding> = found.iter().filter(|f| f.rule == GpuRule::KvLeak).collect();
         assert_eq!(leaks.len(), 1, "{found:#?}");
         assert_eq!(phase_of(leaks[0].t), "memory_full_no_compute");
         assert!(
@@ -124,25 +124,30 @@ mod tests {
         );
         assert!(leaks[0].confidence >= 0.75);
         // Nothing else but the power cap; the idle phases stay quiet.
-        let others: Vec<&str> = found.iter().map(|f| f.rule.as_str()).filter(|r| *r != "kv-leak").collect();
-        assert_eq!(others, ["gpu-power-cap"]);
+        let others: Vec<&str> =
+            found.iter().map(|f| f.rule.as_str()).filter(|r| *r != GpuRule::KvLeak).collect();
+        assert_eq!(others, [GpuRule::GpuPowerCap]);
     }
 
     #[test]
     fn memory_full_needs_the_engine_to_say_so() {
         let series = Series::parse(H200);
         // No engine: an idle vLLM holds its pre-allocated pool, memory alone says nothing.
-        assert!(!replay(&series, None, WatchConfig::default()).iter().any(|f| f.rule == "kv-leak"));
+        assert!(!replay(&series, None, WatchConfig::default()).iter().any(|f| f.rule == GpuRule::KvLeak));
         // The engine's pool is empty: the memory is the pre-allocation, not a leak.
         let empty = EngineSeries::parse("vllm:num_requests_running 0\nvllm:kv_cache_usage_perc 0.0\n");
-        assert!(!replay(&series, Some(&empty), WatchConfig::default()).iter().any(|f| f.rule == "kv-leak"));
+        assert!(
+            !replay(&series, Some(&empty), WatchConfig::default()).iter().any(|f| f.rule == GpuRule::KvLeak)
+        );
         // Something runs: not a leak either.
         let busy = EngineSeries::parse("vllm:num_requests_running 3\nvllm:kv_cache_usage_perc 0.9\n");
-        assert!(!replay(&series, Some(&busy), WatchConfig::default()).iter().any(|f| f.rule == "kv-leak"));
+        assert!(
+            !replay(&series, Some(&busy), WatchConfig::default()).iter().any(|f| f.rule == GpuRule::KvLeak)
+        );
         // Usage unknown: raised, with less confidence.
         let unknown = EngineSeries::parse("vllm:num_requests_running 0\n");
         let f = replay(&series, Some(&unknown), WatchConfig::default());
-        let leak = f.iter().find(|f| f.rule == "kv-leak").unwrap();
+        let leak = f.iter().find(|f| f.rule == GpuRule::KvLeak).unwrap();
         assert!(leak.confidence < 0.75);
     }
 
@@ -151,15 +156,15 @@ mod tests {
         let series = Series::parse(H200X8);
         assert_eq!(series.gpu_count(), 8);
         let found = replay(&series, None, WatchConfig::default());
-        let slow: Vec<&GpuFinding> = found.iter().filter(|f| f.rule == "slow-gpu").collect();
+        let slow: Vec<&GpuFinding> = found.iter().filter(|f| f.rule == GpuRule::SlowGpu).collect();
         assert_eq!(slow.len(), 1, "{found:#?}");
         assert_eq!(slow[0].gpu, Some(5));
         assert!(slow[0].title.contains("800 MHz") && slow[0].title.contains("1800 MHz"), "{}", slow[0].title);
         assert!(slow[0].title.contains("hw_slowdown"), "{}", slow[0].title);
         assert_eq!(phase_of(slow[0].t), "matmul_load");
         // GPU 5 is also HW-throttled; its peers are at their power cap; nobody else is slow.
-        assert!(found.iter().any(|f| f.rule == "gpu-hw-throttle" && f.gpu == Some(5)));
-        assert!(!found.iter().any(|f| f.rule == "gpu-hw-throttle" && f.gpu != Some(5)));
+        assert!(found.iter().any(|f| f.rule == GpuRule::GpuHwThrottle && f.gpu == Some(5)));
+        assert!(!found.iter().any(|f| f.rule == GpuRule::GpuHwThrottle && f.gpu != Some(5)));
     }
 
     fn tick(t: f64, gpus: &[(u32, u32, u32)]) -> Vec<GpuSample> {
@@ -192,7 +197,7 @@ mod tests {
         for i in 10..60 {
             let clock = if i < 30 { 700 } else { 1800 };
             let now = w.observe(&tick(f64::from(i), &[(0, clock, 90), (1, 1800, 90), (2, 1800, 90)]), None);
-            let slow = now.iter().any(|f| f.rule == "slow-gpu");
+            let slow = now.iter().any(|f| f.rule == GpuRule::SlowGpu);
             if slow && raised_at.is_none() {
                 raised_at = Some(i);
             }
@@ -221,13 +226,13 @@ mod tests {
                 ..EngineSample::default()
             };
             let now = w.observe(&tick(t, &[(0, 1980, 0)]), Some(&e));
-            if first.is_none() && now.iter().any(|f| f.rule == "throughput-zero") {
+            if first.is_none() && now.iter().any(|f| f.rule == GpuRule::ThroughputZero) {
                 first = Some((i, now));
             }
         }
         let (i, now) = first.unwrap();
         assert_eq!(i, 11, "4 s last move + 5 s stall + 2 s sustain");
-        let f = now.iter().find(|f| f.rule == "throughput-zero").unwrap();
+        let f = now.iter().find(|f| f.rule == GpuRule::ThroughputZero).unwrap();
         assert_eq!(f.gpu, None);
         assert!(f.confidence >= 0.8, "GPUs idle: a stuck scheduler");
     }
@@ -240,12 +245,15 @@ mod tests {
         s[0].ecc_uncorrected = Some(0);
         let now = w.observe(&s, None);
         assert_eq!(now.len(), 1);
-        assert_eq!(now[0].rule, "gpu-xid");
+        assert_eq!(now[0].rule, GpuRule::GpuXid);
         assert!(now[0].title.contains("XID 79") && now[0].confidence >= 0.9, "{:?}", now[0]);
         let mut s = tick(101.0, &[(3, 1980, 50)]);
         s[0].ecc_uncorrected = Some(2);
         let now = w.observe(&s, None);
-        assert_eq!(now.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>(), ["gpu-xid", "gpu-ecc"]);
+        assert_eq!(
+            now.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>(),
+            [GpuRule::GpuXid, GpuRule::GpuEcc]
+        );
         assert!(w.observe(&tick(159.0, &[(3, 1980, 50)]), None).len() == 2);
         assert!(w.observe(&tick(161.5, &[(3, 1980, 50)]), None).is_empty());
     }

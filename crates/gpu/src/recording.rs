@@ -303,7 +303,7 @@ fn raised(f: GpuFinding, tick: &[GpuSample], lines: &[usize], now: f64) -> Held 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Series;
+    use crate::{GpuRule, Series};
     use triage_base::fixture;
 
     const H200: &str = fixture!("nvml/h200_series.jsonl");
@@ -340,7 +340,7 @@ mod tests {
     fn the_straggler_with_its_span_worst_and_peers() {
         let r = record(H200X8);
         assert_eq!(r.gpus, (0..8).collect::<Vec<u32>>());
-        let slow: Vec<&Held> = r.held.iter().filter(|h| h.finding.rule == "slow-gpu").collect();
+        let slow: Vec<&Held> = r.held.iter().filter(|h| h.finding.rule == GpuRule::SlowGpu).collect();
         assert_eq!(slow.len(), 1, "{:#?}", r.held);
         let h = slow[0];
         assert_eq!(h.finding.gpu, Some(5));

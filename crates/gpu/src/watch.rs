@@ -90,16 +90,85 @@ pub struct GpuFinding {
     pub remediation: String,
 }
 
-/// Rule ids with their class, for hosts that list what a plugin can report.
-pub const RULES: [(&str, Class); 7] = [
-    ("slow-gpu", Class::TbtTail),
-    ("gpu-power-cap", Class::TbtTail),
-    ("gpu-hw-throttle", Class::TbtTail),
-    ("kv-leak", Class::ThroughputZero),
-    ("throughput-zero", Class::ThroughputZero),
-    ("gpu-xid", Class::ThroughputZero),
-    ("gpu-ecc", Class::ThroughputZero),
-];
+/// The GPU rules' ids: what the built-in rules raise (a plugin may raise others; a finding's
+/// `rule` is the string the runner exports, [`GpuRule::as_str`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuRule {
+    /// `slow-gpu`: a GPU's SM clock well below its busy peers'.
+    SlowGpu,
+    /// `gpu-power-cap`: a busy GPU held at its power limit (context, not a fault).
+    GpuPowerCap,
+    /// `gpu-hw-throttle`: the hardware holds the clock down (thermal, power brake).
+    GpuHwThrottle,
+    /// `kv-leak`: the KV cache full while nothing runs.
+    KvLeak,
+    /// `throughput-zero`: requests running, no token generated.
+    ThroughputZero,
+    /// `gpu-xid`: the driver reported an XID error.
+    GpuXid,
+    /// `gpu-ecc`: uncorrected ECC errors.
+    GpuEcc,
+}
+
+impl GpuRule {
+    /// Every built-in GPU rule, for hosts that list what the rules can report.
+    pub const ALL: [GpuRule; 7] = [
+        GpuRule::SlowGpu,
+        GpuRule::GpuPowerCap,
+        GpuRule::GpuHwThrottle,
+        GpuRule::KvLeak,
+        GpuRule::ThroughputZero,
+        GpuRule::GpuXid,
+        GpuRule::GpuEcc,
+    ];
+
+    /// The id as findings and the exported metrics write it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            GpuRule::SlowGpu => "slow-gpu",
+            GpuRule::GpuPowerCap => "gpu-power-cap",
+            GpuRule::GpuHwThrottle => "gpu-hw-throttle",
+            GpuRule::KvLeak => "kv-leak",
+            GpuRule::ThroughputZero => "throughput-zero",
+            GpuRule::GpuXid => "gpu-xid",
+            GpuRule::GpuEcc => "gpu-ecc",
+        }
+    }
+
+    /// The class of its findings.
+    pub const fn class(self) -> Class {
+        match self {
+            GpuRule::SlowGpu | GpuRule::GpuPowerCap | GpuRule::GpuHwThrottle => Class::TbtTail,
+            GpuRule::KvLeak | GpuRule::ThroughputZero | GpuRule::GpuXid | GpuRule::GpuEcc => {
+                Class::ThroughputZero
+            }
+        }
+    }
+
+    /// Whether a finding's `rule` is this one.
+    pub fn is(self, rule: &str) -> bool {
+        self.as_str() == rule
+    }
+}
+
+impl From<GpuRule> for String {
+    fn from(r: GpuRule) -> String {
+        r.as_str().to_owned()
+    }
+}
+
+/// A finding's `rule` compares with a GPU rule: `finding.rule == GpuRule::GpuXid`.
+impl PartialEq<GpuRule> for String {
+    fn eq(&self, r: &GpuRule) -> bool {
+        r.is(self)
+    }
+}
+
+impl PartialEq<GpuRule> for &str {
+    fn eq(&self, r: &GpuRule) -> bool {
+        r.is(self)
+    }
+}
 
 /// A sustained condition.
 #[derive(Clone, Debug, Default)]
@@ -274,7 +343,7 @@ impl GpuWatch {
             if let Some((until, _)) = self
                 .events
                 .iter_mut()
-                .find(|(_, f)| f.gpu == Some(s.gpu) && f.rule == "gpu-xid" && f.title.contains(&key))
+                .find(|(_, f)| f.gpu == Some(s.gpu) && f.rule == GpuRule::GpuXid && f.title.contains(&key))
             {
                 *until = t + hold;
                 continue;
@@ -299,7 +368,7 @@ impl GpuWatch {
                     t,
                     gpu: Some(s.gpu),
                     class: Class::ThroughputZero,
-                    rule: "gpu-xid".into(),
+                    rule: GpuRule::GpuXid.into(),
                     title: format!("GPU {} reported {key}: {meaning}", s.gpu),
                     confidence,
                     evidence: vec![format!("t={t:.1} GPU {} {key}", s.gpu), s.describe()],
@@ -315,13 +384,13 @@ impl GpuWatch {
                     t: s.t,
                     gpu: Some(s.gpu),
                     class: Class::ThroughputZero,
-                    rule: "gpu-ecc".into(),
+                    rule: GpuRule::GpuEcc.into(),
                     title: format!("GPU {} uncorrected ECC errors rose from {before} to {now}", s.gpu),
                     confidence: 0.8,
                     evidence: vec![s.describe(), format!("ecc_uncorrected {before} → {now}")],
                     remediation: "Drain the node: uncorrectable memory errors corrupt results and end in XID 48/94/95. Reset the GPU so rows are remapped (`nvidia-smi -q -d ROW_REMAPPER` shows pending remaps); replace it if errors keep coming.".into(),
                 };
-                self.events.retain(|(_, f)| !(f.gpu == Some(s.gpu) && f.rule == "gpu-ecc"));
+                self.events.retain(|(_, f)| !(f.gpu == Some(s.gpu) && f.rule == GpuRule::GpuEcc));
                 self.push_event(s.t + hold, finding);
             }
         }
@@ -401,7 +470,7 @@ impl GpuWatch {
                 t: now,
                 gpu: None,
                 class: Class::ThroughputZero,
-                rule: "throughput-zero".into(),
+                rule: GpuRule::ThroughputZero.into(),
                 title: format!("Throughput zero: {running:.0} requests running, no token generated for {secs:.0} s"),
                 confidence: if all_idle { 0.8 } else { 0.65 },
                 evidence,
@@ -455,7 +524,7 @@ fn straggler(s: Option<&GpuSample>, straggler: Straggler) -> GpuFinding {
         t: s.map_or(0.0, |s| s.t),
         gpu: Some(g),
         class: Class::TbtTail,
-        rule: "slow-gpu".into(),
+        rule: GpuRule::SlowGpu.into(),
         title: format!("GPU {g} is a straggler: SM {mine:.0} MHz vs its peers' {peers:.0} MHz ({why})"),
         confidence: if names.is_empty() { 0.7 } else { 0.8 },
         evidence,
@@ -475,7 +544,7 @@ fn power_cap(s: &GpuSample) -> GpuFinding {
         t: s.t,
         gpu: Some(s.gpu),
         class: Class::TbtTail,
-        rule: "gpu-power-cap".into(),
+        rule: GpuRule::GpuPowerCap.into(),
         title: format!(
             "GPU {} held at its power limit (SW power cap): SM {} of {} MHz at {} of {} W",
             s.gpu,
@@ -496,7 +565,7 @@ fn hw_throttle(s: &GpuSample) -> GpuFinding {
         t: s.t,
         gpu: Some(s.gpu),
         class: Class::TbtTail,
-        rule: "gpu-hw-throttle".into(),
+        rule: GpuRule::GpuHwThrottle.into(),
         title: format!("GPU {} throttled by {}: SM {} of {} MHz", s.gpu, names.join(", "), mhz(s.sm_clock_mhz), mhz(s.max_sm_clock_mhz)),
         confidence: 0.6,
         evidence: vec![s.describe()],
@@ -531,7 +600,7 @@ fn kv_leak(s: &GpuSample, engine: Option<&EngineSample>, confidence: f64) -> Gpu
         t: s.t,
         gpu: Some(s.gpu),
         class: Class::ThroughputZero,
-        rule: "kv-leak".into(),
+        rule: GpuRule::KvLeak.into(),
         title: format!(
             "GPU {} memory full ({used:.1} of {total:.1} GiB) at utilisation 0 while the engine runs nothing",
             s.gpu

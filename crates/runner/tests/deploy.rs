@@ -133,8 +133,8 @@ fn dashboard_and_alerts_read_only_metrics_the_runner_exports() {
         );
     }
     // Every rule id in the alerts is one the GPU rules can raise.
-    for (rule, _) in triage_core::gpu::watch::RULES {
-        if rule != "gpu-power-cap" {
+    for rule in triage_core::gpu::GpuRule::ALL.map(triage_core::gpu::GpuRule::as_str) {
+        if rule != triage_core::gpu::GpuRule::GpuPowerCap.as_str() {
             assert!(alerts.contains(&format!("rule=\"{rule}\"")), "no alert for {rule}");
         }
     }

@@ -7,6 +7,7 @@ use crate::output::Artifact;
 use crate::rng::Rng;
 use crate::scenario::{self, Scenario};
 use serde::Serialize;
+use triage_core::analyze::rules::RuleId;
 use triage_core::lang::Lang;
 
 /// One cause a person can pick.
@@ -39,7 +40,7 @@ pub struct Verdict {
     pub class: &'static str,
     pub cause: &'static str,
     /// The analyzer rules that name it: look for them in the report of `files`.
-    pub rules: &'static [&'static str],
+    pub rules: &'static [RuleId],
 }
 
 impl Choice {

@@ -26,6 +26,7 @@ use crate::output::openmetrics::{OutOfOrder, Series, Style};
 use crate::rng::splitmix64;
 use crate::scenario::{self, Scenario};
 use serde::Serialize;
+use triage_core::analyze::rules::RuleId;
 
 /// Prometheus' usual scrape interval, and the simulator's own (`output::SCRAPE_EVERY_NS`).
 pub const SCRAPE_EVERY_S: u64 = 15;
@@ -81,7 +82,7 @@ pub struct Replica {
 pub struct FleetAnswer {
     pub scenario: &'static str,
     pub class: &'static str,
-    pub rules: &'static [&'static str],
+    pub rules: &'static [RuleId],
     pub model_name: &'static str,
     pub namespace: &'static str,
     pub replicas: Vec<Replica>,

@@ -12,6 +12,7 @@ use crate::output::gpu::{GpuSetup, H200_MEM_TOTAL_MIB, SlowGpu};
 use crate::workload::{Arrivals, ClientBehaviour, LenDist, Stream, Workload};
 use serde::Serialize;
 use triage_core::analyze::report::Class;
+use triage_core::analyze::rules::RuleId;
 use triage_core::lang::Lang;
 
 /// The model name the simulated engine serves.
@@ -36,7 +37,7 @@ pub struct Scenario {
     /// What was injected, in a sentence.
     pub cause: &'static str,
     /// Analyzer rule ids that name the cause (any of them counts).
-    pub rules: &'static [&'static str],
+    pub rules: &'static [RuleId],
     /// What a probe of the live service sees.
     pub symptom: &'static str,
     /// Offline runs end here.
@@ -277,7 +278,7 @@ pub fn all() -> Vec<Scenario> {
             name: "long-prompt-no-chunking",
             class: Some(Class::TtftHigh),
             cause: "Chunked prefill is off and a batch job sends 16k–30k-token documents in bursts: each is prefilled whole in one step, so every running decode and every request queued behind it waits.",
-            rules: &["long-prompt-blocks-prefill", "chunked-prefill-off"],
+            rules: &[RuleId::LongPromptBlocksPrefill, RuleId::ChunkedPrefillOff],
             symptom: "short requests sent during a burst wait seconds for their first token, and streams in flight stall",
             duration_s: 240.0,
             incident_at_s: 85.2,
@@ -289,7 +290,7 @@ pub fn all() -> Vec<Scenario> {
             name: "overload",
             class: Some(Class::TtftHigh),
             cause: "Requests arrive faster than the engine finishes them (4.5 req/s against about 3.5 at max_num_seqs 32): the batch is full and the waiting queue grows without bound.",
-            rules: &["queueing-exceeds-capacity"],
+            rules: &[RuleId::QueueingExceedsCapacity],
             symptom: "the first token takes longer and longer, then not at all within the client's timeout",
             duration_s: 240.0,
             incident_at_s: 150.0,
@@ -301,7 +302,7 @@ pub fn all() -> Vec<Scenario> {
             name: "cold-start",
             class: Some(Class::TtftHigh),
             cause: "Scale from zero: the gateway holds requests while a new replica loads its weights and captures CUDA graphs for 45 s; the first requests wait for all of it.",
-            rules: &["cold-start"],
+            rules: &[RuleId::ColdStart],
             symptom: "requests sent during start-up get their first token only when the server is up",
             duration_s: 240.0,
             incident_at_s: 39.0,
@@ -313,7 +314,7 @@ pub fn all() -> Vec<Scenario> {
             name: "slow-gpu",
             class: Some(Class::TbtTail),
             cause: "One GPU of a tensor-parallel group of 4 throttles (HW Slowdown at 87 °C, 840 MHz against 1980 MHz): every step waits for it, so every token of every request comes 2.4× slower.",
-            rules: &["slow-gpu"],
+            rules: &[RuleId::SlowGpu],
             symptom: "time to first token is fine but the gaps between tokens are more than twice the healthy ~65 ms",
             duration_s: 180.0,
             incident_at_s: 120.0,
@@ -325,7 +326,7 @@ pub fn all() -> Vec<Scenario> {
             name: "kv-pressure",
             class: Some(Class::TbtTail),
             cause: "The KV cache holds 32,768 tokens while max_num_seqs 128 admits long requests: the cache fills, the scheduler preempts the newest requests and recomputes them, and their streams pause.",
-            rules: &["kv-pressure-preemption"],
+            rules: &[RuleId::KvPressurePreemption],
             symptom: "streams pause for seconds mid-answer when their request is preempted and recomputed",
             duration_s: 240.0,
             incident_at_s: 150.0,
@@ -337,7 +338,7 @@ pub fn all() -> Vec<Scenario> {
             name: "oom-long-input",
             class: Some(Class::Oom),
             cause: "A 65,536-token document reaches a server with max_model_len 131,072, no input cap at the gateway and eager attention: its prefill asks for 256 GiB of attention scores on a 139.8 GiB GPU and fails with a CUDA OOM.",
-            rules: &["input-too-long"],
+            rules: &[RuleId::InputTooLong],
             symptom: "the over-long request fails with an error event carrying the CUDA OOM message",
             duration_s: 120.0,
             incident_at_s: 90.0,
@@ -349,7 +350,7 @@ pub fn all() -> Vec<Scenario> {
             name: "kv-leak",
             class: Some(Class::ThroughputZero),
             cause: "The serving layer drops requests whose client timed out (30 s) without aborting them in the engine: their KV blocks are never freed, the cache fills with dead requests, and nothing new can start.",
-            rules: &["kv-leak"],
+            rules: &[RuleId::KvLeak],
             symptom: "requests are accepted but never get a first token: the engine is idle with its cache full",
             duration_s: 1200.0,
             incident_at_s: 1200.0,
@@ -361,7 +362,7 @@ pub fn all() -> Vec<Scenario> {
             name: "kv-deadlock",
             class: Some(Class::ThroughputZero),
             cause: "The scheduler waits for free KV blocks instead of preempting (a scheduler bug): once the cache is full every running request needs one more block, none is ever freed, and generation stops.",
-            rules: &["scheduler-stall"],
+            rules: &[RuleId::SchedulerStall],
             symptom: "streams in flight freeze and new requests never get a first token",
             duration_s: 150.0,
             incident_at_s: 140.0,
@@ -373,7 +374,7 @@ pub fn all() -> Vec<Scenario> {
             name: "upstream-cut",
             class: Some(Class::ThroughputZero),
             cause: "At 120 s the gateway marks the node unhealthy (a failing health check) and sends it nothing more: the engine idles while clients get 503 from the gateway.",
-            rules: &["upstream-cut"],
+            rules: &[RuleId::UpstreamCut],
             symptom: "every request fails at once with 503 no healthy upstream",
             duration_s: 240.0,
             incident_at_s: 230.0,
@@ -385,7 +386,7 @@ pub fn all() -> Vec<Scenario> {
             name: "client-timeout",
             class: Some(Class::Config),
             cause: "The client's timeout is 10 s (API_TIMEOUT_MS=10000) while long answers take 20–60 s at ~65 ms a token: they are cut off, and the TBT story turns into client timeouts.",
-            rules: &["timeout-too-short"],
+            rules: &[RuleId::TimeoutTooShort],
             symptom: "long answers end in a timeout mid-stream at exactly the client's limit",
             duration_s: 180.0,
             incident_at_s: 120.0,
@@ -397,7 +398,7 @@ pub fn all() -> Vec<Scenario> {
             name: "client-retries",
             class: Some(Class::Config),
             cause: "Agents send bursts of 30 requests into the serving layer's rate limit (2 req/s, bursts of 10) and most get 429; the client retries up to 5 times, so it reports success while most first attempts fail.",
-            rules: &["retries-mask-failures"],
+            rules: &[RuleId::RetriesMaskFailures],
             symptom: "a probe without retries sees the 429s that the client's retries hide",
             duration_s: 240.0,
             incident_at_s: 110.8,

@@ -4,6 +4,7 @@
 //! a sweep over other seeds: the fault must be named whatever the random draws.
 
 use triage_core::analyze::report::Report;
+use triage_core::analyze::rules::{RuleId, listed};
 use triage_sim_model::{Sim, scenario};
 
 fn analyse(name: &str, seed: u64) -> (scenario::Scenario, Report) {
@@ -24,7 +25,7 @@ fn summary(r: &Report) -> String {
 fn names_it(name: &str) {
     let (s, r) = analyse(name, scenario::DEFAULT_SEED);
     let top = r.findings.first().unwrap_or_else(|| panic!("{name}: no finding"));
-    assert!(s.rules.contains(&top.rule.as_str()), "{name}: top finding {}\n{}", top.rule, summary(&r));
+    assert!(listed(s.rules, &top.rule), "{name}: top finding {}\n{}", top.rule, summary(&r));
     assert_eq!(Some(top.class), s.class, "{name}");
     assert_eq!(r.verdict.as_str(), s.class_str());
     assert!(!top.evidence.is_empty(), "{name}: a finding without evidence");
@@ -112,7 +113,7 @@ fn every_fault_is_named_whatever_the_seed() {
         for seed in 1..=4 {
             let (_, r) = analyse(s.name, seed);
             assert!(
-                r.findings.iter().any(|f| s.rules.contains(&f.rule.as_str()) && Some(f.class) == s.class),
+                r.findings.iter().any(|f| listed(s.rules, &f.rule) && Some(f.class) == s.class),
                 "{} seed {seed}:\n{}",
                 s.name,
                 summary(&r)
@@ -132,7 +133,7 @@ fn the_list_is_complete_and_unique() {
     for c in ["TTFT_HIGH", "TBT_TAIL", "OOM", "THROUGHPUT_ZERO", "CONFIG"] {
         assert!(classes.contains(&c), "no scenario of class {c}");
     }
-    let rule_ids: Vec<&str> = triage_core::analyze::rules::docs().map(|d| d.id).collect();
+    let rule_ids: Vec<RuleId> = triage_core::analyze::rules::docs().map(|d| d.id).collect();
     for s in &all {
         for r in s.rules {
             assert!(rule_ids.contains(r), "{}: unknown rule {r}", s.name);

@@ -33,6 +33,7 @@ const MAX_LABEL_CHARS: usize = 200;
 
 pub use super::exchange::Asked;
 use super::exchange::Exchange;
+use crate::rules::RuleId;
 
 /// What to analyse with.
 pub struct Config<'a> {
@@ -761,7 +762,7 @@ fn rank_findings(tagged: &mut Vec<Tagged>, reports: &[Option<Report>], files: Op
             tagged.insert(0, t);
         }
     } else if verdict == Verdict::Inconclusive
-        && let Some(i) = tagged.iter().position(|t| t.finding.rule == "unclaimed-error")
+        && let Some(i) = tagged.iter().position(|t| t.finding.rule == RuleId::UnclaimedError)
     {
         let t = tagged.remove(i);
         tagged.insert(0, t);

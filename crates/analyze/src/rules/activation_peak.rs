@@ -6,6 +6,7 @@
 //! cache, what grows at run time is the activations. Such findings carry a low confidence and
 //! say that the figures did not pin the cause, so an OOM paste never comes out HEALTHY.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::oom::{OomFacts, fmt_gib};
@@ -13,7 +14,7 @@ use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "activation-peak",
+        id: RuleId::ActivationPeak,
         class: Class::Oom,
         title: "Activation peak of a large prefill batch",
         detects: "A run-time OOM where the failed allocation is moderate (under 25 % of the GPU), PyTorch already holds most of the GPU (≥ 70 % allocated), and neither reserved-but-unallocated memory nor other processes explain it. With lower confidence, any OOM the other OOM rules do not explain.",
@@ -216,6 +217,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::{analyzed, snapshot};
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
     const PEAK: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free. Including non-PyTorch memory, this process has 78.05 GiB memory in use. Of the allocated memory 75.20 GiB is allocated by PyTorch, and 420.00 MiB is reserved by PyTorch but unallocated.\n";
@@ -223,16 +225,17 @@ mod tests {
     #[test]
     fn fires_on_a_full_reservation_and_a_moderate_request() {
         let report = analyzed(&[("oom", PEAK)]);
-        assert_eq!(report.findings[0].rule, "activation-peak", "{:?}", report.findings);
-        let f = snapshot(&[("oom", PEAK)], "activation-peak", "full_reservation").unwrap();
+        assert_eq!(report.findings[0].rule, RuleId::ActivationPeak, "{:?}", report.findings);
+        let f = snapshot(&[("oom", PEAK)], RuleId::ActivationPeak, "full_reservation").unwrap();
         assert!(f.summary.contains("95 % of its 79.15 GiB"), "{}", f.summary);
     }
 
     #[test]
     fn engine_settings_raise_it() {
         let args = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'enable_chunked_prefill': False, 'max_num_batched_tokens': 32768}\n";
-        let f = snapshot(&[("vllm.log", args), ("oom", PEAK)], "activation-peak", "with_engine_settings")
-            .unwrap();
+        let f =
+            snapshot(&[("vllm.log", args), ("oom", PEAK)], RuleId::ActivationPeak, "with_engine_settings")
+                .unwrap();
         assert!(
             f.summary.contains("chunked prefill is off and max_num_batched_tokens is 32768"),
             "{}",
@@ -246,16 +249,16 @@ mod tests {
         let bare = [("oom", "RuntimeError: CUDA error: out of memory\n")];
         let report = analyzed(&bare);
         assert_eq!(report.verdict, crate::report::Verdict::Oom);
-        assert_eq!(report.findings[0].rule, "activation-peak");
-        snapshot(&bare, "activation-peak", "oom_without_figures").unwrap();
+        assert_eq!(report.findings[0].rule, RuleId::ActivationPeak);
+        snapshot(&bare, RuleId::ActivationPeak, "oom_without_figures").unwrap();
     }
 
     #[test]
     fn quiet_when_a_more_specific_cause_explains_it() {
         let h200 = fixture!("oom/h200_200gib.txt");
-        assert!(snapshot(&[("oom", h200)], "activation-peak", "quiet_input_too_long").is_none());
+        assert!(snapshot(&[("oom", h200)], RuleId::ActivationPeak, "quiet_input_too_long").is_none());
         let fragmented = PEAK.replace("420.00 MiB is reserved", "8.40 GiB is reserved");
-        assert!(snapshot(&[("oom", &fragmented)], "activation-peak", "quiet_fragmented").is_none());
+        assert!(snapshot(&[("oom", &fragmented)], RuleId::ActivationPeak, "quiet_fragmented").is_none());
     }
 
     crate::rules::snapshots! {

@@ -1,12 +1,13 @@
 //! Rule `api-key-rejected`: the server rejects the client's API key.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "api-key-rejected",
+        id: RuleId::ApiKeyRejected,
         class: Class::Config,
         title: "The server rejects the client's API key",
         detects: "llama-server's `unauthorized: Invalid API Key` (started with `--api-key`).",

@@ -1,6 +1,7 @@
 //! Rule `base-url-wrong`: the client's base URL is a web page, carries tracking parameters or
 //! doubles a path, so requests are answered 404 — which clients report as "model unavailable".
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::client_config::UrlSetting;
@@ -9,7 +10,7 @@ use triage_base::endpoint::Api;
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "base-url-wrong",
+        id: RuleId::BaseUrlWrong,
         class: Class::Config,
         title: "The base URL is not the API base",
         detects: "A client base URL (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, Codex base_url …) that carries tracking parameters (utm_*, spm, from …), points at a web page (home page, /console, /chat, /docs …), already ends in an endpoint path, or doubles /v1; and API-server access lines answering 404 to such paths.",
@@ -427,7 +428,7 @@ mod tests {
     fn fires_on_tracking_parameters_and_more_with_a_404() {
         let f = snapshot(
             &[("settings.json", SETTINGS_UTM)],
-            "base-url-wrong",
+            RuleId::BaseUrlWrong,
             "fires_on_tracking_parameters_and_more_with_a_404",
         )
         .unwrap();
@@ -441,7 +442,7 @@ mod tests {
         let access = "INFO:     10.1.2.3:5122 - \"POST /api/v1/messages?utm_source=blog&utm_medium=csdn HTTP/1.1\" 404 Not Found\n";
         let f = snapshot(
             &[("settings.json", SETTINGS_UTM), ("api.log", access)],
-            "base-url-wrong",
+            RuleId::BaseUrlWrong,
             "fires_on_tracking_parameters_and_more_with_a_404_2",
         )
         .unwrap();
@@ -449,7 +450,7 @@ mod tests {
         assert_eq!(f.evidence.len(), 2);
         let f = snapshot(
             &[("api.log", access)],
-            "base-url-wrong",
+            RuleId::BaseUrlWrong,
             "fires_on_tracking_parameters_and_more_with_a_404_3",
         )
         .unwrap();
@@ -469,12 +470,12 @@ mod tests {
         .enumerate()
         {
             let case = format!("web_page_or_endpoint_{i}");
-            let f = snapshot(&[("env", url)], "base-url-wrong", &case).unwrap_or_else(|| panic!("{url}"));
+            let f = snapshot(&[("env", url)], RuleId::BaseUrlWrong, &case).unwrap_or_else(|| panic!("{url}"));
             assert!(f.summary.contains(want), "{url}: {}", f.summary);
         }
         let f = snapshot(
             &[("env", "export OPENAI_BASE_URL=http://gw:8000/v1/chat/completions\n")],
-            "base-url-wrong",
+            RuleId::BaseUrlWrong,
             "fires_on_web_pages_endpoints_and_doubled_v1_2",
         )
         .unwrap();
@@ -486,7 +487,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("settings.json", ARTICLE_SETTINGS)],
-                "base-url-wrong",
+                RuleId::BaseUrlWrong,
                 "quiet_on_the_articles_own_configs_and_plain_404s"
             )
             .is_none()
@@ -494,7 +495,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("config.toml", ARTICLE_TOML)],
-                "base-url-wrong",
+                RuleId::BaseUrlWrong,
                 "quiet_on_the_articles_own_configs_and_plain_404s_2"
             )
             .is_none()
@@ -504,7 +505,7 @@ mod tests {
             "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n",
             "export OPENAI_BASE_URL=https://open.bigmodel.cn/api/paas/v4\n",
         ] {
-            assert!(fired(&[("env", ok)], "base-url-wrong").is_none(), "{ok}");
+            assert!(fired(&[("env", ok)], RuleId::BaseUrlWrong).is_none(), "{ok}");
         }
         // A 404 on a valid path is vLLM's answer to an unknown model name, and browsers' GET / is
         // noise.
@@ -512,7 +513,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("api.log", log)],
-                "base-url-wrong",
+                RuleId::BaseUrlWrong,
                 "quiet_on_the_articles_own_configs_and_plain_404s_4"
             )
             .is_none()

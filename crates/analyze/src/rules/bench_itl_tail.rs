@@ -1,12 +1,13 @@
 //! Rule `bench-itl-tail`: a benchmark's own figures show a tail of gaps between tokens.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "bench-itl-tail",
+        id: RuleId::BenchItlTail,
         class: Class::TbtTail,
         title: "The benchmark's gaps between tokens have a long tail",
         detects: "A benchmark result whose ITL p99 (else TPOT p99; p95 when that is all it prints) is at least 3× its median and over 100 ms, or above the inter-token target (200 ms by default; `--slo-itl-ms`), while the median itself is small.",
@@ -84,19 +85,20 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     const RUN: &str = "============ Serving Benchmark Result ============\nSuccessful requests:                     1000\nRequest throughput (req/s):              8.30\n---------------Inter-token Latency----------------\nMean ITL (ms):                           31.02\nMedian ITL (ms):                         21.30\nP99 ITL (ms):                            412.77\n==================================================\n";
 
     #[test]
     fn fires_on_a_gap_tail() {
-        let f = snapshot(&[("bench.txt", RUN)], "bench-itl-tail", "fires_on_a_gap_tail").unwrap();
+        let f = snapshot(&[("bench.txt", RUN)], RuleId::BenchItlTail, "fires_on_a_gap_tail").unwrap();
         assert!(f.summary.contains("413 ms"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_on_steady_decoding() {
         let ok = RUN.replace("412.77", "48.10");
-        assert!(snapshot(&[("bench.txt", &ok)], "bench-itl-tail", "quiet_on_steady_decoding").is_none());
+        assert!(snapshot(&[("bench.txt", &ok)], RuleId::BenchItlTail, "quiet_on_steady_decoding").is_none());
     }
 
     crate::rules::snapshots! {

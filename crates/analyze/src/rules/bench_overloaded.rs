@@ -1,12 +1,13 @@
 //! Rule `bench-overloaded`: a benchmark sent requests faster than the server finished them.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "bench-overloaded",
+        id: RuleId::BenchOverloaded,
         class: Class::TtftHigh,
         title: "The benchmark offered more requests than the server can finish",
         detects: "A benchmark whose configured request rate (`Request rate configured (RPS)`, `Traffic request rate`, `--request-rate`, guidellm's `constant@R`) is at least 1.2× the request throughput it measured.",
@@ -86,6 +87,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     const RUN: &str = "Traffic request rate: 40.0\n============ Serving Benchmark Result ============\nSuccessful requests:                     2400\nRequest throughput (req/s):              11.21\n---------------Time to First Token----------------\nMean TTFT (ms):                          14230.66\nMedian TTFT (ms):                        14012.35\nP99 TTFT (ms):                           29488.10\n==================================================\n";
 
@@ -93,7 +95,7 @@ mod tests {
     fn fires_when_the_rate_is_above_the_throughput() {
         let f = snapshot(
             &[("bench.txt", RUN)],
-            "bench-overloaded",
+            RuleId::BenchOverloaded,
             "fires_when_the_rate_is_above_the_throughput",
         )
         .unwrap();
@@ -103,7 +105,7 @@ mod tests {
     #[test]
     fn quiet_below_capacity() {
         let ok = RUN.replace("Traffic request rate: 40.0", "Traffic request rate: 10.0");
-        assert!(snapshot(&[("bench.txt", &ok)], "bench-overloaded", "quiet_below_capacity").is_none());
+        assert!(snapshot(&[("bench.txt", &ok)], RuleId::BenchOverloaded, "quiet_below_capacity").is_none());
     }
 
     crate::rules::snapshots! {

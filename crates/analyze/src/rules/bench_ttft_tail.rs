@@ -1,12 +1,13 @@
 //! Rule `bench-ttft-tail`: a benchmark's own figures show a TTFT tail.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "bench-ttft-tail",
+        id: RuleId::BenchTtftTail,
         class: Class::TtftHigh,
         title: "The benchmark's TTFT tail is far above its median",
         detects: "A benchmark result (`vllm bench serve`, SGLang `bench_serving`, guidellm, aiperf) whose TTFT p99 (else p95) is at least 5× its median and over 1 s, or above the TTFT target (2,000 ms by default; `--slo-ttft-ms`).",
@@ -101,13 +102,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     const TAIL: &str = "============ Serving Benchmark Result ============\nSuccessful requests:                     1000\nBenchmark duration (s):                  120.5\nRequest throughput (req/s):              8.30\n---------------Time to First Token----------------\nMean TTFT (ms):                          2930.11\nMedian TTFT (ms):                        612.40\nP99 TTFT (ms):                           22481.93\n==================================================\n";
 
     #[test]
     fn fires_on_a_tail_far_above_the_median() {
-        let f = snapshot(&[("bench.txt", TAIL)], "bench-ttft-tail", "fires_on_a_tail_far_above_the_median")
-            .unwrap();
+        let f =
+            snapshot(&[("bench.txt", TAIL)], RuleId::BenchTtftTail, "fires_on_a_tail_far_above_the_median")
+                .unwrap();
         assert!(f.summary.contains("22482 ms"), "{}", f.summary);
         assert_eq!(f.evidence.len(), 2);
     }
@@ -115,7 +118,7 @@ mod tests {
     #[test]
     fn quiet_on_a_modest_tail() {
         let ok = TAIL.replace("22481.93", "1410.00").replace("2930.11", "700.0");
-        assert!(snapshot(&[("bench.txt", &ok)], "bench-ttft-tail", "quiet_on_a_modest_tail").is_none());
+        assert!(snapshot(&[("bench.txt", &ok)], RuleId::BenchTtftTail, "quiet_on_a_modest_tail").is_none());
     }
 
     #[test]
@@ -124,7 +127,7 @@ mod tests {
         let mut a =
             crate::Analyzer::new().with_slo(crate::facts::Slo { ttft_ms: 1_000.0, ..Default::default() });
         a.add_text("bench.txt", &ok);
-        assert_eq!(a.finish().findings[0].rule, "bench-ttft-tail");
+        assert_eq!(a.finish().findings[0].rule, RuleId::BenchTtftTail);
     }
 
     crate::rules::snapshots! {

@@ -1,12 +1,13 @@
 //! Rule `chunked-prefill-off`: the engine runs without chunked prefill.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "chunked-prefill-off",
+        id: RuleId::ChunkedPrefillOff,
         class: Class::TtftHigh,
         title: "Chunked prefill is off",
         detects: "vLLM's logged engine arguments show `enable_chunked_prefill: False` (or `chunked_prefill_enabled=False`).",
@@ -85,11 +86,13 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_logged_argument() {
         let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'm', 'enable_chunked_prefill': False, 'max_model_len': 32768}\n";
-        let f = snapshot(&[("vllm.log", log)], "chunked-prefill-off", "fires_on_logged_argument").unwrap();
+        let f =
+            snapshot(&[("vllm.log", log)], RuleId::ChunkedPrefillOff, "fires_on_logged_argument").unwrap();
         assert!(f.summary.contains("32768"));
         assert_eq!(f.evidence[0].line, 1);
     }
@@ -97,6 +100,6 @@ mod tests {
     #[test]
     fn quiet_when_enabled() {
         let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'm', 'enable_chunked_prefill': True}\n";
-        assert!(snapshot(&[("vllm.log", log)], "chunked-prefill-off", "quiet_when_enabled").is_none());
+        assert!(snapshot(&[("vllm.log", log)], RuleId::ChunkedPrefillOff, "quiet_when_enabled").is_none());
     }
 }

@@ -1,13 +1,14 @@
 //! Rule `client-calls-metrics-port`: the client talks to the port the server opened for its
 //! metrics, not for inference.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "client-calls-metrics-port",
+        id: RuleId::ClientCallsMetricsPort,
         class: Class::Config,
         title: "The client calls the metrics port",
         detects: "A server's start-up lines announcing its ports — `Started GRPCInferenceService at 0.0.0.0:8001`, `Started HTTPService at 0.0.0.0:8000`, `Started Metrics Service at 0.0.0.0:8002` (Triton), any `… metrics … on host:port` — and a client command or setting in the same paste (`-u localhost:8002`, `--url`, `base_url`, `api_base`, `--endpoint`) whose port is the metrics one.",
@@ -79,15 +80,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::{fired, snapshot};
+    use crate::rules::RuleId;
 
     const SERVER: &str = "I1118 07:23:26.676895 28532 grpc_server.cc:2451] Started GRPCInferenceService at 0.0.0.0:8001\nI1118 07:23:26.677120 28532 http_server.cc:3558] Started HTTPService at 0.0.0.0:8000\nI1118 07:23:26.732376 28532 http_server.cc:187] Started Metrics Service at 0.0.0.0:8002\n";
 
     #[test]
     fn fires_when_the_client_calls_the_metrics_port() {
         let client = "$ python client.py --protocol grpc -u localhost:8002\nTraceback (most recent call last):\n  File \"client.py\", line 3, in <module>\ntritonclient.utils.InferenceServerException: [StatusCode.UNAVAILABLE] failed to connect to all addresses\n";
-        let f =
-            snapshot(&[("server.log", SERVER), ("client.txt", client)], "client-calls-metrics-port", "grpc")
-                .unwrap();
+        let f = snapshot(
+            &[("server.log", SERVER), ("client.txt", client)],
+            RuleId::ClientCallsMetricsPort,
+            "grpc",
+        )
+        .unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
@@ -95,7 +100,8 @@ mod tests {
     fn quiet_when_the_client_calls_an_inference_port() {
         let client = "$ python client.py --protocol grpc -u localhost:8001\n";
         assert!(
-            fired(&[("server.log", SERVER), ("client.txt", client)], "client-calls-metrics-port").is_none()
+            fired(&[("server.log", SERVER), ("client.txt", client)], RuleId::ClientCallsMetricsPort)
+                .is_none()
         );
     }
 }

@@ -1,12 +1,13 @@
 //! Rule `client-retries-failing`: an SDK keeps retrying requests that cannot succeed.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "client-retries-failing",
+        id: RuleId::ClientRetriesFailing,
         class: Class::Config,
         title: "The client retries requests that cannot reach the server",
         detects: "The OpenAI / Anthropic Python SDKs' `Retrying request to /chat/completions in 0.8 seconds` lines together with connection failures (`APIConnectionError`, `Connection error.`, connection refused, name resolution).",
@@ -94,13 +95,14 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_retries_that_cannot_connect() {
         let log = "INFO:openai._base_client:Retrying request to /chat/completions in 0.432 seconds\nINFO:openai._base_client:Retrying request to /chat/completions in 0.891 seconds\nopenai.APIConnectionError: Connection error.\n";
         let f = snapshot(
             &[("client.log", log)],
-            "client-retries-failing",
+            RuleId::ClientRetriesFailing,
             "fires_on_retries_that_cannot_connect",
         )
         .unwrap();
@@ -113,7 +115,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("client.log", log)],
-                "client-retries-failing",
+                RuleId::ClientRetriesFailing,
                 "retries_of_a_busy_server_are_not_its"
             )
             .is_none()

@@ -1,12 +1,13 @@
 //! Rule `cold-start`: the first requests after a (re)start pay for loading and compiling.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "cold-start",
+        id: RuleId::ColdStart,
         class: Class::TtftHigh,
         title: "Cold start: the first requests hit an instance that is not warm",
         detects: "The earliest requests in a request log are far slower than the rest, or the engine log shows weights loading / CUDA graphs capturing alongside traffic, or metrics over a window show the process starting in it (`process_start_time_seconds`, `up`) with a TTFT tail.",
@@ -280,17 +281,18 @@ fn first_request_outlier(f: &Facts) -> Option<(f64, f64, Vec<crate::report::Evid
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_first_request_ten_times_the_rest() {
         let timings = "first call\nResponse time: 24.1\nsecond call\nResponse time: 0.91\nthird call\nResponse time: 0.87\n";
-        let f = snapshot(&[("client.txt", timings)], "cold-start", "first_request_outlier").unwrap();
+        let f = snapshot(&[("client.txt", timings)], RuleId::ColdStart, "first_request_outlier").unwrap();
         assert_eq!((f.evidence[0].line, f.evidence[1].line), (2, 4));
         // Requests alike, or a first one slower but below the TTFT target: no warm-up to blame.
         let alike = "Response time: 2.4\nResponse time: 2.1\nResponse time: 2.2\n";
-        assert!(super::super::fired(&[("client.txt", alike)], "cold-start").is_none());
+        assert!(super::super::fired(&[("client.txt", alike)], RuleId::ColdStart).is_none());
         let quick = "Response time: 1.5\nResponse time: 0.1\nResponse time: 0.1\n";
-        assert!(super::super::fired(&[("client.txt", quick)], "cold-start").is_none());
+        assert!(super::super::fired(&[("client.txt", quick)], RuleId::ColdStart).is_none());
     }
 
     #[test]
@@ -303,7 +305,7 @@ mod tests {
                 )
             })
             .collect();
-        let f = snapshot(&[("req.jsonl", &log)], "cold-start", "fires_on_slow_first_requests").unwrap();
+        let f = snapshot(&[("req.jsonl", &log)], RuleId::ColdStart, "fires_on_slow_first_requests").unwrap();
         assert!(f.summary.contains("7500 ms"), "{}", f.summary);
     }
 
@@ -311,15 +313,19 @@ mod tests {
     fn quiet_on_steady_traffic() {
         let log: String =
             (0..40).map(|i| format!("{{\"enqueue_time\":{i},\"first_token_time\":{}.25}}\n", i)).collect();
-        assert!(snapshot(&[("req.jsonl", &log)], "cold-start", "quiet_on_steady_traffic").is_none());
+        assert!(snapshot(&[("req.jsonl", &log)], RuleId::ColdStart, "quiet_on_steady_traffic").is_none());
     }
 
     #[test]
     fn a_start_up_in_the_log_alone_is_not_a_cold_start() {
         let log = "INFO 11-29 10:00:00 [gpu_model_runner.py:1] Model loading took 14.99 GiB and 32.1 seconds\nINFO 11-29 10:01:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 150.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n";
         assert!(
-            snapshot(&[("vllm.log", log)], "cold-start", "a_start_up_in_the_log_alone_is_not_a_cold_start")
-                .is_none()
+            snapshot(
+                &[("vllm.log", log)],
+                RuleId::ColdStart,
+                "a_start_up_in_the_log_alone_is_not_a_cold_start"
+            )
+            .is_none()
         );
     }
 
@@ -339,14 +345,14 @@ mod tests {
         };
         let f = snapshot(
             &[("metrics", &scrapes(1_796_394_257.0))],
-            "cold-start",
+            RuleId::ColdStart,
             "start_in_the_window_from_metrics",
         )
         .unwrap();
         assert_eq!(f.evidence.len(), 2, "{:?}", f.evidence);
         assert!(f.evidence[0].text.starts_with("process_start_time_seconds"), "{:?}", f.evidence);
         let days_ago = scrapes(1_796_135_057.0);
-        let quiet = snapshot(&[("metrics", &days_ago)], "cold-start", "quiet_started_days_ago");
+        let quiet = snapshot(&[("metrics", &days_ago)], RuleId::ColdStart, "quiet_started_days_ago");
         assert!(quiet.is_none());
     }
 }

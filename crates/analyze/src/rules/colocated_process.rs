@@ -1,5 +1,6 @@
 //! Rule `colocated-process`: another process holds a large share of the GPU the engine needs.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::oom::fmt_gib;
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "colocated-process",
+        id: RuleId::ColocatedProcess,
         class: Class::Oom,
         title: "Another process holds memory on the same GPU",
         detects: "An OOM message naming other processes (`Process N has X GiB memory in use`) that hold at least 10 % of the GPU; vLLM's `Free memory on device … is less than desired GPU memory utilization`; or nvidia-smi listing two or more processes with ≥ 2 GiB each on one GPU that is nearly full or whose engine ran out of memory.",
@@ -95,10 +96,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
     // A start-up that failed for memory with most of the GPU already taken before the model
     // loaded (Ollama's and TensorRT-LLM's own figures): another process holds it.
-    const STARTUP_OOM: &[&str] = &["weights-exceed-gpu", "warmup-oom", "kv-reservation-too-large"];
+    const STARTUP_OOM: &[RuleId] =
+        &[RuleId::WeightsExceedGpu, RuleId::WarmupOom, RuleId::KvReservationTooLarge];
     if let Some((free, total, e)) = &f.llama.free_before_load
         && *free < 0.5 * total
-        && STARTUP_OOM.iter().any(|r| f.signals.count_for(r) > 0)
+        && STARTUP_OOM.iter().any(|&r| f.signals.count_for(r) > 0)
     {
         confidence = confidence.max(0.9);
         let taken = (1.0 - free / total) * 100.0;
@@ -207,6 +209,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::{analyzed, snapshot};
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
     const NEWER: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 350.00 MiB is free. Process 4121 has 38.00 GiB memory in use. Including non-PyTorch memory, this process has 40.80 GiB memory in use. Of the allocated memory 39.00 GiB is allocated by PyTorch, and 500.00 MiB is reserved by PyTorch but unallocated.\n";
@@ -214,8 +217,8 @@ mod tests {
     #[test]
     fn fires_on_another_process_in_the_oom() {
         let report = analyzed(&[("oom", NEWER)]);
-        assert_eq!(report.findings[0].rule, "colocated-process", "{:?}", report.findings);
-        let f = snapshot(&[("oom", NEWER)], "colocated-process", "another_process_in_the_oom").unwrap();
+        assert_eq!(report.findings[0].rule, RuleId::ColocatedProcess, "{:?}", report.findings);
+        let f = snapshot(&[("oom", NEWER)], RuleId::ColocatedProcess, "another_process_in_the_oom").unwrap();
         assert!(f.summary.contains("process 4121 holds 38.00 GiB (48 % of 79.15 GiB)"), "{}", f.summary);
     }
 
@@ -227,14 +230,14 @@ mod tests {
         );
         let f = snapshot(
             &[("smi", &smi), ("oom", "RuntimeError: CUDA error: out of memory\n")],
-            "colocated-process",
+            RuleId::ColocatedProcess,
             "two_big_processes_and_an_oom",
         )
         .unwrap();
         assert!(f.summary.contains("2 processes on GPU 0"), "{}", f.summary);
         // Without the OOM, and with the GPU far from full, sharing alone is no finding.
         assert!(
-            snapshot(&[("smi", &smi)], "colocated-process", "quiet_two_big_processes_without_an_oom")
+            snapshot(&[("smi", &smi)], RuleId::ColocatedProcess, "quiet_two_big_processes_without_an_oom")
                 .is_none()
         );
     }
@@ -242,15 +245,16 @@ mod tests {
     #[test]
     fn fires_on_vllm_free_memory_less_than_desired() {
         let log = "ValueError: Free memory on device (10.5/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n";
-        snapshot(&[("vllm.log", log)], "colocated-process", "vllm_free_memory_less_than_desired").unwrap();
+        snapshot(&[("vllm.log", log)], RuleId::ColocatedProcess, "vllm_free_memory_less_than_desired")
+            .unwrap();
     }
 
     #[test]
     fn quiet_on_a_lone_process() {
         let h200 = fixture!("oom/h200_200gib.txt");
-        assert!(snapshot(&[("oom", h200)], "colocated-process", "quiet_lone_process_oom").is_none());
+        assert!(snapshot(&[("oom", h200)], RuleId::ColocatedProcess, "quiet_lone_process_oom").is_none());
         let smi = fixture!("smi/smi_power_capped.txt");
-        assert!(snapshot(&[("smi", smi)], "colocated-process", "quiet_on_a_lone_process").is_none());
+        assert!(snapshot(&[("smi", smi)], RuleId::ColocatedProcess, "quiet_on_a_lone_process").is_none());
     }
 
     crate::rules::snapshots! {

@@ -1,12 +1,13 @@
 //! Rule `context-length-exceeded`: requests are longer than the model's context.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "context-length-exceeded",
+        id: RuleId::ContextLengthExceeded,
         class: Class::Config,
         title: "Requests are longer than the model's context",
         detects: "400 answers and engine messages saying a request does not fit the context: vLLM's `This model's maximum context length is N tokens. However, you requested M tokens`, SGLang's `The input (N tokens) is longer than the model's context length`, TGI's `inputs tokens + max_new_tokens must be <=`.",

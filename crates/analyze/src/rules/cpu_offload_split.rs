@@ -1,5 +1,6 @@
 //! Rule `cpu-offload-split`: part of the model runs on the CPU, so every token waits for it.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, EvidenceLine, Finding};
@@ -7,7 +8,7 @@ use crate::text::number_after;
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "cpu-offload-split",
+        id: RuleId::CpuOffloadSplit,
         class: Class::TbtTail,
         title: "Part of the model runs on the CPU",
         detects: "llama.cpp's `offloaded N/M layers to GPU` with N below M, Ollama's offload estimate with `layers.offload` below `layers.model`, and `ollama ps` showing a `CPU/GPU` split.",
@@ -95,6 +96,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 mod tests {
     use super::super::snapshot;
     use super::split;
+    use crate::rules::RuleId;
 
     #[test]
     fn reads_the_split() {
@@ -115,7 +117,7 @@ mod tests {
     fn fires_on_a_partial_offload_only() {
         let f = snapshot(
             &[("ollama.log", "load_tensors: offloaded 27/81 layers to GPU\n")],
-            "cpu-offload-split",
+            RuleId::CpuOffloadSplit,
             "fires_on_a_partial_offload_only",
         )
         .expect("27 of 81 layers");
@@ -123,7 +125,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("ollama.log", "load_tensors: offloaded 81/81 layers to GPU\n")],
-                "cpu-offload-split",
+                RuleId::CpuOffloadSplit,
                 "quiet_on_a_full_offload"
             )
             .is_none()

@@ -2,6 +2,7 @@
 //! context length, between configurations of one model, or far below what reading the weights
 //! once per token allows on a GPU.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::table::Row;
@@ -9,7 +10,7 @@ use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "decode-rate-collapses",
+        id: RuleId::DecodeRateCollapses,
         class: Class::TbtTail,
         title: "The decode rate in the table collapses",
         detects: "In one pasted table: a decode rate (words/s, output tok/s, one stream's tok/s) that falls at least 4× from the shortest prompt length to the longest; llama-bench `tg` rows of one model (same name and size) whose rates differ at least 2× between configurations (`ngl`, `fa`, backend); or a fully offloaded llama-bench run (`ngl` ≥ 99 on a GPU backend) whose `tg` rate × model size is under 40 GB/s — decode reads every weight once per token, and any GPU reads far faster.",
@@ -158,9 +159,10 @@ fn tg_partner(table: &[&Row], tg: &Row) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
-    const RULE: &str = "decode-rate-collapses";
+    const RULE: RuleId = RuleId::DecodeRateCollapses;
 
     #[test]
     fn fires_on_tg_far_below_bandwidth() {

@@ -1,6 +1,7 @@
 //! Rule `decode-slower-at-same-load`: the same decode work runs at very different speeds in one
 //! paste — before against after.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::sglang::SglangBatch;
@@ -8,7 +9,7 @@ use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "decode-slower-at-same-load",
+        id: RuleId::DecodeSlowerAtSameLoad,
         class: Class::TbtTail,
         title: "Decode slower for the same load",
         detects: "SGLang `Decode batch` lines with the same `#running-req` and a `#token` within 1.5× of each other, whose `gen throughput (token/s)` splits in two: the slower half at most 1/1.6 of the faster half (medians). Also across data-parallel ranks printing the same batch.",
@@ -101,6 +102,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     fn batch(rank: u32, running: u32, tokens: u32, tps: f64) -> String {
         format!(
@@ -119,7 +121,7 @@ mod tests {
             batch(5, 16, 36500, 99.0),
         ]
         .concat();
-        let f = snapshot(&[("sglang.log", &log)], "decode-slower-at-same-load", "halves").unwrap();
+        let f = snapshot(&[("sglang.log", &log)], RuleId::DecodeSlowerAtSameLoad, "halves").unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
@@ -128,9 +130,11 @@ mod tests {
         // ±10 % noise.
         let noise: String =
             (0..8).map(|i| batch(i, 16, 40000 + i * 100, 200.0 + f64::from(i % 3) * 10.0)).collect();
-        assert!(snapshot(&[("sglang.log", &noise)], "decode-slower-at-same-load", "noise").is_none());
+        assert!(snapshot(&[("sglang.log", &noise)], RuleId::DecodeSlowerAtSameLoad, "noise").is_none());
         // Slower because the context grew (another rule's finding): not the same work.
         let grows: String = (0..8).map(|i| batch(0, 16, 20000 * (i + 1), 300.0 / f64::from(i + 1))).collect();
-        assert!(snapshot(&[("sglang.log", &grows)], "decode-slower-at-same-load", "context_grows").is_none());
+        assert!(
+            snapshot(&[("sglang.log", &grows)], RuleId::DecodeSlowerAtSameLoad, "context_grows").is_none()
+        );
     }
 }

@@ -1,12 +1,13 @@
 //! Rule `decode-slows-with-context`: each decode step gets slower as the contexts grow.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "decode-slows-with-context",
+        id: RuleId::DecodeSlowsWithContext,
         class: Class::TbtTail,
         title: "Decoding slows down as the contexts grow",
         detects: "Over a run of decode stats with about the same number of running requests, the tokens in the KV cache (SGLang `#token`, vLLM KV usage) at least double while generation throughput per running request falls by 40 % or more.",
@@ -172,6 +173,7 @@ fn slowing<'a, 'b>(points: &'b [Point<'a>]) -> Option<(&'b Point<'a>, &'b Point<
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     fn log(tokens_and_tps: &[(u32, f64)]) -> String {
         tokens_and_tps
@@ -186,7 +188,7 @@ mod tests {
         let l = log(&[(41000, 2950.0), (92200, 2341.0), (194600, 1657.0), (373800, 1096.0)]);
         let f = snapshot(
             &[("sglang.log", &l)],
-            "decode-slows-with-context",
+            RuleId::DecodeSlowsWithContext,
             "fires_when_tokens_grow_and_speed_falls",
         )
         .unwrap();
@@ -197,7 +199,8 @@ mod tests {
     fn quiet_when_speed_holds() {
         let l = log(&[(41000, 2950.0), (92200, 2900.0), (194600, 2850.0), (373800, 2800.0)]);
         assert!(
-            snapshot(&[("sglang.log", &l)], "decode-slows-with-context", "quiet_when_speed_holds").is_none()
+            snapshot(&[("sglang.log", &l)], RuleId::DecodeSlowsWithContext, "quiet_when_speed_holds")
+                .is_none()
         );
     }
 

@@ -1,12 +1,13 @@
 //! Rule `engine-dead`: the engine process died; the API server may still be up.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts, with_signal_lines};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "engine-dead",
+        id: RuleId::EngineDead,
         class: Class::ThroughputZero,
         title: "The engine died",
         detects: "`EngineDeadError`, `EngineCore encountered an issue`, `Engine loop has died` in the vLLM log.",
@@ -32,9 +33,9 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         return None;
     }
     // The death is a consequence: with its cause in the paste, the cause's finding leads.
-    let cause_rule = super::CAUSES_OF_DEATH.iter().find(|r| f.signals.count_for(r) > 0).copied();
+    let cause_rule = super::CAUSES_OF_DEATH.iter().find(|&&r| f.signals.count_for(r) > 0).copied();
     let memory = !f.ooms.is_empty() || !f.vllm.fatal_memory.is_empty();
-    let nccl = !f.vllm.nccl.is_empty() || cause_rule == Some("nccl-hang");
+    let nccl = !f.vllm.nccl.is_empty() || cause_rule == Some(RuleId::NcclHang);
     let cause = if memory {
         lang.pick(
             " An out-of-memory error is in the same input: it is the likely root cause.",
@@ -83,18 +84,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_engine_dead() {
         let log = "ERROR 11-29 10:01:00 [core.py:400] EngineCore encountered a fatal error.\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n";
-        let f = snapshot(&[("vllm.log", log)], "engine-dead", "fires_on_engine_dead").unwrap();
+        let f = snapshot(&[("vllm.log", log)], RuleId::EngineDead, "fires_on_engine_dead").unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
     #[test]
     fn quiet_on_normal_logs() {
         let log = "INFO 11-29 10:01:00 [core.py:400] EngineCore started.\n";
-        assert!(snapshot(&[("vllm.log", log)], "engine-dead", "quiet_on_normal_logs").is_none());
+        assert!(snapshot(&[("vllm.log", log)], RuleId::EngineDead, "quiet_on_normal_logs").is_none());
     }
 
     crate::rules::snapshots! {

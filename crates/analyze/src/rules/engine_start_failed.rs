@@ -1,12 +1,13 @@
 //! Rule `engine-start-failed`: the engine never came up, so nothing is served.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "engine-start-failed",
+        id: RuleId::EngineStartFailed,
         class: Class::ThroughputZero,
         title: "The engine failed to start",
         detects: "vLLM's `Engine core initialization failed` / `EngineCore failed to start`, TGI's `Shard N failed to start` / `Webserver Crashed`: the engine exited during start-up.",
@@ -25,24 +26,29 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 /// Rules whose finding names a memory cause of a failed start.
-const MEMORY: &[&str] =
-    &["kv-reservation-too-large", "warmup-oom", "input-too-long", "activation-peak", "colocated-process"];
+const MEMORY: &[RuleId] = &[
+    RuleId::KvReservationTooLarge,
+    RuleId::WarmupOom,
+    RuleId::InputTooLong,
+    RuleId::ActivationPeak,
+    RuleId::ColocatedProcess,
+];
 
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    let memory = MEMORY.iter().any(|r| f.signals.count_for(r) > 0)
+    let memory = MEMORY.iter().any(|&r| f.signals.count_for(r) > 0)
         || !f.ooms.is_empty()
         || !f.vllm.fatal_memory.is_empty();
     // NCCL failing while the engine starts is why it could not start, not a hang of a serving
     // group: this finding leads and names it.
     let other = super::CAUSES_OF_DEATH
         .iter()
-        .any(|r| !MEMORY.contains(r) && *r != "nccl-hang" && f.signals.count_for(r) > 0);
+        .any(|&r| !MEMORY.contains(&r) && r != RuleId::NcclHang && f.signals.count_for(r) > 0);
     // A client that hung up while the model loaded aborts the load: the start-up did not fail
     // of itself (Ollama's `context canceled` after `client connection closed …`).
     let client = f.signals.seen("ollama-client-closed-while-loading").is_some();
     // With its cause in the paste that finding leads; this one says what it did.
     // A worker that died (killed for host memory, a lost node) is why its load failed.
-    let worker = f.signals.count_for("worker-died") > 0;
+    let worker = f.signals.count_for(RuleId::WorkerDied) > 0;
     let confidence = if client || worker {
         0.45
     } else if memory || other {
@@ -99,11 +105,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::{analyzed, snapshot};
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_failed_start() {
         let log = "(EngineCore_0 pid=7) ERROR 05-12 10:00:01 [core.py:390] EngineCore failed to start.\nRuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n";
-        let f = snapshot(&[("vllm.log", log)], "engine-start-failed", "fires_on_a_failed_start").unwrap();
+        let f = snapshot(&[("vllm.log", log)], RuleId::EngineStartFailed, "fires_on_a_failed_start").unwrap();
         assert_eq!(f.evidence.len(), 2);
         assert!(f.confidence > 0.8);
     }
@@ -112,8 +119,8 @@ mod tests {
     fn a_memory_cause_leads() {
         let log = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\nRuntimeError: Engine core initialization failed. See root cause above.\n";
         let r = analyzed(&[("vllm.log", log)]);
-        assert_eq!(r.findings[0].rule, "kv-reservation-too-large");
-        assert!(r.findings.iter().any(|f| f.rule == "engine-start-failed"));
+        assert_eq!(r.findings[0].rule, RuleId::KvReservationTooLarge);
+        assert!(r.findings.iter().any(|f| f.rule == RuleId::EngineStartFailed));
     }
 
     crate::rules::snapshots! {

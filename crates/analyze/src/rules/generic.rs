@@ -8,6 +8,7 @@
 //! the family seen first in the paste lead: the first error is the cause, what follows is its
 //! consequence.
 
+use super::RuleId;
 use super::{Both, FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::families::Family;
@@ -34,7 +35,7 @@ const PASTE_BEFORE: Both = (
 );
 
 macro_rules! generic_rule {
-    ($name:ident, $words:ident, $id:literal, $class:expr, $title:literal, $detects:literal, $why:literal, $example:literal, $fix:literal,
+    ($name:ident, $words:ident, $id:expr, $class:expr, $title:literal, $detects:literal, $why:literal, $example:literal, $fix:literal,
      zh: $zt:literal, $zd:literal, $zw:literal, $ze:literal, $zf:literal) => {
         pub(crate) const $name: Rule = Rule {
             doc: RuleDoc {
@@ -74,7 +75,7 @@ const MEMORY: Words = Words {
     ],
 };
 generic_rule!(
-    GENERIC_OOM, MEMORY, "generic-oom", Class::Oom,
+    GENERIC_OOM, MEMORY, RuleId::GenericOom, Class::Oom,
     "Memory ran out (read from the words)",
     "Words any allocator uses when it runs out — `out of memory`, `OutOfDeviceMemory`, `failed to allocate`, `Not enough memory`, `cudaErrorMemoryAllocation`, `std::bad_alloc`, `OOMKilled` — in a line no exact rule knows (Vulkan, TVM, TensorRT, ggml back-ends, a CUDA failure wrapped in another error). Not in a line that only suggests (`try lowering …`).",
     "An OOM is an outage whatever prints it; knowing the class first sends the reader to memory (weights, KV reservation, other processes) instead of the network or the scheduler.",
@@ -112,7 +113,7 @@ const COLLECTIVE: Words = Words {
     ],
 };
 generic_rule!(
-    GENERIC_COLLECTIVE, COLLECTIVE, "generic-collective-timeout", Class::ThroughputZero,
+    GENERIC_COLLECTIVE, COLLECTIVE, RuleId::GenericCollectiveTimeout, Class::ThroughputZero,
     "A collective never finished (read from the words)",
     "Words of a distributed collective that timed out or failed — `Watchdog caught collective operation timeout`, `NCCL error`, `ncclSystemError`, `DistBackendError`, a heartbeat monitor — in lines no exact rule knows.",
     "Tensor-parallel ranks wait for each other at every layer: one collective that never finishes stops every token of every request.",
@@ -150,7 +151,7 @@ const GPU_FAULT: Words = Words {
     ],
 };
 generic_rule!(
-    GENERIC_GPU_FAULT, GPU_FAULT, "generic-gpu-fault", Class::ThroughputZero,
+    GENERIC_GPU_FAULT, GPU_FAULT, RuleId::GenericGpuFault, Class::ThroughputZero,
     "A GPU kernel failed (read from the words)",
     "Words of a GPU kernel fault in any runtime — `illegal memory access`, `unspecified launch failure`, `device-side assert`, `misaligned address`, `CUDA error`, `CUDA_ERROR_…` — in lines no exact rule knows.",
     "A faulted CUDA context is dead: the process that owns it serves nothing more until it restarts.",
@@ -188,7 +189,7 @@ const CRASH: Words = Words {
     ],
 };
 generic_rule!(
-    GENERIC_CRASH, CRASH, "generic-crash", Class::ThroughputZero,
+    GENERIC_CRASH, CRASH, RuleId::GenericCrash, Class::ThroughputZero,
     "A process died (read from the words)",
     "Words of a process that died in any format — a fatal signal (`SIGILL`, `SIGSEGV`, `Segmentation fault`, `core dumped`), an abort (`ggml_abort`, `GGML_ASSERT`, `Abort was called`, `terminate called after`), an abnormal exit (`exit status`, `exited with code`, a container's `ExitCode`, `runner process has terminated`) — in lines no exact rule knows.",
     "A dead server or runner answers nothing: every request fails or waits until it is restarted, and the cause is in the lines before its death.",
@@ -220,7 +221,7 @@ const RESPAWN: Words = Words {
     ],
 };
 generic_rule!(
-    GENERIC_RESPAWN, RESPAWN, "generic-crash-loop", Class::ThroughputZero,
+    GENERIC_RESPAWN, RESPAWN, RuleId::GenericCrashLoop, Class::ThroughputZero,
     "A process in a restart loop (read from the words)",
     "A supervisor's words for restarting a process again — `Restarting process … (Attempt 3/5)`, `restart counter is at`, `Back-off restarting`, `CrashLoopBackOff` — in lines no exact rule knows.",
     "A server that is restarted again and again is never up long enough to serve; the restarts hide the error that kills it.",
@@ -255,7 +256,7 @@ const UNREACHABLE: Words = Words {
     ],
 };
 generic_rule!(
-    GENERIC_UNREACHABLE, UNREACHABLE, "generic-unreachable", Class::ThroughputZero,
+    GENERIC_UNREACHABLE, UNREACHABLE, RuleId::GenericUnreachable, Class::ThroughputZero,
     "The server cannot be reached (read from the words)",
     "Words of a connection that failed in any client or proxy — `Connection refused`, `error trying to connect`, `Empty reply from server`, `Connection reset by peer`, `no healthy upstream`, `Bad Gateway`, an access line answering 502 or 504 — in lines no exact rule knows.",
     "Requests that cannot reach a server are not served: to the user the service is down, whatever the server's own state.",
@@ -290,7 +291,7 @@ const AUTH: Words = Words {
     )],
 };
 generic_rule!(
-    GENERIC_AUTH, AUTH, "generic-auth-rejected", Class::Config,
+    GENERIC_AUTH, AUTH, RuleId::GenericAuthRejected, Class::Config,
     "The credential was rejected (read from the words)",
     "A 401 or 403 in any access line, SDK error (`Error code: 401`) or gateway body, or words of a rejected key (`authentication_error`, `invalid x-api-key`, `Incorrect API key`, `Unauthorized`), in lines no exact rule knows.",
     "Every request fails the same way until the key or the server's setting changes: nothing is wrong with the model or the GPU.",
@@ -319,7 +320,7 @@ const NOT_FOUND: Words = Words {
     )],
 };
 generic_rule!(
-    GENERIC_NOT_FOUND, NOT_FOUND, "generic-not-found", Class::Config,
+    GENERIC_NOT_FOUND, NOT_FOUND, RuleId::GenericNotFound, Class::Config,
     "Path or model not served (read from the words)",
     "A 404 in any access line, SDK error or body (`404 page not found`, `Error code: 404`, `NotFoundError`), or words of an unknown model (`model not found`, `Invalid model name`, `does not exist`), in lines no exact rule knows.",
     "The server is up and answers — to a path or model it does not have: a client setting, not an outage.",
@@ -348,7 +349,7 @@ const PROVIDER: Words = Words {
     )],
 };
 generic_rule!(
-    GENERIC_PROVIDER, PROVIDER, "generic-provider-missing", Class::Config,
+    GENERIC_PROVIDER, PROVIDER, RuleId::GenericProviderMissing, Class::Config,
     "No provider for the model (read from the words)",
     "A gateway's words for a model it cannot route — `LLM Provider NOT provided`, `Unknown provider` — in lines no exact rule knows.",
     "Every call fails before it leaves the gateway: the model string lacks the part that picks the back-end.",
@@ -374,7 +375,7 @@ const CONTEXT: Words = Words {
     )],
 };
 generic_rule!(
-    GENERIC_CONTEXT, CONTEXT, "generic-context-too-long", Class::Config,
+    GENERIC_CONTEXT, CONTEXT, RuleId::GenericContextTooLong, Class::Config,
     "Request longer than the context (read from the words)",
     "Words of a request that does not fit — `exceed context window`, `maximum context length`, `context_length_exceeded`, `prompt is too long`, `must be <=` — in lines no exact rule knows.",
     "The server refuses such requests every time: a setting on one side or the other, not a fault of the engine.",
@@ -408,7 +409,7 @@ pub fn is_generic(rule: &str) -> bool {
 
 /// The family a generic rule reads.
 pub(crate) fn family_of(rule: &str) -> Option<Family> {
-    ALL.iter().find(|(r, _)| r.doc.id == rule).map(|(_, w)| w.family)
+    ALL.iter().find(|(r, _)| r.doc.id.is(rule)).map(|(_, w)| w.family)
 }
 
 fn check(f: &Facts, lang: Lang, doc: &RuleDoc, words: &Words) -> Option<Finding> {
@@ -474,12 +475,13 @@ pub(crate) fn settle(f: &Facts, findings: &mut Vec<Finding>, names: impl Fn(&Fin
 #[cfg(test)]
 mod tests {
     use crate::report::Verdict;
+    use crate::rules::RuleId;
     use crate::rules::{analyzed, snapshot};
 
     #[test]
     fn an_allocator_nobody_catalogued() {
         let log = "ggml_vulkan: Device memory allocation of size 1059303232 failed.\nggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory\nalloc_tensor_range: failed to allocate Vulkan0 buffer of size 1059303232\n";
-        let f = snapshot(&[("lmstudio.log", log)], "generic-oom", "vulkan").unwrap();
+        let f = snapshot(&[("lmstudio.log", log)], RuleId::GenericOom, "vulkan").unwrap();
         assert_eq!(f.evidence[0].line, 1);
     }
 
@@ -488,7 +490,7 @@ mod tests {
         // The crash came first; the memory hint printed after it names nothing that happened.
         let log = "2025-01-01 10:00:00 ERROR scheduler: Scheduler hit an exception: SIGSEGV in worker\nPossible solutions: 1. try lowering --mem-fraction-static, out of memory is common\n";
         let r = analyzed(&[("paste", log)]);
-        assert!(r.findings.iter().all(|f| f.rule != "generic-oom"), "{:?}", r.findings);
+        assert!(r.findings.iter().all(|f| f.rule != RuleId::GenericOom), "{:?}", r.findings);
         assert_eq!(r.verdict, Verdict::ThroughputZero, "{:?}", r.findings);
     }
 
@@ -496,25 +498,25 @@ mod tests {
     fn the_first_family_leads() {
         let log = "curl: (52) Empty reply from server\nSIGILL: illegal instruction\n";
         let r = analyzed(&[("paste", log)]);
-        assert_eq!(r.findings[0].rule, "generic-unreachable", "{:?}", r.findings);
+        assert_eq!(r.findings[0].rule, RuleId::GenericUnreachable, "{:?}", r.findings);
         let log = "SIGILL: illegal instruction\ncurl: (52) Empty reply from server\n";
         let r = analyzed(&[("paste", log)]);
-        assert_eq!(r.findings[0].rule, "generic-crash", "{:?}", r.findings);
+        assert_eq!(r.findings[0].rule, RuleId::GenericCrash, "{:?}", r.findings);
     }
 
     #[test]
     fn statuses_from_any_client() {
         let sdk = "anthropic.AuthenticationError: Error code: 401 - {'type': 'error', 'error': {'type': 'authentication_error', 'message': 'invalid x-api-key'}}\n";
-        snapshot(&[("app.log", sdk)], "generic-auth-rejected", "sdk").unwrap();
+        snapshot(&[("app.log", sdk)], RuleId::GenericAuthRejected, "sdk").unwrap();
         let app = "✦ INFO: Local LLM Server is running with status code: 200\n✦ ERROR: Request failed: 404 page not found\n";
-        snapshot(&[("app.log", app)], "generic-not-found", "app_log").unwrap();
+        snapshot(&[("app.log", app)], RuleId::GenericNotFound, "app_log").unwrap();
         // An access line's 404 is read by the exact rule when it knows the route; the generic
         // one when it does not (a health check and two unknown paths).
         let access = "INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK\nINFO:     127.0.0.1:2 - \"GET / HTTP/1.1\" 404 Not Found\nINFO:     127.0.0.1:3 - \"POST /generate HTTP/1.1\" 404 Not Found\n";
         assert_eq!(analyzed(&[("server.log", access)]).verdict, Verdict::Config);
         // What browsers ask of every server is no client setting.
         let favicon = "INFO:     127.0.0.1:59820 - \"GET /favicon.ico HTTP/1.1\" 404 Not Found\n";
-        assert!(snapshot(&[("server.log", favicon)], "generic-not-found", "favicon").is_none());
+        assert!(snapshot(&[("server.log", favicon)], RuleId::GenericNotFound, "favicon").is_none());
     }
 
     #[test]

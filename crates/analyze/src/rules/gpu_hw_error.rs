@@ -1,12 +1,13 @@
 //! Rule `gpu-hw-error`: a GPU hardware error.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "gpu-hw-error",
+        id: RuleId::GpuHwError,
         class: Class::ThroughputZero,
         title: "A GPU hardware error",
         detects: "CUDA errors that name the hardware: `uncorrectable ECC error encountered`, `uncorrectable NVLink error`, a GPU that `has fallen off the bus`, XID events.",

@@ -1,12 +1,13 @@
 //! Rule `gpu-not-detected`: inference runs on the CPU: no usable GPU was found.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "gpu-not-detected",
+        id: RuleId::GpuNotDetected,
         class: Class::TbtTail,
         title: "Inference runs on the CPU: no usable GPU was found",
         detects: "Ollama's `inference compute` line with `library=cpu`, `NVIDIA driver too old`, and `ollama ps` showing `100% CPU`.",
@@ -68,16 +69,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn an_ollama_ps_row_all_on_the_cpu() {
         let all = "qwen2.5:14b    7cdf5a0187d5    10 GB    100% CPU     4096       4 minutes from now\n";
         assert!(
-            snapshot(&[("ps.txt", all)], "gpu-not-detected", "an_ollama_ps_row_all_on_the_cpu").is_some()
+            snapshot(&[("ps.txt", all)], RuleId::GpuNotDetected, "an_ollama_ps_row_all_on_the_cpu").is_some()
         );
         let split =
             "llama3.3:70b    a6eb4748fd29    49 GB    52%/48% CPU/GPU    4096       4 minutes from now\n";
-        assert!(snapshot(&[("ps.txt", split)], "gpu-not-detected", "quiet_on_a_cpu_gpu_split_row").is_none());
+        assert!(
+            snapshot(&[("ps.txt", split)], RuleId::GpuNotDetected, "quiet_on_a_cpu_gpu_split_row").is_none()
+        );
     }
 
     crate::rules::snapshots! {

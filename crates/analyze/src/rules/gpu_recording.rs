@@ -5,6 +5,7 @@
 //! readings under load, and the peers it was compared with; its evidence is the line of the
 //! sample that raised it.
 
+use super::RuleId;
 use super::{Lang, RULES};
 use crate::facts::Facts;
 use crate::parsers::gpu_series::GpuSeriesFacts;
@@ -12,12 +13,12 @@ use crate::report::{EvidenceLine, Finding, Subject};
 use triage_gpu::recording::Held;
 
 /// Titles of the GPU rules the text analyzer has no rule of its own for.
-const TITLES: &[(&str, &str, &str)] = &[
-    ("gpu-power-cap", "A GPU held at its power limit", "GPU 被功耗上限压住"),
-    ("gpu-hw-throttle", "A GPU throttled by the hardware", "GPU 被硬件降频"),
-    ("throughput-zero", "Requests running, no token generated", "有请求在运行却不出 token"),
-    ("gpu-xid", "A GPU reported an XID error", "GPU 报告了 XID 错误"),
-    ("gpu-ecc", "Uncorrected ECC errors on a GPU", "GPU 出现不可纠正的 ECC 错误"),
+const TITLES: &[(RuleId, &str, &str)] = &[
+    (RuleId::GpuPowerCap, "A GPU held at its power limit", "GPU 被功耗上限压住"),
+    (RuleId::GpuHwThrottle, "A GPU throttled by the hardware", "GPU 被硬件降频"),
+    (RuleId::ThroughputZero, "Requests running, no token generated", "有请求在运行却不出 token"),
+    (RuleId::GpuXid, "A GPU reported an XID error", "GPU 报告了 XID 错误"),
+    (RuleId::GpuEcc, "Uncorrected ECC errors on a GPU", "GPU 出现不可纠正的 ECC 错误"),
 ];
 
 /// Every recording's findings, in the order raised.
@@ -69,11 +70,11 @@ fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
         ));
         zh.push_str(&format!("；出现时忙碌的其他卡（GPU {}）SM 时钟中位数 {p:.0} MHz", peers.join("、")));
     }
-    let title = match RULES.iter().find(|r| r.doc.id == gf.rule) {
+    let title = match RULES.iter().find(|r| r.doc.id.is(&gf.rule)) {
         Some(r) => r.doc.text(lang).title.to_owned(),
         None => TITLES
             .iter()
-            .find(|(id, ..)| *id == gf.rule)
+            .find(|(id, ..)| id.is(&gf.rule))
             .map_or_else(|| gf.title.clone(), |(_, en, zh)| lang.pick(*en, *zh).to_owned()),
     };
     let mut evidence =
@@ -109,6 +110,7 @@ fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
 mod tests {
     use crate::Lang;
     use crate::report::Verdict;
+    use crate::rules::RuleId;
     use crate::testutil::{run, run_in};
     use triage_gpu::{Series, WatchConfig, replay};
 
@@ -144,7 +146,7 @@ mod tests {
         let r = run("h200x8_one_slow.jsonl", H200X8).report;
         assert_eq!(r.verdict, Verdict::TbtTail, "{:#?}", r.findings);
         let top = &r.findings[0];
-        assert_eq!(top.rule, "slow-gpu");
+        assert_eq!(top.rule, RuleId::SlowGpu);
         assert_eq!(top.subject.as_ref().unwrap().gpu.as_deref(), Some("5"));
         assert!(top.summary.contains("800") && top.summary.contains("1800 MHz"), "{}", top.summary);
         assert!(top.summary.contains("held 12.2 s"), "{}", top.summary);
@@ -153,7 +155,7 @@ mod tests {
         let real = crate::testutil::fixture!("nvml/h200_series.jsonl");
         let r = run("h200.jsonl", real).report;
         assert_eq!(r.verdict, Verdict::Healthy, "{:#?}", r.findings);
-        assert_eq!(r.findings.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>(), ["gpu-power-cap"]);
+        assert_eq!(r.findings.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>(), [RuleId::GpuPowerCap]);
         let zh = run_in(Lang::Zh, "h200.jsonl", real).report;
         assert_eq!(zh.findings[0].title, "GPU 被功耗上限压住");
         assert!(zh.findings[0].summary.contains("录制开始后"), "{}", zh.findings[0].summary);

@@ -1,12 +1,13 @@
 //! Rule `host-ram-exhausted`: system memory, not GPU memory, ran out.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "host-ram-exhausted",
+        id: RuleId::HostRamExhausted,
         class: Class::Oom,
         title: "System memory, not GPU memory, ran out",
         detects: "Ollama's `model requires more system memory … than is available`, llama.cpp's `failed to allocate buffer of size` on the CPU backend and `was unable to fit model into system memory`.",

@@ -1,5 +1,6 @@
 //! Rule `input-too-long`: one request asks for a large share of the GPU in a single allocation.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::oom::{OomFacts, fmt_gib};
@@ -7,7 +8,7 @@ use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "input-too-long",
+        id: RuleId::InputTooLong,
         class: Class::Oom,
         title: "A single over-long request exhausts memory",
         detects: "An OOM whose failed allocation (`Tried to allocate`) is at least a quarter of the GPU's total capacity — or more than the GPU holds at all.",
@@ -144,6 +145,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::{analyzed, snapshot};
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
     const H200: &str = fixture!("oom/h200_200gib.txt");
@@ -151,8 +153,8 @@ mod tests {
     #[test]
     fn fires_first_on_the_real_h200_oom() {
         let report = analyzed(&[("oom.txt", H200)]);
-        assert_eq!(report.findings[0].rule, "input-too-long", "{:?}", report.findings);
-        let f = snapshot(&[("oom.txt", H200)], "input-too-long", "h200_200gib").unwrap();
+        assert_eq!(report.findings[0].rule, RuleId::InputTooLong, "{:?}", report.findings);
+        let f = snapshot(&[("oom.txt", H200)], RuleId::InputTooLong, "h200_200gib").unwrap();
         assert!(f.summary.contains("200.00 GiB") && f.summary.contains("139.80 GiB"), "{}", f.summary);
         assert!(f.summary.contains("139.19 GiB free"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 5);
@@ -163,18 +165,19 @@ mod tests {
     fn fires_on_a_large_share_with_the_total_from_nvidia_smi() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 GiB. GPU 0 has a total capac\n";
         let smi = "index, memory.used [MiB], memory.total [MiB]\n0, 10000 MiB, 81559 MiB\n";
-        let f = snapshot(&[("oom", oom), ("smi", smi)], "input-too-long", "total_from_nvidia_smi").unwrap();
+        let f =
+            snapshot(&[("oom", oom), ("smi", smi)], RuleId::InputTooLong, "total_from_nvidia_smi").unwrap();
         assert!(f.summary.contains("38 % of GPU 0's 79.65 GiB"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_on_a_small_allocation() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free.\n";
-        assert!(snapshot(&[("oom", oom)], "input-too-long", "quiet_small_allocation").is_none());
+        assert!(snapshot(&[("oom", oom)], RuleId::InputTooLong, "quiet_small_allocation").is_none());
         assert!(
             snapshot(
                 &[("oom", "RuntimeError: CUDA error: out of memory\n")],
-                "input-too-long",
+                RuleId::InputTooLong,
                 "quiet_on_a_small_allocation"
             )
             .is_none()

@@ -1,12 +1,13 @@
 //! Rule `kv-offload-degraded`: the KV-cache offload or transfer tier is failing.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "kv-offload-degraded",
+        id: RuleId::KvOffloadDegraded,
         class: Class::TtftHigh,
         title: "The KV-cache offload or transfer tier is failing",
         detects: "LMCache's store failing or unhealthy (`LMCache is unhealthy, skipping store operation`, `entering degraded mode`, remote connection failures, CPU or disk tiers out of room) and KV transfers between prefill and decode instances timing out.",

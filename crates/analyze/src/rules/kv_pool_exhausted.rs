@@ -1,12 +1,13 @@
 //! Rule `kv-pool-exhausted`: the engine's KV pool ran out while serving.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "kv-pool-exhausted",
+        id: RuleId::KvPoolExhausted,
         class: Class::Oom,
         title: "The engine's KV pool ran out while serving",
         detects: "SGLang's run-time pool errors: `Decode out of memory. Try to lower your batch size`, `Prefill out of memory`, `alloc_req_slots runs out of memory`, `Out of memory. Please set a smaller number for --max-running-requests`.",

@@ -1,12 +1,13 @@
 //! Rule `kv-pressure-preemption`: the KV cache is full and the scheduler evicts requests.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "kv-pressure-preemption",
+        id: RuleId::KvPressurePreemption,
         class: Class::TbtTail,
         title: "KV cache pressure: requests are preempted and recomputed",
         detects: "vLLM preemption warnings (`preempted by PreemptionMode.RECOMPUTE … not enough KV cache space`), a rising `vllm:num_preemptions_total`, or KV usage pinned near 100 %.",
@@ -148,19 +149,22 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::{analyzed, snapshot};
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_preemption_warnings() {
         let log = "WARNING 11-29 10:00:00 scheduler.py:1057] Sequence group cmpl-abc is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space.\n";
-        snapshot(&[("vllm.log", log)], "kv-pressure-preemption", "preemption_warning").unwrap();
+        snapshot(&[("vllm.log", log)], RuleId::KvPressurePreemption, "preemption_warning").unwrap();
     }
 
     #[test]
     fn fires_on_full_kv_in_metrics_and_quiet_when_not() {
         let m = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.99\nvllm:num_requests_running{engine=\"0\"} 30\n";
-        assert!(snapshot(&[("metrics", m)], "kv-pressure-preemption", "full_kv_in_metrics").is_some());
+        assert!(snapshot(&[("metrics", m)], RuleId::KvPressurePreemption, "full_kv_in_metrics").is_some());
         let m = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.40\nvllm:num_requests_running{engine=\"0\"} 30\n";
-        assert!(snapshot(&[("metrics", m)], "kv-pressure-preemption", "quiet_kv_at_40_percent").is_none());
+        assert!(
+            snapshot(&[("metrics", m)], RuleId::KvPressurePreemption, "quiet_kv_at_40_percent").is_none()
+        );
     }
 
     #[test]
@@ -172,10 +176,10 @@ mod tests {
         let inputs = [("vllm.log", stuck.as_str()), ("metrics", metrics)];
         // Two views of one full cache are not a preemption: the snapshot holds the lower
         // confidence of a hint.
-        snapshot(&inputs, "kv-pressure-preemption", "full_cache_while_stalled").unwrap();
+        snapshot(&inputs, RuleId::KvPressurePreemption, "full_cache_while_stalled").unwrap();
         let r = analyzed(&inputs);
-        assert_eq!(r.findings[0].rule, "scheduler-stall");
-        let hint = r.findings.iter().find(|f| f.rule == "kv-pressure-preemption").unwrap();
+        assert_eq!(r.findings[0].rule, RuleId::SchedulerStall);
+        let hint = r.findings.iter().find(|f| f.rule == RuleId::KvPressurePreemption).unwrap();
         assert!(hint.confidence < r.findings[0].confidence, "{:?}", r.findings);
     }
 

@@ -1,5 +1,6 @@
 //! Rule `long-prompt-blocks-prefill`: a few very long prompts stall everyone's first token.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
@@ -7,7 +8,7 @@ use triage_base::stats::{BucketQuantile, histogram_quantile};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "long-prompt-blocks-prefill",
+        id: RuleId::LongPromptBlocksPrefill,
         class: Class::TtftHigh,
         title: "Long prompts block the prefill window",
         detects: "Prompt lengths with a heavy tail (p99 far above the mean) together with a TTFT tail, in per-request logs or in vLLM's `/metrics` histograms over a window (two scrapes, or `triage analyze --prometheus`).",
@@ -248,6 +249,7 @@ fn from_request_log(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     fn log(long_every: usize) -> String {
         (0..200)
@@ -264,7 +266,7 @@ mod tests {
     fn fires_when_long_prompts_are_the_slow_ones() {
         let f = snapshot(
             &[("req.jsonl", &log(20))],
-            "long-prompt-blocks-prefill",
+            RuleId::LongPromptBlocksPrefill,
             "fires_when_long_prompts_are_the_slow_ones",
         )
         .unwrap();
@@ -275,8 +277,12 @@ mod tests {
     #[test]
     fn quiet_without_long_prompts() {
         assert!(
-            snapshot(&[("req.jsonl", &log(0))], "long-prompt-blocks-prefill", "quiet_without_long_prompts")
-                .is_none()
+            snapshot(
+                &[("req.jsonl", &log(0))],
+                RuleId::LongPromptBlocksPrefill,
+                "quiet_without_long_prompts"
+            )
+            .is_none()
         );
     }
 

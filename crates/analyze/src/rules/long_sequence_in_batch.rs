@@ -1,12 +1,13 @@
 //! Rule `long-sequence-in-batch`: over-long sequences in the decode batch stretch everyone's gaps.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "long-sequence-in-batch",
+        id: RuleId::LongSequenceInBatch,
         class: Class::TbtTail,
         title: "Over-long sequences in the batch stretch decode steps",
         detects: "A TPOT tail (p99 ≫ p50) in request logs together with sequence lengths whose maximum is far above the mean.",
@@ -90,6 +91,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     fn log(with_long: bool) -> String {
         (0..100)
@@ -105,7 +107,7 @@ mod tests {
     fn fires_with_long_sequences_and_a_tpot_tail() {
         let f = snapshot(
             &[("req.jsonl", &log(true))],
-            "long-sequence-in-batch",
+            RuleId::LongSequenceInBatch,
             "fires_with_long_sequences_and_a_tpot_tail",
         )
         .unwrap();
@@ -115,7 +117,8 @@ mod tests {
     #[test]
     fn quiet_without_them() {
         assert!(
-            snapshot(&[("req.jsonl", &log(false))], "long-sequence-in-batch", "quiet_without_them").is_none()
+            snapshot(&[("req.jsonl", &log(false))], RuleId::LongSequenceInBatch, "quiet_without_them")
+                .is_none()
         );
     }
 }

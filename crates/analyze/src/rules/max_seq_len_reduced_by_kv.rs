@@ -1,12 +1,13 @@
 //! Rule `max-seq-len-reduced-by-kv`: the engine shrank the maximum sequence length to fit its KV cache.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "max-seq-len-reduced-by-kv",
+        id: RuleId::MaxSeqLenReducedByKv,
         class: Class::Config,
         title: "The engine shrank the maximum sequence length to fit its KV cache",
         detects: "TensorRT-LLM's `Adjusted max_seq_len to N`, `Attention window size … exceeds upper bound … Reducing to N`, `maxAttentionWindow and maxSequenceLen are too large … reduced to N` and `maxInputLen is reduced to N`.",

@@ -1,12 +1,13 @@
 //! Rule `mean-not-p99`: the mean looks fine, the tail does not.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "mean-not-p99",
+        id: RuleId::MeanNotP99,
         class: Class::Config,
         title: "The mean hides the tail: watch p99",
         detects: "Request-log TTFT whose p99 is at least 3× its mean: a dashboard of means shows a healthy service while the slowest 1 % suffer.",
@@ -65,18 +66,21 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_heavy_tail() {
         let log: String = (0..100)
             .map(|i| format!("{{\"ttft_ms\": {}}}\n", if i % 50 == 0 { 9000 } else { 200 }))
             .collect();
-        assert!(snapshot(&[("req.jsonl", &log)], "mean-not-p99", "fires_on_a_heavy_tail").is_some());
+        assert!(snapshot(&[("req.jsonl", &log)], RuleId::MeanNotP99, "fires_on_a_heavy_tail").is_some());
     }
 
     #[test]
     fn quiet_on_a_tight_distribution() {
         let log: String = (0..100).map(|i| format!("{{\"ttft_ms\": {}}}\n", 200 + i)).collect();
-        assert!(snapshot(&[("req.jsonl", &log)], "mean-not-p99", "quiet_on_a_tight_distribution").is_none());
+        assert!(
+            snapshot(&[("req.jsonl", &log)], RuleId::MeanNotP99, "quiet_on_a_tight_distribution").is_none()
+        );
     }
 }

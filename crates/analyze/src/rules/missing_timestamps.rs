@@ -1,12 +1,13 @@
 //! Rule `missing-timestamps`: request logs lack the four timestamps that split TTFT.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "missing-timestamps",
+        id: RuleId::MissingTimestamps,
         class: Class::Config,
         title: "Request logs lack enqueue / first-token / last-token / finish timestamps",
         detects: "Rows of a request log without one of the four timestamps (and no logged duration that stands in for it).",
@@ -72,12 +73,14 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_when_timestamps_are_missing() {
         let log = "{\"request_id\":\"a\",\"latency_ms\":3120}\n".repeat(3);
-        let f = snapshot(&[("req.jsonl", &log)], "missing-timestamps", "fires_when_timestamps_are_missing")
-            .unwrap();
+        let f =
+            snapshot(&[("req.jsonl", &log)], RuleId::MissingTimestamps, "fires_when_timestamps_are_missing")
+                .unwrap();
         assert!(f.summary.contains("first_token_time in 100 %"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 1);
     }
@@ -88,7 +91,8 @@ mod tests {
             "{\"enqueue_time\":1,\"first_token_time\":1.2,\"last_token_time\":2,\"finish_time\":2.01}\n"
                 .repeat(3);
         assert!(
-            snapshot(&[("req.jsonl", &log)], "missing-timestamps", "quiet_when_all_four_are_there").is_none()
+            snapshot(&[("req.jsonl", &log)], RuleId::MissingTimestamps, "quiet_when_all_four_are_there")
+                .is_none()
         );
     }
 
@@ -98,7 +102,7 @@ mod tests {
         let timed_out = "{\"enqueue_time\":1,\"finish_time\":61,\"status\":\"timeout\"}\n";
         let log = format!("{}{}", ok.repeat(3), timed_out.repeat(3));
         assert!(
-            snapshot(&[("req.jsonl", &log)], "missing-timestamps", "failed_requests_may_lack_tokens")
+            snapshot(&[("req.jsonl", &log)], RuleId::MissingTimestamps, "failed_requests_may_lack_tokens")
                 .is_none()
         );
     }

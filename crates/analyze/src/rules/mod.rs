@@ -6,6 +6,7 @@
 
 use super::facts::Facts;
 use super::report::{Class, EvidenceLine, Finding};
+pub use registry::{RULES, RuleId, listed};
 pub use triage_base::lang::Lang;
 
 mod activation_peak;
@@ -50,6 +51,7 @@ mod prefill_stalls_decode;
 mod prefix_cache_ineffective;
 mod prefix_cache_miss_reprefill;
 mod queueing_exceeds_capacity;
+mod registry;
 mod request_exceeds_build_limits;
 mod retries_mask_failures;
 mod scheduler_stall;
@@ -69,8 +71,8 @@ mod worker_died;
 /// are English; [`RuleDoc::zh`] holds the same sections in Chinese, and [`RuleDoc::text`] picks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuleDoc {
-    /// Kebab-case id, named after the problem.
-    pub id: &'static str,
+    /// The rule's id (kebab-case, named after the problem, in reports).
+    pub id: RuleId,
     /// The failure class of the rule's findings.
     pub class: Class,
     /// Short name of the problem (English).
@@ -119,7 +121,7 @@ pub(crate) type Both = (&'static str, &'static str);
 pub(crate) fn with_signal_lines(
     mut lines: Vec<EvidenceLine>,
     f: &Facts,
-    rule: &str,
+    rule: RuleId,
     max: usize,
 ) -> Vec<EvidenceLine> {
     for l in f.signals.lines_for(rule, max) {
@@ -156,7 +158,7 @@ impl RuleDoc {
         let FindingBody { confidence, evidence, remediation, next_checks } = body;
         Finding {
             class: self.class,
-            rule: self.id.to_owned(),
+            rule: self.id.as_str().to_owned(),
             title: self.text(lang).title.to_owned(),
             confidence: (confidence.clamp(0.0, 1.0) * 100.0).round() / 100.0,
             summary,
@@ -251,109 +253,34 @@ pub(crate) struct SignalFinding<'a, S> {
     pub next_checks: &'a [Both],
 }
 
-/// Every rule, in the order of the article's trees.
-pub static RULES: &[Rule] = &[
-    // TTFT high
-    queueing_exceeds_capacity::RULE,
-    long_prompt_blocks_prefill::RULE,
-    chunked_prefill_off::RULE,
-    cold_start::RULE,
-    bench_overloaded::RULE,
-    bench_ttft_tail::RULE,
-    kv_offload_degraded::RULE,
-    prefix_cache_miss_reprefill::RULE,
-    prefix_cache_ineffective::RULE,
-    ttft_grows_with_load::RULE,
-    ttft_above_target::RULE,
-    // TBT tail
-    long_sequence_in_batch::RULE,
-    kv_pressure_preemption::RULE,
-    slow_gpu::RULE,
-    bench_itl_tail::RULE,
-    decode_slows_with_context::RULE,
-    decode_slower_same_load::RULE,
-    prefill_stalls_decode::RULE,
-    cpu_offload_split::RULE,
-    gpu_not_detected::RULE,
-    decode_rate_collapses::RULE,
-    tbt_above_target::RULE,
-    // OOM
-    kv_reservation_too_large::RULE,
-    input_too_long::RULE,
-    activation_peak::RULE,
-    allocator_fragmentation::RULE,
-    colocated_process::RULE,
-    warmup_oom::RULE,
-    kv_pool_exhausted::RULE,
-    weights_exceed_gpu::RULE,
-    host_ram_exhausted::RULE,
-    // Throughput zero
-    scheduler_stall::RULE,
-    kv_leak::RULE,
-    upstream_cut::RULE,
-    nccl_hang::RULE,
-    engine_dead::RULE,
-    engine_start_failed::RULE,
-    worker_died::RULE,
-    gpu_hw_error::RULE,
-    // Config pitfalls
-    base_url_wrong::RULE,
-    client_calls_metrics_port::RULE,
-    timeout_too_short::RULE,
-    retries_mask_failures::RULE,
-    no_abort_on_timeout::RULE,
-    missing_timestamps::RULE,
-    mean_not_p99::RULE,
-    model_not_found::RULE,
-    context_length_exceeded::RULE,
-    client_retries_failing::RULE,
-    ubatch_too_small::RULE,
-    api_key_rejected::RULE,
-    max_seq_len_reduced_by_kv::RULE,
-    request_exceeds_build_limits::RULE,
-    // The generic layer: words any format uses (`families.rs`), when no exact rule names a cause
-    generic::GENERIC_OOM,
-    generic::GENERIC_COLLECTIVE,
-    generic::GENERIC_GPU_FAULT,
-    generic::GENERIC_CRASH,
-    generic::GENERIC_RESPAWN,
-    generic::GENERIC_UNREACHABLE,
-    generic::GENERIC_AUTH,
-    generic::GENERIC_NOT_FOUND,
-    generic::GENERIC_PROVIDER,
-    generic::GENERIC_CONTEXT,
-    // No class yet
-    unclaimed_error::RULE,
-];
-
 /// Rules that name why an engine died or could not start: when one of them fires, the death
 /// (`engine-dead`, `engine-start-failed`) is its consequence and ranks below it.
-pub(crate) const CAUSES_OF_DEATH: &[&str] = &[
-    "kv-reservation-too-large",
-    "warmup-oom",
-    "kv-pool-exhausted",
-    "weights-exceed-gpu",
-    "host-ram-exhausted",
-    "input-too-long",
-    "activation-peak",
-    "allocator-fragmentation",
-    "colocated-process",
-    "nccl-hang",
-    "worker-died",
-    "gpu-hw-error",
-    "scheduler-stall",
+pub(crate) const CAUSES_OF_DEATH: &[RuleId] = &[
+    RuleId::KvReservationTooLarge,
+    RuleId::WarmupOom,
+    RuleId::KvPoolExhausted,
+    RuleId::WeightsExceedGpu,
+    RuleId::HostRamExhausted,
+    RuleId::InputTooLong,
+    RuleId::ActivationPeak,
+    RuleId::AllocatorFragmentation,
+    RuleId::ColocatedProcess,
+    RuleId::NcclHang,
+    RuleId::WorkerDied,
+    RuleId::GpuHwError,
+    RuleId::SchedulerStall,
 ];
 
 /// Rules that report a consequence, not a cause: an engine that died. An error no rule explains
 /// next to one of them leaves the verdict INCONCLUSIVE — the death is certain, its cause is not.
-pub const CONSEQUENCES: &[&str] = &["engine-dead"];
+pub const CONSEQUENCES: &[RuleId] = &[RuleId::EngineDead];
 
 /// With a CUDA fault in the paste (an illegal memory access, an unspecified launch failure, a
 /// device-side assert), what the fault brought down — the NCCL watchdog that caught it, the
 /// worker or engine that died of it — is a consequence too: the fault is the cause, and only a
 /// hardware error explains it.
-const CONSEQUENCES_OF_A_CUDA_FAULT: &[&str] =
-    &["engine-dead", "nccl-hang", "worker-died", "engine-start-failed"];
+const CONSEQUENCES_OF_A_CUDA_FAULT: &[RuleId] =
+    &[RuleId::EngineDead, RuleId::NcclHang, RuleId::WorkerDied, RuleId::EngineStartFailed];
 
 /// Signals of a CUDA fault whose cause the message does not name.
 const CUDA_FAULTS: &[&str] = &[
@@ -364,7 +291,7 @@ const CUDA_FAULTS: &[&str] = &[
 ];
 
 /// The consequence rules for these facts ([`CONSEQUENCES`], more with a CUDA fault).
-pub fn consequences(f: &Facts) -> &'static [&'static str] {
+pub fn consequences(f: &Facts) -> &'static [RuleId] {
     if CUDA_FAULTS.iter().any(|id| f.signals.seen(id).is_some()) {
         CONSEQUENCES_OF_A_CUDA_FAULT
     } else {
@@ -375,7 +302,7 @@ pub fn consequences(f: &Facts) -> &'static [&'static str] {
 /// Rules that report a symptom's figure over its target with no cause ("Nothing here says why
 /// yet"): when a rule names a cause of the same class, the symptom finding says nothing more and
 /// is dropped (`Analyzer::finish`).
-pub const SYMPTOMS: &[&str] = &["ttft-above-target", "tbt-above-target"];
+pub const SYMPTOMS: &[RuleId] = &[RuleId::TtftAboveTarget, RuleId::TbtAboveTarget];
 
 /// Rules that point out a blind spot in how the service is observed (a dashboard of means,
 /// logs without timestamps) or a tuning left on the table (a prefix cache that hits nothing),
@@ -383,8 +310,8 @@ pub const SYMPTOMS: &[&str] = &["ttft-above-target", "tbt-above-target"];
 /// only findings are these is HEALTHY when the input shows health. `gpu-power-cap` (a GPU
 /// recording's, [`gpu_recording`]) is how a fully loaded GPU holds its power limit: context, not a
 /// fault.
-pub const ADVISORIES: &[&str] =
-    &["missing-timestamps", "mean-not-p99", "prefix-cache-ineffective", "gpu-power-cap"];
+pub const ADVISORIES: &[RuleId] =
+    &[RuleId::MissingTimestamps, RuleId::MeanNotP99, RuleId::PrefixCacheIneffective, RuleId::GpuPowerCap];
 
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
@@ -400,10 +327,10 @@ pub(crate) fn q(s: &triage_base::stats::QuantileSketch, p: f64) -> Option<f64> {
 /// it also checks the Chinese report: the same findings, numbers and evidence, only the text
 /// differs (and is Chinese).
 #[cfg(test)]
-pub(crate) fn fired(inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
+pub(crate) fn fired(inputs: &[(&str, &str)], rule: RuleId) -> Option<Finding> {
     let en = crate::analyze(inputs);
     let zh = crate::analyze_in(Lang::Zh, inputs);
-    crate::assert_same_but_text(&en, &zh, rule);
+    crate::assert_same_but_text(&en, &zh, rule.as_str());
     en.findings.into_iter().find(|f| f.rule == rule)
 }
 
@@ -426,12 +353,12 @@ pub(crate) fn analyzed(inputs: &[(&str, &str)]) -> crate::report::Report {
 /// both languages — so a change to any of it is a reviewed diff, not a pinned literal.
 /// `INSTA_UPDATE=always` rewrites the snapshots; a missing one fails (ARCHITECTURE.md).
 #[cfg(test)]
-pub(crate) fn snapshot(inputs: &[(&str, &str)], rule: &str, case: &str) -> Option<Finding> {
+pub(crate) fn snapshot(inputs: &[(&str, &str)], rule: RuleId, case: &str) -> Option<Finding> {
     use std::fmt::Write as _;
     assert!(RULES.iter().any(|r| r.doc.id == rule), "{rule} is not a rule");
     let en = crate::analyze(inputs);
     let zh = crate::analyze_in(Lang::Zh, inputs);
-    crate::assert_same_but_text(&en, &zh, rule);
+    crate::assert_same_but_text(&en, &zh, rule.as_str());
     let find = |r: &crate::report::Report| r.findings.iter().find(|f| f.rule == rule).cloned();
     let mut out = String::new();
     let (e, z) = (find(&en), find(&zh));
@@ -503,18 +430,19 @@ pub(crate) use snapshots;
 
 /// Test helper: as [`fired`], with the finding written in `lang`.
 #[cfg(test)]
-pub(crate) fn fired_in(lang: Lang, inputs: &[(&str, &str)], rule: &str) -> Option<Finding> {
+pub(crate) fn fired_in(lang: Lang, inputs: &[(&str, &str)], rule: RuleId) -> Option<Finding> {
     crate::analyze_in(lang, inputs).findings.into_iter().find(|f| f.rule == rule)
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::rules::RuleId;
     #[test]
     fn ids_are_unique_kebab_case_and_documented() {
-        let mut ids: Vec<&str> = super::docs().map(|d| d.id).collect();
+        let mut ids: Vec<&str> = super::docs().map(|d| d.id.as_str()).collect();
         for d in super::docs() {
             assert!(
-                d.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                d.id.as_str().bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
                 "{}",
                 d.id
             );
@@ -540,42 +468,42 @@ mod tests {
     fn message_rules_fire_on_their_messages_only() {
         for (rule, fires, quiet) in [
             (
-                "api-key-rejected",
+                RuleId::ApiKeyRejected,
                 "srv    operator(): unauthorized: Invalid API Key\n",
                 "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n",
             ),
             (
-                "host-ram-exhausted",
+                RuleId::HostRamExhausted,
                 "Error: 500 Internal Server Error: model requires more system memory (41.2 GiB) than is available (27.5 GiB)\n",
                 "time=2025-09-22T14:10:41.521Z level=INFO source=server.go:1289 msg=\"system memory\" total=\"62.7 GiB\" free=\"58.1 GiB\"\n",
             ),
             (
-                "prefix-cache-miss-reprefill",
+                RuleId::PrefixCacheMissReprefill,
                 "slot update_slots: id  0 | task 1234 | forcing full prompt re-processing due to lack of cache data (likely due to SWA or hybrid/recurrent memory, see https://github.com/ggml-org/llama.cpp/pull/13194)\n",
                 "slot update_slots: id  0 | task 1234 | n_past = 2048, cache reuse\n",
             ),
             (
-                "ubatch-too-small",
+                RuleId::UbatchTooSmall,
                 "srv    send_error: task id = 3, error: input (2048 tokens) is too large to process. increase the physical batch size (current batch size: 512)\n",
                 "srv  update_slots: all slots are idle\n",
             ),
             (
-                "weights-exceed-gpu",
+                RuleId::WeightsExceedGpu,
                 "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n",
                 "load_tensors:        CUDA0 model buffer size =  4403.49 MiB\n",
             ),
             (
-                "max-seq-len-reduced-by-kv",
+                RuleId::MaxSeqLenReducedByKv,
                 "[03/04/2025-10:00:01] [TRT-LLM] [W] Adjusted max_seq_len to 41216\n",
                 "[03/04/2025-10:00:01] [TRT-LLM] [I] max_seq_len=131072, max_num_tokens=8192\n",
             ),
             (
-                "request-exceeds-build-limits",
+                RuleId::RequestExceedsBuildLimits,
                 "ValueError: sampling_params's beam_width (4) should not exceed max_beam_width (1)\n",
                 "[03/04/2025-10:00:01] [TRT-LLM] [I] max_beam_width=1\n",
             ),
             (
-                "gpu-not-detected",
+                RuleId::GpuNotDetected,
                 "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=cpu library=cpu compute=\"\" name=cpu total=\"62.7 GiB\"\n",
                 "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=GPU-1 library=cuda compute=9.0 name=CUDA0\n",
             ),

@@ -1,12 +1,13 @@
 //! Rule `model-not-found`: requests name a model the server does not serve.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "model-not-found",
+        id: RuleId::ModelNotFound,
         class: Class::Config,
         title: "The client asks for a model the server does not serve",
         detects: "404 answers saying `The model … does not exist` (vLLM, OpenAI), `model_not_found` error codes, and the SDKs' `NotFoundError` around them.",
@@ -57,11 +58,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_404_body() {
         let body = r#"{"object":"error","message":"The model `llama-3-8b` does not exist.","type":"NotFoundError","param":null,"code":404}"#;
-        assert!(snapshot(&[("curl.txt", body)], "model-not-found", "fires_on_a_404_body").is_some());
+        assert!(snapshot(&[("curl.txt", body)], RuleId::ModelNotFound, "fires_on_a_404_body").is_some());
     }
 
     #[test]
@@ -69,7 +71,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("x.log", "ERROR path /data/x does not exist\n")],
-                "model-not-found",
+                RuleId::ModelNotFound,
                 "other_things_that_do_not_exist_are_not_models"
             )
             .is_none()

@@ -1,12 +1,13 @@
 //! Rule `nccl-hang`: a collective operation timed out; the tensor-parallel group is stuck.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts, with_signal_lines};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "nccl-hang",
+        id: RuleId::NcclHang,
         class: Class::ThroughputZero,
         title: "NCCL collective timeout: the GPU group is stuck",
         detects: "`Watchdog caught collective operation timeout`, `NCCL error`, `ncclInternalError` / `ncclSystemError` in the engine log.",
@@ -33,7 +34,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     }
     let n = lines.len();
     // During a start-up that failed, NCCL could not set the group up: engine-start-failed leads.
-    let starting = f.signals.count_for("engine-start-failed") > 0
+    let starting = f.signals.count_for(RuleId::EngineStartFailed) > 0
         && f.vllm.stats.is_empty()
         && f.sglang.batches.is_empty();
     let confidence = if starting { 0.6 } else { 0.85 };
@@ -71,18 +72,19 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_watchdog_timeout() {
         let log = "INFO 11-29 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 8 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: 0.0%\n[rank1]:[E1129 10:10:00.000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n";
-        let f = snapshot(&[("vllm.log", log)], "nccl-hang", "fires_on_watchdog_timeout").unwrap();
+        let f = snapshot(&[("vllm.log", log)], RuleId::NcclHang, "fires_on_watchdog_timeout").unwrap();
         assert_eq!(f.evidence[0].line, 2);
     }
 
     #[test]
     fn quiet_without_nccl_errors() {
         let log = "INFO 11-29 10:00:00 [__init__.py:1] NCCL version 2.21.5\n";
-        assert!(snapshot(&[("vllm.log", log)], "nccl-hang", "quiet_without_nccl_errors").is_none());
+        assert!(snapshot(&[("vllm.log", log)], RuleId::NcclHang, "quiet_without_nccl_errors").is_none());
     }
 
     crate::rules::snapshots! {

@@ -1,12 +1,13 @@
 //! Rule `no-abort-on-timeout`: clients time out but the engine never aborts their requests.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "no-abort-on-timeout",
+        id: RuleId::NoAbortOnTimeout,
         class: Class::Config,
         title: "Timed-out requests are not aborted",
         detects: "Request logs with client-side timeouts or cancellations (status 408/499/504, `timeout`, `cancelled`) while the engine log has no `Aborted request` lines.",
@@ -87,6 +88,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     const VLLM: &str = "INFO 11-29 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 10.0 tokens/s, Running: 8 reqs, Waiting: 0 reqs, GPU KV cache usage: 40.0%, Prefix cache hit rate: 0.0%\n";
 
@@ -95,7 +97,7 @@ mod tests {
         let req = "{\"request_id\":\"a\",\"enqueue_time\":1,\"status\":\"timeout\"}\n{\"request_id\":\"b\",\"enqueue_time\":2,\"first_token_time\":2.1,\"status\":200}\n";
         let f = snapshot(
             &[("gw.jsonl", req), ("vllm.log", VLLM)],
-            "no-abort-on-timeout",
+            RuleId::NoAbortOnTimeout,
             "fires_on_timeouts_without_aborts",
         )
         .unwrap();
@@ -109,7 +111,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("gw.jsonl", req), ("vllm.log", &log)],
-                "no-abort-on-timeout",
+                RuleId::NoAbortOnTimeout,
                 "quiet_when_the_engine_aborts"
             )
             .is_none()

@@ -1,6 +1,7 @@
 //! Rule `prefill-stalls-decode`: long prefills take whole engine steps and the running streams
 //! stop while they run (the TBT side of running without chunked prefill).
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::vllm::VllmStat;
@@ -8,7 +9,7 @@ use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "prefill-stalls-decode",
+        id: RuleId::PrefillStallsDecode,
         class: Class::TbtTail,
         title: "Long prefills stall the streams already running",
         detects: "vLLM stats intervals where prompt throughput surges and generation throughput falls below half its usual level while requests are running, twice or more — with chunked prefill off (`enable_chunked_prefill: False`, or a V0 engine without `Chunked prefill is enabled`) the finding is surer.",
@@ -163,6 +164,7 @@ fn vllm_surges(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     fn line(i: usize, prompt: f64, generation: f64) -> String {
         format!(
@@ -190,7 +192,7 @@ mod tests {
         }
         let f = snapshot(
             &[("vllm.log", &log)],
-            "prefill-stalls-decode",
+            RuleId::PrefillStallsDecode,
             "fires_on_prefill_surges_that_cut_generation",
         )
         .unwrap();
@@ -202,7 +204,8 @@ mod tests {
     fn quiet_on_steady_generation() {
         let log: String = (0..6).map(|i| line(i * 5, 900.0, 1900.0 - i as f64 * 10.0)).collect();
         assert!(
-            snapshot(&[("vllm.log", &log)], "prefill-stalls-decode", "quiet_on_steady_generation").is_none()
+            snapshot(&[("vllm.log", &log)], RuleId::PrefillStallsDecode, "quiet_on_steady_generation")
+                .is_none()
         );
     }
 
@@ -216,8 +219,8 @@ mod tests {
         let decode = "[2025-07-01 10:00:01 TP0] Decode batch. #running-req: 40, #token: 90000, token usage: 0.30, gen throughput (token/s): 900.00, #queue-req: 3\n";
         let stalled =
             [prefill(16384, 40), prefill(16000, 42), prefill(12000, 44), decode.to_owned()].concat();
-        let f =
-            snapshot(&[("sglang.log", &stalled)], "prefill-stalls-decode", "sglang_back_to_back").unwrap();
+        let f = snapshot(&[("sglang.log", &stalled)], RuleId::PrefillStallsDecode, "sglang_back_to_back")
+            .unwrap();
         assert_eq!(f.evidence.len(), 3);
         // Interleaved with decode, or short, or with nothing running: no stall.
         let interleaved = [
@@ -228,11 +231,11 @@ mod tests {
             prefill(12000, 44),
         ]
         .concat();
-        assert!(super::super::fired(&[("sglang.log", &interleaved)], "prefill-stalls-decode").is_none());
+        assert!(super::super::fired(&[("sglang.log", &interleaved)], RuleId::PrefillStallsDecode).is_none());
         let short = [prefill(2048, 40), prefill(2048, 42), prefill(2048, 44)].concat();
-        assert!(super::super::fired(&[("sglang.log", &short)], "prefill-stalls-decode").is_none());
+        assert!(super::super::fired(&[("sglang.log", &short)], RuleId::PrefillStallsDecode).is_none());
         let idle = [prefill(16384, 1), prefill(16000, 2), prefill(12000, 3)].concat();
-        assert!(super::super::fired(&[("sglang.log", &idle)], "prefill-stalls-decode").is_none());
+        assert!(super::super::fired(&[("sglang.log", &idle)], RuleId::PrefillStallsDecode).is_none());
     }
 
     crate::rules::snapshots! {

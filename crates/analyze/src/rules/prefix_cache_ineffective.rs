@@ -1,13 +1,14 @@
 //! Rule `prefix-cache-ineffective`: a KV-cache offload tier that is up but saves almost no
 //! prefill. Advice, not a fault: it never decides the verdict.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "prefix-cache-ineffective",
+        id: RuleId::PrefixCacheIneffective,
         class: Class::TtftHigh,
         title: "The prefix cache is up but hits almost nothing",
         detects: "LMCache's per-request lines (`Total tokens N, …, LMCache hit tokens: M`) adding up to a hit share under 5 % over ten or more requests.",
@@ -68,6 +69,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     fn lines(hit: u32) -> String {
         (0..12)
@@ -77,9 +79,12 @@ mod tests {
 
     #[test]
     fn fires_when_nothing_hits() {
-        let f =
-            snapshot(&[("lmcache.log", &lines(0))], "prefix-cache-ineffective", "fires_when_nothing_hits")
-                .expect("no hits");
+        let f = snapshot(
+            &[("lmcache.log", &lines(0))],
+            RuleId::PrefixCacheIneffective,
+            "fires_when_nothing_hits",
+        )
+        .expect("no hits");
         assert!(f.summary.contains("0 of 24732"), "{}", f.summary);
     }
 
@@ -88,7 +93,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("lmcache.log", &lines(2048))],
-                "prefix-cache-ineffective",
+                RuleId::PrefixCacheIneffective,
                 "quiet_when_prefixes_are_reused_or_too_few_requests"
             )
             .is_none()
@@ -97,7 +102,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("lmcache.log", &few)],
-                "prefix-cache-ineffective",
+                RuleId::PrefixCacheIneffective,
                 "quiet_when_prefixes_are_reused_or_too_few_requests_2"
             )
             .is_none()

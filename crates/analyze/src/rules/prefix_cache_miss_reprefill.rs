@@ -1,12 +1,13 @@
 //! Rule `prefix-cache-miss-reprefill`: every turn re-processes the whole prompt: the prompt cache is not reused.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "prefix-cache-miss-reprefill",
+        id: RuleId::PrefixCacheMissReprefill,
         class: Class::TtftHigh,
         title: "Every turn re-processes the whole prompt: the prompt cache is not reused",
         detects: "llama-server's `forcing full prompt re-processing due to lack of cache data` (sliding-window or hybrid/recurrent models, printed at trace level).",

@@ -1,12 +1,13 @@
 //! Rule `queueing-exceeds-capacity`: requests wait in the queue longer than they compute.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::facts::Facts;
 use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "queueing-exceeds-capacity",
+        id: RuleId::QueueingExceedsCapacity,
         class: Class::TtftHigh,
         title: "Requests queue because arrivals exceed capacity",
         detects: "Queue time makes up most of TTFT (request logs), or requests keep waiting while the batch is full (vLLM `Waiting`, `vllm:num_requests_waiting`, SGLang `#queue-req`).",
@@ -185,6 +186,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_waiting_requests_in_vllm_stats() {
@@ -193,7 +195,7 @@ mod tests {
             .collect::<String>();
         let f = snapshot(
             &[("vllm.log", &log)],
-            "queueing-exceeds-capacity",
+            RuleId::QueueingExceedsCapacity,
             "fires_on_waiting_requests_in_vllm_stats",
         )
         .unwrap();
@@ -208,7 +210,7 @@ mod tests {
             .collect();
         let f = snapshot(
             &[("req.jsonl", &log)],
-            "queueing-exceeds-capacity",
+            RuleId::QueueingExceedsCapacity,
             "fires_on_queue_share_in_request_logs",
         )
         .unwrap();
@@ -217,7 +219,7 @@ mod tests {
         let zh = super::super::fired_in(
             super::super::Lang::Zh,
             &[("req.jsonl", &log)],
-            "queueing-exceeds-capacity",
+            RuleId::QueueingExceedsCapacity,
         )
         .unwrap();
         assert!(zh.summary.contains("排队时间占 TTFT 的 83%"), "{}", zh.summary);
@@ -227,7 +229,7 @@ mod tests {
     fn quiet_on_a_healthy_server() {
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 150.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n".repeat(5);
         assert!(
-            snapshot(&[("vllm.log", &log)], "queueing-exceeds-capacity", "quiet_on_a_healthy_server")
+            snapshot(&[("vllm.log", &log)], RuleId::QueueingExceedsCapacity, "quiet_on_a_healthy_server")
                 .is_none()
         );
         let log: String = (0..20)
@@ -236,7 +238,7 @@ mod tests {
             })
             .collect();
         assert!(
-            snapshot(&[("req.jsonl", &log)], "queueing-exceeds-capacity", "quiet_on_a_healthy_server_2")
+            snapshot(&[("req.jsonl", &log)], RuleId::QueueingExceedsCapacity, "quiet_on_a_healthy_server_2")
                 .is_none()
         );
     }

@@ -1,12 +1,13 @@
 //! Rule `request-exceeds-build-limits`: requests ask for more than the engine was built for.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "request-exceeds-build-limits",
+        id: RuleId::RequestExceedsBuildLimits,
         class: Class::Config,
         title: "Requests ask for more than the engine was built for",
         detects: "TensorRT-LLM's `sampling_params's beam_width (N) should not exceed max_beam_width (M)`.",

@@ -1,6 +1,7 @@
 //! Rule `retries-mask-failures`: client retries turn failed first attempts into "success", hiding
 //! the failure rate the triage needs.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::client_config::Setting;
@@ -8,7 +9,7 @@ use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "retries-mask-failures",
+        id: RuleId::RetriesMaskFailures,
         class: Class::Config,
         title: "Client retries hide the real failure rate",
         detects: "A client that retries more than twice (max_retries, request_max_retries, *_MAX_RETRIES, Codex stream_max_retries); surer when the logs show failed attempts (5xx, 429, engine errors) that the client's success rate would not.",
@@ -172,6 +173,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
     const CODEX: &str = fixture!("configs/codex_config.toml");
@@ -180,12 +182,13 @@ mod tests {
 
     #[test]
     fn fires_on_many_retries() {
-        let f =
-            snapshot(&[("config.toml", CODEX)], "retries-mask-failures", "fires_on_many_retries").unwrap();
+        let f = snapshot(&[("config.toml", CODEX)], RuleId::RetriesMaskFailures, "fires_on_many_retries")
+            .unwrap();
         assert!((0.4..0.5).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("up to 6 times (max_retries)"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 11);
-        let f = snapshot(&[("env", EXPORTS)], "retries-mask-failures", "fires_on_many_retries_2").unwrap();
+        let f =
+            snapshot(&[("env", EXPORTS)], RuleId::RetriesMaskFailures, "fires_on_many_retries_2").unwrap();
         assert!(f.summary.contains("up to 5 times"), "{}", f.summary);
     }
 
@@ -195,7 +198,7 @@ mod tests {
                       INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n";
         let f = snapshot(
             &[("config.toml", CODEX), ("api.log", access)],
-            "retries-mask-failures",
+            RuleId::RetriesMaskFailures,
             "surer_when_failures_are_visible",
         )
         .unwrap();
@@ -209,7 +212,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("config.toml", ARTICLE_TOML)],
-                "retries-mask-failures",
+                RuleId::RetriesMaskFailures,
                 "quiet_at_two_retries_or_without_a_setting"
             )
             .is_none()
@@ -218,7 +221,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("api.log", access)],
-                "retries-mask-failures",
+                RuleId::RetriesMaskFailures,
                 "quiet_at_two_retries_or_without_a_setting_2"
             )
             .is_none()

@@ -7,6 +7,7 @@
 //! SM 1440–1515 of 1980 MHz, `SW Power Cap: Active`) and is healthy. It matters only when peers
 //! under the same load run faster, which the peer comparison catches.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::nvidia_smi::GpuReading;
@@ -16,7 +17,7 @@ use triage_base::stats::median;
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "slow-gpu",
+        id: RuleId::SlowGpu,
         class: Class::TbtTail,
         title: "One GPU runs slower than its peers",
         detects: "Among two or more busy GPUs in the same input (one moment, or each GPU's median over a series), one whose SM clock is below 0.75× its peers' median, with its throttle reasons decoded; with lower confidence, a lone busy GPU throttled by HW Slowdown, thermal or power-brake reasons. SW Power Cap alone is how a fully loaded GPU holds its power limit and is not reported.",
@@ -402,6 +403,7 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::{fired, snapshot};
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
     const EIGHT: &str = fixture!("smi/synthetic_8gpu_one_slow.txt");
@@ -425,7 +427,7 @@ mod tests {
 
     #[test]
     fn fires_on_the_articles_800_vs_1800() {
-        let f = snapshot(&[("smi", EIGHT)], "slow-gpu", "articles_800_vs_1800").unwrap();
+        let f = snapshot(&[("smi", EIGHT)], RuleId::SlowGpu, "articles_800_vs_1800").unwrap();
         assert!(f.summary.starts_with("GPU 5 runs its SM clock at 800 MHz"), "{}", f.summary);
         assert!(f.summary.contains("7 peers run at a median 1800 MHz"), "{}", f.summary);
         assert!(f.summary.contains("HW Slowdown") && f.summary.contains("86 °C"), "{}", f.summary);
@@ -447,8 +449,8 @@ mod tests {
             }
         }
         // Four GPUs, no hardware reason, a deep drop (0.52×): the snapshot holds the confidence.
-        let f =
-            snapshot(&[("series.csv", &format!("{HEADER}{text}"))], "slow-gpu", "series_medians").unwrap();
+        let f = snapshot(&[("series.csv", &format!("{HEADER}{text}"))], RuleId::SlowGpu, "series_medians")
+            .unwrap();
         assert!(f.summary.starts_with("GPU 2 runs its SM clock at 920 MHz"), "{}", f.summary);
         assert!(f.summary.contains("no throttle reason is reported"), "{}", f.summary);
     }
@@ -461,7 +463,7 @@ mod tests {
             (2, 1150, 398.0, 400.0, 58, 100, "0x0000000000000004"),
             (3, 1805, 625.0, 700.0, 60, 100, "0x0000000000000000"),
         ]);
-        let f = snapshot(&[("smi", &text)], "slow-gpu", "lower_power_limit").unwrap();
+        let f = snapshot(&[("smi", &text)], RuleId::SlowGpu, "lower_power_limit").unwrap();
         assert!(f.summary.contains("power limit of 400 W while its peers run at 700 W"), "{}", f.summary);
         assert!(f.remediation.iter().any(|r| r.contains("nvidia-smi -i 2 -pl 700")), "{:?}", f.remediation);
     }
@@ -469,7 +471,7 @@ mod tests {
     #[test]
     fn lone_gpu_with_hw_thermal_is_a_lead() {
         let text = csv(&[(0, 990, 450.0, 700.0, 91, 100, "0x0000000000000048")]);
-        let f = snapshot(&[("smi", &text)], "slow-gpu", "lone_gpu_hw_thermal").unwrap();
+        let f = snapshot(&[("smi", &text)], RuleId::SlowGpu, "lone_gpu_hw_thermal").unwrap();
         assert!(f.summary.contains("hw_slowdown, hw_thermal at 91 °C"), "{}", f.summary);
     }
 
@@ -477,7 +479,7 @@ mod tests {
     fn quiet_on_the_real_h200_captures() {
         // Idle with only `Idle` active; and a lone GPU at its 700 W power limit, SW-capped.
         for text in [IDLE, CAPPED, Q_CAPPED, SERIES, DMON] {
-            assert!(fired(&[("smi", text)], "slow-gpu").is_none());
+            assert!(fired(&[("smi", text)], RuleId::SlowGpu).is_none());
         }
     }
 
@@ -485,13 +487,13 @@ mod tests {
     fn quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle() {
         let capped: Vec<_> =
             (0..8).map(|i| (i, 1440 + i * 5, 695.0, 700.0, 59, 99, "0x0000000000000004")).collect();
-        assert!(snapshot(&[("smi", &csv(&capped))], "slow-gpu", "quiet_peers_equally_capped").is_none());
+        assert!(snapshot(&[("smi", &csv(&capped))], RuleId::SlowGpu, "quiet_peers_equally_capped").is_none());
         let mut idle_one = capped.clone();
         idle_one[3] = (3, 345, 78.0, 700.0, 38, 0, "0x0000000000000001");
         assert!(
             snapshot(
                 &[("smi", &csv(&idle_one))],
-                "slow-gpu",
+                RuleId::SlowGpu,
                 "quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle"
             )
             .is_none()
@@ -502,7 +504,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("a", &a), ("b", &b)],
-                "slow-gpu",
+                RuleId::SlowGpu,
                 "quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle_2"
             )
             .is_none()

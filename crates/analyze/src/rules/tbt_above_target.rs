@@ -2,6 +2,7 @@
 //! time per token, a single stream's decode rate) is above the ITL target — the symptom sets the
 //! class even when nothing in the paste names the cause.
 
+use super::RuleId;
 use super::ttft_above_target::{Over, histogram_over};
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
@@ -10,7 +11,7 @@ use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "tbt-above-target",
+        id: RuleId::TbtAboveTarget,
         class: Class::TbtTail,
         title: "A pasted time-between-tokens figure is above the ITL target",
         detects: "Any table or `key: value` figure of inter-token latency or TPOT (mean, median, one request's value, or a p90–p99 tail), a decode time per token (`82.9ms/T`, `eval time = 15896.38 ms / 64 runs`, `Generation:763.6s` for 80 tokens) or one stream's decode rate (`eval rate`, llama-bench `tg128`, read as 1000 / rate ms per token) above the ITL target (200 ms by default; `--slo-itl-ms`), and the server's `vllm:inter_token_latency_seconds` histogram in a `/metrics` scrape with its p50 or p99 above it. Aggregate throughput (every request's tokens summed) is never read as a per-token time.",
@@ -125,9 +126,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
-    const RULE: &str = "tbt-above-target";
+    const RULE: RuleId = RuleId::TbtAboveTarget;
 
     /// A request log whose tokens come 400 ms apart: the symptom, without a cause.
     #[test]

@@ -1,6 +1,7 @@
 //! Rule `timeout-too-short`: the client gives up before slow answers arrive, so a TBT tail shows
 //! up as client timeouts instead of slow tokens.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::facts::Facts;
 use crate::parsers::client_config::Setting;
@@ -8,7 +9,7 @@ use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "timeout-too-short",
+        id: RuleId::TimeoutTooShort,
         class: Class::Config,
         title: "The client timeout is shorter than slow answers take",
         detects: "A client timeout under 60 s (API_TIMEOUT_MS, timeout_ms, request_timeout, Codex stream_idle_timeout_ms), or one below the p99 latency the logs show; surer when request logs record timeouts or requests slower than the timeout.",
@@ -320,6 +321,7 @@ fn fixed_gin_latency(f: &Facts) -> Option<(f64, usize, Vec<EvidenceLine>)> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
     const SETTINGS_10S: &str = fixture!("configs/claude_settings.json");
@@ -329,7 +331,7 @@ mod tests {
     fn fires_on_a_ten_second_timeout() {
         let f = snapshot(
             &[("settings.json", SETTINGS_10S)],
-            "timeout-too-short",
+            RuleId::TimeoutTooShort,
             "fires_on_a_ten_second_timeout",
         )
         .unwrap();
@@ -345,7 +347,7 @@ mod tests {
             .collect();
         let f = snapshot(
             &[("settings.json", SETTINGS_10S), ("req.jsonl", &log)],
-            "timeout-too-short",
+            RuleId::TimeoutTooShort,
             "surer_when_requests_outlast_or_time_out",
         )
         .unwrap();
@@ -354,7 +356,7 @@ mod tests {
         let log = "{\"ttft_ms\": 300, \"status\": \"timeout\"}\n".repeat(5);
         let f = snapshot(
             &[("settings.json", SETTINGS_10S), ("req.jsonl", &log)],
-            "timeout-too-short",
+            RuleId::TimeoutTooShort,
             "surer_when_requests_outlast_or_time_out_2",
         )
         .unwrap();
@@ -366,7 +368,7 @@ mod tests {
         let bench = "============ Serving Benchmark Result ============\nMean E2EL (ms): 50000.0\nP99 E2EL (ms): 95000.0\n==================================================\n";
         let f = snapshot(
             &[("settings.json", ARTICLE_SETTINGS), ("bench.txt", bench)],
-            "timeout-too-short",
+            RuleId::TimeoutTooShort,
             "fires_when_a_long_timeout_is_still_below_the_tail",
         )
         .unwrap();
@@ -379,7 +381,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("settings.json", ARTICLE_SETTINGS)],
-                "timeout-too-short",
+                RuleId::TimeoutTooShort,
                 "quiet_at_sixty_seconds_or_without_a_timeout"
             )
             .is_none()
@@ -387,7 +389,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("env", "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n")],
-                "timeout-too-short",
+                RuleId::TimeoutTooShort,
                 "quiet_at_sixty_seconds_or_without_a_timeout_2"
             )
             .is_none()
@@ -395,7 +397,7 @@ mod tests {
         assert!(
             snapshot(
                 &[("env", "export API_TIMEOUT_MS=0\n")],
-                "timeout-too-short",
+                RuleId::TimeoutTooShort,
                 "quiet_at_sixty_seconds_or_without_a_timeout_3"
             )
             .is_none()

@@ -1,6 +1,7 @@
 //! Rule `ttft-above-target`: a pasted figure of TTFT (or of the prefill before it) is above the
 //! TTFT target — the symptom sets the class even when nothing in the paste names the cause.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::table::Row;
@@ -9,7 +10,7 @@ use triage_base::stats::{BucketQuantile, histogram_quantile};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "ttft-above-target",
+        id: RuleId::TtftAboveTarget,
         class: Class::TtftHigh,
         title: "A pasted TTFT figure is above the TTFT target",
         detects: "Any table or `key: value` figure of time to first token (mean, median, one request's value, or a p90–p99 tail) — or a prompt-processing time, which TTFT includes — above the TTFT target (2,000 ms by default; `--slo-ttft-ms`), and the server's own `vllm:time_to_first_token_seconds` histogram in a `/metrics` scrape with its p50 or p99 above it. A long prompt processed at a normal rate (≥ 1,000 tokens/s: 90k tokens in 20 s) is not counted.",
@@ -235,9 +236,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
-    const RULE: &str = "ttft-above-target";
+    const RULE: RuleId = RuleId::TtftAboveTarget;
 
     /// A request log whose TTFT is 4 s for every request: the symptom, without a cause.
     #[test]

@@ -2,6 +2,7 @@
 //! magnitude while the time per token stays flat, or latency grows with concurrency while the
 //! served request rate does not: requests queue.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::table::Row;
@@ -9,7 +10,7 @@ use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "ttft-grows-with-load",
+        id: RuleId::TtftGrowsWithLoad,
         class: Class::TtftHigh,
         title: "Across the table's runs, TTFT grows while decoding stays flat: requests queue",
         detects: "Rows of one pasted table (or one harness's result blocks) where the typical TTFT grows at least 10× from the fastest row to the slowest and past half the TTFT target, while TPOT / ITL in the same rows stays within 1.5×; or where concurrency grows k× (k ≥ 2), the served requests per second stay within 1.25× and the typical request latency grows at least k/2×.",
@@ -168,9 +169,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
     use crate::testutil::fixture;
 
-    const RULE: &str = "ttft-grows-with-load";
+    const RULE: RuleId = RuleId::TtftGrowsWithLoad;
 
     #[test]
     fn fires_when_ttft_grows_and_tpot_is_flat() {

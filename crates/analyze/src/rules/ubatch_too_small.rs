@@ -1,12 +1,13 @@
 //! Rule `ubatch-too-small`: the physical batch is smaller than one input.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "ubatch-too-small",
+        id: RuleId::UbatchTooSmall,
         class: Class::Config,
         title: "The physical batch is smaller than one input",
         detects: "llama-server's `input (N tokens) is too large to process. increase the physical batch size`.",

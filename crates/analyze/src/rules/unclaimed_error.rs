@@ -4,6 +4,7 @@
 //! block of alarm lines is explained exactly when a rule that fired cites it, or a known message
 //! in it belongs to a rule that fired (`signals.rs`).
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
@@ -11,7 +12,7 @@ use crate::signals::{Alarm, BENIGN, Block, SIGNALS};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "unclaimed-error",
+        id: RuleId::UnclaimedError,
         class: Class::Inconclusive,
         title: "An error no rule explains",
         detects: "A line the engine or runtime marks as a failure — an `ERROR`/`CRITICAL`/`FATAL` level, a `Traceback`, an `…Error:` line, a Rust panic, an `Error:` exit, a JSON error body, an HTTP 5xx, a capacity figure at or below zero — that no other finding explains.",
@@ -36,12 +37,12 @@ const MAX_QUOTED: usize = 5;
 pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Finding> {
     // A consequence (a dead engine) explains no error: the error that killed it needs a cause.
     let consequences = super::consequences(f);
-    let fired = |rule: &str| found.iter().any(|x| x.rule == rule && !consequences.contains(&rule));
-    let claimed_signal = |i: usize| SIGNALS[i].rules.iter().any(|r| *r == BENIGN || fired(r));
+    let fired = |rule: RuleId| found.iter().any(|x| x.rule == rule && !consequences.contains(&rule));
+    let claimed_signal = |i: usize| SIGNALS[i].rules.iter().any(|&r| r == BENIGN || fired(r));
     let cited = |b: &Block| {
         found
             .iter()
-            .filter(|x| !consequences.contains(&x.rule.as_str()))
+            .filter(|x| !super::listed(consequences, &x.rule))
             .any(|x| x.evidence.iter().any(|e| *e.input == *b.input && (b.first..=b.last).contains(&e.line)))
     };
     // A block whose every alarm line is a known message of a rule that fired is explained too,
@@ -177,6 +178,7 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
 mod tests {
     use super::super::{analyzed, snapshot};
     use crate::report::Verdict;
+    use crate::rules::RuleId;
 
     #[test]
     fn an_unexplained_error_is_never_healthy() {
@@ -184,22 +186,22 @@ mod tests {
         let log = format!("{stats}RuntimeError: the sampler returned an empty batch\n");
         let r = analyzed(&[("vllm.log", &log)]);
         assert_eq!(r.verdict, Verdict::Inconclusive);
-        assert_eq!(r.findings[0].rule, "unclaimed-error");
-        let f = snapshot(&[("vllm.log", &log)], "unclaimed-error", "unknown_runtime_error").unwrap();
+        assert_eq!(r.findings[0].rule, RuleId::UnclaimedError);
+        let f = snapshot(&[("vllm.log", &log)], RuleId::UnclaimedError, "unknown_runtime_error").unwrap();
         assert_eq!(f.evidence[0].line, 2);
         // A GPU fault is a failure any engine words alike: nothing is served, though no exact
         // rule names its cause; the known message's next check still comes along.
         let log = format!("{stats}RuntimeError: CUDA error: an illegal memory access was encountered\n");
         let r = analyzed(&[("vllm.log", &log)]);
         assert_eq!(r.verdict, Verdict::ThroughputZero, "{:?}", r.findings);
-        assert_eq!(r.findings[0].rule, "generic-gpu-fault");
-        assert!(r.findings.iter().all(|f| f.rule != "unclaimed-error"), "{:?}", r.findings);
+        assert_eq!(r.findings[0].rule, RuleId::GenericGpuFault);
+        assert!(r.findings.iter().all(|f| f.rule != RuleId::UnclaimedError), "{:?}", r.findings);
     }
 
     #[test]
     fn an_explained_error_is_claimed() {
         let log = "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n";
-        assert!(snapshot(&[("vllm.log", log)], "unclaimed-error", "quiet_explained_error").is_none());
+        assert!(snapshot(&[("vllm.log", log)], RuleId::UnclaimedError, "quiet_explained_error").is_none());
     }
 
     /// The quote of a traceback is its last line: the summary says where the block starts and
@@ -208,7 +210,7 @@ mod tests {
     fn a_block_is_quoted_by_its_telling_line_and_its_extent_said() {
         let log = "ERROR 05-12 10:00:01 [core.py:1] EngineCore hit an exception\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\nRuntimeError: the sampler returned an empty batch\n";
         let r = analyzed(&[("vllm.log", log)]);
-        let f = r.findings.iter().find(|f| f.rule == "unclaimed-error").expect("unclaimed");
+        let f = r.findings.iter().find(|f| f.rule == RuleId::UnclaimedError).expect("unclaimed");
         assert_eq!(f.evidence[0].line, 4);
         assert!(
             f.summary.contains("the first spans lines 1–4, and line 4 reads: RuntimeError"),

@@ -1,12 +1,13 @@
 //! Rule `upstream-cut`: the process is alive but no requests arrive.
 
+use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "upstream-cut",
+        id: RuleId::UpstreamCut,
         class: Class::ThroughputZero,
         title: "Traffic stopped arriving: upstream cut or health check draining the node",
         detects: "The engine was busy, then its stats go flat: nothing running, nothing waiting, no prompt or generation throughput, while the process keeps logging. In metrics over a window (scrapes with timestamps, or `triage analyze --prometheus`): the request or generation-token counter rose, then stayed flat for the recent tail (30 s or more) with nothing running or waiting at the end, the KV cache not held, and `up` still 1.",
@@ -168,6 +169,7 @@ fn next_checks(lang: Lang) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     /// One engine at one instant: its served counters (requests, generated tokens), its gauges
     /// (running, waiting, KV usage) and `up`.
@@ -214,8 +216,9 @@ mod tests {
     #[test]
     fn fires_on_metrics_when_the_counters_stop() {
         let text = window(scrape(T0 + 165, STOPPED), scrape(T0 + 225, STOPPED));
-        let f = snapshot(&[("metrics", &text)], "upstream-cut", "fires_on_metrics_when_the_counters_stop")
-            .unwrap();
+        let f =
+            snapshot(&[("metrics", &text)], RuleId::UpstreamCut, "fires_on_metrics_when_the_counters_stop")
+                .unwrap();
         // The counter at the window's start, the tail's start and the end; nothing running.
         let lines: Vec<usize> = f.evidence.iter().map(|e| e.line).collect();
         assert_eq!(lines, vec![1, 7, 13, 15], "{:?}", f.evidence);
@@ -254,7 +257,7 @@ mod tests {
             ("quiet_on_metrics_target_down", down),
             ("quiet_on_metrics_two_scrapes", two),
         ] {
-            assert!(snapshot(&[("metrics", &text)], "upstream-cut", case).is_none(), "{case}");
+            assert!(snapshot(&[("metrics", &text)], RuleId::UpstreamCut, case).is_none(), "{case}");
         }
     }
 
@@ -267,7 +270,7 @@ mod tests {
     #[test]
     fn fires_when_traffic_stops() {
         let log = [line(32, 1800.0), line(0, 0.0), line(0, 0.0), line(0, 0.0)].concat();
-        let f = snapshot(&[("vllm.log", &log)], "upstream-cut", "fires_when_traffic_stops").unwrap();
+        let f = snapshot(&[("vllm.log", &log)], RuleId::UpstreamCut, "fires_when_traffic_stops").unwrap();
         assert_eq!(f.evidence[0].line, 1);
         assert_eq!(f.evidence[1].line, 2);
     }
@@ -276,14 +279,18 @@ mod tests {
     fn quiet_when_traffic_continues_or_never_started() {
         let log = [line(32, 1800.0), line(0, 0.0), line(30, 1700.0)].concat();
         assert!(
-            snapshot(&[("vllm.log", &log)], "upstream-cut", "quiet_when_traffic_continues_or_never_started")
-                .is_none()
+            snapshot(
+                &[("vllm.log", &log)],
+                RuleId::UpstreamCut,
+                "quiet_when_traffic_continues_or_never_started"
+            )
+            .is_none()
         );
         let log = line(0, 0.0).repeat(5);
         assert!(
             snapshot(
                 &[("vllm.log", &log)],
-                "upstream-cut",
+                RuleId::UpstreamCut,
                 "quiet_when_traffic_continues_or_never_started_2"
             )
             .is_none()

@@ -1,12 +1,13 @@
 //! Rule `weights-exceed-gpu`: the model's weights alone do not fit in GPU memory.
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "weights-exceed-gpu",
+        id: RuleId::WeightsExceedGpu,
         class: Class::Oom,
         title: "The model's weights alone do not fit in GPU memory",
         detects: "llama.cpp's `unable to allocate CUDA0 buffer` while loading the model, `failed to fit params to free device memory`, and Ollama's `memory layout cannot be allocated with num_gpu`.",

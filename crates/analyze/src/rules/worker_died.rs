@@ -1,12 +1,13 @@
 //! Rule `worker-died`: a worker process of the engine died (Ray actor, killed process).
 
+use super::RuleId;
 use super::{Lang, Rule, RuleDoc, RuleText, SignalFinding};
 use crate::facts::Facts;
 use crate::report::{Class, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
-        id: "worker-died",
+        id: RuleId::WorkerDied,
         class: Class::ThroughputZero,
         title: "A worker process died",
         detects: "Ray's `The actor died unexpectedly before finishing this task`, `ActorDiedError` / `RayActorError`, `A worker died or was killed while executing a task`, the node running low on memory; a process that exited with signal 9 (`exitcode  : -9`, `SIGKILL`).",
@@ -27,7 +28,7 @@ pub(crate) const RULE: Rule = Rule {
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     // A worker killed by an error the paste shows (an OOM, NCCL, a GPU fault): that error leads.
     let cause = !f.ooms.is_empty()
-        || super::CAUSES_OF_DEATH.iter().any(|r| *r != RULE.doc.id && f.signals.count_for(r) > 0);
+        || super::CAUSES_OF_DEATH.iter().any(|&r| r != RULE.doc.id && f.signals.count_for(r) > 0);
     RULE.doc.finding_from_signals(
         f,
         lang,
@@ -66,11 +67,12 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::snapshot;
+    use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_dead_actor() {
         let log = "ERROR 05-12 10:00:01 [worker_base.py:1] Error executing method 'execute_model'.\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n";
-        let f = snapshot(&[("vllm.log", log)], "worker-died", "fires_on_a_dead_actor").unwrap();
+        let f = snapshot(&[("vllm.log", log)], RuleId::WorkerDied, "fires_on_a_dead_actor").unwrap();
         assert_eq!(f.evidence.len(), 1);
     }
 

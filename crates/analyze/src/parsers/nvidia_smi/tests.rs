@@ -6,6 +6,7 @@ use super::*;
 use crate::analyze;
 use crate::kind::InputKind;
 use crate::report::Verdict;
+use crate::rules::RuleId;
 use crate::testutil::{Run, fixture, run};
 
 const IDLE: &str = fixture!("smi/smi_idle.txt");
@@ -236,7 +237,7 @@ fn vllm_log_then_oom_then_smi() {
             (InputKind::NvidiaSmi, [2 + o, 1 + o + q])
         ]
     );
-    assert_eq!(report.findings[0].rule, "input-too-long");
+    assert_eq!(report.findings[0].rule, RuleId::InputTooLong);
 }
 
 #[test]

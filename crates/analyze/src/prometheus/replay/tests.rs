@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::prometheus::answer::parse_matrix;
+use crate::rules::RuleId;
 
 const T0: f64 = 1_764_460_800.0;
 const STEP: f64 = 15.0;
@@ -92,7 +93,7 @@ fn the_queued_replica_is_named_and_ranked_first() {
     let report = run(&matrix(r), Lang::En);
     assert_eq!(report.verdict, Verdict::TtftHigh, "{:#?}", report.findings);
     let top = &report.findings[0];
-    assert_eq!(top.rule, "queueing-exceeds-capacity");
+    assert_eq!(top.rule, RuleId::QueueingExceedsCapacity);
     let about = top.subject.as_ref().unwrap();
     assert_eq!(about.instance.as_deref(), Some("10.0.0.2:8000"));
     assert_eq!((about.pod.as_deref(), about.model_name.as_deref()), (Some("vllm-0"), Some("qwen")));
@@ -146,7 +147,7 @@ fn the_straggler_gpu_is_named_among_its_peers() {
     let report = run(&matrix(r), Lang::En);
     assert_eq!(report.verdict, Verdict::TbtTail, "{:#?}", report.findings);
     let top = &report.findings[0];
-    assert_eq!(top.rule, "slow-gpu");
+    assert_eq!(top.rule, RuleId::SlowGpu);
     let about = top.subject.as_ref().unwrap();
     assert_eq!(
         (about.hostname.as_deref(), about.gpu.as_deref(), about.uuid.as_deref()),
@@ -209,7 +210,7 @@ fn a_stalled_replica_and_a_leaking_one_are_named() {
     ];
     let report = run(&matrix(stalled), Lang::En);
     assert_eq!(report.verdict, Verdict::ThroughputZero);
-    assert_eq!(report.findings[0].rule, "scheduler-stall");
+    assert_eq!(report.findings[0].rule, RuleId::SchedulerStall);
     assert_eq!(report.findings[0].subject.as_ref().unwrap().instance.as_deref(), Some("stuck:8000"));
     // A stall that began in the window's last steps: the whole window still shows tokens, its
     // tail (its last three samples) does not.
@@ -220,13 +221,13 @@ fn a_stalled_replica_and_a_leaking_one_are_named() {
     ];
     let report = run(&matrix(late), Lang::En);
     assert_eq!(report.verdict, Verdict::ThroughputZero, "{:#?}", report.findings);
-    assert_eq!(report.findings[0].rule, "scheduler-stall");
+    assert_eq!(report.findings[0].rule, RuleId::SchedulerStall);
     assert!(
         report.findings[0].evidence[0].input.ends_with("(last 30 s)"),
         "{:?}",
         report.findings[0].evidence
     );
-    assert_eq!(report.findings.iter().filter(|f| f.rule == "scheduler-stall").count(), 1);
+    assert_eq!(report.findings.iter().filter(|f| f.rule == RuleId::SchedulerStall).count(), 1);
     let l = [("instance", "leak:8000")];
     let leak = vec![
         series("vllm:num_requests_running", &l, |_| 0.0),
@@ -234,7 +235,7 @@ fn a_stalled_replica_and_a_leaking_one_are_named() {
         series("vllm:generation_tokens_total", &l, |_| 5000.0),
     ];
     let report = run(&matrix(leak), Lang::En);
-    assert_eq!(report.findings[0].rule, "kv-leak", "{:#?}", report.findings);
+    assert_eq!(report.findings[0].rule, RuleId::KvLeak, "{:#?}", report.findings);
 }
 
 /// Traffic stopped reaching one replica mid-window (its counters flat from the fifth step,
@@ -264,9 +265,9 @@ fn a_replica_that_traffic_stopped_reaching_is_named() {
     let report = run(&matrix(r), Lang::En);
     assert_eq!(report.verdict, Verdict::ThroughputZero, "{:#?}", report.findings);
     let top = &report.findings[0];
-    assert_eq!(top.rule, "upstream-cut", "{:#?}", report.findings);
+    assert_eq!(top.rule, RuleId::UpstreamCut, "{:#?}", report.findings);
     assert_eq!(top.subject.as_ref().unwrap().instance.as_deref(), Some("cut:8000"));
-    assert_eq!(report.findings.iter().filter(|f| f.rule == "upstream-cut").count(), 1);
+    assert_eq!(report.findings.iter().filter(|f| f.rule == RuleId::UpstreamCut).count(), 1);
     let p = report.prometheus.as_ref().unwrap();
     let cited: Vec<(&str, f64, String)> = top
         .evidence
@@ -305,7 +306,7 @@ fn a_target_that_went_away_is_stale_not_stalled() {
     }
     r.extend(replica("10.0.0.1:8000", 0.0, false, 500.0));
     let report = run(&matrix(r), Lang::En);
-    assert!(!report.findings.iter().any(|f| f.rule == "scheduler-stall"), "{:#?}", report.findings);
+    assert!(!report.findings.iter().any(|f| f.rule == RuleId::SchedulerStall), "{:#?}", report.findings);
     let p = report.prometheus.as_ref().unwrap();
     assert_eq!(p.scraping.as_ref().unwrap().stale_series, 2, "{:?}", p.scraping);
     // A single sample in the window: one scrape of it, not two equal ones.
@@ -319,7 +320,7 @@ fn a_target_that_went_away_is_stale_not_stalled() {
         s["values"] = serde_json::json!([last]);
     }
     let report = run(&matrix(one), Lang::En);
-    assert!(!report.findings.iter().any(|f| f.rule == "scheduler-stall"), "{:#?}", report.findings);
+    assert!(!report.findings.iter().any(|f| f.rule == RuleId::SchedulerStall), "{:#?}", report.findings);
 }
 
 #[test]
@@ -343,7 +344,7 @@ fn nothing_in_the_window_is_an_error_and_labels_are_redacted() {
         .unwrap();
     let json = serde_json::to_string(&r).unwrap();
     assert!(!json.contains("s3cr3t"), "{json}");
-    assert_eq!(r.findings[0].rule, "queueing-exceeds-capacity");
+    assert_eq!(r.findings[0].rule, RuleId::QueueingExceedsCapacity);
 }
 
 #[test]
