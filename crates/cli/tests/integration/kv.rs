@@ -6,35 +6,36 @@
 //! 22,528 B/token, and the article's 137.4 GB example.
 
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::util::{repo, triage};
 
 fn data(name: &str) -> String {
-    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "tests", "data", "kv", name].iter().collect();
-    p.to_string_lossy().into_owned()
+    repo().join("tests/data/kv").join(name).to_string_lossy().into_owned()
 }
 
-fn triage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_triage")).arg("kv").args(args).output().expect("run triage")
+/// `triage kv ARGS`.
+fn kv(args: &[&str]) -> Output {
+    triage().arg("kv").args(args).output().expect("run triage")
 }
 
 fn json(args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["--format", "json"]);
-    let out = triage(&all);
+    let out = kv(&all);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("valid JSON")
 }
 
 fn text(args: &[&str]) -> String {
-    let out = triage(args);
+    let out = kv(args);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
 /// Runs, fails with status 2, and the error names `needle`.
 fn rejected(args: &[&str], needle: &str) {
-    let out = triage(args);
+    let out = kv(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err}");
