@@ -1,5 +1,5 @@
 """guidellm's mock server (an OpenAI-compatible streaming server written elsewhere), told its
-timing, for `triage probe` to measure. Run by crates/cli/tests/interop.rs:
+timing, for `triage probe` to measure. Run by crates/cli/tests/integration/interop.rs:
 
     python guidellm_mock.py PORT TTFT_MS ITL_MS OUTPUT_TOKENS LIFETIME_S
 

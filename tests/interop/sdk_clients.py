@@ -1,6 +1,6 @@
 """The official OpenAI and Anthropic Python SDKs against `triage sim --serve`.
 
-Run by crates/cli/tests/interop.rs in a venv with the versions pinned in requirements.txt:
+Run by crates/cli/tests/integration/interop.rs in a venv with the versions pinned in requirements.txt:
 
     python sdk_clients.py healthy=http://127.0.0.1:P1 client-retries=http://127.0.0.1:P2 \
         upstream-cut=http://127.0.0.1:P3

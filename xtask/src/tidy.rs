@@ -148,7 +148,7 @@ fn code_lines_count_code_only() {
     assert_eq!(code_lines("#[cfg(test)]\n#[allow(x)]\nmod tests {\n}\n"), 0);
     assert_eq!(size_reason("//! What.\n//! Size: a data table.\nuse x;\n"), Some("a data table."));
     assert_eq!(size_reason("//! What.\n\n//! Size: too late\n"), None);
-    assert!(is_test_file(Path::new("crates/cli/tests/kv.rs")));
+    assert!(is_test_file(Path::new("crates/cli/tests/integration/kv.rs")));
     assert!(is_test_file(Path::new("crates/kv/src/reconcile/tests.rs")));
     assert!(!is_test_file(Path::new("crates/kv/src/estimate/mod.rs")));
 }

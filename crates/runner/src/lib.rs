@@ -288,7 +288,7 @@ mod tests {
             t,
             gpu: Some(gpu),
             class: triage_core::analyze::report::Class::TbtTail,
-            rule: "slow-gpu".into(),
+            rule: gpu::GpuRule::SlowGpu.into(),
             title: format!("GPU {gpu} slow"),
             confidence: 0.5,
             evidence: Vec::new(),

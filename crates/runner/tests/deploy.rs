@@ -140,20 +140,10 @@ fn dashboard_and_alerts_read_only_metrics_the_runner_exports() {
     }
 }
 
-fn promtool() -> Option<&'static str> {
-    if Path::new("/usr/bin/promtool").exists() {
-        return Some("/usr/bin/promtool");
-    }
-    if std::env::var_os("TRIAGE_SKIP_PROMETHEUS").is_some() {
-        return None;
-    }
-    panic!("this test needs promtool: `apt-get install prometheus` (or set TRIAGE_SKIP_PROMETHEUS=1)");
-}
-
 #[test]
 fn alert_rules_pass_promtool_check_and_their_unit_tests() {
-    let Some(promtool) = promtool() else { return };
-    let check = Command::new(promtool).args(["check", "rules"]).arg(deploy("alerts.yml")).output().unwrap();
+    let Some((_, promtool)) = triage_tests::prometheus::tools() else { return };
+    let check = Command::new(&promtool).args(["check", "rules"]).arg(deploy("alerts.yml")).output().unwrap();
     assert!(
         check.status.success(),
         "{}{}",
@@ -161,7 +151,7 @@ fn alert_rules_pass_promtool_check_and_their_unit_tests() {
         String::from_utf8_lossy(&check.stderr)
     );
     assert!(String::from_utf8_lossy(&check.stdout).contains("SUCCESS: 9 rules found"));
-    let test = Command::new(promtool)
+    let test = Command::new(&promtool)
         .current_dir(deploy(""))
         .args(["test", "rules", "alerts_test.yml"])
         .output()

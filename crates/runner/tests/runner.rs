@@ -12,6 +12,7 @@ use triage_core::gpu::series::Series;
 use triage_core::gpu::{GpuSample, WatchConfig};
 use triage_runner::host::{Failure, Limits, PluginHost, World};
 use triage_runner::{EngineSource, Rules, Runner};
+use triage_tests::process::wait_with_peak_rss;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_triage-runner");
 
@@ -728,9 +729,8 @@ fn the_gpu_check_captures_from_a_real_h200_replay_quietly() {
     assert!(sample.contains("ticks 200"), "{sample}");
 }
 
-/// Runs `triage-runner` to its end: exit code, stderr, peak resident memory in MiB — its
-/// `VmHWM`, read every 20 ms while it runs (`ru_maxrss` would count the test process's own
-/// peak: a spawned child inherits its high-water mark until it execs).
+/// Runs `triage-runner` to its end: exit code, stderr, peak resident memory in MiB (see
+/// [`wait_with_peak_rss`]).
 fn run_measured(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, u64) {
     let err =
         std::env::temp_dir().join(format!("triage-runner-rss-{}-{}.err", std::process::id(), args.len()));
@@ -740,25 +740,10 @@ fn run_measured(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, u64) {
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
-    let mut peak_kib = 0u64;
-    let status = loop {
-        if let Some(kib) =
-            std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok().and_then(|s| {
-                s.lines().find_map(|l| {
-                    l.strip_prefix("VmHWM:").map(|v| v.trim().trim_end_matches(" kB").parse().unwrap_or(0))
-                })
-            })
-        {
-            peak_kib = peak_kib.max(kib);
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, peak_mib) = wait_with_peak_rss(&mut child);
     let text = std::fs::read_to_string(&err).unwrap_or_default();
     let _ = std::fs::remove_file(&err);
-    (status.code(), text, peak_kib / 1024)
+    (status.code(), text, peak_mib)
 }
 
 /// A replay reads its series a line at a time: memory does not follow the file's size, a line

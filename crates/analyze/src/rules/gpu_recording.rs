@@ -117,7 +117,7 @@ mod tests {
     const H200X8: &str = crate::testutil::fixture!("nvml/h200x8_one_slow.jsonl");
 
     /// The recordings in `tests/data/nvml`: the analyzer's (rule, GPU) pairs are the runner's
-    /// replay's (`crates/cli/tests/gpu_recordings.rs` checks every recording on disk too).
+    /// replay's (`crates/cli/tests/integration/gpu_recordings.rs` checks every recording on disk too).
     #[test]
     fn the_same_rule_and_gpu_pairs_as_the_runners_replay() {
         let real = crate::testutil::fixture!("nvml/h200_series.jsonl");

@@ -4,84 +4,24 @@
 //! Each server here is a thread on 127.0.0.1 that answers a bounded number of connections with
 //! raw bytes a test chose, and stops by itself after a few seconds.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::io::Write;
+use std::net::TcpStream;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+
+use crate::util::{self, Seen, json, temp_dir, text, triage};
 
 const KEY: &str = "sk-hostile-secret-0123456789abcdef";
 const HEADER_SECRET: &str = "hdr-secret-9876543210";
 
-fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
-    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env_remove("TAOTOKEN_API_KEY");
-    c.stdin(Stdio::null());
-    c
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-/// What a hostile server saw.
-#[derive(Default)]
-struct Seen {
-    connections: AtomicUsize,
-    heads: Mutex<Vec<String>>,
-}
-
 /// A server answering every connection with `answer(stream)` after reading the request head
 /// (and a body of `Content-Length`), for at most `max` connections or 10 seconds.
 fn serve(max: usize, answer: impl Fn(&mut TcpStream) + Send + 'static) -> (String, Arc<Seen>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(true).unwrap();
-    let seen = Arc::new(Seen::default());
-    let s = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        let stop = Instant::now() + Duration::from_secs(10);
-        let mut served = 0;
-        while served < max && Instant::now() < stop {
-            let Ok((mut stream, _)) = listener.accept() else {
-                std::thread::sleep(Duration::from_millis(5));
-                continue;
-            };
-            served += 1;
-            s.connections.fetch_add(1, Ordering::SeqCst);
-            let _ = stream.set_nonblocking(false);
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-            let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
-            let head = read_head(&mut stream);
-            s.heads.lock().unwrap().push(head);
-            answer(&mut stream);
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-        }
-    });
+    let (port, seen) =
+        util::serve(max, Duration::from_secs(10), Duration::from_secs(5), move |_, s| answer(s));
     (format!("http://127.0.0.1:{port}/v1"), seen)
-}
-
-/// The request head (bounded) and its body, discarded.
-fn read_head(stream: &mut TcpStream) -> String {
-    let mut r = BufReader::new(stream.try_clone().unwrap());
-    let mut head = String::new();
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 || head.len() > 64 * 1024 {
-            break;
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap_or(0);
-        }
-        head.push_str(&line);
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let _ = r.by_ref().take(length.min(1 << 20) as u64).read_to_end(&mut Vec::new());
-    head
 }
 
 fn respond(status: &str, headers: &[(&str, &str)], body: &[u8]) -> impl Fn(&mut TcpStream) + Send + 'static {
@@ -109,10 +49,6 @@ fn probe(url: &str, extra: &[&str]) -> Output {
         .env("OPENAI_API_KEY", KEY)
         .output()
         .unwrap()
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
 }
 
 /// No prefix of `secret` of four or more characters appears in `s`.
@@ -218,7 +154,7 @@ fn server_text_reaches_the_terminal_escaped() {
 
 #[test]
 fn analyze_quotes_log_lines_escaped() {
-    let dir = tempdir("analyze-escape");
+    let dir = temp_dir("analyze-escape");
     let log = dir.join("engine.log");
     std::fs::write(
         &log,
@@ -327,16 +263,9 @@ fn an_unwritable_out_is_found_before_anything_is_sent() {
     assert_eq!(seen.connections.load(Ordering::SeqCst), 0);
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("triage-hostile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn analyze_reads_fifos_and_names_directories() {
-    let dir = tempdir("fifo");
+    let dir = temp_dir("fifo");
     let fifo = dir.join("pipe");
     let made = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
     if made {
@@ -366,7 +295,7 @@ fn analyze_reads_fifos_and_names_directories() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let dir = tempdir("usage");
+    let dir = temp_dir("usage");
     let binary = dir.join("config.bin");
     std::fs::write(&binary, b"\x00\xff\xfe{\"a\":1}\x89PNG").unwrap();
     let u = "http://127.0.0.1:9/v1";

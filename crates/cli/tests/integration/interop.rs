@@ -17,12 +17,14 @@
 //! 127.0.0.1 only and stop by themselves (their lifetime, or their standard input closing).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use crate::util::{Killed, free_port, repo, text, triage};
 
 /// Creating the venv (download and install) may take this long, cold.
 const VENV_DEADLINE: Duration = Duration::from_secs(600);
@@ -31,22 +33,8 @@ const SDK_DEADLINE: Duration = Duration::from_secs(180);
 /// guidellm's mock server imports transformers before it listens.
 const MOCK_START_DEADLINE: Duration = Duration::from_secs(90);
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn interop(file: &str) -> PathBuf {
     repo().join("tests/interop").join(file)
-}
-
-/// A child process killed (and reaped) when the guard goes.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Run `cmd` to its end, or kill it at `deadline`; stdout and stderr are captured.
@@ -87,10 +75,6 @@ fn run_bounded(mut cmd: Command, deadline: Duration) -> Result<Output, String> {
         std::thread::sleep(Duration::from_millis(50));
     };
     Ok(Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() })
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 /// FNV-1a: a stable name for the venv of one requirements file and interpreter.
@@ -200,8 +184,8 @@ fn py(script: &str) -> Command {
 }
 
 /// `triage sim --scenario NAME --serve 0`: the guard and the server's root URL.
-fn serve(scenario: &str) -> (Guard, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_triage"))
+fn serve(scenario: &str) -> (Killed, String) {
+    let mut child = triage()
         .args(["sim", "--scenario", scenario, "--serve", "0", "--lifetime", "240s", "--format", "json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -209,7 +193,7 @@ fn serve(scenario: &str) -> (Guard, String) {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let guard = Guard(child);
+    let guard = Killed(child);
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();
@@ -227,7 +211,7 @@ fn serve(scenario: &str) -> (Guard, String) {
 fn the_official_sdks_against_the_live_simulator() {
     let python = python();
     assert!(python.exists());
-    let servers: Vec<(&str, (Guard, String))> =
+    let servers: Vec<(&str, (Killed, String))> =
         ["healthy", "client-retries", "upstream-cut"].into_iter().map(|s| (s, serve(s))).collect();
     let mut c = py("sdk_clients.py");
     c.args(servers.iter().map(|(name, (_, root))| format!("{name}={root}")));
@@ -238,11 +222,6 @@ fn the_official_sdks_against_the_live_simulator() {
     assert!(out.status.success(), "the SDK checks failed:\n{report}");
     assert!(report.contains("openai 3.57.0, anthropic 2.15.0"), "{report}");
     assert!(report.contains(", 0 did not"), "{report}");
-}
-
-/// A free port on 127.0.0.1 (for a server that takes a port number, not a listener).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// `GET path` answered 200.
@@ -268,7 +247,7 @@ fn the_probe_measures_guidellms_mock_server_as_it_was_told() {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
-    let _mock = Guard(c.spawn().unwrap());
+    let _mock = Killed(c.spawn().unwrap());
     let started = Instant::now();
     while !answers(port, "/v1/models") {
         let log = std::fs::read_to_string(&log).unwrap_or_default();
@@ -276,7 +255,7 @@ fn the_probe_measures_guidellms_mock_server_as_it_was_told() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let url = format!("http://127.0.0.1:{port}/v1");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
+    let mut c = triage();
     c.args(["probe", &url, "--model", "mock", "-n", &requests.to_string(), "-c", "2"]).args([
         "--max-tokens",
         &tokens.to_string(),

@@ -4,25 +4,15 @@
 //! the whole recording — and the 8-GPU fixture names its straggler.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use triage_core::gpu::{Series, WatchConfig, replay};
 
-fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
-    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env_remove("TAOTOKEN_API_KEY");
-    c.stdin(Stdio::null());
-    c
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::util::{repo, triage};
 
 fn recordings() -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for dir in [root().join("tests/data/nvml"), root().join("../shared/data/h200")] {
+    for dir in [repo().join("tests/data/nvml"), repo().join("../shared/data/h200")] {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for e in entries.flatten() {
             let p = e.path();
@@ -70,7 +60,7 @@ fn every_recording_gives_the_runners_rule_and_gpu_pairs() {
 
 #[test]
 fn the_eight_gpu_fixture_is_tbt_tail_naming_gpu_5() {
-    let r = analyze(&root().join("tests/data/nvml/h200x8_one_slow.jsonl"));
+    let r = analyze(&repo().join("tests/data/nvml/h200x8_one_slow.jsonl"));
     assert_eq!(r["verdict"], "TBT_TAIL", "{r:#}");
     let top = &r["findings"][0];
     assert_eq!(

@@ -1,17 +1,19 @@
-//! A real Prometheus over backfilled blocks: `promtool tsdb create-blocks-from openmetrics`
-//! turns the simulator's OpenMetrics files into TSDB blocks, and `prometheus` serves them on
+//! A real Prometheus for tests: over backfilled blocks (`promtool tsdb create-blocks-from
+//! openmetrics` turns OpenMetrics files into TSDB blocks) or scraping a target, served on
 //! 127.0.0.1 (a free port) until dropped, when it is killed and its folder removed.
-//! `Prometheus::scraping` starts one that scrapes a target instead (`tests/watch`).
 //!
 //! Needs Debian's `prometheus` package (`prometheus` and `promtool`, 2.42; `.ci/run` installs
-//! it). Without it the tests fail and say how to get it, unless `TRIAGE_SKIP_PROMETHEUS=1`
-//! (as the runner's Prometheus test): then they say they skipped.
+//! it). Without it the tests fail and say how to get it, unless `TRIAGE_SKIP_PROMETHEUS=1`:
+//! then they say they skipped.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+pub use crate::process::TempDir;
+use crate::process::free_port;
 
 /// How long Prometheus may take to load the blocks and say it is ready.
 const READY_WITHIN: Duration = Duration::from_secs(60);
@@ -73,29 +75,6 @@ impl Drop for Prometheus {
     }
 }
 
-/// A folder under the system's temp folder, empty at first, removed when dropped — also when a
-/// test fails before any Prometheus came of it.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("triage-backfill-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("creating the test folder");
-        TempDir(d)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 impl Prometheus {
     /// Backfill every OpenMetrics file in `files` into `dir/data`, then start Prometheus on it.
     pub fn start(tools: &(PathBuf, PathBuf), dir: TempDir, files: &[PathBuf]) -> Prometheus {
@@ -126,12 +105,11 @@ impl Prometheus {
         Prometheus::launch(prometheus, dir, config, &["--storage.tsdb.retention.time=100y"])
     }
 
-    /// Start Prometheus scraping `target` (`host:port`, path `/metrics`) every second, with
-    /// nothing backfilled (`triage watch --listen`'s test).
-    #[allow(dead_code)] // `tests/watch` only; the backfill tests start `Prometheus::start`.
-    pub fn scraping(tools: &(PathBuf, PathBuf), dir: TempDir, target: &str) -> Prometheus {
+    /// Start Prometheus scraping `target` (`host:port`, path `/metrics`) every second as job
+    /// `job`, with nothing backfilled.
+    pub fn scraping(tools: &(PathBuf, PathBuf), dir: TempDir, job: &str, target: &str) -> Prometheus {
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: triage-watch\n    static_configs:\n      - targets: ['{target}']\n"
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
         );
         Prometheus::launch(&tools.0, dir, &config, &[])
     }
@@ -144,7 +122,7 @@ impl Prometheus {
         let mut last_log = String::new();
         // A free port can be taken between our probe and Prometheus' bind: three tries.
         for _ in 0..3 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let port = free_port();
             let log = dir.path().join("prometheus.log");
             let mut child = Command::new(prometheus)
                 .arg(format!("--config.file={}", config_path.display()))
@@ -184,22 +162,37 @@ impl Prometheus {
 
     /// An instant query at `time` (unix s): the result vector.
     pub fn query(&self, promql: &str, time: u64) -> Vec<serde_json::Value> {
-        let enc: String = promql
-            .bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect();
-        let (status, body) =
-            self.get(&format!("/api/v1/query?query={enc}&time={time}")).expect("prometheus answers");
+        let (status, body) = self
+            .get(&format!("/api/v1/query?query={}&time={time}", encode(promql)))
+            .expect("prometheus answers");
         assert_eq!(status, 200, "{promql}: {body}");
         let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
         v["data"]["result"].as_array().cloned().unwrap_or_default()
     }
+
+    /// An instant query at Prometheus's now: the result vector, empty when nothing answered or
+    /// the answer was not a query result (for polling until the data is there).
+    pub fn poll(&self, promql: &str) -> Vec<serde_json::Value> {
+        let Some((_, body)) = self.get(&format!("/api/v1/query?query={}", encode(promql))) else {
+            return Vec::new();
+        };
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or(serde_json::Value::Null);
+        v["data"]["result"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+/// `promql` percent-encoded for a query string.
+fn encode(promql: &str) -> String {
+    promql
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// `GET path` from 127.0.0.1:`port` over HTTP/1.0 (the answer ends with the connection): status

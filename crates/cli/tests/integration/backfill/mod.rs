@@ -6,18 +6,21 @@
 //! metrics, on the right replica (and GPU), and call the healthy fleet HEALTHY with evidence.
 //!
 //! The scenarios whose fault cannot show in metrics are listed in [`NOT_IN_METRICS`] with the
-//! reason; a test keeps the two lists equal to the catalogue. The harness is `prom.rs`.
+//! reason; a test keeps the two lists equal to the catalogue. The harness is
+//! `triage_tests::prometheus` (`tests/prometheus.rs`).
 
 mod intervals;
-mod prom;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prom::Prometheus;
 use serde_json::Value;
 use triage_sim::model::scenario;
+use triage_tests::prometheus as prom;
+
+use crate::util::triage;
 
 /// Scenarios whose fault shows in the engines' and GPUs' metrics: each must be named from
 /// Prometheus alone, on the faulty replica.
@@ -53,13 +56,6 @@ const NOT_IN_METRICS: &[(&str, &str)] = &[
 const ANALYZE_WITHIN: Duration = Duration::from_secs(120);
 /// Two hours: one TSDB block range, one incident.
 const WINDOW_S: u64 = 7200;
-
-fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
-    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env_remove("TAOTOKEN_API_KEY");
-    c.stdin(Stdio::null());
-    c
-}
 
 /// Where the incidents start: whole two-hour windows, the last ending two hours before now.
 fn base_unix_s(count: u64) -> u64 {

@@ -6,35 +6,36 @@
 //! 22,528 B/token, and the article's 137.4 GB example.
 
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::util::{repo, triage};
 
 fn data(name: &str) -> String {
-    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "tests", "data", "kv", name].iter().collect();
-    p.to_string_lossy().into_owned()
+    repo().join("tests/data/kv").join(name).to_string_lossy().into_owned()
 }
 
-fn triage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_triage")).arg("kv").args(args).output().expect("run triage")
+/// `triage kv ARGS`.
+fn kv(args: &[&str]) -> Output {
+    triage().arg("kv").args(args).output().expect("run triage")
 }
 
 fn json(args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["--format", "json"]);
-    let out = triage(&all);
+    let out = kv(&all);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("valid JSON")
 }
 
 fn text(args: &[&str]) -> String {
-    let out = triage(args);
+    let out = kv(args);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
 /// Runs, fails with status 2, and the error names `needle`.
 fn rejected(args: &[&str], needle: &str) {
-    let out = triage(args);
+    let out = kv(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err}");
@@ -73,7 +74,7 @@ fn llama_3_1_8b_reconciles_the_brief_log_lines() {
     assert_eq!(r["expected_tokens_max"], 447_488);
     // FIXME(data): the brief's pair of lines is 19 blocks (304 tokens, 38–48 MiB) apart, beyond the
     // log's rounding and block rounding, and no vLLM 0.33.0 code path explains it (see the
-    // FIXME in crates/core/src/kv/reconcile/tests.rs): the two figures are not from one run. The
+    // FIXME in crates/kv/src/reconcile/tests.rs): the two figures are not from one run. The
     // reconciler reports it as unexplained and confirms the model shape (131,072 B/token is
     // within 0.5 % of what the log implies).
     assert_eq!(r["within_one_block"], false);

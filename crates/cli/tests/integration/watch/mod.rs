@@ -9,31 +9,20 @@
 //! handle drops.
 
 mod fake;
-#[allow(dead_code)]
-#[path = "../backfill/prom.rs"]
-mod prom;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use fake::{Completion, vllm_metrics};
 use serde_json::Value;
+use triage_tests::prometheus as prom;
+
+use crate::util::{repo, text, triage};
 
 const KEY: &str = "sk-watch-secret-0123456789abcdef";
-
-fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
-    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env_remove("TAOTOKEN_API_KEY");
-    c.stdin(Stdio::null());
-    c
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
 
 /// A watch running in the background, killed when dropped.
 struct Running {
@@ -394,7 +383,7 @@ fn a_real_prometheus_scrapes_listen_and_reads_the_canary_back() {
     let w = watch(&engine.base(), &["--metrics-url", &engine.metrics(), "--listen", "127.0.0.1:0"]);
     let line = w.stderr_line("metrics on http://", Duration::from_secs(5)).expect("the address on stderr");
     let addr = line.rsplit("http://").next().unwrap().trim_end_matches("/metrics").to_owned();
-    let p = prom::Prometheus::scraping(&tools, prom::TempDir::new("watch-listen"), &addr);
+    let p = prom::Prometheus::scraping(&tools, prom::TempDir::new("watch-listen"), "triage-watch", &addr);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last = Vec::new();
     while Instant::now() < deadline {
@@ -415,7 +404,7 @@ fn a_real_prometheus_scrapes_listen_and_reads_the_canary_back() {
 }
 
 fn deploy(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/watch").join(name)
+    repo().join("deploy/watch").join(name)
 }
 
 #[test]

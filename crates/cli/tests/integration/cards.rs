@@ -3,15 +3,17 @@
 //! errors, and numeric cards whose answers are what `triage kv --format json` prints.
 
 use serde_json::Value;
-use std::process::{Command, Output};
+use std::process::Output;
 use triage_core::cards::numeric::kv_questions;
 
-fn triage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_triage")).args(args).output().expect("run triage")
+use crate::util::triage;
+
+fn run(args: &[&str]) -> Output {
+    triage().args(args).output().expect("run triage")
 }
 
 fn stdout(args: &[&str]) -> String {
-    let out = triage(args);
+    let out = run(args);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("UTF-8")
 }
@@ -95,7 +97,7 @@ fn tag_filters_and_unknown_tag_is_a_usage_error() {
             .iter()
             .all(|c| { c["tags"].as_array().unwrap().iter().any(|t| t == "gpu" || t == "client_config") })
     );
-    let out = triage(&["cards", "--tag", "nonsense"]);
+    let out = run(&["cards", "--tag", "nonsense"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown tag") && err.contains("client_config"), "{err}");

@@ -5,18 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
-    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env_remove("TAOTOKEN_API_KEY");
-    c.stdin(Stdio::null());
-    c
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("triage-sim-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
+use crate::util::{temp_path, triage};
 
 fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -44,7 +33,7 @@ fn list_json_is_name_class_cause() {
 
 #[test]
 fn offline_files_are_what_analyze_reads() {
-    let dir = temp_dir("kv-leak");
+    let dir = temp_path("kv-leak");
     let out = triage().args(["sim", "--scenario", "kv-leak", "--out"]).arg(&dir).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = stdout(&out);
@@ -64,7 +53,7 @@ fn offline_files_are_what_analyze_reads() {
 #[test]
 fn the_seed_decides_the_incident() {
     let run = |seed: &str, name: &str| {
-        let dir = temp_dir(name);
+        let dir = temp_path(name);
         let out = triage()
             .args([
                 "sim",
@@ -137,9 +126,9 @@ fn absurd_numbers_are_usage_errors() {
 #[cfg(unix)]
 #[test]
 fn out_never_writes_through_a_link_nor_over_a_file_without_force() {
-    let dir = temp_dir("links");
+    let dir = temp_path("links");
     std::fs::create_dir_all(&dir).unwrap();
-    let victim = temp_dir("victim");
+    let victim = temp_path("victim");
     std::fs::write(&victim, "precious\n").unwrap();
     std::os::unix::fs::symlink(&victim, dir.join("vllm.log")).unwrap();
     let sim = |out: &std::path::Path, force: bool| {
@@ -168,7 +157,7 @@ fn out_never_writes_through_a_link_nor_over_a_file_without_force() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("exists") && err.contains("--force"), "{err}");
     // The directory itself must not be a link (with or without a trailing slash).
-    let link = temp_dir("dir-link");
+    let link = temp_path("dir-link");
     std::os::unix::fs::symlink(&dir, &link).unwrap();
     for out in [link.clone(), link.join("")] {
         let (code, err) = sim(&out, true);
@@ -236,7 +225,7 @@ fn serve_listens_and_stops_by_itself() {
 
 #[test]
 fn openmetrics_writes_the_fleet_the_same_every_time() {
-    let dir = temp_dir("openmetrics");
+    let dir = temp_path("openmetrics");
     std::fs::create_dir_all(&dir).unwrap();
     let run = |file: &str, extra: &[&str]| {
         let out = triage()
@@ -285,7 +274,7 @@ fn openmetrics_writes_the_fleet_the_same_every_time() {
 #[cfg(unix)]
 #[test]
 fn openmetrics_usage_errors_and_links() {
-    let dir = temp_dir("openmetrics-usage");
+    let dir = temp_path("openmetrics-usage");
     std::fs::create_dir_all(&dir).unwrap();
     let sim = |extra: &[&str]| {
         let out = triage()
@@ -313,7 +302,7 @@ fn openmetrics_usage_errors_and_links() {
     }
     assert!(!file.exists());
     // A planted link is refused (and what it points to untouched); --force replaces the link.
-    let victim = temp_dir("om-victim");
+    let victim = temp_path("om-victim");
     std::fs::write(&victim, "precious\n").unwrap();
     std::os::unix::fs::symlink(&victim, &file).unwrap();
     let (code, err) = sim(&["--openmetrics", f]);

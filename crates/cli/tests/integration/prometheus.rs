@@ -1,43 +1,24 @@
 //! `triage analyze --prometheus` against a real Prometheus and against hostile servers.
 //!
 //! The real one: a small fleet written here as OpenMetrics, backfilled into TSDB blocks with
-//! `promtool tsdb create-blocks-from openmetrics`, served by `/usr/bin/prometheus` on a free
-//! port of 127.0.0.1 (killed on drop). Needs Debian's `prometheus` package (`.ci/run` installs
-//! it); set `TRIAGE_SKIP_PROMETHEUS=1` to skip the real-server test on a machine without it.
+//! `promtool tsdb create-blocks-from openmetrics`, served by `prometheus` on a free port of
+//! 127.0.0.1 (killed on drop; `triage_tests::prometheus`). Needs Debian's `prometheus` package
+//! (`.ci/run` installs it); set `TRIAGE_SKIP_PROMETHEUS=1` to skip the real-server test on a
+//! machine without it.
 //!
 //! The hostile ones: a thread on 127.0.0.1 per test that answers a bounded number of
 //! connections with raw bytes and stops by itself (slow, erroring, flooding, not Prometheus,
 //! redirecting, echoing the token).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::io::Write;
+use std::net::TcpStream;
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
-    c.stdin(Stdio::null());
-    c
-}
+use triage_tests::prometheus::{self, Prometheus};
 
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use crate::util::{self, Seen, TempDir, free_port, json, text, triage, wait_with_peak_rss};
 
 const STEP: u64 = 15;
 const POINTS: u64 = 41;
@@ -167,80 +148,17 @@ fn openmetrics(t0: u64) -> String {
     out
 }
 
-struct Prom {
-    _child: Killed,
-    url: String,
-    dir: PathBuf,
-}
-
-impl Drop for Prom {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// Backfill the fleet at `t0` and start Prometheus on it; `None` when skipped.
-fn start_prometheus(t0: u64) -> Option<Prom> {
-    let (prom, promtool) = (Path::new("/usr/bin/prometheus"), Path::new("/usr/bin/promtool"));
-    if !prom.exists() || !promtool.exists() {
-        if std::env::var_os("TRIAGE_SKIP_PROMETHEUS").is_some() {
-            eprintln!("skipped: no /usr/bin/prometheus and TRIAGE_SKIP_PROMETHEUS is set");
-            return None;
-        }
-        panic!(
-            "this test needs a real Prometheus: `apt-get install prometheus` (or set TRIAGE_SKIP_PROMETHEUS=1)"
-        );
-    }
-    let dir = std::env::temp_dir().join(format!("triage-cli-prom-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    let om = dir.join("fleet.om");
+fn start_prometheus(t0: u64) -> Option<Prometheus> {
+    let tools = prometheus::tools()?;
+    let dir = TempDir::new("prom-fleet");
+    let om = dir.path().join("fleet.om");
     std::fs::write(&om, openmetrics(t0)).unwrap();
-    let made = Command::new(promtool)
-        .args(["tsdb", "create-blocks-from", "openmetrics"])
-        .arg(&om)
-        .arg(dir.join("data"))
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "promtool: {}", text(&made));
-    let config = dir.join("prometheus.yml");
-    std::fs::write(&config, "global:\n  scrape_interval: 15s\nscrape_configs: []\n").unwrap();
-    let port = free_port();
-    let child = Killed(
-        Command::new(prom)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--storage.tsdb.retention.time=30d")
-            .arg("--log.level=warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        assert!(Instant::now() < deadline, "prometheus did not become ready within 30 s");
-        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = s.write_all(b"GET /-/ready HTTP/1.0\r\n\r\n");
-            let mut answer = String::new();
-            let _ = s.read_to_string(&mut answer);
-            if answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200") {
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    Some(Prom { _child: child, url: format!("http://127.0.0.1:{port}"), dir })
+    Some(Prometheus::start(&tools, dir, &[om]))
 }
 
 fn analyze(url: &str, extra: &[&str]) -> Output {
     triage().args(["analyze", "--prometheus", url]).args(extra).output().unwrap()
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
 }
 
 #[test]
@@ -252,7 +170,7 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     let window = ["--from", from.as_str(), "--to", to.as_str(), "--step", "15s", "--format", "json"];
     let run = |fleet: &str| {
         let sel = format!("{{fleet=\"{fleet}\"}}");
-        let out = analyze(&prom.url, &[&window[..], &["--selector", &sel]].concat());
+        let out = analyze(&prom.url(), &[&window[..], &["--selector", &sel]].concat());
         assert!(out.status.success(), "{fleet}: {}", text(&out));
         json(&out)
     };
@@ -284,7 +202,7 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     // The graph link opens the same series in Prometheus's own UI, which answers it.
     let link = c["graph_url"].as_str().unwrap();
     assert!(
-        link.starts_with(&format!("{}/graph?g0.expr=vllm%3Anum_requests_waiting%7B", prom.url)),
+        link.starts_with(&format!("{}/graph?g0.expr=vllm%3Anum_requests_waiting%7B", prom.url())),
         "{link}"
     );
 
@@ -323,7 +241,7 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     assert!(r["prometheus"]["groups"].as_array().unwrap().iter().all(|g| g["verdict"] == "HEALTHY"));
 
     // Text names the replica and links the graph.
-    let out = analyze(&prom.url, &["--from", &from, "--to", &to, "--selector", "{fleet=\"queue\"}"]);
+    let out = analyze(&prom.url(), &["--from", &from, "--to", &to, "--selector", "{fleet=\"queue\"}"]);
     let t = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(t.contains("about: instance=\"queue-b:8000\""), "{t}");
     assert!(t.contains("/graph?g0.expr="), "{t}");
@@ -331,7 +249,7 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     // The scrape interval found, and what it limits.
     assert!(t.contains("scraping: one scrape every 15 s"), "{t}");
     let out = analyze(
-        &prom.url,
+        &prom.url(),
         &["--from", &from, "--to", &to, "--selector", "{fleet=\"gpu\"}", "--format", "markdown"],
     );
     let t = String::from_utf8_lossy(&out.stdout).to_string();
@@ -344,7 +262,7 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     let oom = dir.join("oom.txt");
     std::fs::write(&oom, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free.\n").unwrap();
     let out = analyze(
-        &prom.url,
+        &prom.url(),
         &[&window[..], &["--selector", "{fleet=\"healthy\"}"], &[oom.to_str().unwrap()]].concat(),
     );
     let r = json(&out);
@@ -353,19 +271,19 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
     let _ = std::fs::remove_dir_all(&dir);
 
     // An empty window, a selector Prometheus refuses, a selector we refuse.
-    let out = analyze(&prom.url, &["--from", "1000000000", "--to", "1000000600"]);
+    let out = analyze(&prom.url(), &["--from", "1000000000", "--to", "1000000600"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("no series in the window"), "{}", text(&out));
-    let out = analyze(&prom.url, &[&window[..], &["--selector", "{job=~\"(\"}"]].concat());
+    let out = analyze(&prom.url(), &[&window[..], &["--selector", "{job=~\"(\"}"]].concat());
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("bad_data"), "{}", text(&out));
-    let out = analyze(&prom.url, &["--selector", "{job=vllm}"]);
+    let out = analyze(&prom.url(), &["--selector", "{job=vllm}"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("bad --selector"), "{}", text(&out));
 
     // Bounds: fewer series than match — whole instances are left out, and the report says so.
     let out = analyze(
-        &prom.url,
+        &prom.url(),
         &[&window[..], &["--selector", "{fleet=\"queue\"}", "--max-series", "10"]].concat(),
     );
     let r = json(&out);
@@ -375,51 +293,10 @@ fn a_real_prometheus_names_the_fault_and_the_replica_or_gpu() {
 
 /// A server on 127.0.0.1 answering at most `max` connections within 10 s with `answer`, after
 /// reading the request; records each request's head.
-fn serve(max: usize, answer: impl Fn(&mut TcpStream) + Send + 'static) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(true).unwrap();
-    let heads = Arc::new(Mutex::new(Vec::new()));
-    let h = Arc::clone(&heads);
-    std::thread::spawn(move || {
-        let stop = Instant::now() + Duration::from_secs(10);
-        let mut served = 0;
-        while served < max && Instant::now() < stop {
-            let Ok((mut stream, _)) = listener.accept() else {
-                std::thread::sleep(Duration::from_millis(5));
-                continue;
-            };
-            served += 1;
-            let _ = stream.set_nonblocking(false);
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-            let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
-            h.lock().unwrap().push(read_request(&mut stream));
-            answer(&mut stream);
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-        }
-    });
-    (format!("http://127.0.0.1:{port}"), heads)
-}
-
-fn read_request(stream: &mut TcpStream) -> String {
-    let mut r = BufReader::new(stream.try_clone().unwrap());
-    let (mut head, mut length) = (String::new(), 0usize);
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 || head.len() > 64 * 1024 {
-            break;
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap_or(0);
-        }
-        head.push_str(&line);
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let mut body = vec![0u8; length.min(1 << 20)];
-    let _ = r.read_exact(&mut body);
-    head
+fn serve(max: usize, answer: impl Fn(&mut TcpStream) + Send + 'static) -> (String, Arc<Seen>) {
+    let (port, seen) =
+        util::serve(max, Duration::from_secs(10), Duration::from_secs(5), move |_, s| answer(s));
+    (format!("http://127.0.0.1:{port}"), seen)
 }
 
 fn respond(stream: &mut TcpStream, status: &str, content_type: &str, body: &str) {
@@ -499,7 +376,7 @@ fn hostile_servers_end_in_clear_errors_within_the_deadlines() {
     assert!(text(&out).contains("cannot connect"), "{}", text(&out));
 
     // A redirect is not followed (the token would go elsewhere).
-    let (url, heads) = serve(2, |s| {
+    let (url, seen) = serve(2, |s| {
         let _ = s.write_all(b"HTTP/1.1 302 Found\r\nlocation: http://evil.example/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
     });
     let out = triage()
@@ -509,13 +386,13 @@ fn hostile_servers_end_in_clear_errors_within_the_deadlines() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("redirects"), "{}", text(&out));
-    assert_eq!(heads.lock().unwrap().len(), 1);
+    assert_eq!(seen.heads.lock().unwrap().len(), 1);
 }
 
 #[test]
 fn credentials_are_sent_and_never_printed() {
     // The server echoes the Authorization header back in its error: the token must not show.
-    let (url, heads) = serve(1, |s| {
+    let (url, seen) = serve(1, |s| {
         respond(
             s,
             "400 Bad Request",
@@ -531,12 +408,12 @@ fn credentials_are_sent_and_never_printed() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!text(&out).contains(TOKEN), "{}", text(&out));
     assert!(text(&out).contains("bad_data"), "{}", text(&out));
-    let head = heads.lock().unwrap()[0].to_ascii_lowercase();
+    let head = seen.heads.lock().unwrap()[0].to_ascii_lowercase();
     assert!(head.starts_with("post /api/v1/series "), "{head}");
     assert!(head.contains(&format!("authorization: bearer {}", TOKEN.to_ascii_lowercase())), "{head}");
 
     // Basic auth from USER:PASSWORD.
-    let (url, heads) = serve(1, |s| respond(s, "401 Unauthorized", "text/plain", "Unauthorized"));
+    let (url, seen) = serve(1, |s| respond(s, "401 Unauthorized", "text/plain", "Unauthorized"));
     let out = triage()
         .args(["analyze", "--prometheus", &url, "--prometheus-basic-auth-env", "PROM_AUTH"])
         .env("PROM_AUTH", "admin:s3cret-password-42")
@@ -544,7 +421,11 @@ fn credentials_are_sent_and_never_printed() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(!text(&out).contains("s3cret"), "{}", text(&out));
-    assert!(heads.lock().unwrap()[0].to_ascii_lowercase().contains("authorization: basic "), "{:?}", heads);
+    assert!(
+        seen.heads.lock().unwrap()[0].to_ascii_lowercase().contains("authorization: basic "),
+        "{:?}",
+        seen.heads
+    );
 
     // A body that echoes the token across byte 4,096 (the excerpt's cut): no fragment shows,
     // even once whitespace folding pulls it to the front.
@@ -630,14 +511,14 @@ fn steps_past_a_minute_are_analysed() {
         );
         let series = r#"{"status":"success","data":[{"__name__":"vllm:generation_tokens_total","instance":"a:8000"}]}"#;
         let n = Arc::new(Mutex::new(0));
-        let (url, heads) = serve(4, move |s| {
+        let (url, seen) = serve(4, move |s| {
             let mut k = n.lock().unwrap();
             respond(s, "200 OK", "application/json", if *k == 0 { series } else { &range });
             *k += 1;
         });
         let (from, to) = (t0.to_string(), (t0 + (points - 1) * step_s).to_string());
         let out = analyze(&url, &["--from", &from, "--to", &to, "--step", step, "--format", "json"]);
-        assert_ne!(out.status.code(), Some(101), "{step}: {} {:?}", text(&out), heads.lock().unwrap());
+        assert_ne!(out.status.code(), Some(101), "{step}: {} {:?}", text(&out), seen.heads.lock().unwrap());
         assert!(!text(&out).contains("panicked"), "{step}: {}", text(&out));
         assert!(out.status.success(), "{step}: {}", text(&out));
     }
@@ -709,9 +590,8 @@ fn digits(n: u64, buf: &mut Vec<u8>) {
     }
 }
 
-/// Runs `triage` to its end; its exit code, output, peak resident memory in MiB — its `VmHWM`,
-/// read every 20 ms while it runs (`ru_maxrss` would count the test process's own peak: a
-/// spawned child inherits its high-water mark until it execs) — and how long it took.
+/// Runs `triage` to its end; its exit code, output, peak resident memory in MiB (see
+/// [`wait_with_peak_rss`]) and how long it took.
 fn run_measured(args: &[&str]) -> (Option<i32>, String, u64, Duration) {
     let dir = std::env::temp_dir().join(format!("triage-rss-{}-{}", std::process::id(), free_port()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -723,27 +603,12 @@ fn run_measured(args: &[&str]) -> (Option<i32>, String, u64, Duration) {
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
-    let mut peak_kib = 0u64;
-    let status = loop {
-        if let Some(kib) =
-            std::fs::read_to_string(format!("/proc/{}/status", child.id())).ok().and_then(|s| {
-                s.lines().find_map(|l| {
-                    l.strip_prefix("VmHWM:").map(|v| v.trim().trim_end_matches(" kB").parse().unwrap_or(0))
-                })
-            })
-        {
-            peak_kib = peak_kib.max(kib);
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, peak_mib) = wait_with_peak_rss(&mut child);
     let elapsed = started.elapsed();
     let text = std::fs::read_to_string(&out).unwrap_or_default()
         + &std::fs::read_to_string(&err).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    (status.code(), text, peak_kib / 1024, elapsed)
+    (status.code(), text, peak_mib, elapsed)
 }
 
 const ONE_SERIES: &str =
@@ -905,25 +770,8 @@ fn the_deadline_covers_reading_and_says_whose_time_ran_out() {
 /// Like `serve`, the request's first line handed to `answer`; answers up to `max` connections
 /// within two minutes, one at a time.
 fn serve_paths(max: usize, answer: impl Fn(&str, &mut TcpStream) + Send + 'static) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let stop = Instant::now() + Duration::from_secs(120);
-        let mut served = 0;
-        while served < max && Instant::now() < stop {
-            let Ok((mut stream, _)) = listener.accept() else {
-                std::thread::sleep(Duration::from_millis(5));
-                continue;
-            };
-            served += 1;
-            let _ = stream.set_nonblocking(false);
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-            let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
-            let head = read_request(&mut stream);
-            answer(head.lines().next().unwrap_or(""), &mut stream);
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-        }
+    let (port, _) = util::serve(max, Duration::from_secs(120), Duration::from_secs(30), move |head, s| {
+        answer(head.lines().next().unwrap_or(""), s)
     });
     format!("http://127.0.0.1:{port}")
 }

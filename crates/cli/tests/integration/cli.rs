@@ -6,20 +6,9 @@ use std::time::Duration;
 use triage_core::endpoint::Api;
 use triage_sim::{Fault, Script, ScriptedServer, ServerConfig};
 
+use crate::util::{temp_dir, text, triage};
+
 const KEY: &str = "sk-cli-secret-0123456789";
-
-fn triage() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_triage"));
-    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env_remove("TAOTOKEN_API_KEY");
-    c
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("triage-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Run the binary while a scripted server serves on this test's runtime.
 fn with_server(script: fn(usize) -> Script, args: impl FnOnce(&str) -> Command) -> Output {
@@ -38,10 +27,6 @@ fn with_server(script: fn(usize) -> Script, args: impl FnOnce(&str) -> Command) 
 
 fn ok_script(_: usize) -> Script {
     Script { ttft: Duration::from_millis(30), tokens: 5, ..Script::default() }
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 #[test]
