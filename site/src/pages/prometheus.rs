@@ -220,9 +220,10 @@ async fn ask(base: String, selector: String, w: Window, token: String) -> Result
         // stopped (the next run starts another) and the failure says whose time ran out.
         let now = browser::now_ms();
         let left = (TOTAL_TIMEOUT_MS - (now - started)).min(query_ms - (now - asked));
+        let bytes = body.length() as usize;
         let Some(got) = within(session.answered(status, &body, &token), left).await else {
             crate::worker::abandon("stopped: its reading of a Prometheus answer outlasted the deadline");
-            return Err(Failure::Reading(url, body.len(), query_ms));
+            return Err(Failure::Reading(url, bytes, query_ms));
         };
         request = step(got)?;
     }
