@@ -870,7 +870,8 @@ test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prome
     await page.fill('[data-testid=prom-token]', 'prom-token-secret-42');
     await page.click('[data-testid=prom-run]');
     await page.waitForSelector('[data-testid=prom-report] [data-testid=verdict], [data-testid=prom-error]', { timeout: 90000 });
-    assert.equal(await page.$('[data-testid=prom-error]'), null, await page.textContent('[data-testid=prom-error]').catch(() => ''));
+    const failed = await page.$('[data-testid=prom-error]');
+    assert.equal(failed, null, await failed?.textContent());
     assert.match(await page.textContent('[data-testid=prom-report] [data-testid=verdict]'), new RegExp(fleet.class));
     const findings = await page.$$eval('[data-testid=prom-report] [data-testid=finding]', (els) => els.map((e) => ({ rule: e.getAttribute('data-rule'), text: e.textContent })));
     assert.ok(findings.length > 0, 'no finding');
@@ -956,6 +957,162 @@ test('a Prometheus that does not answer CORS, or no server at all: the error say
   } finally {
     prom?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// ---- Hostile Prometheus answers: the tab's memory and the reading deadline ----
+
+/** A hostile "Prometheus" on 127.0.0.1 that answers every request with `answer(req, res, path)`
+ *  (CORS allowed, so the page may read what it sends). It stops by itself — listener and open
+ *  connections — after `lifetimeS`, or when `stop()` is called. */
+async function hostileProm(answer, lifetimeS) {
+  const server = http.createServer((req, res) => {
+    res.setHeader('access-control-allow-origin', '*');
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, { 'access-control-allow-headers': 'authorization, content-type, accept', 'access-control-allow-methods': 'POST' });
+      res.end();
+      return;
+    }
+    req.resume();
+    answer(req, res, new URL(req.url, 'http://x').pathname);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const stop = () => { clearTimeout(timer); server.close(); server.closeAllConnections(); };
+  const timer = setTimeout(stop, lifetimeS * 1000);
+  timer.unref();
+  return { url: `http://127.0.0.1:${server.address().port}`, stop };
+}
+
+/** Every renderer process of the browser (a tab and its workers share one) with its resident
+ *  memory now and at its peak (`VmRSS`, `VmHWM`), in MiB, by pid. Chromium lists its processes
+ *  (`SystemInfo.getProcessInfo`); the kernel keeps each one's high-water mark, so a peak between
+ *  two looks is not missed. `Performance.getMetrics` would see the page's JS heap only, not the
+ *  worker's, nor the wasm memories and array buffers where an answer's bytes live. */
+async function rendererMemory(cdp) {
+  const { processInfo } = await cdp.send('SystemInfo.getProcessInfo');
+  const mem = new Map();
+  for (const p of processInfo.filter((p) => p.type === 'renderer')) {
+    let status;
+    try { status = fs.readFileSync(`/proc/${p.id}/status`, 'utf8'); } catch { continue; }
+    const kib = (k) => Number(status.match(new RegExp(`${k}:\\s+(\\d+) kB`))[1]);
+    mem.set(p.id, { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 });
+  }
+  return mem;
+}
+
+/** A matrix of one engine series over the last hour, every 15 s: the slice and the range a
+ *  Prometheus that scrapes one vLLM would answer. */
+function oneEngineMatrix() {
+  const now = Math.floor(Date.now() / 1000);
+  const values = [];
+  for (let t = now - 3600; t <= now; t += 15) values.push([t, '1']);
+  return JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [{ metric: { __name__: 'vllm:num_requests_running', instance: 'a:8000', job: 'vllm' }, values }] } });
+}
+
+// Before the streaming reader every label set was parsed into a map before any bound applied:
+// this answer took a tab from 1 to 3.6 GB when the issue was filed, and the site built from the
+// commit before the reader, measured by this test (2026-12-07, Chromium 156 headless, 2 cores),
+// from 147 to 2,672 MiB. Now the tab's renderer goes from ~150 to ~380 MiB: the body is held a
+// few times over (the stream's chunks, the whole answer handed to the worker, the worker's copy
+// in its module) but never parsed into values. What one answer may add is the issue's 512 MB;
+// the tab's peak, the page and the analyzer's module included, must stay under 768 MiB.
+const TAB_GROWTH_BOUND_MIB = 512;
+const TAB_PEAK_BOUND_MIB = 768;
+
+test('a 63 MiB /api/v1/series answer of 7.3 M tiny label sets: the tab stays under its memory bound and the report says what was cut', { timeout: 180000 }, async () => {
+  // As many `{"a":""}` as fit under the page's 64 MiB body bound: each a label set without an
+  // instance, so all of them are one instance, too many to read.
+  const SETS = 7_300_000;
+  const head = '{"status":"success","data":[';
+  const set = '{"a":""},';
+  let series = Buffer.alloc(head.length + SETS * set.length + 1);
+  series.write(head);
+  series.fill(set, head.length, head.length + SETS * set.length);
+  series.write(']}', series.length - 2);
+  assert.ok(series.length > 62 << 20 && series.length < 64 << 20, `${series.length} B`);
+  const paths = [];
+  const matrix = oneEngineMatrix();
+  const prom = await hostileProm((req, res, p) => {
+    paths.push(p);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(p === '/api/v1/series' ? series : matrix);
+  }, 150);
+  const cdp = await browser.newBrowserCDPSession();
+  try {
+    const { page, context, requests, errors } = await open(`#/triage?prometheus=${encodeURIComponent(prom.url)}`);
+    const before = await rendererMemory(cdp);
+    const started = Date.now();
+    await page.click('[data-testid=prom-run]');
+    await page.waitForSelector('[data-testid=prom-report], [data-testid=prom-error]', { timeout: 90000 });
+    const took = Date.now() - started;
+    const after = await rendererMemory(cdp);
+    // The tab is the renderer that grew: it held the body at least once (63 MiB).
+    const grown = [...after].map(([pid, m]) => ({ pid, peak: m.peak, grew: m.peak - (before.get(pid)?.rss ?? 0) }));
+    const tab = grown.reduce((a, b) => (b.grew > a.grew ? b : a));
+    console.log(`series answer: tab ${tab.pid} ${Math.round(before.get(tab.pid)?.rss ?? 0)} MiB before, ${Math.round(tab.peak)} MiB peak; every renderer's peak ${grown.map((g) => Math.round(g.peak)).join(', ')} MiB; ${took} ms`);
+    assert.ok(tab.grew >= 60, `no renderer grew by the body's size: ${JSON.stringify(grown)}`);
+    assert.ok(tab.grew < TAB_GROWTH_BOUND_MIB, `the tab grew by ${Math.round(tab.grew)} MiB (bound ${TAB_GROWTH_BOUND_MIB} MiB)`);
+    for (const g of grown) assert.ok(g.peak < TAB_PEAK_BOUND_MIB, `renderer ${g.pid} peaked at ${Math.round(g.peak)} MiB (bound ${TAB_PEAK_BOUND_MIB} MiB)`);
+    figures.prom_series_63mib_tab_peak_mib = Math.round(tab.peak);
+    figures.prom_series_63mib_tab_before_mib = Math.round(before.get(tab.pid)?.rss ?? 0);
+    figures.prom_series_63mib_ms = took;
+    const failed = await page.$('[data-testid=prom-error]');
+    assert.equal(failed, null, await failed?.textContent());
+    // The series bound is said, with the count of what the server offered.
+    const cut = await page.textContent('[data-testid=fleet-view]');
+    assert.match(cut, new RegExp(`${SETS} series match; the first instance alone has more than --max-series \\d+`));
+    assert.deepEqual(paths, ['/api/v1/series', '/api/v1/query', '/api/v1/query_range']);
+    onlyOrigins(requests, [origin, prom.url]);
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    series = null;
+    await cdp.detach();
+    prom.stop();
+  }
+});
+
+test('a Prometheus that trickles its answer forever: the deadline ends it on time and says the server\'s time ran out', { timeout: 60000 }, async () => {
+  // The page's deadline is 30 s per query; a test may only shorten it (window.__triageTestDeadlineMs).
+  const DEADLINE_MS = 2000;
+  const asked = [];
+  const prom = await hostileProm((req, res, p) => {
+    const r = { path: p, at: Date.now(), closed: null, bytes: 0 };
+    asked.push(r);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"status":"success","data":[');
+    // A label set every 50 ms, never the end.
+    const drip = setInterval(() => { res.write('{"a":""},'); r.bytes += 9; }, 50);
+    res.on('close', () => { clearInterval(drip); r.closed = Date.now(); });
+  }, 40);
+  try {
+    const { page, context, requests, errors } = await open(`#/triage?prometheus=${encodeURIComponent(prom.url)}`);
+    await page.evaluate((ms) => { window.__triageTestDeadlineMs = ms; }, DEADLINE_MS);
+    await page.click('[data-testid=prom-run]');
+    await page.waitForSelector('[data-testid=prom-error]', { timeout: 20000 });
+    const shown = Date.now();
+    assert.equal(asked.length, 1, JSON.stringify(asked));
+    const [q] = asked;
+    assert.equal(q.path, '/api/v1/series');
+    assert.ok(q.bytes > 0, 'nothing trickled');
+    assert.equal(await page.getAttribute('[data-testid=prom-error]', 'data-kind'), 'timeout');
+    const said = await page.textContent('[data-testid=prom-error]');
+    assert.ok(said.startsWith(`${prom.url}/api/v1/series: `), said);
+    assert.match(said, /no complete answer in time \(2 s per query, 60 s in all\): the time ran out waiting for the server/);
+    // The page let go of the connection at its deadline, and said so at once.
+    assert.ok(q.closed !== null, 'the page kept the connection open');
+    const closedAfter = q.closed - q.at;
+    assert.ok(closedAfter >= DEADLINE_MS - 100 && closedAfter <= DEADLINE_MS + 1000, `closed ${closedAfter} ms after the request`);
+    assert.ok(shown - q.at <= DEADLINE_MS + 1500, `the error came ${shown - q.at} ms after the request`);
+    figures.prom_trickle_closed_after_ms = closedAfter;
+    // In Chinese too, with the same deadline.
+    await page.click('[data-testid=lang-toggle]');
+    await page.waitForFunction(() => /每次查询 2 秒.*超时的是等待服务器/.test(document.querySelector('[data-testid=prom-error]')?.textContent ?? ''));
+    onlyOrigins(requests, [origin, prom.url]);
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    prom.stop();
   }
 });
 

@@ -166,7 +166,7 @@ async fn stream_on_page(
         Ok(())
     };
     post_on_page(post, false, on_send, head, |bytes, at| {
-        on_chunk(bytes, at);
+        on_chunk(&bytes.to_vec(), at);
         Ok(())
     })
     .await
@@ -180,14 +180,15 @@ fn is_redirect(resp: &web_sys::Response) -> bool {
 /// The page's one POST: `fetch` with CORS, no redirect followed, cookies left out when
 /// `omit_credentials`, and the whole exchange — body read included — aborted after
 /// `post.timeout_ms`. `on_send(at_ms, url)` as it is handed to `fetch`, `on_head` once with the
-/// response, then `on_chunk(bytes, at_ms)` for every piece of the body, stamped as it arrives;
+/// response, then `on_chunk(bytes, at_ms)` for every piece of the body (as the stream gave it, in
+/// JS memory), stamped as it arrives;
 /// either ends the exchange early by returning an error (the request is then aborted).
 async fn post_on_page(
     post: Post<'_>,
     omit_credentials: bool,
     on_send: impl FnOnce(f64, String),
     on_head: impl FnOnce(&web_sys::Response) -> Result<(), FetchError>,
-    mut on_chunk: impl FnMut(&[u8], f64) -> Result<(), FetchError>,
+    mut on_chunk: impl FnMut(&Uint8Array, f64) -> Result<(), FetchError>,
 ) -> Result<(), FetchError> {
     let Post { url, headers, body, timeout_ms } = post;
     let w = window().ok_or_else(|| FetchError::Rejected("no window".into()))?;
@@ -229,7 +230,9 @@ async fn post_on_page(
                 return Ok(());
             }
             if let Ok(value) = Reflect::get(&chunk, &"value".into()) {
-                on_chunk(&Uint8Array::new(&value).to_vec(), at)?;
+                // A fetch body's chunks are Uint8Arrays: taken as they are, not copied.
+                let part = value.dyn_into::<Uint8Array>().unwrap_or_else(|v| Uint8Array::new(&v));
+                on_chunk(&part, at)?;
             }
         }
     }
@@ -332,15 +335,19 @@ pub const ISOLATION_MS: f64 = 10.0;
 /// POST `body` to `url` and read the whole answer, at most `max_bytes` of it: `(status, body)`.
 /// No redirect is followed (a token would go where it points: [`FetchError::Rejected`] says
 /// so), no cookie is sent; the request, body read included, is aborted after `timeout_ms`.
+///
+/// The body stays in JS memory, for the analysis worker to take whole: gathered in the page's
+/// module instead, a 63 MiB answer grew the page's wasm memory by ~96 MiB (the buffer doubling
+/// as it filled) for the rest of the tab's life, since wasm memory never shrinks.
 pub async fn post_bounded(
     url: &str,
     headers: &[(String, String)],
     body: &str,
     timeout_ms: i32,
     max_bytes: usize,
-) -> Result<(u16, Vec<u8>), FetchError> {
+) -> Result<(u16, Uint8Array), FetchError> {
     let mut status = 0;
-    let mut out = Vec::new();
+    let (mut parts, mut len) = (Vec::new(), 0usize);
     let head = |resp: &web_sys::Response| {
         if is_redirect(resp) {
             return Err(FetchError::Rejected("redirect".into()));
@@ -348,14 +355,22 @@ pub async fn post_bounded(
         status = resp.status();
         Ok(())
     };
-    let chunk = |part: &[u8], _at| {
-        if out.len() + part.len() > max_bytes {
+    let chunk = |part: &Uint8Array, _at| {
+        let n = part.length() as usize;
+        if len + n > max_bytes {
             return Err(FetchError::BodyFailed(format!("larger than {} MiB", max_bytes >> 20)));
         }
-        out.extend_from_slice(part);
+        len += n;
+        parts.push(part.clone());
         Ok(())
     };
     post_on_page(Post { url, headers, body, timeout_ms }, true, |_, _| {}, head, chunk).await?;
+    let out = Uint8Array::new_with_length(len as u32);
+    let mut at = 0;
+    for p in parts {
+        out.set(&p, at);
+        at += p.length();
+    }
     Ok((status, out))
 }
 

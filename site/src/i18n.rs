@@ -540,8 +540,8 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
             "无法读取 {url}：被 CORS 拦截或无法连接——浏览器不会说明是哪一种。请检查地址、服务器是否运行，以及 Prometheus 是否用 --web.cors.origin 允许本页来源（{origin}）。",
         ),
         PromErrTimeout => (
-            "{url}: no complete answer in time ({s} s per query, {total} s in all).",
-            "{url}：未在时限内得到完整回答（每次查询 {s} 秒，总计 {total} 秒）。",
+            "{url}: no complete answer in time ({s} s per query, {total} s in all): the time ran out waiting for the server, which had not sent its whole answer; this page had not begun reading it.",
+            "{url}：未在时限内得到完整回答（每次查询 {s} 秒，总计 {total} 秒）：超时的是等待服务器——它没有发完回答，本页尚未开始读取。",
         ),
         PromErrRedirect => (
             "{url} answers with a redirect, which is not followed (a token would go elsewhere): give the final URL.",

@@ -385,11 +385,19 @@ impl PromSession {
     }
 
     /// The answer to the last request; the next request, or `None` when the window is read.
-    pub async fn answered(&self, status: u16, body: &[u8], token: &str) -> PromStep<Option<PromRequest>> {
-        let bytes = Uint8Array::from(body);
-        let transfer = js_sys::Array::of1(&bytes.buffer());
-        let set =
-            [("status", JsValue::from(status)), ("body", bytes.into()), ("token", JsValue::from_str(token))];
+    /// `body` is handed over (transferred): it is empty on the page afterwards.
+    pub async fn answered(
+        &self,
+        status: u16,
+        body: &Uint8Array,
+        token: &str,
+    ) -> PromStep<Option<PromRequest>> {
+        let transfer = js_sys::Array::of1(&body.buffer());
+        let set = [
+            ("status", JsValue::from(status)),
+            ("body", body.clone().into()),
+            ("token", JsValue::from_str(token)),
+        ];
         let json = prom("answered", self.0, &set, &transfer).await?;
         read(&json)
     }

@@ -304,6 +304,33 @@ fn flashcard_answers_parse_and_the_search_matches_either_language() {
     assert!(ui.query_selector("[data-testid=cards-loading]").unwrap().is_some());
 }
 
+/// The Prometheus source's deadline of one query (30 s) can be shortened by a test through a
+/// page global, never lengthened or turned off: only a positive number below it is read.
+#[wasm_bindgen_test]
+fn the_prometheus_deadline_can_only_be_shortened() {
+    use triage_site::pages::prometheus::query_timeout_ms;
+    let w = web_sys::window().unwrap();
+    let key = wasm_bindgen::JsValue::from_str("__triageTestDeadlineMs");
+    assert_eq!(query_timeout_ms(), 30_000.0);
+    let cases: [(wasm_bindgen::JsValue, f64); 8] = [
+        (2000.0.into(), 2000.0),
+        (29_999.0.into(), 29_999.0),
+        (30_001.0.into(), 30_000.0),
+        (1e12.into(), 30_000.0),
+        (f64::INFINITY.into(), 30_000.0),
+        (0.0.into(), 30_000.0),
+        ((-1.0).into(), 30_000.0),
+        ("2000".into(), 30_000.0),
+    ];
+    for (v, want) in cases {
+        js_sys::Reflect::set(&w, &key, &v).unwrap();
+        assert_eq!(query_timeout_ms(), want, "{v:?}");
+    }
+    js_sys::Reflect::set(&w, &key, &f64::NAN.into()).unwrap();
+    assert_eq!(query_timeout_ms(), 30_000.0);
+    js_sys::Reflect::delete_property(&w.into(), &key).unwrap();
+}
+
 /// The Prometheus source checks what it can before asking anything: a URL that is not http(s)
 /// or carries credentials, and a time range it cannot read, end in their own error, in the UI
 /// language, and nothing is sent.
