@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Propose analyzer signals (crates/analyze/src/signal_table.rs) from the message catalogue.
+"""Propose analyzer signals from the message catalogue.
 
-Reads tests/data/catalogue/*.tsv and prints, for every row whose template no signal of the
-table knows yet, a `Signal` entry: the longest literal pieces of the template (between its
-placeholders) that also occur in the row's example and in no example of a row that maps
-elsewhere. Paste what you keep into the table; `cargo test -p triage-tests --test corpus --
-catalogue` checks the result both ways. Usage: python3 scripts/mine-signals.py [--all]
+Reads tests/data/catalogue/*.tsv and the signal table's data (tests/data/catalogue/signals.tsv)
+and prints, for every row whose example no signal knows yet, a line of signals.tsv: the longest
+literal pieces of the template (between its placeholders) that also occur in the row's example
+and in no example of a row that maps elsewhere. On stderr, for each, the row whose `signal`
+column should name it. Paste what you keep into signals.tsv, name it in the row, run
+`cargo xtask codegen`; `cargo test -p triage-tests --test corpus -- catalogue` checks the result
+both ways. Usage: python3 scripts/mine-signals.py [--all]
 """
 import glob, os, re, sys
 
@@ -14,8 +16,13 @@ PLACEHOLDER = re.compile(r"\{[^{}]*\}|%\([a-z_]+\)[-#0 +]*\d*(?:\.\d+)?[sdfrxig]
 GENERIC = {"Traceback (most recent call last):", "Error", "error", "Exception", "failed", "Failed"}
 
 
+SIGNALS_TSV = os.path.join(ROOT, "tests/data/catalogue/signals.tsv")
+
+
 def rows():
     for path in sorted(glob.glob(os.path.join(ROOT, "tests/data/catalogue/*.tsv"))):
+        if path == SIGNALS_TSV:
+            continue
         for no, line in enumerate(open(path, encoding="utf-8"), 1):
             if line.startswith("#") or not line.strip():
                 continue
@@ -25,12 +32,18 @@ def rows():
 
 
 def known_needles():
-    table = open(os.path.join(ROOT, "crates/analyze/src/signal_table.rs"), encoding="utf-8").read()
-    out = []
-    for m in re.finditer(r"needles: &\[([^\]]*)\]|s\(\"[^\"]+\", &\[([^\]]*)\]", table):
-        body = m.group(1) or m.group(2)
-        out.append([bytes(x, "utf-8").decode("unicode_escape") for x in re.findall(r'"((?:[^"\\]|\\.)*)"', body)])
-    return [ns for ns in out if ns]
+    """Each signal's needles (the cells between its id and its rules; `@NAME` cells are markers,
+    not text), and the ids taken."""
+    out, ids = [], set()
+    for line in open(SIGNALS_TSV, encoding="utf-8"):
+        c = line.rstrip("\n").split("\t")
+        if line.startswith("#") or len(c) < 3 or c[0] == "next" or c[0].startswith("@"):
+            continue
+        ids.add(c[0])
+        needles = [n for n in c[1:-1] if not n.startswith("@")]
+        if needles:
+            out.append(needles)
+    return out, ids
 
 
 def scan_safe(piece):
@@ -48,8 +61,7 @@ def slug(text):
 
 def main():
     everything = list(rows())
-    known = known_needles()
-    seen_ids = set()
+    known, seen_ids = known_needles()
     for r in everything:
         if r["maps_to"] == "benign" and r["level"] not in ("error", "exception", "exit", "body"):
             continue
@@ -70,15 +82,14 @@ def main():
                 chosen = cand
                 break
         if not chosen:
-            print(f"// SKIPPED {r['at']} ({r['maps_to']}): no distinctive literal piece", file=sys.stderr)
+            print(f"SKIPPED {r['at']} ({r['maps_to']}): no distinctive literal piece", file=sys.stderr)
             continue
-        rule = {"benign": "BENIGN", "unclaimed-error": "UNCLAIMED"}.get(r["maps_to"], '"%s"' % r["maps_to"])
         sid = f"{r['engine']}-{slug(chosen[0])}"
         while sid in seen_ids:
             sid += "-2"
         seen_ids.add(sid)
-        needles = ", ".join('"%s"' % n.replace("\\", "\\\\").replace('"', '\\"') for n in chosen)
-        print(f'    s("{sid}", &[{needles}], &[{rule}]), // {r["at"]}')
+        print("\t".join([sid, *chosen, r["maps_to"]]))
+        print(f"{r['at']}: name {sid} in its signal column", file=sys.stderr)
         known.append(chosen)
 
 

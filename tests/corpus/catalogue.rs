@@ -1,9 +1,10 @@
 //! The message catalogue (`tests/data/catalogue/*.tsv`): templates mined from the engines' own
 //! source, each with the rule that explains it. See `tests/data/catalogue/README.md`.
+//! `signals.tsv` there is not a catalogue file: it is the analyzer's signal table's data.
 
 use crate::{data, tsv};
 use libtest_mimic::{Failed, Trial};
-use triage_core::analyze::signals::{self, BENIGN, CAPACITY_SIGNAL, SIGNALS, UNCLAIMED};
+use triage_core::analyze::signals::{self, BENIGN, CAPACITY_SIGNAL, SIGNALS, Signal, UNCLAIMED};
 use triage_core::analyze::{analyze, kind::InputKind, report::Report};
 
 /// One catalogue row.
@@ -14,14 +15,19 @@ pub struct Row {
     pub template: String,
     pub example: String,
     pub maps_to: String,
+    /// The signals written for this row (its `signal` column).
+    pub signals: Vec<String>,
 }
+
+/// The signal table's data, beside the catalogue files but not one of them.
+const SIGNALS_TSV: &str = "signals.tsv";
 
 pub fn rows() -> Vec<Row> {
     let mut files: Vec<_> = std::fs::read_dir(data("catalogue"))
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "tsv"))
+        .filter(|p| p.extension().is_some_and(|x| x == "tsv") && !p.ends_with(SIGNALS_TSV))
         .collect();
     files.sort();
     let mut out = Vec::new();
@@ -35,6 +41,7 @@ pub fn rows() -> Vec<Row> {
                 template: col(4),
                 example: col(5),
                 maps_to: col(6),
+                signals: col(7).split_whitespace().map(str::to_owned).collect(),
             });
         }
     }
@@ -85,18 +92,17 @@ fn check(row: &Row) -> Result<(), Failed> {
     }
 }
 
+/// Every needle of `signal` stands in the row's template (or its example, for a row with one).
+fn stands_in(signal: &Signal, r: &Row) -> bool {
+    signal.needles.iter().all(|n| r.template.contains(n) || r.example.contains(n) && !r.template.is_empty())
+}
+
 /// Every known message of the analyzer stands in some catalogued template, word for word.
 fn signals_are_templates(rows: &[Row]) -> Result<(), Failed> {
     let missing: Vec<String> = SIGNALS
         .iter()
         .filter(|s| s.needles[0] != CAPACITY_SIGNAL)
-        .filter(|s| {
-            !rows.iter().any(|r| {
-                s.needles
-                    .iter()
-                    .all(|n| r.template.contains(n) || r.example.contains(n) && !r.template.is_empty())
-            })
-        })
+        .filter(|s| !rows.iter().any(|r| stands_in(s, r)))
         .map(|s| format!("{} {:?}", s.id, s.needles))
         .collect();
     if missing.is_empty() {
@@ -104,6 +110,20 @@ fn signals_are_templates(rows: &[Row]) -> Result<(), Failed> {
     } else {
         Err(format!("signals in no catalogued template: {missing:#?}").into())
     }
+}
+
+/// The signals a row's `signal` column names exist, and stand in that row.
+fn signal_columns_hold(rows: &[Row]) -> Result<(), Failed> {
+    let wrong: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.signals.iter().map(move |id| (r, id)))
+        .filter_map(|(r, id)| match SIGNALS.iter().find(|s| s.id == *id) {
+            None => Some(format!("{}: no signal {id}", r.at)),
+            Some(s) if !stands_in(s, r) => Some(format!("{}: {id} {:?} is not in this row", r.at, s.needles)),
+            Some(_) => None,
+        })
+        .collect();
+    if wrong.is_empty() { Ok(()) } else { Err(format!("catalogue `signal` columns: {wrong:#?}").into()) }
 }
 
 pub fn trials() -> Vec<Trial> {
@@ -115,6 +135,8 @@ pub fn trials() -> Vec<Trial> {
             Trial::test(format!("catalogue::{}", row.at), move || check(&row))
         })
         .collect();
-    trials.push(Trial::test("catalogue::signals_are_templates", move || signals_are_templates(&rows)));
+    let both = rows.clone();
+    trials.push(Trial::test("catalogue::signals_are_templates", move || signals_are_templates(&both)));
+    trials.push(Trial::test("catalogue::signal_columns_hold", move || signal_columns_hold(&rows)));
     trials
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask`: the project's automation, in Rust so it runs wherever cargo does.
 //!
 //! `cargo xtask ci` is exactly what CI runs (and what to run before pushing).
+//! `cargo xtask codegen [--check]` writes (checks) the sources generated from data.
 //! `cargo xtask bench [core|probe]` runs the benchmarks and writes their figures to
 //! `bench-results/`. Tidy checks (docs naming every crate, file headers) are `#[test]`s in
 //! `tidy.rs`, so `cargo test` runs them too.
@@ -11,6 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
+mod codegen;
 mod setup;
 mod site;
 #[cfg(test)]
@@ -30,7 +32,8 @@ const CORE_TARGETS: &[&str] = &["wasm32-unknown-unknown", "wasm32-wasip1", "wasm
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci               fmt, clippy -D warnings, all tests, core (and the sim model) for wasm, purity,
+  ci               generated sources checked, fmt, clippy -D warnings, all tests, core (and the
+                   sim model) for wasm, purity,
                    the site built and tested in Chromium
   bench [WHAT]     benchmarks; WHAT = core | probe | analyze | sim | runner | proxy | site | all (default all);
                    figures in bench-results/
@@ -41,6 +44,9 @@ commands:
                    plugin into <target>/gpu-check/, run scripts/gpu-check.sh on it (`run --once`
                    and a 20 s sample), save the output under tests/data/gpu-check/;
                    --prepare only builds the bundle to carry (see docs/runner.md)
+  codegen [--check]
+                   write the generated sources from their data (the analyzer's signal table
+                   from tests/data/catalogue/signals.tsv); --check fails if one is stale
   purity           only the core dependency check
   proptest [CASES] the property tests on purpose: fresh random seeds, CASES cases each (default
                    4096); a failure is saved under proptest-regressions/ — commit it (CI draws
@@ -69,6 +75,11 @@ fn run() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench(args.get(1).map(String::as_str).unwrap_or("all")),
+        Some("codegen") => match args.get(1).map(String::as_str) {
+            None => codegen::run(&root, false),
+            Some("--check") => codegen::run(&root, true),
+            Some(other) => bail!("unknown codegen option {other:?}: expected --check or nothing"),
+        },
         Some("purity") => purity(),
         Some("proptest") => {
             let cases =
@@ -151,6 +162,9 @@ fn proptest(cases: u32) -> anyhow::Result<()> {
 fn ci() -> anyhow::Result<()> {
     let started = Instant::now();
     setup::ensure_tools()?;
+    // Cheap, and a stale generated file would fail rustfmt or the tests later less clearly.
+    eprintln!("\n==> generated sources (cargo xtask codegen --check)");
+    codegen::run(&workspace_root(), true)?;
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--", "--check"]);
     step("rustfmt", fmt)?;
