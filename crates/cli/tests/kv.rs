@@ -340,7 +340,7 @@ fn bad_input_is_rejected_with_the_field_named() {
 }
 
 /// A config that lacks fields only some figures need is answered (exit 0): what it determines,
-/// the rest `null` with a `missing` list in JSON and an "unknown" section in text (#17).
+/// the rest `null` with a `missing` list in JSON and an "unknown" section in text.
 #[test]
 fn a_partial_config_answers_what_it_can() {
     let mut cfg: Value =

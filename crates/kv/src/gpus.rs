@@ -80,8 +80,8 @@ pub const GPUS: &[GpuPreset] = &[
         aliases: &["a100", "a100-80", "a100-sxm4-80gb"],
         name: "NVIDIA A100 80 GB",
         cuda_total_mib: 81_050,
-        source: "PyTorch OOM on A100 80GB: \"79.15 GiB total capacity\" (as quoted in BRIEF.md; ±0.3 GiB)",
-        source_zh: "A100 80GB 上的 PyTorch OOM：\"79.15 GiB total capacity\"（引自 BRIEF.md；±0.3 GiB）",
+        source: "PyTorch OOM on A100 80GB: \"79.15 GiB total capacity\" (a quoted message, not measured here; ±0.3 GiB)",
+        source_zh: "A100 80GB 上的 PyTorch OOM：\"79.15 GiB total capacity\"（引用的报错原文，非本项目实测；±0.3 GiB）",
         large_defaults: false,
     },
     GpuPreset {
