@@ -803,7 +803,7 @@ test('a concurrent probe: requests called together keep their fetch() call as "s
   await context.close();
 });
 
-// ---- Diagnose straight from Prometheus (#19) ----
+// ---- Diagnose straight from Prometheus ----
 
 const PROM_WINDOW_S = 7200;
 const promProcs = [];
@@ -892,7 +892,7 @@ test('a Grafana link diagnoses a faulty fleet straight from a CORS-enabled Prome
     onlyOrigins(requests, [origin, prom.url]);
     assert.doesNotMatch(await page.evaluate(() => JSON.stringify(localStorage)), /prom-token-secret/);
     assert.doesNotMatch(await page.textContent('body'), /prom-token-secret/);
-    // Into the ticket (#31): the JSON the page saves is the report shown, and no token in it.
+    // Into the ticket: the JSON the page saves is the report shown, and no token in it.
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=prom-report] [data-testid=download-json]')]);
     const saved = fs.readFileSync(await download.path(), 'utf8');
     assert.equal(JSON.parse(saved).schema, 'triage.report/v1');
@@ -1116,7 +1116,7 @@ test('a Prometheus that trickles its answer forever: the deadline ends it on tim
   }
 });
 
-// Issue #31, "The site anywhere": every page at every width from a phone to a wide screen.
+// The site anywhere: every page at every width from a phone to a wide screen.
 const PAGES = ['triage', 'probe', 'kv', 'playbook', 'cards', 'drill'];
 const WIDTHS = [360, 390, 768, 1280, 1920];
 
@@ -1198,7 +1198,7 @@ test('the site anywhere: no page scrolls sideways from 360 to 1920 px, and the m
   }
 });
 
-// Issue #31, "Into the ticket": what the page copies and downloads is what the CLI prints.
+// Into the ticket: what the page copies and downloads is what the CLI prints.
 test('Copy as Markdown and Download JSON give the bytes triage analyze --format markdown / json prints, in both languages', async () => {
   const dir = path.join(root, 'tests/data/incidents');
   const name = 'ttft_queueing.log';

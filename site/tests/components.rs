@@ -44,7 +44,7 @@ fn the_kv_page_shows_the_estimate_for_the_default_preset() {
 }
 
 /// A pasted config without `vocab_size` still gives the bytes per token; what needs the weights
-/// reads "unknown", and the list says what settles it — until the KV memory is given (#17).
+/// reads "unknown", and the list says what settles it — until the KV memory is given.
 #[wasm_bindgen_test]
 async fn the_kv_page_answers_what_a_partial_config_determines() {
     let root = mount_in_div(|| triage_site::pages::kv::KvPage().into_any());

@@ -5,7 +5,7 @@
 //! confidently wrong and false-HEALTHY counts and every miss, and fails below the bar. The bar
 //! is what the analyzer reaches today, so a change that loses a case fails; raise it with every
 //! family that lands. The pastes are kept verbatim (damage included): they are for learning how
-//! strangers' text looks, and a rule written for one of them proves nothing (issue #27).
+//! strangers' text looks, and a rule written for one of them proves nothing.
 
 use crate::data;
 use libtest_mimic::{Failed, Trial};

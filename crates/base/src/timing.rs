@@ -3,7 +3,7 @@
 //! [`StreamTimer`] is sans-I/O (quinn-proto style): the host tells it when the request was sent,
 //! when headers arrived, and feeds each body chunk with its arrival time in monotonic
 //! nanoseconds. Any origin works as long as one request uses one clock. The definitions are
-//! the canonical ones of BRIEF.md; each field's rustdoc says what other tools call it.
+//! the ones in [`crate::defs`]; each field's rustdoc says what other tools call it.
 
 use crate::safe::{Secrets, cut};
 use crate::sse::{SseItem, SseLimits, SseParser};

@@ -8,7 +8,7 @@
 //! the analysis (the allocator, the block itself) and a memchr line count over the same bytes.
 //! Then a 24-hour GPU recording (8 GPUs at 1 Hz, the runner's NVML JSON lines, written an hour
 //! at a time so the input itself is never held): throughput beside the vLLM log's, and the
-//! peak RSS the reading added (issue #34: bounded memory, at least as fast as logs).
+//! peak RSS the reading added (a recording must read in bounded memory, at least as fast as logs).
 //! Figures go to stdout and to the JSON file named by the first non-flag argument
 //! (default `bench-results/analyze.json`).
 

@@ -7,7 +7,7 @@
 //! held, the last counters) and answers, after each tick, the findings active now.
 //!
 //! Formats: [`series`] reads and writes the NVML JSON-lines series of
-//! `shared/data/h200/nvml_series.jsonl` (one `{"meta": …}` line, then one object per GPU per
+//! `tests/data/nvml/h200_series.jsonl` (one `{"meta": …}` line, then one object per GPU per
 //! tick); [`engine`] reads vLLM / SGLang `/metrics` into an [`EngineSample`]; [`recording`]
 //! judges a whole recording one sample at a time (the analyzer reads recordings with it).
 

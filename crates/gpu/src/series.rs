@@ -1,4 +1,4 @@
-//! The NVML JSON-lines series (`shared/data/h200/nvml_series.jsonl`): an optional first line
+//! The NVML JSON-lines series (`tests/data/nvml/h200_series.jsonl`): an optional first line
 //! `{"meta": {"driver", "nvml", "gpus": [{index, name, uuid}]}}`, then one [`GpuSample`] per GPU
 //! per tick. `triage-runner record` writes it, `triage-runner replay` reads it.
 //!

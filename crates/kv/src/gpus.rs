@@ -2,7 +2,7 @@
 //! `gpu_memory_utilization`.
 //!
 //! That total is less than the marketing figure and less than `nvidia-smi`'s "Total": the
-//! driver reserves some (on the H200 captured in `shared/data/h200`, nvidia-smi shows Total
+//! driver reserves some (on the H200 captured in `tests/data/smi/`, nvidia-smi shows Total
 //! 143,771 MiB and Reserved 616 MiB, and PyTorch's OOM message says "total capacity of
 //! 139.80 GiB" = 143,155 MiB). Only the H200 figure was measured for this project; the others
 //! are the totals seen in public PyTorch OOM messages and vLLM memory-profiling logs, quoted
@@ -61,9 +61,9 @@ pub const GPUS: &[GpuPreset] = &[
         aliases: &["h200-141gb", "h200-sxm", "nvidia-h200"],
         name: "NVIDIA H200 141 GB",
         cuda_total_mib: 143_155,
-        source: "measured: shared/data/h200 (nvidia-smi Total 143,771 MiB − Reserved 616 MiB; PyTorch \
+        source: "measured on one H200 (nvidia-smi Total 143,771 MiB − Reserved 616 MiB; PyTorch \
                  \"total capacity of 139.80 GiB\")",
-        source_zh: "实测：shared/data/h200（nvidia-smi Total 143,771 MiB − Reserved 616 MiB；PyTorch \"total capacity of 139.80 GiB\"）",
+        source_zh: "实测于一张 H200（nvidia-smi Total 143,771 MiB − Reserved 616 MiB；PyTorch \"total capacity of 139.80 GiB\"）",
         large_defaults: true,
     },
     GpuPreset {
@@ -80,8 +80,8 @@ pub const GPUS: &[GpuPreset] = &[
         aliases: &["a100", "a100-80", "a100-sxm4-80gb"],
         name: "NVIDIA A100 80 GB",
         cuda_total_mib: 81_050,
-        source: "PyTorch OOM on A100 80GB: \"79.15 GiB total capacity\" (as quoted in BRIEF.md; ±0.3 GiB)",
-        source_zh: "A100 80GB 上的 PyTorch OOM：\"79.15 GiB total capacity\"（引自 BRIEF.md；±0.3 GiB）",
+        source: "PyTorch OOM on A100 80GB: \"79.15 GiB total capacity\" (a quoted message, not measured here; ±0.3 GiB)",
+        source_zh: "A100 80GB 上的 PyTorch OOM：\"79.15 GiB total capacity\"（引用的报错原文，非本项目实测；±0.3 GiB）",
         large_defaults: false,
     },
     GpuPreset {

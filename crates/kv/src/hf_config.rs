@@ -679,7 +679,7 @@ mod tests {
     #[test]
     fn fields_only_some_figures_need_may_be_absent() {
         // No context length, vocabulary or MLP width: the shape is read, they stay unknown
-        // (the estimate leaves what needs them null, #17).
+        // (the estimate leaves what needs them null, with a `missing` entry).
         let m = strict(
             r#"{"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8}"#,
         )

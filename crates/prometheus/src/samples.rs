@@ -3,7 +3,7 @@
 //! A range query answers at every step with the latest sample within Prometheus's lookback
 //! (5 min), stamped with the step's time. Scraped once a minute and read every 15 s, a counter
 //! repeats each sample four times, and a healthy replica's counter seems to stop between two
-//! steps (issue #28: a healthy fleet called an outage). So the recent slice is read as a raw
+//! steps (which once had a healthy fleet called an outage). So the recent slice is read as a raw
 //! range vector (`{…}[900s]` at the window's end): the samples as stored, with their own times.
 //! From them the scrape interval is learned ([`interval`]); the range query's step is never finer
 //! than it; the slice replaces the range's points over the same time ([`merge`]), so everything

@@ -5,7 +5,8 @@
 //!   memory, with the plugin vs with the built-in rules.
 //!
 //! `cargo bench -p triage-runner --bench runner -- [OUT.json]` (`cargo xtask bench runner`).
-//! Targets (issue #6): ≤ 1 % of one core and ≤ 40 MB RSS at 10 Hz with 8 GPUs; a call ≤ 100 µs.
+//! Targets (a node agent must cost the GPU node next to nothing): ≤ 1 % of one core and ≤ 40 MB RSS
+//! at 10 Hz with 8 GPUs; a call ≤ 100 µs.
 
 use std::path::Path;
 use std::process::Command;

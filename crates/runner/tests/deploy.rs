@@ -110,7 +110,7 @@ fn dashboard_and_alerts_read_only_metrics_the_runner_exports() {
     for v in dashboard["templating"]["list"].as_array().unwrap() {
         exprs.push_str(v["query"].as_str().unwrap_or(""));
     }
-    // The site's Prometheus link (#19): the dashboard's time range, the Prometheus as the browser
+    // The site's Prometheus link: the dashboard's time range, the Prometheus as the browser
     // reaches it, both from dashboard variables.
     let link = "${site_url}#/triage?prometheus=${prometheus_url:percentencode}&from=${__from}&to=${__to}";
     assert_eq!(dashboard["links"][0]["url"], link);

@@ -1,11 +1,11 @@
 //! The engine's default timings, calibrated from a real decode trace on an NVIDIA H200.
 //!
-//! Source: `shared/data/h200/phases.json`, `decode.runs`, copied verbatim to
-//! `crates/sim-model/data/h200_decode_runs.json`: Hugging Face `generate` in bf16 on a randomly
-//! initialised Llama-shaped model (22 layers, hidden 2048, 32 heads, 4 KV heads, head_dim 64 —
-//! 22,528 KV bytes per token) for prompts of 64 to 16,384 tokens, one token time per step.
-//! The first two runs (64 and 128 tokens) are warm-up and are left out; the 1,024-, 4,096- and
-//! 16,384-token runs give:
+//! Source: a real H200 capture's `decode.runs`, copied verbatim to
+//! `crates/sim-model/data/h200_decode_runs.json` (`tests/data/README.md` describes the capture):
+//! Hugging Face `generate` in bf16 on a randomly initialised Llama-shaped model (22 layers, hidden
+//! 2048, 32 heads, 4 KV heads, head_dim 64 — 22,528 KV bytes per token) for prompts of 64 to 16,384
+//! tokens, one token time per step. The first two runs (64 and 128 tokens) are warm-up and are left
+//! out; the 1,024-, 4,096- and 16,384-token runs give:
 //!
 //! | figure | value | how |
 //! | --- | --- | --- |

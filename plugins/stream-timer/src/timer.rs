@@ -4,7 +4,7 @@
 //! Memory per stream is O(1): unlike `triage_core::timing::StreamTimer`, which keeps every
 //! token's time, this keeps counts, the first and last instants and the largest gap, and hands
 //! each gap to the caller the moment it is seen (the filter records it in a host histogram).
-//! The figures follow BRIEF.md's definitions and equal `StreamTimer`'s for the same chunks and
+//! The figures follow `triage_core::defs` and equal `StreamTimer`'s for the same chunks and
 //! times (the integration tests check this): TTFT and TTFO from the request headers (the
 //! gateway's enqueue), gaps between successive token-carrying events, TPOT per request, E2E
 //! to the last token, output tokens from the server's usage when it sent one.

@@ -30,7 +30,7 @@ pub struct TgiFacts {
     pub queue_ms: QuantileSketch,
     /// `inference_time` per request, ms.
     pub inference_ms: QuantileSketch,
-    /// TGI's `time_per_token` includes prefill (BRIEF.md): not TPOT.
+    /// TGI's `time_per_token` includes prefill: not TPOT (`triage_base::defs::TPOT`).
     pub time_per_token_ms: QuantileSketch,
     /// Error lines, quoted (each message once).
     pub errors: Vec<EvidenceLine>,

@@ -1,4 +1,4 @@
-//! GPU recordings through `triage analyze` (issue #34): every recording in the repository
+//! GPU recordings through `triage analyze`: every recording in the repository
 //! (`tests/data/nvml/*.jsonl`) and in the shared captures (`../shared/data/h200/*.jsonl`, when
 //! present) gives the (rule, GPU) pairs `triage-runner replay` gives — the same GPU rules over
 //! the whole recording — and the 8-GPU fixture names its straggler.

@@ -1,4 +1,4 @@
-//! Kernel receive timestamps (issue #30): against the scripted server on 127.0.0.1, which
+//! Kernel receive timestamps: against the scripted server on 127.0.0.1, which
 //! records when it finished writing every token event, the probe's TTFT with kernel stamps
 //! stays within a stated tolerance of the server's own write stamps even while the probe's
 //! thread is kept busy — where user-space stamps, taken when the task gets to run, are late

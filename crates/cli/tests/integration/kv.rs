@@ -236,7 +236,7 @@ fn vllm_0_33_startup_logs_reconcile_exactly() {
 
 #[test]
 fn h200_measured_bytes_per_token() {
-    // shared/data/h200/phases.json: HF generate on an H200 measured 22,528 B per cached token.
+    // tests/data/kv/h200-decode-kv-bytes.json: HF generate on an H200 measured 22,528 B per cached token.
     let v = json(&["--config", &data("h200-decode-llama22.config.json"), "--available-kv-gib", "1"]);
     assert_eq!(v["bytes_per_token"], 22_528);
     let runs: Value =
@@ -341,7 +341,7 @@ fn bad_input_is_rejected_with_the_field_named() {
 }
 
 /// A config that lacks fields only some figures need is answered (exit 0): what it determines,
-/// the rest `null` with a `missing` list in JSON and an "unknown" section in text (#17).
+/// the rest `null` with a `missing` list in JSON and an "unknown" section in text.
 #[test]
 fn a_partial_config_answers_what_it_can() {
     let mut cfg: Value =

@@ -87,7 +87,7 @@ fn matches_vllm_0_33_exactly_given_exact_bytes() {
 
 #[test]
 fn h200_measured_bytes_per_token() {
-    // shared/data/h200/phases.json: Llama-shaped, 22 layers, 4 kv heads, head_dim 64, bf16.
+    // tests/data/kv/h200-decode-llama22.config.json: Llama-shaped, 22 layers, 4 kv heads, head_dim 64, bf16.
     let m = ModelShape::plain("h200-decode", 22, 32, 4, 64);
     let mut m = m;
     m.max_model_len = Some(32_768);

@@ -6,6 +6,8 @@ use crate::presets::preset;
 use crate::startup::parse_startup;
 use triage_base::fixture;
 
+/// The three capacity lines of `tests/data/kv/vllm-v1-llama-3.1-8b.log` (`tests/data/README.md` says
+/// where they come from).
 const BRIEF_LINES: &str = "INFO [gpu_worker.py:227] Available KV cache memory: 54.62 GiB\n\
      INFO [kv_cache_utils.py:715] GPU KV cache size: 447,088 tokens\n\
      INFO [kv_cache_utils.py:719] Maximum concurrency for 32,768 tokens per request: 13.64x\n";

@@ -1,5 +1,5 @@
 //! GPU telemetry of the simulated replica: `nvidia-smi --query-gpu … --format=csv -l 1` and an
-//! NVML series in the format of `shared/data/h200/nvml_series.jsonl`, one sample a second.
+//! NVML series in the format of `tests/data/nvml/h200_series.jsonl`, one sample a second.
 //!
 //! The figures follow the real H200 captures: idle at 1980 MHz with only the `Idle` reason
 //! (0x1), about 124 W and 39 °C; busy decode is memory-bound, so the clock stays at 1980 MHz

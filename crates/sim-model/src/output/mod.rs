@@ -45,8 +45,8 @@ impl Artifact {
             "nvidia-smi --query-gpu … --format=csv -l 1" => {
                 "nvidia-smi --query-gpu … --format=csv -l 1 的输出"
             }
-            "NVML samples, one a second (the format of shared/data/h200/nvml_series.jsonl)" => {
-                "NVML 采样，每秒一次（格式同 shared/data/h200/nvml_series.jsonl）"
+            "NVML samples, one a second (the format triage-runner record writes)" => {
+                "NVML 采样，每秒一次（格式同 triage-runner record 的输出）"
             }
             "the client's configuration" => "客户端的配置",
             other => other,
@@ -205,7 +205,7 @@ impl Recorder {
                 analyzable: false,
                 ..Artifact::new(
                     "nvml.jsonl",
-                    "NVML samples, one a second (the format of shared/data/h200/nvml_series.jsonl)",
+                    "NVML samples, one a second (the format triage-runner record writes)",
                     g.nvml_jsonl(&self.ticks),
                 )
             });

@@ -4,7 +4,7 @@
 use super::{BenchParser, MAX_RUNS, Run, cells, stat_name};
 use crate::parsers::Cx;
 
-const NOTE_GUIDELLM_ITL: &str = "guidellm's ITL is TPOT by BRIEF's definition ((last − first token) / (output tokens − 1)), read here as tpot_ms";
+const NOTE_GUIDELLM_ITL: &str = "guidellm's ITL is TPOT by triage's definition ((last − first token) / (output tokens − 1)), read here as tpot_ms";
 const NOTE_GUIDELLM_TPOT: &str = "guidellm's TPOT divides the whole request time, TTFT included, by all output tokens: kept as guidellm_tpot_incl_ttft_ms, not comparable with vLLM's TPOT";
 const NOTE_GUIDELLM_CONSOLE: &str =
     "guidellm's console tables show median and p95 only; its JSON report has the mean and p99";

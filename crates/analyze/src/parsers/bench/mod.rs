@@ -1,4 +1,4 @@
-//! Benchmark outputs, normalised to BRIEF.md's definitions.
+//! Benchmark outputs, normalised to the definitions in `triage_base::defs`.
 //!
 //! Read: `vllm bench serve` (and the older `benchmark_serving.py`, and SGLang's `bench_serving`,
 //! which print the same `Serving Benchmark Result` block) as console text and as the saved JSON,
@@ -58,7 +58,7 @@ pub struct BenchFacts {
     pub tool: String,
     /// Canonical figure → value, e.g. `ttft_ms.mean`, `ttft_ms.p99`, `tpot_ms.median`,
     /// `itl_ms.p99`, `e2e_ms.mean`, `request_throughput`, `output_throughput`, `completed`,
-    /// `failed` (names per BRIEF.md's definitions, whatever the tool called them).
+    /// `failed` (names per `triage_base::defs`, whatever the tool called them).
     pub figures: BTreeMap<String, f64>,
     /// Where two figures are not comparable, and why.
     pub notes: Vec<String>,

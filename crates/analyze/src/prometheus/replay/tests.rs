@@ -291,7 +291,7 @@ fn a_replica_that_traffic_stopped_reaching_is_named() {
 
 /// A target that stopped answering (its series end at the fifth scrape, `up` 0 after) is not a
 /// counter that stopped: no `scheduler-stall` on it, the series counted stale; the same one-sample
-/// series is written once, never as two equal scrapes (issue #28).
+/// series is written once, never as two equal scrapes (which would read as a counter that stopped).
 #[test]
 fn a_target_that_went_away_is_stale_not_stalled() {
     let gone = [("instance", "gone:8000")];

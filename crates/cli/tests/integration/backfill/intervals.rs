@@ -1,4 +1,4 @@
-//! Real scrape intervals (issue #28): the simulator scrapes every 15 s; production Prometheus
+//! Real scrape intervals: the simulator scrapes every 15 s; production Prometheus
 //! often every 30 s, a minute or two. Each scenario's fleet is thinned to one scrape every 15,
 //! 30, 60 and 120 s — each target's scrape times jittered by up to 3 s, its fifth scrape missed
 //! (`up` 0, no other sample) — backfilled into one Prometheus, and analysed: the healthy fleet

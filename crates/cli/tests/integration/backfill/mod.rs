@@ -1,4 +1,4 @@
-//! Diagnosis from Prometheus alone (issue #19), against a real Prometheus: every simulator
+//! Diagnosis from Prometheus alone, against a real Prometheus: every simulator
 //! scenario is written as a fleet's OpenMetrics time series (`triage sim --openmetrics`: three
 //! replicas, one faulty, and their GPUs), backfilled with promtool into one TSDB — each incident
 //! in its own two-hour window, hours before now — and served by `prometheus`; then
