@@ -394,13 +394,13 @@ fn gpus(out: &mut Figures, f: &Facts) {
             tr("per-GPU readings from nvidia-smi output", "nvidia-smi 输出中的逐卡读数"),
         );
         // Per GPU: the median SM clock over its readings, and every clock-event reason seen.
-        let mut by_gpu: BTreeMap<u32, (Vec<f64>, Vec<String>)> = BTreeMap::new();
+        let mut by_gpu: BTreeMap<u32, (Vec<f64>, Vec<&str>)> = BTreeMap::new();
         for r in &f.gpus.readings {
             let e = by_gpu.entry(r.index).or_default();
             e.0.extend(r.sm_clock_mhz);
-            for reason in &r.reasons {
-                if !e.1.contains(reason) {
-                    e.1.push(reason.clone());
+            for reason in r.reason_names() {
+                if !e.1.contains(&reason) {
+                    e.1.push(reason);
                 }
             }
         }

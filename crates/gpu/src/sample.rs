@@ -19,23 +19,34 @@ pub const REASON_BITS: [(u64, &str); 9] = [
 
 /// The GPU is idle.
 pub const REASON_IDLE: u64 = 0x1;
+/// The applications clocks setting holds the clock.
+pub const REASON_APPLICATIONS_CLOCKS: u64 = 0x2;
 /// Software power cap: the board is at its power limit.
 pub const REASON_SW_POWER_CAP: u64 = 0x4;
 /// Hardware slowdown (thermal or power brake asserted by the board).
 pub const REASON_HW_SLOWDOWN: u64 = 0x8;
+/// Sync boost: the clock follows the slowest GPU of its sync-boost group.
+pub const REASON_SYNC_BOOST: u64 = 0x10;
 /// Software thermal slowdown: the driver holds the clock for temperature.
 pub const REASON_SW_THERMAL: u64 = 0x20;
 /// Hardware thermal slowdown.
 pub const REASON_HW_THERMAL: u64 = 0x40;
 /// Hardware power brake (an external signal, e.g. a failing power supply).
 pub const REASON_HW_POWER_BRAKE: u64 = 0x80;
+/// The display clock setting holds the clock.
+pub const REASON_DISPLAY_CLOCKS: u64 = 0x100;
 /// Reasons that mean the hardware, not the workload, holds the clock down.
 pub const REASONS_HW: u64 =
     REASON_HW_SLOWDOWN | REASON_SW_THERMAL | REASON_HW_THERMAL | REASON_HW_POWER_BRAKE;
 
-/// The names of the bits set in `mask` (unknown bits are skipped).
+/// The names of the bits set in `mask`, in bit order (unknown bits are skipped).
 pub fn reason_names(mask: u64) -> Vec<&'static str> {
     REASON_BITS.iter().filter(|(bit, _)| mask & bit != 0).map(|(_, name)| *name).collect()
+}
+
+/// The bit of a reason's name (`hw_slowdown` → [`REASON_HW_SLOWDOWN`]).
+pub fn reason_bit(name: &str) -> Option<u64> {
+    REASON_BITS.iter().find(|(_, n)| *n == name).map(|(bit, _)| *bit)
 }
 
 /// One XID event: the driver's error code for a GPU fault.
@@ -116,22 +127,19 @@ pub struct GpuSample {
     pub xid: Vec<XidEvent>,
 }
 
-/// Utilisation above this, or power above [`BUSY_POWER_SHARE`] of the limit, is "under load".
-pub const BUSY_UTIL_PCT: u32 = 30;
-/// Power draw above this share of the limit is "under load" (with [`BUSY_UTIL_PCT`]).
-pub const BUSY_POWER_SHARE: f64 = 0.5;
-
 impl GpuSample {
     /// The clock-event reason bits; 0 when not reported.
     pub fn reasons(&self) -> u64 {
         self.clock_event_reasons.unwrap_or(0)
     }
 
-    /// Whether the GPU is under load: utilisation above [`BUSY_UTIL_PCT`] or power above [`BUSY_POWER_SHARE`] of the limit.
+    /// Whether the GPU is under load ([`crate::peers::busy`]).
     pub fn busy(&self) -> bool {
-        self.util_gpu_pct.is_some_and(|u| u > BUSY_UTIL_PCT)
-            || matches!((self.power_mw, self.power_limit_mw),
-                (Some(p), Some(l)) if l > 0 && f64::from(p) >= BUSY_POWER_SHARE * f64::from(l))
+        crate::peers::busy(
+            self.util_gpu_pct.map(f64::from),
+            self.power_mw.map(f64::from),
+            self.power_limit_mw.map(f64::from),
+        )
     }
 
     /// Used share of device memory, 0–1.

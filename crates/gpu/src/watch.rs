@@ -59,7 +59,7 @@ impl Default for WatchConfig {
         WatchConfig {
             sustain_s: 2.0,
             window_s: 10.0,
-            slow_ratio: 0.75,
+            slow_ratio: crate::peers::SLOW_RATIO,
             cap_clock_share: 0.97,
             mem_full_share: 0.9,
             kv_empty: 0.05,
@@ -416,10 +416,8 @@ impl GpuWatch {
         let indices: Vec<u32> = self.gpus.keys().copied().collect();
         for g in indices {
             let mine = medians.iter().find(|(i, _)| *i == g).map(|(_, m)| *m);
-            let mut peers: Vec<f64> = medians.iter().filter(|(i, _)| *i != g).map(|(_, m)| *m).collect();
-            let peer_count = peers.len();
-            let peer_median = median(&mut peers);
-            let holds = matches!((mine, peer_median), (Some(m), Some(p)) if m < cfg.slow_ratio * p);
+            let (peer_median, peer_count) = crate::peers::peers_of(&medians, g);
+            let holds = matches!((mine, peer_median), (Some(m), Some(p)) if crate::peers::straggles(m, p, cfg.slow_ratio));
             let Some(st) = self.gpus.get_mut(&g) else { continue };
             let sample = samples.iter().find(|s| s.gpu == g).or(st.last.as_ref()).cloned();
             let reasons = st.busy_reasons.iter().fold(0, |acc, (_, r)| acc | r);

@@ -14,6 +14,11 @@ use crate::parsers::nvidia_smi::GpuReading;
 use crate::report::{Class, EvidenceLine, Finding};
 use std::collections::BTreeMap;
 use triage_base::stats::median;
+use triage_gpu::peers;
+use triage_gpu::sample::{
+    REASON_APPLICATIONS_CLOCKS, REASON_HW_POWER_BRAKE, REASON_HW_SLOWDOWN, REASON_HW_THERMAL, REASON_IDLE,
+    REASON_SW_POWER_CAP, REASON_SW_THERMAL, REASONS_HW, reason_names,
+};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
@@ -35,22 +40,14 @@ pub(crate) const RULE: Rule = Rule {
     check,
 };
 
-/// Busier than this is "under load".
-const BUSY_UTIL_PCT: f64 = 30.0;
-/// Drawing at least this share of the power limit is also "under load" (dmon without `sm`).
-const BUSY_POWER_SHARE: f64 = 0.5;
-/// Below this share of the peers' median SM clock, a GPU is a straggler.
-const SLOW_RATIO: f64 = 0.75;
-/// Reasons that mean the hardware, not the workload, holds the clock down.
-const HW_REASONS: [&str; 4] = ["hw_slowdown", "hw_thermal", "sw_thermal", "hw_power_brake"];
-
+/// Under load, as the GPU model says ([`peers::busy`]).
 fn busy(r: &GpuReading) -> bool {
-    r.util_pct.is_some_and(|u| u > BUSY_UTIL_PCT)
-        || matches!((r.power_w, r.power_limit_w), (Some(p), Some(l)) if l > 0.0 && p >= BUSY_POWER_SHARE * l)
+    peers::busy(r.util_pct, r.power_w, r.power_limit_w)
 }
 
+/// Held down by the hardware, not the workload ([`REASONS_HW`], or dmon's thermal violation).
 fn hw_throttled(r: &GpuReading) -> bool {
-    HW_REASONS.iter().any(|h| r.has_reason(h)) || r.thermal_violation == Some(true)
+    r.has_reason(REASONS_HW) || r.thermal_violation == Some(true)
 }
 
 /// One GPU of one input, over its busy readings that carry an SM clock.
@@ -69,16 +66,9 @@ impl Gpu<'_> {
         })
     }
 
-    fn reasons(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = Vec::new();
-        for r in &self.readings {
-            for reason in &r.reasons {
-                if reason != "idle" && !out.contains(&reason.as_str()) {
-                    out.push(reason);
-                }
-            }
-        }
-        out
+    /// Every reason seen in its readings but `idle` (NVML bits).
+    fn reasons(&self) -> u64 {
+        self.readings.iter().fold(0, |m, r| m | r.reasons) & !REASON_IDLE
     }
 
     fn median_of(&self, f: impl Fn(&GpuReading) -> Option<f64>) -> Option<f64> {
@@ -118,7 +108,7 @@ fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
     for g in gpus {
         let mut peers: Vec<f64> = gpus.iter().filter(|p| p.index != g.index).map(|p| p.clock).collect();
         let peer = median(&mut peers)?;
-        if peer > 0.0 && g.clock < SLOW_RATIO * peer {
+        if peer > 0.0 && g.clock < peers::SLOW_RATIO * peer {
             slow.push((g, peer, g.clock / peer));
         }
     }
@@ -225,8 +215,8 @@ fn causes(g: &Gpu<'_>, peers: &[&Gpu<'_>], lang: Lang) -> (Vec<String>, Vec<Stri
         (Some(t), None, true) => format!("（{t:.0} °C）"),
         _ => String::new(),
     };
-    if reasons.contains(&"hw_thermal")
-        || reasons.contains(&"sw_thermal")
+    if reasons & REASON_HW_THERMAL != 0
+        || reasons & REASON_SW_THERMAL != 0
         || g.readings.iter().any(|r| r.thermal_violation == Some(true))
     {
         why.push(lang.pick(
@@ -238,22 +228,22 @@ fn causes(g: &Gpu<'_>, peers: &[&Gpu<'_>], lang: Lang) -> (Vec<String>, Vec<Stri
             "检查散热：风扇、进风温度、风道是否堵塞、散热器接触（`nvidia-smi -q -d TEMPERATURE`、BMC 的传感器日志）",
         ));
     }
-    if reasons.contains(&"hw_power_brake") {
+    if reasons & REASON_HW_POWER_BRAKE != 0 {
         why.push(s(
             "HW Power Brake Slowdown is active: an external power-brake signal from the power supply or chassis",
             "HW Power Brake Slowdown 生效中，这是来自电源或机箱的外部 power brake 信号",
         ));
     }
-    if reasons.contains(&"hw_slowdown")
-        && !reasons.contains(&"hw_thermal")
-        && !reasons.contains(&"hw_power_brake")
+    if reasons & REASON_HW_SLOWDOWN != 0
+        && reasons & REASON_HW_THERMAL == 0
+        && reasons & REASON_HW_POWER_BRAKE == 0
     {
         why.push(lang.pick(
             format!("HW Slowdown is active{temp_note}: the board pulled its own clock down (over-temperature or a power-brake signal)"),
             format!("HW Slowdown 生效中{temp_note}，板卡自己拉低了时钟（过温或 power brake 信号）"),
         ));
     }
-    if reasons.iter().any(|r| matches!(*r, "hw_slowdown" | "hw_power_brake")) {
+    if reasons & (REASON_HW_SLOWDOWN | REASON_HW_POWER_BRAKE) != 0 {
         let power = s(
             "check power delivery: PSU health, power cables, the BMC event log (`ipmitool sel list`)",
             "检查供电：电源健康状况、电源线缆、BMC 事件日志（`ipmitool sel list`）",
@@ -261,7 +251,7 @@ fn causes(g: &Gpu<'_>, peers: &[&Gpu<'_>], lang: Lang) -> (Vec<String>, Vec<Stri
         // HW Slowdown fires on over-temperature as well as on a power brake: a GPU clearly hotter
         // than its peers points at cooling first.
         let hot = matches!((temp, peer_temp), (Some(t), Some(p)) if t >= p + 10.0);
-        if reasons.contains(&"hw_thermal") || reasons.contains(&"sw_thermal") {
+        if reasons & REASON_HW_THERMAL != 0 || reasons & REASON_SW_THERMAL != 0 {
             remediation.push(power);
         } else if hot {
             remediation.push(s(
@@ -277,7 +267,7 @@ fn causes(g: &Gpu<'_>, peers: &[&Gpu<'_>], lang: Lang) -> (Vec<String>, Vec<Stri
             ));
         }
     }
-    if reasons.contains(&"sw_power_cap") {
+    if reasons & REASON_SW_POWER_CAP != 0 {
         let (limit, peer_limit) = (g.median_of(|r| r.power_limit_w), peer_med(&|r| r.power_limit_w));
         match (limit, peer_limit) {
             (Some(l), Some(p)) if l < 0.95 * p => {
@@ -305,7 +295,7 @@ fn causes(g: &Gpu<'_>, peers: &[&Gpu<'_>], lang: Lang) -> (Vec<String>, Vec<Stri
             }
         }
     }
-    if reasons.contains(&"applications_clocks") {
+    if reasons & REASON_APPLICATIONS_CLOCKS != 0 {
         why.push(s(
             "its application clocks are set lower (Applications Clocks Setting is active)",
             "它的应用时钟被设得更低（Applications Clocks Setting 生效中）",
@@ -340,9 +330,8 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
     let zh = lang == Lang::Zh;
     // A hardware slowdown is only ever active on a GPU that is working (an idle one says
     // `Idle`); `-q -d PERFORMANCE` shows no utilisation, so "not idle" stands in for busy.
-    let r = f.gpus.readings.iter().find(|r| (busy(r) || !r.has_reason("Idle")) && hw_throttled(r))?;
-    let reasons: Vec<&str> =
-        r.reasons.iter().map(String::as_str).filter(|x| HW_REASONS.contains(x)).collect();
+    let r = f.gpus.readings.iter().find(|r| (busy(r) || !r.has_reason(REASON_IDLE)) && hw_throttled(r))?;
+    let reasons = reason_names(r.reasons & REASONS_HW);
     let mut what = if reasons.is_empty() {
         lang.pick("a thermal violation", "过热违规（thermal violation）").to_owned()
     } else {
@@ -358,7 +347,8 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
         (Some(c), None, true) => format!("（SM 时钟 {c:.0} MHz）"),
         _ => String::new(),
     };
-    let deep = matches!((r.sm_clock_mhz, r.max_sm_clock_mhz), (Some(c), Some(m)) if c < SLOW_RATIO * m);
+    let deep =
+        matches!((r.sm_clock_mhz, r.max_sm_clock_mhz), (Some(c), Some(m)) if c < peers::SLOW_RATIO * m);
     let mut evidence = vec![r.evidence.clone()];
     evidence.extend(r.detail.iter().filter(|d| d.line != r.evidence.line).take(2).cloned());
     let idx = r.index;

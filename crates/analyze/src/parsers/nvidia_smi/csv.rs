@@ -3,8 +3,10 @@
 //! `clocks_event_reasons.active` mask or per-reason columns (`clocks_throttle_reasons.…` on
 //! older drivers). A series (`-l 1`) gives a new snapshot whenever a GPU index repeats.
 
-use super::{
-    Cx, GpuReading, SmiParser, add_reason, is_active, learn_bus, mib, num, push_reading, reasons_from_mask,
+use super::{Cx, GpuReading, KNOWN_REASONS, SmiParser, is_active, learn_bus, mib, num, push_reading};
+use triage_gpu::sample::{
+    REASON_APPLICATIONS_CLOCKS, REASON_DISPLAY_CLOCKS, REASON_HW_POWER_BRAKE, REASON_HW_SLOWDOWN,
+    REASON_HW_THERMAL, REASON_IDLE, REASON_SW_POWER_CAP, REASON_SW_THERMAL, REASON_SYNC_BOOST,
 };
 
 /// A `--query-gpu` column.
@@ -25,22 +27,22 @@ pub(super) enum Col {
     MemTotal,
     Temp,
     ReasonMask,
-    Reason(&'static str),
+    Reason(u64),
     Other,
 }
 
 /// `--query-gpu` reason fields (after `clocks_event_reasons.` / `clocks_throttle_reasons.`).
-fn reason_of_field(field: &str) -> Option<&'static str> {
+fn reason_of_field(field: &str) -> Option<u64> {
     Some(match field {
-        "gpu_idle" => "idle",
-        "applications_clocks_setting" => "applications_clocks",
-        "sw_power_cap" => "sw_power_cap",
-        "hw_slowdown" => "hw_slowdown",
-        "hw_thermal_slowdown" => "hw_thermal",
-        "hw_power_brake_slowdown" => "hw_power_brake",
-        "sync_boost" => "sync_boost",
-        "sw_thermal_slowdown" => "sw_thermal",
-        "display_clock_setting" => "display_clocks",
+        "gpu_idle" => REASON_IDLE,
+        "applications_clocks_setting" => REASON_APPLICATIONS_CLOCKS,
+        "sw_power_cap" => REASON_SW_POWER_CAP,
+        "hw_slowdown" => REASON_HW_SLOWDOWN,
+        "hw_thermal_slowdown" => REASON_HW_THERMAL,
+        "hw_power_brake_slowdown" => REASON_HW_POWER_BRAKE,
+        "sync_boost" => REASON_SYNC_BOOST,
+        "sw_thermal_slowdown" => REASON_SW_THERMAL,
+        "display_clock_setting" => REASON_DISPLAY_CLOCKS,
         _ => return None,
     })
 }
@@ -151,9 +153,7 @@ impl SmiParser {
                     match hex.map(|digits| u64::from_str_radix(digits, 16)) {
                         Some(Ok(mask)) => {
                             reading.reason_mask = Some(mask);
-                            for reason in reasons_from_mask(mask) {
-                                add_reason(&mut reading.reasons, &reason);
-                            }
+                            reading.reasons |= mask & KNOWN_REASONS;
                         }
                         Some(Err(_)) => cx.issue_in(
                             no,
@@ -166,7 +166,7 @@ impl SmiParser {
                 Col::Reason(reason) => {
                     reading.reasons_known = true;
                     if is_active(value) {
-                        add_reason(&mut reading.reasons, reason);
+                        reading.reasons |= reason;
                     }
                 }
                 Col::Other => {}

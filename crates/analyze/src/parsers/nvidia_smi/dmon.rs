@@ -2,7 +2,8 @@
 //! columns, each fitting row is one reading, a repeated GPU index starts a new snapshot. The
 //! `pviol` column (time spent power-capped) stands for the `sw_power_cap` reason.
 
-use super::{Cx, GpuReading, SmiParser, add_reason, num, push_reading};
+use super::{Cx, GpuReading, SmiParser, num, push_reading};
+use triage_gpu::sample::REASON_SW_POWER_CAP;
 
 /// dmon's header (`# gpu pwr gtemp …`, or `#Date Time gpu …` with `-o DT`).
 pub(super) fn dmon_header(trimmed: &str) -> Option<Vec<String>> {
@@ -47,7 +48,7 @@ impl SmiParser {
                     reading.reasons_known = true;
                     // Time spent power-capped during the interval: the SW power cap at work.
                     if reading.power_violation_pct.is_some_and(|pct| pct > 0.0) {
-                        add_reason(&mut reading.reasons, "sw_power_cap");
+                        reading.reasons |= REASON_SW_POWER_CAP;
                     }
                 }
                 "tviol" => reading.thermal_violation = num(value).map(|flag| flag > 0.0),

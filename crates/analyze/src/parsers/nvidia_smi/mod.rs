@@ -35,10 +35,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use triage_gpu::sample::REASON_BITS;
 
-/// The normalised reason names set in an NVML bitmask, in bit order. Unknown bits are ignored.
-pub fn reasons_from_mask(mask: u64) -> Vec<String> {
-    REASON_BITS.iter().filter(|(bit, _)| mask & bit != 0).map(|(_, name)| (*name).to_owned()).collect()
-}
+/// Every reason bit [`REASON_BITS`] names.
+pub(crate) const KNOWN_REASONS: u64 = 0x1ff;
 
 /// One GPU's reading at one moment.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -65,11 +63,11 @@ pub struct GpuReading {
     pub mem_total_mib: Option<f64>,
     /// Temperature, °C.
     pub temp_c: Option<f64>,
-    /// Active clock-event (throttle) reasons, normalised: `idle`, `applications_clocks`,
-    /// `sw_power_cap`, `hw_slowdown`, `sync_boost`, `sw_thermal`, `hw_thermal`,
-    /// `hw_power_brake`, `display_clocks` (in that order). Empty when none is active *or* the
-    /// form does not report them (the default table): see [`GpuReading::reasons_known`].
-    pub reasons: Vec<String>,
+    /// Active clock-event (throttle) reasons as NVML's bits (`triage_gpu::sample::REASON_*`,
+    /// the one GPU model's: named by [`REASON_BITS`]), whatever form reported them. 0 when none
+    /// is active *or* the form does not report them (the default table): see
+    /// [`GpuReading::reasons_known`].
+    pub reasons: u64,
     /// The NVML bitmask when the source gives it.
     pub reason_mask: Option<u64>,
     /// The most telling line: a non-idle active throttle reason, else the SM clock (`-q`); the
@@ -94,9 +92,14 @@ pub struct GpuReading {
 }
 
 impl GpuReading {
-    /// Whether `reason` (a normalised name, e.g. `hw_slowdown`) is active.
-    pub fn has_reason(&self, reason: &str) -> bool {
-        self.reasons.iter().any(|r| r == reason)
+    /// Whether any of `reasons` (NVML bits) is active.
+    pub fn has_reason(&self, reasons: u64) -> bool {
+        self.reasons & reasons != 0
+    }
+
+    /// The active reasons' names, in bit order (`hw_slowdown`, `hw_thermal`).
+    pub fn reason_names(&self) -> Vec<&'static str> {
+        triage_gpu::sample::reason_names(self.reasons)
     }
 }
 
@@ -159,15 +162,6 @@ fn push_reading(cx: &mut Cx<'_>, reading: GpuReading) {
 fn push_process(cx: &mut Cx<'_>, process: GpuProcess) {
     if cx.facts.gpus.processes.len() < MAX_PROCESSES {
         cx.facts.gpus.processes.push(process);
-    }
-}
-
-/// Add a reason once, keeping [`REASON_BITS`] order.
-fn add_reason(reasons: &mut Vec<String>, reason: &str) {
-    if !reasons.iter().any(|known| known == reason) {
-        reasons.push(reason.to_owned());
-        let rank = |r: &String| REASON_BITS.iter().position(|(_, n)| n == r).unwrap_or(usize::MAX);
-        triage_base::sort::sort_by_key(reasons, rank);
     }
 }
 

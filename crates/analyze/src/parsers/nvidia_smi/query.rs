@@ -6,10 +6,14 @@
 //! position in the dump.
 
 use super::{
-    Cx, GpuProcess, GpuReading, MAX_DETAIL, MAX_PROCESSES, SmiParser, add_reason, is_active, mib, num,
-    push_process, push_reading,
+    Cx, GpuProcess, GpuReading, MAX_DETAIL, MAX_PROCESSES, SmiParser, is_active, mib, num, push_process,
+    push_reading,
 };
 use crate::report::EvidenceLine;
+use triage_gpu::sample::{
+    REASON_APPLICATIONS_CLOCKS, REASON_DISPLAY_CLOCKS, REASON_HW_POWER_BRAKE, REASON_HW_SLOWDOWN,
+    REASON_HW_THERMAL, REASON_IDLE, REASON_SW_POWER_CAP, REASON_SW_THERMAL, REASON_SYNC_BOOST,
+};
 
 /// Deepest `-q` section nesting followed: each line indented further than the last was kept
 /// as an open header, so memory grew with the input.
@@ -140,18 +144,18 @@ impl SmiParser {
     }
 }
 
-/// `-q` reason labels (current and older drivers) → normalised names.
-fn reason_of_label(label: &str) -> Option<&'static str> {
+/// `-q` reason labels (current and older drivers) → NVML reason bits.
+fn reason_of_label(label: &str) -> Option<u64> {
     Some(match label {
-        "Idle" | "GPU Idle" => "idle",
-        "Applications Clocks Setting" => "applications_clocks",
-        "SW Power Cap" => "sw_power_cap",
-        "HW Slowdown" => "hw_slowdown",
-        "HW Thermal Slowdown" => "hw_thermal",
-        "HW Power Brake Slowdown" => "hw_power_brake",
-        "Sync Boost" => "sync_boost",
-        "SW Thermal Slowdown" => "sw_thermal",
-        "Display Clock Setting" => "display_clocks",
+        "Idle" | "GPU Idle" => REASON_IDLE,
+        "Applications Clocks Setting" => REASON_APPLICATIONS_CLOCKS,
+        "SW Power Cap" => REASON_SW_POWER_CAP,
+        "HW Slowdown" => REASON_HW_SLOWDOWN,
+        "HW Thermal Slowdown" => REASON_HW_THERMAL,
+        "HW Power Brake Slowdown" => REASON_HW_POWER_BRAKE,
+        "Sync Boost" => REASON_SYNC_BOOST,
+        "SW Thermal Slowdown" => REASON_SW_THERMAL,
+        "Display Clock Setting" => REASON_DISPLAY_CLOCKS,
         _ => return None,
     })
 }
@@ -281,8 +285,8 @@ impl SmiParser {
                 if let Some(reason) = reason_of_label(label)
                     && is_active(value)
                 {
-                    add_reason(&mut block.reading.reasons, reason);
-                    if reason != "idle" {
+                    block.reading.reasons |= reason;
+                    if reason != REASON_IDLE {
                         block.consider(0, evidence());
                         block.detail(evidence());
                     }

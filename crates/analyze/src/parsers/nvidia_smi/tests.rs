@@ -8,6 +8,7 @@ use crate::kind::InputKind;
 use crate::report::Verdict;
 use crate::rules::RuleId;
 use crate::testutil::{Run, fixture, run};
+use triage_gpu::sample::reason_names;
 
 const IDLE: &str = fixture!("smi/smi_idle.txt");
 const LOAD_START: &str = fixture!("smi/smi_load_start.txt");
@@ -89,7 +90,7 @@ fn idle_h200_all_forms() {
     assert_eq!(csv.reason_mask, Some(1));
     for r in &g.readings[1..] {
         assert!(r.reasons_known);
-        assert_eq!(r.reasons, ["idle"]);
+        assert_eq!(r.reason_names(), ["idle"]);
     }
     // Three forms, three moments.
     let snaps: BTreeSet<u64> = g.readings.iter().map(|r| r.snapshot).collect();
@@ -126,7 +127,7 @@ fn power_capped_table_and_csv() {
     let table = &g.readings[0];
     assert_eq!((table.power_w, table.util_pct, table.mem_used_mib), (Some(693.0), Some(99.0), Some(1139.0)));
     let csv = &g.readings[1];
-    assert_eq!(csv.reasons, ["sw_power_cap"]);
+    assert_eq!(csv.reason_names(), ["sw_power_cap"]);
     assert_eq!(csv.reason_mask, Some(4));
     assert_eq!((csv.sm_clock_mhz, csv.max_sm_clock_mhz), (Some(1470.0), Some(1980.0)));
     assert_eq!((csv.power_w, csv.power_limit_w), (Some(692.52), Some(700.0)));
@@ -151,7 +152,7 @@ fn q_power_capped() {
     one_section(&report, Q_CAPPED);
     assert_eq!(g.readings.len(), 2);
     let q = &g.readings[0];
-    assert_eq!(q.reasons, ["sw_power_cap"]);
+    assert_eq!(q.reason_names(), ["sw_power_cap"]);
     assert_eq!((q.sm_clock_mhz, q.max_sm_clock_mhz), (Some(1440.0), Some(1980.0)));
     assert_eq!((q.power_w, q.power_limit_w, q.temp_c), (Some(688.98), Some(700.0), Some(58.0)));
     assert_eq!(q.pstate.as_deref(), Some("P0"));
@@ -171,7 +172,7 @@ fn csv_series() {
     one_section(&report, SERIES);
     assert_eq!(g.readings.len(), 14);
     for r in &g.readings {
-        assert_eq!(r.reasons, ["sw_power_cap"]);
+        assert_eq!(r.reason_names(), ["sw_power_cap"]);
         let sm = r.sm_clock_mhz.unwrap();
         assert!((1440.0..=1515.0).contains(&sm), "{sm}");
         let w = r.power_w.unwrap();
@@ -190,7 +191,7 @@ fn dmon_with_violations() {
     one_section(&report, DMON);
     assert_eq!(g.readings.len(), 6);
     assert_eq!(g.readings[0].power_violation_pct, Some(0.0));
-    assert!(g.readings[0].reasons.is_empty());
+    assert!(g.readings[0].reasons == 0);
     let r = &g.readings[1];
     assert_eq!(
         (r.power_w, r.sm_clock_mhz, r.util_pct, r.temp_c),
@@ -200,7 +201,7 @@ fn dmon_with_violations() {
         (r.power_violation_pct, r.thermal_violation, r.mem_used_mib),
         (Some(100.0), Some(false), Some(1139.0))
     );
-    assert_eq!(r.reasons, ["sw_power_cap"]);
+    assert_eq!(r.reason_names(), ["sw_power_cap"]);
     assert_eq!(report.verdict, Verdict::Healthy, "{:?}", report.findings);
 }
 
@@ -215,7 +216,7 @@ fn eight_gpus_one_slow() {
     assert_eq!(g.processes.len(), 8);
     let csv: Vec<_> = g.readings.iter().filter(|r| r.reason_mask.is_some()).collect();
     assert_eq!(csv.len(), 8);
-    assert_eq!(csv[5].reasons, ["hw_slowdown"]);
+    assert_eq!(csv[5].reason_names(), ["hw_slowdown"]);
     assert_eq!(csv[5].sm_clock_mhz, Some(800.0));
     assert_eq!(report.verdict, Verdict::TbtTail);
 }
@@ -282,7 +283,7 @@ fn older_q_and_throttle_names() {
     assert_eq!(report.inputs.len(), 1);
     assert_eq!(g.readings.len(), 2);
     let r = &g.readings[0];
-    assert_eq!(r.reasons, ["hw_slowdown", "hw_thermal"]);
+    assert_eq!(r.reason_names(), ["hw_slowdown", "hw_thermal"]);
     assert_eq!(
         (r.util_pct, r.power_w, r.power_limit_w, r.sm_clock_mhz),
         (Some(97.0), Some(250.1), Some(300.0), Some(705.0))
@@ -309,9 +310,9 @@ fn narrow_headers_do_not_swallow_prose() {
 
 #[test]
 fn masks_and_odd_values() {
-    assert_eq!(reasons_from_mask(0x1ff).len(), 9);
-    assert_eq!(reasons_from_mask(0x88), ["hw_slowdown", "hw_power_brake"]);
-    assert_eq!(reasons_from_mask(0x200), Vec::<String>::new());
+    assert_eq!(reason_names(0x1ff).len(), 9);
+    assert_eq!(reason_names(0x88), ["hw_slowdown", "hw_power_brake"]);
+    assert_eq!(reason_names(0x200), Vec::<&str>::new());
     assert_eq!(num("[N/A]"), None);
     assert_eq!(num("1455 MHz"), Some(1455.0));
     assert_eq!(num("39C"), Some(39.0));
@@ -321,7 +322,7 @@ fn masks_and_odd_values() {
     let Run { facts, report } = run("smi", text);
     let g = facts.gpus;
     assert_eq!(g.readings.len(), 1);
-    assert_eq!(g.readings[0].reasons, ["hw_thermal"]);
+    assert_eq!(g.readings[0].reason_names(), ["hw_thermal"]);
     assert_eq!(g.readings[0].sm_clock_mhz, None);
     assert_eq!(report.inputs[0].issues.len(), 2, "{:?}", report.inputs[0].issues);
 }
@@ -366,7 +367,7 @@ fn xml_form() {
     assert_eq!(g.readings.len(), 1);
     let r = &g.readings[0];
     assert_eq!(r.bus_id.as_deref(), Some("00000000:17:00.0"));
-    assert_eq!(r.reasons, ["hw_slowdown", "hw_power_brake"]);
+    assert_eq!(r.reason_names(), ["hw_slowdown", "hw_power_brake"]);
     assert_eq!(
         (r.util_pct, r.power_w, r.power_limit_w, r.sm_clock_mhz, r.max_sm_clock_mhz, r.mem_used_mib),
         (Some(98.0), Some(310.5), Some(700.0), Some(705.0), Some(1980.0), Some(70012.0))
@@ -377,7 +378,7 @@ fn xml_form() {
         dump.lines().skip(5).collect::<Vec<_>>().join("\n").replace(">Active<", ">Not Active<");
     let Run { facts, report } = run("smi.xml", &quiet);
     assert_eq!(facts.gpus.readings.len(), 1);
-    assert!(facts.gpus.readings[0].reasons.is_empty());
+    assert!(facts.gpus.readings[0].reasons == 0);
     assert!(facts.gpus.readings[0].reasons_known);
     assert_eq!(report.verdict, Verdict::Healthy, "{:?}", report.findings);
 }

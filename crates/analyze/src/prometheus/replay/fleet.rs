@@ -91,13 +91,17 @@ pub(super) fn rank_gpus(m: &Matrix, gpus: &[Gpu<'_>]) -> Vec<GpuRank> {
         let &i = g.fields.get(name)?;
         median(&mut m.series[i].points.iter().map(|p| p.1).filter(|v| v.is_finite()).collect::<Vec<_>>())
     };
-    let clocks: Vec<(usize, f64)> =
-        gpus.iter().enumerate().filter_map(|(k, g)| Some((k, med(g, "DCGM_FI_DEV_SM_CLOCK")?))).collect();
+    // Keyed by position (u32: a node has far fewer GPUs).
+    let clocks: Vec<(u32, f64)> = gpus
+        .iter()
+        .enumerate()
+        .filter_map(|(k, g)| Some((k as u32, med(g, "DCGM_FI_DEV_SM_CLOCK")?)))
+        .collect();
     clocks
         .iter()
         .map(|&(k, clock)| {
-            let mut peers: Vec<f64> = clocks.iter().filter(|(j, _)| *j != k).map(|(_, c)| *c).collect();
-            let peer = median(&mut peers);
+            let (peer, _) = triage_gpu::peers::peers_of(&clocks, k);
+            let k = k as usize;
             GpuRank {
                 subject: gpus[k].subject.clone(),
                 sm_clock_mhz: clock,
