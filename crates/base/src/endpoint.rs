@@ -161,6 +161,84 @@ pub fn tracking_params(query: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Path segments of web pages, not APIs (`chat` only as the last segment: `/chat/completions` is
+/// an endpoint).
+pub const WEB_PAGES: &[&str] = &[
+    "console",
+    "dashboard",
+    "playground",
+    "login",
+    "signin",
+    "signup",
+    "register",
+    "pricing",
+    "docs",
+    "doc",
+    "documentation",
+    "api-keys",
+    "apikeys",
+    "keys",
+    "settings",
+    "account",
+    "billing",
+    "coding-plan",
+    "home",
+];
+
+/// Endpoint paths a client appends itself.
+pub const CLIENT_ENDPOINTS: &[&str] =
+    &["/chat/completions", "/completions", "/messages", "/responses", "/embeddings"];
+
+/// A URL split into what the base-URL pitfall checks read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlParts {
+    /// `https://host`, as written.
+    pub origin: String,
+    /// The host (and port), lowercased.
+    pub host: String,
+    /// Without query or fragment, no trailing slash (`""` for the root).
+    pub path: String,
+    /// The query string without its `?` (and without a fragment).
+    pub query: Option<String>,
+    /// Whether the URL has a `#fragment`.
+    pub fragment: bool,
+}
+
+/// An `http(s)://` URL split into its parts; `None` for anything else.
+pub fn split_url(url: &str) -> Option<UrlParts> {
+    let u = url.trim();
+    let scheme_len = if u.to_ascii_lowercase().starts_with("https://") {
+        8
+    } else if u.to_ascii_lowercase().starts_with("http://") {
+        7
+    } else {
+        return None;
+    };
+    let end = u.find(['?', '#']).unwrap_or(u.len());
+    let fragment = u.contains('#');
+    let query = u.find('?').map(|i| u[i + 1..u[i..].find('#').map_or(u.len(), |e| i + e)].to_owned());
+    let rest = &u[scheme_len..end];
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    Some(UrlParts {
+        origin: format!("{}{host}", &u[..scheme_len]),
+        host: host.to_ascii_lowercase(),
+        path: path.trim_end_matches('/').to_owned(),
+        query,
+        fragment,
+    })
+}
+
+/// The path segment that makes a URL a web page rather than an API (`console`, `index.html`,
+/// a last segment `chat`), lowercased.
+pub fn web_page_segment(path: &str) -> Option<String> {
+    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(str::to_ascii_lowercase).collect();
+    let last = segs.last()?;
+    if last == "chat" || [".html", ".htm", ".php", ".aspx"].iter().any(|x| last.ends_with(x)) {
+        return Some(last.clone());
+    }
+    segs.into_iter().find(|s| WEB_PAGES.contains(&s.as_str()))
+}
+
 /// Resolve a base URL (`http://host:8000/v1`, `https://api.anthropic.com`) or a full endpoint
 /// into the URL to POST to (warnings in English).
 pub fn resolve(input: &str, api: Api) -> Result<Resolved, EndpointError> {
@@ -336,6 +414,27 @@ pub fn synthetic_prompt(tokens: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base_urls_split_into_parts_and_web_pages_are_named() {
+        let u = split_url("HTTPS://TaoToken.net/console/?utm_source=a#top").unwrap();
+        assert_eq!(
+            u,
+            UrlParts {
+                origin: "HTTPS://TaoToken.net".to_owned(),
+                host: "taotoken.net".to_owned(),
+                path: "/console".to_owned(),
+                query: Some("utm_source=a".to_owned()),
+                fragment: true,
+            }
+        );
+        assert_eq!(split_url("http://h:8000").map(|u| u.path), Some(String::new()));
+        assert!(split_url("ftp://h/x").is_none());
+        assert_eq!(web_page_segment("/api/Dashboard/x").as_deref(), Some("dashboard"));
+        assert_eq!(web_page_segment("/index.html").as_deref(), Some("index.html"));
+        assert_eq!(web_page_segment("/v1/chat").as_deref(), Some("chat"));
+        assert_eq!(web_page_segment("/v1/chat/completions"), None);
+    }
 
     fn url(input: &str, api: Api) -> String {
         resolve(input, api).unwrap().url

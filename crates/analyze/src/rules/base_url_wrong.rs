@@ -6,7 +6,7 @@ use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::client_config::UrlSetting;
 use crate::report::{Class, EvidenceLine, Finding};
-use triage_base::endpoint::Api;
+use triage_base::endpoint::{Api, CLIENT_ENDPOINTS, UrlParts, split_url, tracking_params, web_page_segment};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
@@ -28,82 +28,8 @@ pub(crate) const RULE: Rule = Rule {
     check,
 };
 
-/// Path segments of web pages, not APIs (`chat` only as the last segment: `/chat/completions` is
-/// an endpoint).
-const WEB_PAGES: &[&str] = &[
-    "console",
-    "dashboard",
-    "playground",
-    "login",
-    "signin",
-    "signup",
-    "register",
-    "pricing",
-    "docs",
-    "doc",
-    "documentation",
-    "api-keys",
-    "apikeys",
-    "keys",
-    "settings",
-    "account",
-    "billing",
-    "coding-plan",
-    "home",
-];
-
-/// Endpoint paths a client appends itself.
-const ENDPOINTS: &[&str] = &["/chat/completions", "/completions", "/messages", "/responses", "/embeddings"];
-
-/// A URL split into what the checks need (lowercased).
-struct Url {
-    /// `https://host`
-    origin: String,
-    host: String,
-    /// Without query or fragment, no trailing slash (`""` for the root).
-    path: String,
-    query: Option<String>,
-    fragment: bool,
-}
-
-fn split(url: &str) -> Option<Url> {
-    let u = url.trim();
-    let scheme_len = if u.to_ascii_lowercase().starts_with("https://") {
-        8
-    } else if u.to_ascii_lowercase().starts_with("http://") {
-        7
-    } else {
-        return None;
-    };
-    let end = u.find(['?', '#']).unwrap_or(u.len());
-    let fragment = u.contains('#');
-    let query = u.find('?').map(|i| u[i + 1..u[i..].find('#').map_or(u.len(), |e| i + e)].to_owned());
-    let rest = &u[scheme_len..end];
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    Some(Url {
-        origin: format!("{}{host}", &u[..scheme_len]),
-        host: host.to_ascii_lowercase(),
-        path: path.trim_end_matches('/').to_owned(),
-        query,
-        fragment,
-    })
-}
-
-fn tracking_params(query: &str) -> Vec<String> {
-    triage_base::endpoint::tracking_params(query).into_iter().map(str::to_owned).collect()
-}
-
-fn web_segment(path: &str) -> Option<String> {
-    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(str::to_ascii_lowercase).collect();
-    let last = segs.last()?;
-    if last == "chat" || [".html", ".htm", ".php", ".aspx"].iter().any(|x| last.ends_with(x)) {
-        return Some(last.clone());
-    }
-    segs.into_iter().find(|s| WEB_PAGES.contains(&s.as_str()))
-}
-
 /// What is wrong with a base URL, with how strongly each problem alone suggests a 404.
-fn problems(u: &Url, api: Option<Api>, lang: Lang) -> Vec<(f64, String)> {
+fn problems(u: &UrlParts, api: Option<Api>, lang: Lang) -> Vec<(f64, String)> {
     let mut out = Vec::new();
     let path = u.path.to_ascii_lowercase();
     if let Some(q) = &u.query {
@@ -129,7 +55,7 @@ fn problems(u: &Url, api: Option<Api>, lang: Lang) -> Vec<(f64, String)> {
             .to_owned(),
         ));
     }
-    if let Some(seg) = web_segment(&path) {
+    if let Some(seg) = web_page_segment(&path) {
         out.push((
             0.6,
             lang.pick(
@@ -138,7 +64,7 @@ fn problems(u: &Url, api: Option<Api>, lang: Lang) -> Vec<(f64, String)> {
             ),
         ));
     }
-    if let Some(end) = ENDPOINTS.iter().find(|e| path.ends_with(*e)) {
+    if let Some(end) = CLIENT_ENDPOINTS.iter().find(|e| path.ends_with(*e)) {
         out.push((
             0.5,
             lang.pick(
@@ -189,17 +115,17 @@ fn problems(u: &Url, api: Option<Api>, lang: Lang) -> Vec<(f64, String)> {
 
 /// The bare API base to suggest: no query, no endpoint path, cut before a web page. `false` when
 /// a web page was cut off: then only the site is known, not where its API lives.
-fn suggest(u: &Url, api: Option<Api>) -> (String, bool) {
+fn suggest(u: &UrlParts, api: Option<Api>) -> (String, bool) {
     let mut path = u.path.clone();
     let lower = path.to_ascii_lowercase();
     let mut certain = true;
-    if let Some(seg) = web_segment(&lower)
+    if let Some(seg) = web_page_segment(&lower)
         && let Some(i) = lower.find(&format!("/{seg}"))
     {
         path.truncate(i);
         certain = false;
     }
-    for e in ENDPOINTS {
+    for e in CLIENT_ENDPOINTS {
         if path.to_ascii_lowercase().ends_with(e) {
             path.truncate(path.len() - e.len());
         }
@@ -260,7 +186,7 @@ fn judge_404(line: &str, lang: Lang) -> Option<(f64, String)> {
             ),
         ));
     }
-    if let Some(seg) = web_segment(&bare) {
+    if let Some(seg) = web_page_segment(&bare) {
         return Some((
             0.7,
             lang.pick(
@@ -316,7 +242,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             continue;
         }
         seen.push(&url.value);
-        let Some(u) = split(&url.value) else { continue };
+        let Some(u) = split_url(&url.value) else { continue };
         let found = problems(&u, *api, lang);
         let Some(strongest) = found.iter().map(|p| p.0).reduce(f64::max) else { continue };
         config = config.max(strongest);
@@ -522,13 +448,13 @@ mod tests {
 
     #[test]
     fn url_helpers() {
-        let u = split("https://taotoken.net/console?utm_source=a&x=1#top").unwrap();
+        let u = split_url("https://taotoken.net/console?utm_source=a&x=1#top").unwrap();
         assert_eq!((u.host.as_str(), u.path.as_str(), u.fragment), ("taotoken.net", "/console", true));
         assert_eq!(u.query.as_deref(), Some("utm_source=a&x=1"));
         assert_eq!(suggest(&u, None), ("https://taotoken.net".to_owned(), false));
-        let u = split("https://gw.example/api/v1/v1/messages").unwrap();
+        let u = split_url("https://gw.example/api/v1/v1/messages").unwrap();
         assert_eq!(suggest(&u, Some(Api::Anthropic)), ("https://gw.example/api".to_owned(), true));
-        assert!(split("taotoken.net/api").is_none());
+        assert!(split_url("taotoken.net/api").is_none());
         assert_eq!(request_of("x \"POST /v1/a?b=c HTTP/1.1\" 404"), Some(("POST", "/v1/a?b=c")));
         assert!(judge_404("\"GET / HTTP/1.1\" 404", Lang::En).is_none());
         assert!(judge_404("\"POST /v1/v1/messages HTTP/1.1\" 404", Lang::En).unwrap().0 >= 0.8);
