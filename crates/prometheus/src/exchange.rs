@@ -81,6 +81,11 @@ pub struct Exchange {
     stage: Stage,
     /// The engines' liveness matcher, asked after the range (step 4).
     live: Option<String>,
+    /// Engines the liveness matcher names: its answer may hold two series for each.
+    live_engines: usize,
+    /// The first instance alone was more than `max_series`, so which engines are read is known
+    /// only from the range answer: the liveness matcher is made from it.
+    live_from_range: bool,
     /// Series the range query is expected to answer (step 2's count).
     expected: usize,
     /// The raw slice's length (step 2) and its answer, merged into the range's (step 3).
@@ -116,6 +121,8 @@ impl Exchange {
             cut: Vec::new(),
             stage: Stage::Series,
             live: None,
+            live_engines: 0,
+            live_from_range: false,
             expected: 0,
             slice_s: 0.0,
             interval_s: None,
@@ -177,6 +184,9 @@ impl Exchange {
                 self.record(&expr, self.matrix.series.len());
                 let from_s = w.end_s - self.slice_s;
                 samples::merge(&mut self.matrix, std::mem::take(&mut self.samples), from_s);
+                if self.live_from_range {
+                    self.live_from_read();
+                }
                 let Some(live) = &self.live else { return Ok(None) };
                 let form = range_form(live, &w);
                 self.stage = Stage::Live;
@@ -184,7 +194,9 @@ impl Exchange {
             }
             Stage::Live => {
                 let m = &mut self.matrix;
-                let series_left = self.limits.max_series.saturating_sub(m.series.len());
+                // Two series per engine whatever the families took (`Limits::max_series`).
+                let series_left =
+                    self.limits.max_series.saturating_sub(m.series.len()).max(2 * self.live_engines);
                 let points_left = self.limits.max_points.saturating_sub(m.points);
                 let more = answer::matrix_from(status, body, secrets, series_left, points_left)?;
                 let n = more.series.len();
@@ -239,6 +251,7 @@ impl Exchange {
             // reader kept only those).
             let n: usize = sets.kept.iter().map(|(_, n, _)| n).sum();
             if sets.kept.is_empty() {
+                self.live_from_range = true;
                 self.cut.push(format!(
                     "{} series match; the first instance alone has more than --max-series {max_series}: the range answer is cut",
                     sets.total
@@ -263,7 +276,8 @@ impl Exchange {
         }
         // When each engine started and whether Prometheus reached it, for the engines read.
         // (The reader kept every instance when nothing was cut, the ones read when it was;
-        // in name order.) When the first instance alone is too many, none is known to be read.
+        // in name order.) When the first instance alone is too many, none is known to be read
+        // yet: the range answer says which.
         let engines: Vec<&str> = sets
             .kept
             .iter()
@@ -274,6 +288,7 @@ impl Exchange {
         if live.is_some() {
             expected += 2 * engines.len();
         }
+        self.live_engines = if live.is_some() { engines.len() } else { 0 };
         self.queries.push(QueryRecord {
             api: "/api/v1/series".into(),
             expr: self.matcher.clone(),
@@ -334,6 +349,23 @@ impl Exchange {
         self.cut.extend(note);
         self.window = w;
         Ok(Request { path: "/api/v1/query_range", form: range_form(&self.expr, &w), max_body: usize::MAX })
+    }
+
+    /// The liveness matcher for the engines the range answer holds (the instances of its engine
+    /// series), when the series count could not say which would be read.
+    fn live_from_read(&mut self) {
+        let mut engines: Vec<&str> = self
+            .matrix
+            .series
+            .iter()
+            .filter(|s| query::is_engine_metric(s.name()))
+            .filter_map(|s| s.labels.get("instance").map(String::as_str))
+            .filter(|i| !i.is_empty())
+            .collect();
+        triage_base::sort::sort(&mut engines);
+        engines.dedup();
+        self.live = query::liveness_matcher(&self.user, &engines);
+        self.live_engines = if self.live.is_some() { engines.len() } else { 0 };
     }
 
     /// The series read: the window's points, the recent slice's own samples in place of its
@@ -450,6 +482,42 @@ mod tests {
         assert_eq!(parse_step("2m").unwrap(), 120.0);
         assert_eq!(parse_step("30").unwrap(), 30.0);
         assert!(parse_step("0s").is_err() && parse_step("5y").is_err() && parse_step("").is_err());
+    }
+
+    /// The first instance alone is more than `--max-series`: which engines are read is known only
+    /// from the range answer, and their liveness is asked for all the same (two series each,
+    /// beyond the families' bound), so a restart or an unreachable target is still told apart.
+    #[test]
+    fn liveness_of_an_instance_larger_than_the_bound() {
+        let w = Window { start_s: 1000.0, end_s: 4600.0, step_s: 15.0 };
+        let limits = Limits { max_series: 2, max_points: 2_000_000 };
+        let (mut ex, _) = Exchange::start("http://p", "", w, limits).unwrap();
+        let s = Secrets::new();
+        let sets = br#"{"status":"success","data":[
+            {"__name__":"vllm:num_requests_waiting","instance":"a:8000"},
+            {"__name__":"vllm:num_requests_running","instance":"a:8000"},
+            {"__name__":"vllm:gpu_cache_usage_perc","instance":"a:8000"}]}"#;
+        let raw = ex.answered(200, sets, &s).unwrap().unwrap();
+        assert_eq!(raw.path, "/api/v1/query");
+        assert!(ex.cut[0].contains("the first instance alone"), "{:?}", ex.cut);
+        let samples = br#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#;
+        let range_req = ex.answered(200, samples, &s).unwrap().unwrap();
+        assert_eq!(range_req.path, "/api/v1/query_range");
+        let range = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"__name__":"vllm:num_requests_running","instance":"a:8000"},"values":[[1000,"1"],[4600,"1"]]},
+            {"metric":{"__name__":"vllm:num_requests_waiting","instance":"a:8000"},"values":[[1000,"0"],[4600,"9"]]},
+            {"metric":{"__name__":"vllm:gpu_cache_usage_perc","instance":"a:8000"},"values":[[1000,"0.5"],[4600,"0.9"]]}]}}"#;
+        let live = ex.answered(200, range, &s).unwrap().expect("the liveness of the engine read");
+        assert!(live.form.contains("up%7Cprocess_start_time_seconds"), "{}", live.form);
+        assert!(live.form.contains("instance%3D~%22a%3A8000%22"), "{}", live.form);
+        assert_eq!(ex.matrix.series.len(), 2);
+        let up = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"__name__":"process_start_time_seconds","instance":"a:8000"},"values":[[1000,"900"],[4600,"900"]]},
+            {"metric":{"__name__":"up","instance":"a:8000"},"values":[[1000,"1"],[4600,"1"]]}]}}"#;
+        assert_eq!(ex.answered(200, up, &s).unwrap(), None);
+        let names: Vec<&str> = ex.matrix.series.iter().map(answer::RangeSeries::name).collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert!(names.contains(&"up") && names.contains(&"process_start_time_seconds"), "{names:?}");
     }
 
     #[test]

@@ -89,7 +89,8 @@ impl PromError {
 /// Bounds on what is read from the server.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Limits {
-    /// Most series read; the rest are dropped and named in `cut`.
+    /// Most series of the families read; the rest are dropped and named in `cut`. The engines'
+    /// liveness (`up`, `process_start_time_seconds`) adds at most two series per engine read.
     pub max_series: usize,
     /// Most points read over all series; past it the step is widened or series dropped.
     pub max_points: u64,
