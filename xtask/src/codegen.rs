@@ -188,7 +188,11 @@ fn render(table: &Table) -> String {
             Item::Signal { id, needles, rules, next } => {
                 imports.extend(needles.iter().filter_map(|n| constant(n)).map(str::to_owned));
                 imports.extend(
-                    rules.iter().filter(|r| !r.starts_with('@')).map(|r| rule(r)).filter(|r| !r.starts_with("RuleId::")),
+                    rules
+                        .iter()
+                        .filter(|r| !r.starts_with('@'))
+                        .map(|r| rule(r))
+                        .filter(|r| !r.starts_with("RuleId::")),
                 );
                 let (n, r) = (needles_expr(needles), rules_expr(rules));
                 match next {
