@@ -216,7 +216,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyzed, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -224,18 +224,18 @@ mod tests {
 
     #[test]
     fn fires_on_a_full_reservation_and_a_moderate_request() {
-        let report = analyzed(&[("oom", PEAK)]);
+        let report = case(&[("oom", PEAK)]).en;
         assert_eq!(report.findings[0].rule, RuleId::ActivationPeak, "{:?}", report.findings);
-        let f = snapshot(&[("oom", PEAK)], RuleId::ActivationPeak, "full_reservation").unwrap();
+        let f = case(&[("oom", PEAK)]).snapshot(RuleId::ActivationPeak, "full_reservation").unwrap();
         assert!(f.summary.contains("95 % of its 79.15 GiB"), "{}", f.summary);
     }
 
     #[test]
     fn engine_settings_raise_it() {
         let args = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'enable_chunked_prefill': False, 'max_num_batched_tokens': 32768}\n";
-        let f =
-            snapshot(&[("vllm.log", args), ("oom", PEAK)], RuleId::ActivationPeak, "with_engine_settings")
-                .unwrap();
+        let f = case(&[("vllm.log", args), ("oom", PEAK)])
+            .snapshot(RuleId::ActivationPeak, "with_engine_settings")
+            .unwrap();
         assert!(
             f.summary.contains("chunked prefill is off and max_num_batched_tokens is 32768"),
             "{}",
@@ -247,18 +247,18 @@ mod tests {
     #[test]
     fn an_oom_without_figures_is_never_healthy() {
         let bare = [("oom", "RuntimeError: CUDA error: out of memory\n")];
-        let report = analyzed(&bare);
+        let report = case(&bare).en;
         assert_eq!(report.verdict, crate::report::Verdict::Oom);
         assert_eq!(report.findings[0].rule, RuleId::ActivationPeak);
-        snapshot(&bare, RuleId::ActivationPeak, "oom_without_figures").unwrap();
+        case(&bare).snapshot(RuleId::ActivationPeak, "oom_without_figures").unwrap();
     }
 
     #[test]
     fn quiet_when_a_more_specific_cause_explains_it() {
         let h200 = fixture!("oom/h200_200gib.txt");
-        assert!(snapshot(&[("oom", h200)], RuleId::ActivationPeak, "quiet_input_too_long").is_none());
+        assert!(case(&[("oom", h200)]).snapshot(RuleId::ActivationPeak, "quiet_input_too_long").is_none());
         let fragmented = PEAK.replace("420.00 MiB is reserved", "8.40 GiB is reserved");
-        assert!(snapshot(&[("oom", &fragmented)], RuleId::ActivationPeak, "quiet_fragmented").is_none());
+        assert!(case(&[("oom", &fragmented)]).snapshot(RuleId::ActivationPeak, "quiet_fragmented").is_none());
     }
 
     crate::rules::snapshots! {

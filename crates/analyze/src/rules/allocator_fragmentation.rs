@@ -87,39 +87,42 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyzed, fired, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
     #[test]
     fn fires_on_the_briefs_example() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.91 GiB memory in use. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n";
-        let report = analyzed(&[("oom", oom)]);
+        let report = case(&[("oom", oom)]).en;
         assert_eq!(report.findings[0].rule, RuleId::AllocatorFragmentation, "{:?}", report.findings);
-        let f = snapshot(&[("oom", oom)], RuleId::AllocatorFragmentation, "briefs_example").unwrap();
+        let f = case(&[("oom", oom)]).snapshot(RuleId::AllocatorFragmentation, "briefs_example").unwrap();
         assert!(
             f.summary.starts_with("6.50 GiB is reserved by PyTorch but unallocated on GPU 0"),
             "{}",
             f.summary
         );
         // Process 1234 is the failing process itself (older PyTorch named it by pid).
-        assert!(fired(&[("oom", oom)], RuleId::ColocatedProcess).is_none());
+        assert!(case(&[("oom", oom)]).fired(RuleId::ColocatedProcess).is_none());
     }
 
     #[test]
     fn fires_on_the_older_format() {
         let oom = "RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 39.59 GiB total capacity; 30.10 GiB already allocated; 512.00 MiB free; 37.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.\n";
-        let f = snapshot(&[("oom", oom)], RuleId::AllocatorFragmentation, "older_format").unwrap();
+        let f = case(&[("oom", oom)]).snapshot(RuleId::AllocatorFragmentation, "older_format").unwrap();
         assert!(f.summary.starts_with("7.40 GiB is reserved"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_when_little_is_reserved() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free. Including non-PyTorch memory, this process has 77.91 GiB memory in use. Of the allocated memory 76.00 GiB is allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.\n";
-        assert!(snapshot(&[("oom", oom)], RuleId::AllocatorFragmentation, "quiet_little_reserved").is_none());
+        assert!(
+            case(&[("oom", oom)]).snapshot(RuleId::AllocatorFragmentation, "quiet_little_reserved").is_none()
+        );
         let h200 = fixture!("oom/h200_200gib.txt");
         assert!(
-            snapshot(&[("oom", h200)], RuleId::AllocatorFragmentation, "quiet_when_little_is_reserved")
+            case(&[("oom", h200)])
+                .snapshot(RuleId::AllocatorFragmentation, "quiet_when_little_is_reserved")
                 .is_none()
         );
     }

@@ -342,7 +342,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{fired, snapshot};
+    use super::super::case;
     use super::*;
     use crate::testutil::fixture;
 
@@ -352,12 +352,9 @@ mod tests {
 
     #[test]
     fn fires_on_tracking_parameters_and_more_with_a_404() {
-        let f = snapshot(
-            &[("settings.json", SETTINGS_UTM)],
-            RuleId::BaseUrlWrong,
-            "fires_on_tracking_parameters_and_more_with_a_404",
-        )
-        .unwrap();
+        let f = case(&[("settings.json", SETTINGS_UTM)])
+            .snapshot(RuleId::BaseUrlWrong, "fires_on_tracking_parameters_and_more_with_a_404")
+            .unwrap();
         assert!((0.55..0.7).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("utm_source, utm_medium"), "{}", f.summary);
         assert!(f.summary.contains("model unavailable"));
@@ -366,20 +363,14 @@ mod tests {
         assert!(!format!("{f:?}").contains("sk-ant"), "a key leaked");
 
         let access = "INFO:     10.1.2.3:5122 - \"POST /api/v1/messages?utm_source=blog&utm_medium=csdn HTTP/1.1\" 404 Not Found\n";
-        let f = snapshot(
-            &[("settings.json", SETTINGS_UTM), ("api.log", access)],
-            RuleId::BaseUrlWrong,
-            "fires_on_tracking_parameters_and_more_with_a_404_2",
-        )
-        .unwrap();
+        let f = case(&[("settings.json", SETTINGS_UTM), ("api.log", access)])
+            .snapshot(RuleId::BaseUrlWrong, "fires_on_tracking_parameters_and_more_with_a_404_2")
+            .unwrap();
         assert!(f.confidence >= 0.9, "{}", f.confidence);
         assert_eq!(f.evidence.len(), 2);
-        let f = snapshot(
-            &[("api.log", access)],
-            RuleId::BaseUrlWrong,
-            "fires_on_tracking_parameters_and_more_with_a_404_3",
-        )
-        .unwrap();
+        let f = case(&[("api.log", access)])
+            .snapshot(RuleId::BaseUrlWrong, "fires_on_tracking_parameters_and_more_with_a_404_3")
+            .unwrap();
         assert!(f.confidence >= 0.85, "{}", f.confidence);
     }
 
@@ -395,54 +386,44 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            let case = format!("web_page_or_endpoint_{i}");
-            let f = snapshot(&[("env", url)], RuleId::BaseUrlWrong, &case).unwrap_or_else(|| panic!("{url}"));
+            let name = format!("web_page_or_endpoint_{i}");
+            let f = case(&[("env", url)])
+                .snapshot(RuleId::BaseUrlWrong, &name)
+                .unwrap_or_else(|| panic!("{url}"));
             assert!(f.summary.contains(want), "{url}: {}", f.summary);
         }
-        let f = snapshot(
-            &[("env", "export OPENAI_BASE_URL=http://gw:8000/v1/chat/completions\n")],
-            RuleId::BaseUrlWrong,
-            "fires_on_web_pages_endpoints_and_doubled_v1_2",
-        )
-        .unwrap();
+        let f = case(&[("env", "export OPENAI_BASE_URL=http://gw:8000/v1/chat/completions\n")])
+            .snapshot(RuleId::BaseUrlWrong, "fires_on_web_pages_endpoints_and_doubled_v1_2")
+            .unwrap();
         assert!(f.remediation[0].contains("http://gw:8000/v1 "), "{:?}", f.remediation);
     }
 
     #[test]
     fn quiet_on_the_articles_own_configs_and_plain_404s() {
         assert!(
-            snapshot(
-                &[("settings.json", ARTICLE_SETTINGS)],
-                RuleId::BaseUrlWrong,
-                "quiet_on_the_articles_own_configs_and_plain_404s"
-            )
-            .is_none()
+            case(&[("settings.json", ARTICLE_SETTINGS)])
+                .snapshot(RuleId::BaseUrlWrong, "quiet_on_the_articles_own_configs_and_plain_404s")
+                .is_none()
         );
         assert!(
-            snapshot(
-                &[("config.toml", ARTICLE_TOML)],
-                RuleId::BaseUrlWrong,
-                "quiet_on_the_articles_own_configs_and_plain_404s_2"
-            )
-            .is_none()
+            case(&[("config.toml", ARTICLE_TOML)])
+                .snapshot(RuleId::BaseUrlWrong, "quiet_on_the_articles_own_configs_and_plain_404s_2")
+                .is_none()
         );
         for ok in [
             "export ANTHROPIC_BASE_URL=https://api.anthropic.com\n",
             "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n",
             "export OPENAI_BASE_URL=https://open.bigmodel.cn/api/paas/v4\n",
         ] {
-            assert!(fired(&[("env", ok)], RuleId::BaseUrlWrong).is_none(), "{ok}");
+            assert!(case(&[("env", ok)]).fired(RuleId::BaseUrlWrong).is_none(), "{ok}");
         }
         // A 404 on a valid path is vLLM's answer to an unknown model name, and browsers' GET / is
         // noise.
         let log = "INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 404 Not Found\nINFO:     1.2.3.4:1 - \"GET /favicon.ico HTTP/1.1\" 404 Not Found\n";
         assert!(
-            snapshot(
-                &[("api.log", log)],
-                RuleId::BaseUrlWrong,
-                "quiet_on_the_articles_own_configs_and_plain_404s_4"
-            )
-            .is_none()
+            case(&[("api.log", log)])
+                .snapshot(RuleId::BaseUrlWrong, "quiet_on_the_articles_own_configs_and_plain_404s_4")
+                .is_none()
         );
     }
 

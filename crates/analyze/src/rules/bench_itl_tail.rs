@@ -84,21 +84,23 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     const RUN: &str = "============ Serving Benchmark Result ============\nSuccessful requests:                     1000\nRequest throughput (req/s):              8.30\n---------------Inter-token Latency----------------\nMean ITL (ms):                           31.02\nMedian ITL (ms):                         21.30\nP99 ITL (ms):                            412.77\n==================================================\n";
 
     #[test]
     fn fires_on_a_gap_tail() {
-        let f = snapshot(&[("bench.txt", RUN)], RuleId::BenchItlTail, "fires_on_a_gap_tail").unwrap();
+        let f = case(&[("bench.txt", RUN)]).snapshot(RuleId::BenchItlTail, "fires_on_a_gap_tail").unwrap();
         assert!(f.summary.contains("413 ms"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_on_steady_decoding() {
         let ok = RUN.replace("412.77", "48.10");
-        assert!(snapshot(&[("bench.txt", &ok)], RuleId::BenchItlTail, "quiet_on_steady_decoding").is_none());
+        assert!(
+            case(&[("bench.txt", &ok)]).snapshot(RuleId::BenchItlTail, "quiet_on_steady_decoding").is_none()
+        );
     }
 
     crate::rules::snapshots! {

@@ -86,26 +86,25 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     const RUN: &str = "Traffic request rate: 40.0\n============ Serving Benchmark Result ============\nSuccessful requests:                     2400\nRequest throughput (req/s):              11.21\n---------------Time to First Token----------------\nMean TTFT (ms):                          14230.66\nMedian TTFT (ms):                        14012.35\nP99 TTFT (ms):                           29488.10\n==================================================\n";
 
     #[test]
     fn fires_when_the_rate_is_above_the_throughput() {
-        let f = snapshot(
-            &[("bench.txt", RUN)],
-            RuleId::BenchOverloaded,
-            "fires_when_the_rate_is_above_the_throughput",
-        )
-        .unwrap();
+        let f = case(&[("bench.txt", RUN)])
+            .snapshot(RuleId::BenchOverloaded, "fires_when_the_rate_is_above_the_throughput")
+            .unwrap();
         assert!(f.summary.contains("40.0"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_below_capacity() {
         let ok = RUN.replace("Traffic request rate: 40.0", "Traffic request rate: 10.0");
-        assert!(snapshot(&[("bench.txt", &ok)], RuleId::BenchOverloaded, "quiet_below_capacity").is_none());
+        assert!(
+            case(&[("bench.txt", &ok)]).snapshot(RuleId::BenchOverloaded, "quiet_below_capacity").is_none()
+        );
     }
 
     crate::rules::snapshots! {

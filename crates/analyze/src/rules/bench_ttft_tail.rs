@@ -101,16 +101,16 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     const TAIL: &str = "============ Serving Benchmark Result ============\nSuccessful requests:                     1000\nBenchmark duration (s):                  120.5\nRequest throughput (req/s):              8.30\n---------------Time to First Token----------------\nMean TTFT (ms):                          2930.11\nMedian TTFT (ms):                        612.40\nP99 TTFT (ms):                           22481.93\n==================================================\n";
 
     #[test]
     fn fires_on_a_tail_far_above_the_median() {
-        let f =
-            snapshot(&[("bench.txt", TAIL)], RuleId::BenchTtftTail, "fires_on_a_tail_far_above_the_median")
-                .unwrap();
+        let f = case(&[("bench.txt", TAIL)])
+            .snapshot(RuleId::BenchTtftTail, "fires_on_a_tail_far_above_the_median")
+            .unwrap();
         assert!(f.summary.contains("22482 ms"), "{}", f.summary);
         assert_eq!(f.evidence.len(), 2);
     }
@@ -118,7 +118,9 @@ mod tests {
     #[test]
     fn quiet_on_a_modest_tail() {
         let ok = TAIL.replace("22481.93", "1410.00").replace("2930.11", "700.0");
-        assert!(snapshot(&[("bench.txt", &ok)], RuleId::BenchTtftTail, "quiet_on_a_modest_tail").is_none());
+        assert!(
+            case(&[("bench.txt", &ok)]).snapshot(RuleId::BenchTtftTail, "quiet_on_a_modest_tail").is_none()
+        );
     }
 
     #[test]

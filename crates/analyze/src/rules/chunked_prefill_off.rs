@@ -85,14 +85,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_logged_argument() {
         let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'm', 'enable_chunked_prefill': False, 'max_model_len': 32768}\n";
-        let f =
-            snapshot(&[("vllm.log", log)], RuleId::ChunkedPrefillOff, "fires_on_logged_argument").unwrap();
+        let f = case(&[("vllm.log", log)])
+            .snapshot(RuleId::ChunkedPrefillOff, "fires_on_logged_argument")
+            .unwrap();
         assert!(f.summary.contains("32768"));
         assert_eq!(f.evidence[0].line, 1);
     }
@@ -100,6 +101,8 @@ mod tests {
     #[test]
     fn quiet_when_enabled() {
         let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'm', 'enable_chunked_prefill': True}\n";
-        assert!(snapshot(&[("vllm.log", log)], RuleId::ChunkedPrefillOff, "quiet_when_enabled").is_none());
+        assert!(
+            case(&[("vllm.log", log)]).snapshot(RuleId::ChunkedPrefillOff, "quiet_when_enabled").is_none()
+        );
     }
 }

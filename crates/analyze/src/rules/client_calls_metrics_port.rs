@@ -79,7 +79,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{fired, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
 
     const SERVER: &str = "I1118 07:23:26.676895 28532 grpc_server.cc:2451] Started GRPCInferenceService at 0.0.0.0:8001\nI1118 07:23:26.677120 28532 http_server.cc:3558] Started HTTPService at 0.0.0.0:8000\nI1118 07:23:26.732376 28532 http_server.cc:187] Started Metrics Service at 0.0.0.0:8002\n";
@@ -87,12 +87,9 @@ mod tests {
     #[test]
     fn fires_when_the_client_calls_the_metrics_port() {
         let client = "$ python client.py --protocol grpc -u localhost:8002\nTraceback (most recent call last):\n  File \"client.py\", line 3, in <module>\ntritonclient.utils.InferenceServerException: [StatusCode.UNAVAILABLE] failed to connect to all addresses\n";
-        let f = snapshot(
-            &[("server.log", SERVER), ("client.txt", client)],
-            RuleId::ClientCallsMetricsPort,
-            "grpc",
-        )
-        .unwrap();
+        let f = case(&[("server.log", SERVER), ("client.txt", client)])
+            .snapshot(RuleId::ClientCallsMetricsPort, "grpc")
+            .unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
@@ -100,7 +97,8 @@ mod tests {
     fn quiet_when_the_client_calls_an_inference_port() {
         let client = "$ python client.py --protocol grpc -u localhost:8001\n";
         assert!(
-            fired(&[("server.log", SERVER), ("client.txt", client)], RuleId::ClientCallsMetricsPort)
+            case(&[("server.log", SERVER), ("client.txt", client)])
+                .fired(RuleId::ClientCallsMetricsPort)
                 .is_none()
         );
     }

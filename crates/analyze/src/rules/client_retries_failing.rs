@@ -94,18 +94,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_retries_that_cannot_connect() {
         let log = "INFO:openai._base_client:Retrying request to /chat/completions in 0.432 seconds\nINFO:openai._base_client:Retrying request to /chat/completions in 0.891 seconds\nopenai.APIConnectionError: Connection error.\n";
-        let f = snapshot(
-            &[("client.log", log)],
-            RuleId::ClientRetriesFailing,
-            "fires_on_retries_that_cannot_connect",
-        )
-        .unwrap();
+        let f = case(&[("client.log", log)])
+            .snapshot(RuleId::ClientRetriesFailing, "fires_on_retries_that_cannot_connect")
+            .unwrap();
         assert_eq!(f.evidence.len(), 3);
     }
 
@@ -113,12 +110,9 @@ mod tests {
     fn retries_of_a_busy_server_are_not_its() {
         let log = "INFO:openai._base_client:Retrying request to /chat/completions in 0.432 seconds\nopenai.RateLimitError: Error code: 429\n";
         assert!(
-            snapshot(
-                &[("client.log", log)],
-                RuleId::ClientRetriesFailing,
-                "retries_of_a_busy_server_are_not_its"
-            )
-            .is_none()
+            case(&[("client.log", log)])
+                .snapshot(RuleId::ClientRetriesFailing, "retries_of_a_busy_server_are_not_its")
+                .is_none()
         );
     }
 

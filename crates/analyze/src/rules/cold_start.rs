@@ -280,19 +280,20 @@ fn first_request_outlier(f: &Facts) -> Option<(f64, f64, Vec<crate::report::Evid
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_first_request_ten_times_the_rest() {
         let timings = "first call\nResponse time: 24.1\nsecond call\nResponse time: 0.91\nthird call\nResponse time: 0.87\n";
-        let f = snapshot(&[("client.txt", timings)], RuleId::ColdStart, "first_request_outlier").unwrap();
+        let f =
+            case(&[("client.txt", timings)]).snapshot(RuleId::ColdStart, "first_request_outlier").unwrap();
         assert_eq!((f.evidence[0].line, f.evidence[1].line), (2, 4));
         // Requests alike, or a first one slower but below the TTFT target: no warm-up to blame.
         let alike = "Response time: 2.4\nResponse time: 2.1\nResponse time: 2.2\n";
-        assert!(super::super::fired(&[("client.txt", alike)], RuleId::ColdStart).is_none());
+        assert!(case(&[("client.txt", alike)]).fired(RuleId::ColdStart).is_none());
         let quick = "Response time: 1.5\nResponse time: 0.1\nResponse time: 0.1\n";
-        assert!(super::super::fired(&[("client.txt", quick)], RuleId::ColdStart).is_none());
+        assert!(case(&[("client.txt", quick)]).fired(RuleId::ColdStart).is_none());
     }
 
     #[test]
@@ -305,7 +306,8 @@ mod tests {
                 )
             })
             .collect();
-        let f = snapshot(&[("req.jsonl", &log)], RuleId::ColdStart, "fires_on_slow_first_requests").unwrap();
+        let f =
+            case(&[("req.jsonl", &log)]).snapshot(RuleId::ColdStart, "fires_on_slow_first_requests").unwrap();
         assert!(f.summary.contains("7500 ms"), "{}", f.summary);
     }
 
@@ -313,19 +315,18 @@ mod tests {
     fn quiet_on_steady_traffic() {
         let log: String =
             (0..40).map(|i| format!("{{\"enqueue_time\":{i},\"first_token_time\":{}.25}}\n", i)).collect();
-        assert!(snapshot(&[("req.jsonl", &log)], RuleId::ColdStart, "quiet_on_steady_traffic").is_none());
+        assert!(
+            case(&[("req.jsonl", &log)]).snapshot(RuleId::ColdStart, "quiet_on_steady_traffic").is_none()
+        );
     }
 
     #[test]
     fn a_start_up_in_the_log_alone_is_not_a_cold_start() {
         let log = "INFO 11-29 10:00:00 [gpu_model_runner.py:1] Model loading took 14.99 GiB and 32.1 seconds\nINFO 11-29 10:01:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 150.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n";
         assert!(
-            snapshot(
-                &[("vllm.log", log)],
-                RuleId::ColdStart,
-                "a_start_up_in_the_log_alone_is_not_a_cold_start"
-            )
-            .is_none()
+            case(&[("vllm.log", log)])
+                .snapshot(RuleId::ColdStart, "a_start_up_in_the_log_alone_is_not_a_cold_start")
+                .is_none()
         );
     }
 
@@ -343,16 +344,13 @@ mod tests {
                 "# TYPE up gauge\nup 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"0.25\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"40.0\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"80.0\"}} 0 1796394257000\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} 0 1796394257000\nprocess_start_time_seconds {started} 1796394257000\nup 1 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"0.25\"}} 600 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"40.0\"}} 610 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"80.0\"}} 700 1796394497000\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} 700 1796394497000\nprocess_start_time_seconds {started} 1796394497000\n"
             )
         };
-        let f = snapshot(
-            &[("metrics", &scrapes(1_796_394_257.0))],
-            RuleId::ColdStart,
-            "start_in_the_window_from_metrics",
-        )
-        .unwrap();
+        let f = case(&[("metrics", &scrapes(1_796_394_257.0))])
+            .snapshot(RuleId::ColdStart, "start_in_the_window_from_metrics")
+            .unwrap();
         assert_eq!(f.evidence.len(), 2, "{:?}", f.evidence);
         assert!(f.evidence[0].text.starts_with("process_start_time_seconds"), "{:?}", f.evidence);
         let days_ago = scrapes(1_796_135_057.0);
-        let quiet = snapshot(&[("metrics", &days_ago)], RuleId::ColdStart, "quiet_started_days_ago");
+        let quiet = case(&[("metrics", &days_ago)]).snapshot(RuleId::ColdStart, "quiet_started_days_ago");
         assert!(quiet.is_none());
     }
 }

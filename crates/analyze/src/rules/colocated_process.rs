@@ -208,7 +208,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyzed, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -216,9 +216,10 @@ mod tests {
 
     #[test]
     fn fires_on_another_process_in_the_oom() {
-        let report = analyzed(&[("oom", NEWER)]);
+        let report = case(&[("oom", NEWER)]).en;
         assert_eq!(report.findings[0].rule, RuleId::ColocatedProcess, "{:?}", report.findings);
-        let f = snapshot(&[("oom", NEWER)], RuleId::ColocatedProcess, "another_process_in_the_oom").unwrap();
+        let f =
+            case(&[("oom", NEWER)]).snapshot(RuleId::ColocatedProcess, "another_process_in_the_oom").unwrap();
         assert!(f.summary.contains("process 4121 holds 38.00 GiB (48 % of 79.15 GiB)"), "{}", f.summary);
     }
 
@@ -228,16 +229,14 @@ mod tests {
             "|    0   N/A  N/A             428      C   python3                                1130MiB |",
             "|    0   N/A  N/A             428      C   python3                               70130MiB |\n|    0   N/A  N/A             977      C   python3                               64002MiB |",
         );
-        let f = snapshot(
-            &[("smi", &smi), ("oom", "RuntimeError: CUDA error: out of memory\n")],
-            RuleId::ColocatedProcess,
-            "two_big_processes_and_an_oom",
-        )
-        .unwrap();
+        let f = case(&[("smi", &smi), ("oom", "RuntimeError: CUDA error: out of memory\n")])
+            .snapshot(RuleId::ColocatedProcess, "two_big_processes_and_an_oom")
+            .unwrap();
         assert!(f.summary.contains("2 processes on GPU 0"), "{}", f.summary);
         // Without the OOM, and with the GPU far from full, sharing alone is no finding.
         assert!(
-            snapshot(&[("smi", &smi)], RuleId::ColocatedProcess, "quiet_two_big_processes_without_an_oom")
+            case(&[("smi", &smi)])
+                .snapshot(RuleId::ColocatedProcess, "quiet_two_big_processes_without_an_oom")
                 .is_none()
         );
     }
@@ -245,16 +244,21 @@ mod tests {
     #[test]
     fn fires_on_vllm_free_memory_less_than_desired() {
         let log = "ValueError: Free memory on device (10.5/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n";
-        snapshot(&[("vllm.log", log)], RuleId::ColocatedProcess, "vllm_free_memory_less_than_desired")
+        case(&[("vllm.log", log)])
+            .snapshot(RuleId::ColocatedProcess, "vllm_free_memory_less_than_desired")
             .unwrap();
     }
 
     #[test]
     fn quiet_on_a_lone_process() {
         let h200 = fixture!("oom/h200_200gib.txt");
-        assert!(snapshot(&[("oom", h200)], RuleId::ColocatedProcess, "quiet_lone_process_oom").is_none());
+        assert!(
+            case(&[("oom", h200)]).snapshot(RuleId::ColocatedProcess, "quiet_lone_process_oom").is_none()
+        );
         let smi = fixture!("smi/smi_power_capped.txt");
-        assert!(snapshot(&[("smi", smi)], RuleId::ColocatedProcess, "quiet_on_a_lone_process").is_none());
+        assert!(
+            case(&[("smi", smi)]).snapshot(RuleId::ColocatedProcess, "quiet_on_a_lone_process").is_none()
+        );
     }
 
     crate::rules::snapshots! {

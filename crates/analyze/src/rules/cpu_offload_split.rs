@@ -94,7 +94,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use super::split;
     use crate::rules::RuleId;
 
@@ -115,20 +115,14 @@ mod tests {
 
     #[test]
     fn fires_on_a_partial_offload_only() {
-        let f = snapshot(
-            &[("ollama.log", "load_tensors: offloaded 27/81 layers to GPU\n")],
-            RuleId::CpuOffloadSplit,
-            "fires_on_a_partial_offload_only",
-        )
-        .expect("27 of 81 layers");
+        let f = case(&[("ollama.log", "load_tensors: offloaded 27/81 layers to GPU\n")])
+            .snapshot(RuleId::CpuOffloadSplit, "fires_on_a_partial_offload_only")
+            .expect("27 of 81 layers");
         assert!(f.summary.contains("27 of 81"), "{}", f.summary);
         assert!(
-            snapshot(
-                &[("ollama.log", "load_tensors: offloaded 81/81 layers to GPU\n")],
-                RuleId::CpuOffloadSplit,
-                "quiet_on_a_full_offload"
-            )
-            .is_none()
+            case(&[("ollama.log", "load_tensors: offloaded 81/81 layers to GPU\n")])
+                .snapshot(RuleId::CpuOffloadSplit, "quiet_on_a_full_offload")
+                .is_none()
         );
     }
 

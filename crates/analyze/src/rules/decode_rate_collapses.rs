@@ -158,7 +158,7 @@ fn tg_partner(table: &[&Row], tg: &Row) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -166,20 +166,23 @@ mod tests {
 
     #[test]
     fn fires_on_tg_far_below_bandwidth() {
-        snapshot(&[("bench.md", fixture!("tables/llama_bench_tg_collapse.md"))], RULE, "tg_collapse")
+        case(&[("bench.md", fixture!("tables/llama_bench_tg_collapse.md"))])
+            .snapshot(RULE, "tg_collapse")
             .unwrap();
     }
 
     #[test]
     fn fires_on_rate_falling_with_context() {
-        snapshot(&[("sheet.txt", fixture!("tables/rate_by_prompt_length.txt"))], RULE, "rate_by_context")
+        case(&[("sheet.txt", fixture!("tables/rate_by_prompt_length.txt"))])
+            .snapshot(RULE, "rate_by_context")
             .unwrap();
     }
 
     #[test]
     fn quiet_on_healthy_llama_bench() {
         assert!(
-            snapshot(&[("bench.md", fixture!("tables/llama_bench_healthy.md"))], RULE, "quiet_llama_bench")
+            case(&[("bench.md", fixture!("tables/llama_bench_healthy.md"))])
+                .snapshot(RULE, "quiet_llama_bench")
                 .is_none()
         );
     }

@@ -101,7 +101,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     fn batch(rank: u32, running: u32, tokens: u32, tps: f64) -> String {
@@ -121,7 +121,7 @@ mod tests {
             batch(5, 16, 36500, 99.0),
         ]
         .concat();
-        let f = snapshot(&[("sglang.log", &log)], RuleId::DecodeSlowerAtSameLoad, "halves").unwrap();
+        let f = case(&[("sglang.log", &log)]).snapshot(RuleId::DecodeSlowerAtSameLoad, "halves").unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
@@ -130,11 +130,13 @@ mod tests {
         // ±10 % noise.
         let noise: String =
             (0..8).map(|i| batch(i, 16, 40000 + i * 100, 200.0 + f64::from(i % 3) * 10.0)).collect();
-        assert!(snapshot(&[("sglang.log", &noise)], RuleId::DecodeSlowerAtSameLoad, "noise").is_none());
+        assert!(case(&[("sglang.log", &noise)]).snapshot(RuleId::DecodeSlowerAtSameLoad, "noise").is_none());
         // Slower because the context grew (another rule's finding): not the same work.
         let grows: String = (0..8).map(|i| batch(0, 16, 20000 * (i + 1), 300.0 / f64::from(i + 1))).collect();
         assert!(
-            snapshot(&[("sglang.log", &grows)], RuleId::DecodeSlowerAtSameLoad, "context_grows").is_none()
+            case(&[("sglang.log", &grows)])
+                .snapshot(RuleId::DecodeSlowerAtSameLoad, "context_grows")
+                .is_none()
         );
     }
 }

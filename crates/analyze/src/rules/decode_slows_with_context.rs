@@ -172,7 +172,7 @@ fn slowing<'a, 'b>(points: &'b [Point<'a>]) -> Option<(&'b Point<'a>, &'b Point<
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     fn log(tokens_and_tps: &[(u32, f64)]) -> String {
@@ -186,12 +186,9 @@ mod tests {
     #[test]
     fn fires_when_tokens_grow_and_speed_falls() {
         let l = log(&[(41000, 2950.0), (92200, 2341.0), (194600, 1657.0), (373800, 1096.0)]);
-        let f = snapshot(
-            &[("sglang.log", &l)],
-            RuleId::DecodeSlowsWithContext,
-            "fires_when_tokens_grow_and_speed_falls",
-        )
-        .unwrap();
+        let f = case(&[("sglang.log", &l)])
+            .snapshot(RuleId::DecodeSlowsWithContext, "fires_when_tokens_grow_and_speed_falls")
+            .unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
@@ -199,7 +196,8 @@ mod tests {
     fn quiet_when_speed_holds() {
         let l = log(&[(41000, 2950.0), (92200, 2900.0), (194600, 2850.0), (373800, 2800.0)]);
         assert!(
-            snapshot(&[("sglang.log", &l)], RuleId::DecodeSlowsWithContext, "quiet_when_speed_holds")
+            case(&[("sglang.log", &l)])
+                .snapshot(RuleId::DecodeSlowsWithContext, "quiet_when_speed_holds")
                 .is_none()
         );
     }

@@ -83,20 +83,20 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_engine_dead() {
         let log = "ERROR 11-29 10:01:00 [core.py:400] EngineCore encountered a fatal error.\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n";
-        let f = snapshot(&[("vllm.log", log)], RuleId::EngineDead, "fires_on_engine_dead").unwrap();
+        let f = case(&[("vllm.log", log)]).snapshot(RuleId::EngineDead, "fires_on_engine_dead").unwrap();
         assert_eq!(f.evidence.len(), 2);
     }
 
     #[test]
     fn quiet_on_normal_logs() {
         let log = "INFO 11-29 10:01:00 [core.py:400] EngineCore started.\n";
-        assert!(snapshot(&[("vllm.log", log)], RuleId::EngineDead, "quiet_on_normal_logs").is_none());
+        assert!(case(&[("vllm.log", log)]).snapshot(RuleId::EngineDead, "quiet_on_normal_logs").is_none());
     }
 
     crate::rules::snapshots! {

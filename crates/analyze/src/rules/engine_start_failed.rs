@@ -104,13 +104,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyzed, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_failed_start() {
         let log = "(EngineCore_0 pid=7) ERROR 05-12 10:00:01 [core.py:390] EngineCore failed to start.\nRuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n";
-        let f = snapshot(&[("vllm.log", log)], RuleId::EngineStartFailed, "fires_on_a_failed_start").unwrap();
+        let f = case(&[("vllm.log", log)])
+            .snapshot(RuleId::EngineStartFailed, "fires_on_a_failed_start")
+            .unwrap();
         assert_eq!(f.evidence.len(), 2);
         assert!(f.confidence > 0.8);
     }
@@ -118,7 +120,7 @@ mod tests {
     #[test]
     fn a_memory_cause_leads() {
         let log = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\nRuntimeError: Engine core initialization failed. See root cause above.\n";
-        let r = analyzed(&[("vllm.log", log)]);
+        let r = case(&[("vllm.log", log)]).en;
         assert_eq!(r.findings[0].rule, RuleId::KvReservationTooLarge);
         assert!(r.findings.iter().any(|f| f.rule == RuleId::EngineStartFailed));
     }

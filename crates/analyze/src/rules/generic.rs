@@ -476,12 +476,12 @@ pub(crate) fn settle(f: &Facts, findings: &mut Vec<Finding>, names: impl Fn(&Fin
 mod tests {
     use crate::report::Verdict;
     use crate::rules::RuleId;
-    use crate::rules::{analyzed, snapshot};
+    use crate::rules::case;
 
     #[test]
     fn an_allocator_nobody_catalogued() {
         let log = "ggml_vulkan: Device memory allocation of size 1059303232 failed.\nggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory\nalloc_tensor_range: failed to allocate Vulkan0 buffer of size 1059303232\n";
-        let f = snapshot(&[("lmstudio.log", log)], RuleId::GenericOom, "vulkan").unwrap();
+        let f = case(&[("lmstudio.log", log)]).snapshot(RuleId::GenericOom, "vulkan").unwrap();
         assert_eq!(f.evidence[0].line, 1);
     }
 
@@ -489,7 +489,7 @@ mod tests {
     fn a_hint_is_not_the_failure() {
         // The crash came first; the memory hint printed after it names nothing that happened.
         let log = "2025-01-01 10:00:00 ERROR scheduler: Scheduler hit an exception: SIGSEGV in worker\nPossible solutions: 1. try lowering --mem-fraction-static, out of memory is common\n";
-        let r = analyzed(&[("paste", log)]);
+        let r = case(&[("paste", log)]).en;
         assert!(r.findings.iter().all(|f| f.rule != RuleId::GenericOom), "{:?}", r.findings);
         assert_eq!(r.verdict, Verdict::ThroughputZero, "{:?}", r.findings);
     }
@@ -497,32 +497,32 @@ mod tests {
     #[test]
     fn the_first_family_leads() {
         let log = "curl: (52) Empty reply from server\nSIGILL: illegal instruction\n";
-        let r = analyzed(&[("paste", log)]);
+        let r = case(&[("paste", log)]).en;
         assert_eq!(r.findings[0].rule, RuleId::GenericUnreachable, "{:?}", r.findings);
         let log = "SIGILL: illegal instruction\ncurl: (52) Empty reply from server\n";
-        let r = analyzed(&[("paste", log)]);
+        let r = case(&[("paste", log)]).en;
         assert_eq!(r.findings[0].rule, RuleId::GenericCrash, "{:?}", r.findings);
     }
 
     #[test]
     fn statuses_from_any_client() {
         let sdk = "anthropic.AuthenticationError: Error code: 401 - {'type': 'error', 'error': {'type': 'authentication_error', 'message': 'invalid x-api-key'}}\n";
-        snapshot(&[("app.log", sdk)], RuleId::GenericAuthRejected, "sdk").unwrap();
+        case(&[("app.log", sdk)]).snapshot(RuleId::GenericAuthRejected, "sdk").unwrap();
         let app = "✦ INFO: Local LLM Server is running with status code: 200\n✦ ERROR: Request failed: 404 page not found\n";
-        snapshot(&[("app.log", app)], RuleId::GenericNotFound, "app_log").unwrap();
+        case(&[("app.log", app)]).snapshot(RuleId::GenericNotFound, "app_log").unwrap();
         // An access line's 404 is read by the exact rule when it knows the route; the generic
         // one when it does not (a health check and two unknown paths).
         let access = "INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK\nINFO:     127.0.0.1:2 - \"GET / HTTP/1.1\" 404 Not Found\nINFO:     127.0.0.1:3 - \"POST /generate HTTP/1.1\" 404 Not Found\n";
-        assert_eq!(analyzed(&[("server.log", access)]).verdict, Verdict::Config);
+        assert_eq!(case(&[("server.log", access)]).en.verdict, Verdict::Config);
         // What browsers ask of every server is no client setting.
         let favicon = "INFO:     127.0.0.1:59820 - \"GET /favicon.ico HTTP/1.1\" 404 Not Found\n";
-        assert!(snapshot(&[("server.log", favicon)], RuleId::GenericNotFound, "favicon").is_none());
+        assert!(case(&[("server.log", favicon)]).snapshot(RuleId::GenericNotFound, "favicon").is_none());
     }
 
     #[test]
     fn exact_templates_win() {
         let log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free.\n";
-        let r = analyzed(&[("oom.txt", log)]);
+        let r = case(&[("oom.txt", log)]).en;
         assert!(r.findings.iter().all(|f| !super::is_generic(&f.rule)), "{:?}", r.findings);
         assert_eq!(r.verdict, Verdict::Oom);
     }

@@ -68,19 +68,23 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn an_ollama_ps_row_all_on_the_cpu() {
         let all = "qwen2.5:14b    7cdf5a0187d5    10 GB    100% CPU     4096       4 minutes from now\n";
         assert!(
-            snapshot(&[("ps.txt", all)], RuleId::GpuNotDetected, "an_ollama_ps_row_all_on_the_cpu").is_some()
+            case(&[("ps.txt", all)])
+                .snapshot(RuleId::GpuNotDetected, "an_ollama_ps_row_all_on_the_cpu")
+                .is_some()
         );
         let split =
             "llama3.3:70b    a6eb4748fd29    49 GB    52%/48% CPU/GPU    4096       4 minutes from now\n";
         assert!(
-            snapshot(&[("ps.txt", split)], RuleId::GpuNotDetected, "quiet_on_a_cpu_gpu_split_row").is_none()
+            case(&[("ps.txt", split)])
+                .snapshot(RuleId::GpuNotDetected, "quiet_on_a_cpu_gpu_split_row")
+                .is_none()
         );
     }
 

@@ -144,7 +144,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyzed, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -152,9 +152,9 @@ mod tests {
 
     #[test]
     fn fires_first_on_the_real_h200_oom() {
-        let report = analyzed(&[("oom.txt", H200)]);
+        let report = case(&[("oom.txt", H200)]).en;
         assert_eq!(report.findings[0].rule, RuleId::InputTooLong, "{:?}", report.findings);
-        let f = snapshot(&[("oom.txt", H200)], RuleId::InputTooLong, "h200_200gib").unwrap();
+        let f = case(&[("oom.txt", H200)]).snapshot(RuleId::InputTooLong, "h200_200gib").unwrap();
         assert!(f.summary.contains("200.00 GiB") && f.summary.contains("139.80 GiB"), "{}", f.summary);
         assert!(f.summary.contains("139.19 GiB free"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 5);
@@ -165,22 +165,20 @@ mod tests {
     fn fires_on_a_large_share_with_the_total_from_nvidia_smi() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 GiB. GPU 0 has a total capac\n";
         let smi = "index, memory.used [MiB], memory.total [MiB]\n0, 10000 MiB, 81559 MiB\n";
-        let f =
-            snapshot(&[("oom", oom), ("smi", smi)], RuleId::InputTooLong, "total_from_nvidia_smi").unwrap();
+        let f = case(&[("oom", oom), ("smi", smi)])
+            .snapshot(RuleId::InputTooLong, "total_from_nvidia_smi")
+            .unwrap();
         assert!(f.summary.contains("38 % of GPU 0's 79.65 GiB"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_on_a_small_allocation() {
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.23 GiB is free.\n";
-        assert!(snapshot(&[("oom", oom)], RuleId::InputTooLong, "quiet_small_allocation").is_none());
+        assert!(case(&[("oom", oom)]).snapshot(RuleId::InputTooLong, "quiet_small_allocation").is_none());
         assert!(
-            snapshot(
-                &[("oom", "RuntimeError: CUDA error: out of memory\n")],
-                RuleId::InputTooLong,
-                "quiet_on_a_small_allocation"
-            )
-            .is_none()
+            case(&[("oom", "RuntimeError: CUDA error: out of memory\n")])
+                .snapshot(RuleId::InputTooLong, "quiet_on_a_small_allocation")
+                .is_none()
         );
     }
 

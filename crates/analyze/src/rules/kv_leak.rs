@@ -180,13 +180,13 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{fired, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_full_cache_with_nothing_running() {
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 35 reqs, GPU KV cache usage: 97.0%, Prefix cache hit rate: 0.0%\n".repeat(3);
-        snapshot(&[("vllm.log", &log)], RuleId::KvLeak, "full_cache_nothing_running").unwrap();
+        case(&[("vllm.log", &log)]).snapshot(RuleId::KvLeak, "full_cache_nothing_running").unwrap();
     }
 
     /// A GPU series: idle at its first sample (just started), busy after — no leak; idle with
@@ -197,11 +197,13 @@ mod tests {
         let busy_after_idle =
             format!("{head}0, 0, 130000, 143771\n0, 97, 130000, 143771\n0, 95, 130000, 143771\n");
         assert!(
-            snapshot(&[("smi.csv", &busy_after_idle)], RuleId::KvLeak, "quiet_gpu_idle_only_at_start")
+            case(&[("smi.csv", &busy_after_idle)])
+                .snapshot(RuleId::KvLeak, "quiet_gpu_idle_only_at_start")
                 .is_none()
         );
         let idle_at_the_end = format!("{head}0, 97, 130000, 143771\n0, 0, 130000, 143771\n");
-        let f = snapshot(&[("smi.csv", &idle_at_the_end)], RuleId::KvLeak, "gpu_idle_at_the_last_reading")
+        let f = case(&[("smi.csv", &idle_at_the_end)])
+            .snapshot(RuleId::KvLeak, "gpu_idle_at_the_last_reading")
             .unwrap();
         assert_eq!(f.evidence[0].line, 3, "the last reading is cited: {:?}", f.evidence);
     }
@@ -219,35 +221,29 @@ mod tests {
         };
         let empty = metrics(0.01);
         assert!(
-            snapshot(
-                &[("smi.csv", smi), ("metrics", &empty)],
-                RuleId::KvLeak,
-                "quiet_gpu_hint_engine_idle_empty"
-            )
-            .is_none()
+            case(&[("smi.csv", smi), ("metrics", &empty)])
+                .snapshot(RuleId::KvLeak, "quiet_gpu_hint_engine_idle_empty")
+                .is_none()
         );
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.2%, Prefix cache hit rate: 0.0%\n";
         assert!(
-            snapshot(
-                &[("smi.csv", smi), ("vllm.log", log)],
-                RuleId::KvLeak,
-                "quiet_gpu_hint_engine_log_idle_empty"
-            )
-            .is_none()
+            case(&[("smi.csv", smi), ("vllm.log", log)])
+                .snapshot(RuleId::KvLeak, "quiet_gpu_hint_engine_log_idle_empty")
+                .is_none()
         );
         let full = metrics(0.97);
-        let f =
-            snapshot(&[("smi.csv", smi), ("metrics", &full)], RuleId::KvLeak, "gpu_hint_with_a_full_cache")
-                .unwrap();
+        let f = case(&[("smi.csv", smi), ("metrics", &full)])
+            .snapshot(RuleId::KvLeak, "gpu_hint_with_a_full_cache")
+            .unwrap();
         // The engine's full cache confirms the hint: surer than the GPU reading alone.
-        let alone = fired(&[("smi.csv", smi)], RuleId::KvLeak).unwrap();
+        let alone = case(&[("smi.csv", smi)]).fired(RuleId::KvLeak).unwrap();
         assert!(f.confidence > alone.confidence, "{} vs {}", f.confidence, alone.confidence);
     }
 
     #[test]
     fn quiet_on_an_idle_empty_cache() {
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%\n".repeat(3);
-        assert!(snapshot(&[("vllm.log", &log)], RuleId::KvLeak, "quiet_idle_empty_cache").is_none());
+        assert!(case(&[("vllm.log", &log)]).snapshot(RuleId::KvLeak, "quiet_idle_empty_cache").is_none());
     }
 
     crate::rules::snapshots! {

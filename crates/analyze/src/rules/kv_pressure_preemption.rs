@@ -148,22 +148,26 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyzed, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_preemption_warnings() {
         let log = "WARNING 11-29 10:00:00 scheduler.py:1057] Sequence group cmpl-abc is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV cache space.\n";
-        snapshot(&[("vllm.log", log)], RuleId::KvPressurePreemption, "preemption_warning").unwrap();
+        case(&[("vllm.log", log)]).snapshot(RuleId::KvPressurePreemption, "preemption_warning").unwrap();
     }
 
     #[test]
     fn fires_on_full_kv_in_metrics_and_quiet_when_not() {
         let m = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.99\nvllm:num_requests_running{engine=\"0\"} 30\n";
-        assert!(snapshot(&[("metrics", m)], RuleId::KvPressurePreemption, "full_kv_in_metrics").is_some());
+        assert!(
+            case(&[("metrics", m)]).snapshot(RuleId::KvPressurePreemption, "full_kv_in_metrics").is_some()
+        );
         let m = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.40\nvllm:num_requests_running{engine=\"0\"} 30\n";
         assert!(
-            snapshot(&[("metrics", m)], RuleId::KvPressurePreemption, "quiet_kv_at_40_percent").is_none()
+            case(&[("metrics", m)])
+                .snapshot(RuleId::KvPressurePreemption, "quiet_kv_at_40_percent")
+                .is_none()
         );
     }
 
@@ -176,8 +180,8 @@ mod tests {
         let inputs = [("vllm.log", stuck.as_str()), ("metrics", metrics)];
         // Two views of one full cache are not a preemption: the snapshot holds the lower
         // confidence of a hint.
-        snapshot(&inputs, RuleId::KvPressurePreemption, "full_cache_while_stalled").unwrap();
-        let r = analyzed(&inputs);
+        case(&inputs).snapshot(RuleId::KvPressurePreemption, "full_cache_while_stalled").unwrap();
+        let r = case(&inputs).en;
         assert_eq!(r.findings[0].rule, RuleId::SchedulerStall);
         let hint = r.findings.iter().find(|f| f.rule == RuleId::KvPressurePreemption).unwrap();
         assert!(hint.confidence < r.findings[0].confidence, "{:?}", r.findings);

@@ -249,7 +249,7 @@ fn kv_context(f: &Facts, lang: Lang) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyzed, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -260,7 +260,8 @@ mod tests {
             "INFO 11-29 09:59:00 [gpu_worker.py:276] Available KV cache memory: 54.62 GiB\n",
             "ValueError: The model's max seq len (1048576) is larger than the maximum number of tokens that can be stored in KV cache (447088). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n",
         );
-        let f = snapshot(&[("vllm.log", log)], RuleId::KvReservationTooLarge, "explained_by_the_estimator")
+        let f = case(&[("vllm.log", log)])
+            .snapshot(RuleId::KvReservationTooLarge, "explained_by_the_estimator")
             .unwrap();
         assert!(f.summary.contains("131072 B per token on each GPU"), "{}", f.summary);
         assert!(f.summary.contains("128.00 GiB for one 1048576-token sequence"), "{}", f.summary);
@@ -270,9 +271,9 @@ mod tests {
     #[test]
     fn fires_on_max_seq_len_with_its_numbers() {
         let log = "INFO 11-29 09:58:00 [utils.py:326] non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 131072, 'gpu_memory_utilization': 0.5}\nValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (65536). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n";
-        let report = analyzed(&[("vllm.log", log)]);
+        let report = case(&[("vllm.log", log)]).en;
         assert_eq!(report.findings[0].rule, RuleId::KvReservationTooLarge, "{:?}", report.findings);
-        let f = snapshot(&[("vllm.log", log)], RuleId::KvReservationTooLarge, "max_seq_len").unwrap();
+        let f = case(&[("vllm.log", log)]).snapshot(RuleId::KvReservationTooLarge, "max_seq_len").unwrap();
         assert!(
             f.summary.contains("max seq len of 131072 tokens does not fit the 65536 tokens"),
             "{}",
@@ -285,7 +286,8 @@ mod tests {
     #[test]
     fn fires_on_kv_larger_than_available() {
         let log = "ERROR 11-29 09:58:00 [core.py:700] ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.50 GiB). Based on the available memory, the estimated maximum model length is 77664. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n";
-        let f = snapshot(&[("vllm.log", log)], RuleId::KvReservationTooLarge, "kv_larger_than_available")
+        let f = case(&[("vllm.log", log)])
+            .snapshot(RuleId::KvReservationTooLarge, "kv_larger_than_available")
             .unwrap();
         assert!(f.summary.contains("needs 16.00 GiB of KV cache but only 9.50 GiB"), "{}", f.summary);
         assert!(f.summary.contains("max_model_len of 77664"), "{}", f.summary);
@@ -295,20 +297,14 @@ mod tests {
     fn fires_on_an_oom_during_startup_but_not_while_serving() {
         let start = "INFO 11-29 09:58:10 [default_loader.py:262] Loading weights took 12.30 seconds\nINFO 11-29 09:58:11 [gpu_model_runner.py:2000] Model loading took 14.9888 GiB and 13.1 seconds\n";
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 2.10 GiB is free. Including non-PyTorch memory, this process has 77.00 GiB memory in use. Of the allocated memory 75.50 GiB is allocated by PyTorch, and 600.00 MiB is reserved by PyTorch but unallocated.\n";
-        snapshot(
-            &[("vllm.log", &format!("{start}{oom}"))],
-            RuleId::KvReservationTooLarge,
-            "oom_during_startup",
-        )
-        .unwrap();
+        case(&[("vllm.log", &format!("{start}{oom}"))])
+            .snapshot(RuleId::KvReservationTooLarge, "oom_during_startup")
+            .unwrap();
         let stats = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 40 reqs, Waiting: 0 reqs, GPU KV cache usage: 60.0%, Prefix cache hit rate: 0.0%\n";
         assert!(
-            snapshot(
-                &[("vllm.log", &format!("{start}{stats}{oom}"))],
-                RuleId::KvReservationTooLarge,
-                "quiet_on_an_oom_while_serving"
-            )
-            .is_none()
+            case(&[("vllm.log", &format!("{start}{stats}{oom}"))])
+                .snapshot(RuleId::KvReservationTooLarge, "quiet_on_an_oom_while_serving")
+                .is_none()
         );
     }
 
@@ -323,7 +319,9 @@ mod tests {
     #[test]
     fn quiet_without_vllm() {
         let h200 = fixture!("oom/h200_200gib.txt");
-        assert!(snapshot(&[("oom", h200)], RuleId::KvReservationTooLarge, "quiet_without_vllm").is_none());
+        assert!(
+            case(&[("oom", h200)]).snapshot(RuleId::KvReservationTooLarge, "quiet_without_vllm").is_none()
+        );
     }
 
     crate::rules::snapshots! {

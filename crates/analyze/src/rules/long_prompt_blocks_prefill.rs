@@ -248,7 +248,7 @@ fn from_request_log(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     fn log(long_every: usize) -> String {
@@ -264,12 +264,9 @@ mod tests {
 
     #[test]
     fn fires_when_long_prompts_are_the_slow_ones() {
-        let f = snapshot(
-            &[("req.jsonl", &log(20))],
-            RuleId::LongPromptBlocksPrefill,
-            "fires_when_long_prompts_are_the_slow_ones",
-        )
-        .unwrap();
+        let f = case(&[("req.jsonl", &log(20))])
+            .snapshot(RuleId::LongPromptBlocksPrefill, "fires_when_long_prompts_are_the_slow_ones")
+            .unwrap();
         assert!(f.confidence >= 0.8, "{f:?}");
         assert!(f.evidence[0].text.contains("12000"));
     }
@@ -277,12 +274,9 @@ mod tests {
     #[test]
     fn quiet_without_long_prompts() {
         assert!(
-            snapshot(
-                &[("req.jsonl", &log(0))],
-                RuleId::LongPromptBlocksPrefill,
-                "quiet_without_long_prompts"
-            )
-            .is_none()
+            case(&[("req.jsonl", &log(0))])
+                .snapshot(RuleId::LongPromptBlocksPrefill, "quiet_without_long_prompts")
+                .is_none()
         );
     }
 
@@ -304,14 +298,19 @@ mod tests {
             )
         };
         let both = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(950.0, 50.0, 40.0));
-        let f =
-            snapshot(&[("metrics", &both)], super::RULE.doc.id, "metrics_histograms_over_a_window").unwrap();
+        let f = case(&[("metrics", &both)])
+            .snapshot(super::RULE.doc.id, "metrics_histograms_over_a_window")
+            .unwrap();
         assert_eq!(f.evidence.len(), 2, "{:?}", f.evidence);
         assert!(f.evidence[0].text.contains("le=\"20000.0\""), "{:?}", f.evidence);
         // Short prompts only, or no TTFT tail: quiet.
         let short = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(1000.0, 0.0, 0.0));
-        assert!(snapshot(&[("metrics", &short)], super::RULE.doc.id, "quiet_short_prompts_window").is_none());
+        assert!(
+            case(&[("metrics", &short)]).snapshot(super::RULE.doc.id, "quiet_short_prompts_window").is_none()
+        );
         let fast = format!("{}{}", scrape(0.0, 0.0, 0.0), scrape(950.0, 50.0, 0.0));
-        assert!(snapshot(&[("metrics", &fast)], super::RULE.doc.id, "quiet_no_ttft_tail_window").is_none());
+        assert!(
+            case(&[("metrics", &fast)]).snapshot(super::RULE.doc.id, "quiet_no_ttft_tail_window").is_none()
+        );
     }
 }

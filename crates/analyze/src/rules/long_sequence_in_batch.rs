@@ -90,7 +90,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     fn log(with_long: bool) -> String {
@@ -105,19 +105,17 @@ mod tests {
 
     #[test]
     fn fires_with_long_sequences_and_a_tpot_tail() {
-        let f = snapshot(
-            &[("req.jsonl", &log(true))],
-            RuleId::LongSequenceInBatch,
-            "fires_with_long_sequences_and_a_tpot_tail",
-        )
-        .unwrap();
+        let f = case(&[("req.jsonl", &log(true))])
+            .snapshot(RuleId::LongSequenceInBatch, "fires_with_long_sequences_and_a_tpot_tail")
+            .unwrap();
         assert!(f.summary.contains("60500"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_without_them() {
         assert!(
-            snapshot(&[("req.jsonl", &log(false))], RuleId::LongSequenceInBatch, "quiet_without_them")
+            case(&[("req.jsonl", &log(false))])
+                .snapshot(RuleId::LongSequenceInBatch, "quiet_without_them")
                 .is_none()
         );
     }

@@ -65,7 +65,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
@@ -73,14 +73,16 @@ mod tests {
         let log: String = (0..100)
             .map(|i| format!("{{\"ttft_ms\": {}}}\n", if i % 50 == 0 { 9000 } else { 200 }))
             .collect();
-        assert!(snapshot(&[("req.jsonl", &log)], RuleId::MeanNotP99, "fires_on_a_heavy_tail").is_some());
+        assert!(case(&[("req.jsonl", &log)]).snapshot(RuleId::MeanNotP99, "fires_on_a_heavy_tail").is_some());
     }
 
     #[test]
     fn quiet_on_a_tight_distribution() {
         let log: String = (0..100).map(|i| format!("{{\"ttft_ms\": {}}}\n", 200 + i)).collect();
         assert!(
-            snapshot(&[("req.jsonl", &log)], RuleId::MeanNotP99, "quiet_on_a_tight_distribution").is_none()
+            case(&[("req.jsonl", &log)])
+                .snapshot(RuleId::MeanNotP99, "quiet_on_a_tight_distribution")
+                .is_none()
         );
     }
 }

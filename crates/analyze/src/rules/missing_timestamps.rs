@@ -72,15 +72,15 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_when_timestamps_are_missing() {
         let log = "{\"request_id\":\"a\",\"latency_ms\":3120}\n".repeat(3);
-        let f =
-            snapshot(&[("req.jsonl", &log)], RuleId::MissingTimestamps, "fires_when_timestamps_are_missing")
-                .unwrap();
+        let f = case(&[("req.jsonl", &log)])
+            .snapshot(RuleId::MissingTimestamps, "fires_when_timestamps_are_missing")
+            .unwrap();
         assert!(f.summary.contains("first_token_time in 100 %"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 1);
     }
@@ -91,7 +91,8 @@ mod tests {
             "{\"enqueue_time\":1,\"first_token_time\":1.2,\"last_token_time\":2,\"finish_time\":2.01}\n"
                 .repeat(3);
         assert!(
-            snapshot(&[("req.jsonl", &log)], RuleId::MissingTimestamps, "quiet_when_all_four_are_there")
+            case(&[("req.jsonl", &log)])
+                .snapshot(RuleId::MissingTimestamps, "quiet_when_all_four_are_there")
                 .is_none()
         );
     }
@@ -102,7 +103,8 @@ mod tests {
         let timed_out = "{\"enqueue_time\":1,\"finish_time\":61,\"status\":\"timeout\"}\n";
         let log = format!("{}{}", ok.repeat(3), timed_out.repeat(3));
         assert!(
-            snapshot(&[("req.jsonl", &log)], RuleId::MissingTimestamps, "failed_requests_may_lack_tokens")
+            case(&[("req.jsonl", &log)])
+                .snapshot(RuleId::MissingTimestamps, "failed_requests_may_lack_tokens")
                 .is_none()
         );
     }

@@ -323,86 +323,98 @@ pub(crate) fn q(s: &triage_base::stats::QuantileSketch, p: f64) -> Option<f64> {
     s.quantile(p)
 }
 
-/// Test helper: the finding of `rule` for these inputs, if it fires. Every rule test that uses
-/// it also checks the Chinese report: the same findings, numbers and evidence, only the text
-/// differs (and is Chinese).
+/// The rules' one test harness: `case(inputs)` analyses the inputs as `triage analyze` does, in
+/// English and in Chinese, and checks the two reports are the same but for their text (the same
+/// findings, numbers and evidence; the Chinese text Chinese). A test then reads the report
+/// ([`Case::en`]), one rule's finding ([`Case::fired`]) or its snapshot ([`Case::snapshot`]).
 #[cfg(test)]
-pub(crate) fn fired(inputs: &[(&str, &str)], rule: RuleId) -> Option<Finding> {
+pub(crate) fn case(inputs: &[(&str, &str)]) -> Case {
     let en = crate::analyze(inputs);
     let zh = crate::analyze_in(Lang::Zh, inputs);
-    crate::assert_same_but_text(&en, &zh, rule.as_str());
-    en.findings.into_iter().find(|f| f.rule == rule)
+    crate::assert_same_but_text(&en, &zh, "case");
+    Case { en, zh, names: inputs.iter().map(|(name, _)| (*name).to_owned()).collect() }
 }
 
-/// Test helper: the English report for these inputs, after checking that the Chinese one is the
-/// same but for its text ([`fired`]'s check, for a test that looks at the verdict or at several
-/// findings).
+/// One analysis in both languages ([`case`]).
 #[cfg(test)]
-pub(crate) fn analyzed(inputs: &[(&str, &str)]) -> crate::report::Report {
-    let en = crate::analyze(inputs);
-    let zh = crate::analyze_in(Lang::Zh, inputs);
-    crate::assert_same_but_text(&en, &zh, "analyzed");
-    en
+pub(crate) struct Case {
+    /// The English report.
+    pub en: crate::report::Report,
+    /// The Chinese report (the same but for its text).
+    pub zh: crate::report::Report,
+    /// The inputs' names, for the snapshots' descriptions.
+    names: Vec<String>,
 }
 
-/// Test helper: as [`fired`], and what `rule` finds in `inputs`, in both languages, checked
-/// against the snapshot `snapshots/{rule}@{case}.snap` (`None` when it does not fire). The
-/// snapshot shows everything a
-/// reader of the finding sees — class, confidence, title and summary in English and Chinese,
-/// each evidence line with the input and line number it cites, remediation and next checks in
-/// both languages — so a change to any of it is a reviewed diff, not a pinned literal.
-/// `INSTA_UPDATE=always` rewrites the snapshots; a missing one fails (ARCHITECTURE.md).
 #[cfg(test)]
-pub(crate) fn snapshot(inputs: &[(&str, &str)], rule: RuleId, case: &str) -> Option<Finding> {
-    use std::fmt::Write as _;
-    assert!(RULES.iter().any(|r| r.doc.id == rule), "{rule} is not a rule");
-    let en = crate::analyze(inputs);
-    let zh = crate::analyze_in(Lang::Zh, inputs);
-    crate::assert_same_but_text(&en, &zh, rule.as_str());
-    let find = |r: &crate::report::Report| r.findings.iter().find(|f| f.rule == rule).cloned();
-    let mut out = String::new();
-    let (e, z) = (find(&en), find(&zh));
-    match (&e, &z) {
-        (Some(e), Some(z)) => {
-            let _ = writeln!(out, "rule: {}", e.rule);
-            let _ = writeln!(out, "class: {:?}", e.class);
-            let _ = writeln!(out, "confidence: {}", e.confidence);
-            let _ = writeln!(out, "title.en: {}", e.title);
-            let _ = writeln!(out, "title.zh: {}", z.title);
-            let _ = writeln!(out, "summary.en: {}", e.summary);
-            let _ = writeln!(out, "summary.zh: {}", z.summary);
-            let _ = writeln!(out, "evidence:");
-            for l in &e.evidence {
-                let _ = writeln!(out, "  {}:{}: {}", l.input, l.line, l.text);
-            }
-            for (name, en_items, zh_items) in [
-                ("remediation", &e.remediation, &z.remediation),
-                ("next_checks", &e.next_checks, &z.next_checks),
-            ] {
-                for (lang, items) in [("en", en_items), ("zh", zh_items)] {
-                    let _ = writeln!(out, "{name}.{lang}:");
-                    for item in items {
-                        let _ = writeln!(out, "  - {item}");
+impl Case {
+    /// The English finding of `rule`, if it fired.
+    pub(crate) fn fired(&self, rule: RuleId) -> Option<Finding> {
+        self.en.findings.iter().find(|f| f.rule == rule).cloned()
+    }
+
+    /// The finding of `rule` in `lang`, if it fired.
+    pub(crate) fn fired_in(&self, lang: Lang, rule: RuleId) -> Option<Finding> {
+        let r = match lang {
+            Lang::En => &self.en,
+            Lang::Zh => &self.zh,
+        };
+        r.findings.iter().find(|f| f.rule == rule).cloned()
+    }
+
+    /// What `rule` finds, in both languages, checked against the snapshot
+    /// `snapshots/{rule}@{name}.snap` (`None` when it does not fire). The snapshot shows
+    /// everything a reader of the finding sees — class, confidence, title and summary in English
+    /// and Chinese, each evidence line with the input and line number it cites, remediation and
+    /// next checks in both languages — so a change to any of it is a reviewed diff, not a pinned
+    /// literal. `INSTA_UPDATE=always` rewrites the snapshots; a missing one fails.
+    pub(crate) fn snapshot(&self, rule: RuleId, name: &str) -> Option<Finding> {
+        use std::fmt::Write as _;
+        assert!(RULES.iter().any(|r| r.doc.id == rule), "{rule} is not a rule");
+        let (en, zh) = (&self.en, &self.zh);
+        let find = |r: &crate::report::Report| r.findings.iter().find(|f| f.rule == rule).cloned();
+        let mut out = String::new();
+        let (e, z) = (find(en), find(zh));
+        match (&e, &z) {
+            (Some(e), Some(z)) => {
+                let _ = writeln!(out, "rule: {}", e.rule);
+                let _ = writeln!(out, "class: {:?}", e.class);
+                let _ = writeln!(out, "confidence: {}", e.confidence);
+                let _ = writeln!(out, "title.en: {}", e.title);
+                let _ = writeln!(out, "title.zh: {}", z.title);
+                let _ = writeln!(out, "summary.en: {}", e.summary);
+                let _ = writeln!(out, "summary.zh: {}", z.summary);
+                let _ = writeln!(out, "evidence:");
+                for l in &e.evidence {
+                    let _ = writeln!(out, "  {}:{}: {}", l.input, l.line, l.text);
+                }
+                for (name, en_items, zh_items) in [
+                    ("remediation", &e.remediation, &z.remediation),
+                    ("next_checks", &e.next_checks, &z.next_checks),
+                ] {
+                    for (lang, items) in [("en", en_items), ("zh", zh_items)] {
+                        let _ = writeln!(out, "{name}.{lang}:");
+                        for item in items {
+                            let _ = writeln!(out, "  - {item}");
+                        }
                     }
                 }
             }
+            (None, None) => out.push_str("None\n"),
+            (e, z) => panic!("{rule}: fires in one language only: en {e:?}, zh {z:?}"),
         }
-        (None, None) => out.push_str("None\n"),
-        (e, z) => panic!("{rule}: fires in one language only: en {e:?}, zh {z:?}"),
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path("snapshots");
+        settings.set_prepend_module_to_snapshot(false);
+        settings.set_omit_expression(true);
+        settings.set_description(format!("{rule} on {name}: {}", self.names.join(", ")));
+        settings.bind(|| insta::assert_snapshot!(format!("{rule}@{name}"), out));
+        e
     }
-    let names: Vec<&str> = inputs.iter().map(|(name, _)| *name).collect();
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path("snapshots");
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.set_description(format!("{rule} on {case}: {}", names.join(", ")));
-    settings.bind(|| insta::assert_snapshot!(format!("{rule}@{case}"), out));
-    e
 }
-
 /// Declares one snapshot test per case for the rule of the file it is used in
 /// (`super::RULE`): `snapshots! { case: [("input name", text), …], … }` makes the test
-/// `tests::snapshots::case`, which calls [`snapshot`] — ruff's one test per rule ×
+/// `tests::snapshots::case`, which calls [`Case::snapshot`] — ruff's one test per rule ×
 /// fixture. The texts may be `&str` or `String`.
 #[cfg(test)]
 macro_rules! snapshots {
@@ -415,11 +427,8 @@ macro_rules! snapshots {
             $(
                 #[test]
                 fn $case() {
-                    crate::rules::snapshot(
-                        &[$(($name, AsRef::<str>::as_ref(&$text))),*],
-                        super::super::RULE.doc.id,
-                        stringify!($case),
-                    );
+                    crate::rules::case(&[$(($name, AsRef::<str>::as_ref(&$text))),*])
+                        .snapshot(super::super::RULE.doc.id, stringify!($case));
                 }
             )*
         }
@@ -427,12 +436,6 @@ macro_rules! snapshots {
 }
 #[cfg(test)]
 pub(crate) use snapshots;
-
-/// Test helper: as [`fired`], with the finding written in `lang`.
-#[cfg(test)]
-pub(crate) fn fired_in(lang: Lang, inputs: &[(&str, &str)], rule: RuleId) -> Option<Finding> {
-    crate::analyze_in(lang, inputs).findings.into_iter().find(|f| f.rule == rule)
-}
 
 #[cfg(test)]
 mod tests {
@@ -508,8 +511,8 @@ mod tests {
                 "time=2025-09-22T14:10:41.521Z level=INFO source=types.go:50 msg=\"inference compute\" id=GPU-1 library=cuda compute=9.0 name=CUDA0\n",
             ),
         ] {
-            assert!(super::fired(&[("server.log", fires)], rule).is_some(), "{rule}: {fires}");
-            assert!(super::fired(&[("server.log", quiet)], rule).is_none(), "{rule}: {quiet}");
+            assert!(super::case(&[("server.log", fires)]).fired(rule).is_some(), "{rule}: {fires}");
+            assert!(super::case(&[("server.log", quiet)]).fired(rule).is_none(), "{rule}: {quiet}");
         }
     }
 

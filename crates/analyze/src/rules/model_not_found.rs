@@ -57,24 +57,21 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_404_body() {
         let body = r#"{"object":"error","message":"The model `llama-3-8b` does not exist.","type":"NotFoundError","param":null,"code":404}"#;
-        assert!(snapshot(&[("curl.txt", body)], RuleId::ModelNotFound, "fires_on_a_404_body").is_some());
+        assert!(case(&[("curl.txt", body)]).snapshot(RuleId::ModelNotFound, "fires_on_a_404_body").is_some());
     }
 
     #[test]
     fn other_things_that_do_not_exist_are_not_models() {
         assert!(
-            snapshot(
-                &[("x.log", "ERROR path /data/x does not exist\n")],
-                RuleId::ModelNotFound,
-                "other_things_that_do_not_exist_are_not_models"
-            )
-            .is_none()
+            case(&[("x.log", "ERROR path /data/x does not exist\n")])
+                .snapshot(RuleId::ModelNotFound, "other_things_that_do_not_exist_are_not_models")
+                .is_none()
         );
     }
 

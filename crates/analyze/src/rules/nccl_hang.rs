@@ -71,20 +71,20 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_watchdog_timeout() {
         let log = "INFO 11-29 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 8 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit rate: 0.0%\n[rank1]:[E1129 10:10:00.000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n";
-        let f = snapshot(&[("vllm.log", log)], RuleId::NcclHang, "fires_on_watchdog_timeout").unwrap();
+        let f = case(&[("vllm.log", log)]).snapshot(RuleId::NcclHang, "fires_on_watchdog_timeout").unwrap();
         assert_eq!(f.evidence[0].line, 2);
     }
 
     #[test]
     fn quiet_without_nccl_errors() {
         let log = "INFO 11-29 10:00:00 [__init__.py:1] NCCL version 2.21.5\n";
-        assert!(snapshot(&[("vllm.log", log)], RuleId::NcclHang, "quiet_without_nccl_errors").is_none());
+        assert!(case(&[("vllm.log", log)]).snapshot(RuleId::NcclHang, "quiet_without_nccl_errors").is_none());
     }
 
     crate::rules::snapshots! {

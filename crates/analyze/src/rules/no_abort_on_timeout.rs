@@ -87,7 +87,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     const VLLM: &str = "INFO 11-29 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 10.0 tokens/s, Running: 8 reqs, Waiting: 0 reqs, GPU KV cache usage: 40.0%, Prefix cache hit rate: 0.0%\n";
@@ -95,12 +95,9 @@ mod tests {
     #[test]
     fn fires_on_timeouts_without_aborts() {
         let req = "{\"request_id\":\"a\",\"enqueue_time\":1,\"status\":\"timeout\"}\n{\"request_id\":\"b\",\"enqueue_time\":2,\"first_token_time\":2.1,\"status\":200}\n";
-        let f = snapshot(
-            &[("gw.jsonl", req), ("vllm.log", VLLM)],
-            RuleId::NoAbortOnTimeout,
-            "fires_on_timeouts_without_aborts",
-        )
-        .unwrap();
+        let f = case(&[("gw.jsonl", req), ("vllm.log", VLLM)])
+            .snapshot(RuleId::NoAbortOnTimeout, "fires_on_timeouts_without_aborts")
+            .unwrap();
         assert!(f.summary.starts_with("1 request"));
     }
 
@@ -109,12 +106,9 @@ mod tests {
         let req = "{\"request_id\":\"a\",\"enqueue_time\":1,\"status\":\"timeout\"}\n";
         let log = format!("{VLLM}INFO 11-29 10:00:01 [async_llm.py:1] Aborted request a.\n");
         assert!(
-            snapshot(
-                &[("gw.jsonl", req), ("vllm.log", &log)],
-                RuleId::NoAbortOnTimeout,
-                "quiet_when_the_engine_aborts"
-            )
-            .is_none()
+            case(&[("gw.jsonl", req), ("vllm.log", &log)])
+                .snapshot(RuleId::NoAbortOnTimeout, "quiet_when_the_engine_aborts")
+                .is_none()
         );
     }
 }

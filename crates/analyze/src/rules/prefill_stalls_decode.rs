@@ -163,7 +163,7 @@ fn vllm_surges(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     fn line(i: usize, prompt: f64, generation: f64) -> String {
@@ -190,12 +190,9 @@ mod tests {
         {
             log += &line(i * 5, *p, *g);
         }
-        let f = snapshot(
-            &[("vllm.log", &log)],
-            RuleId::PrefillStallsDecode,
-            "fires_on_prefill_surges_that_cut_generation",
-        )
-        .unwrap();
+        let f = case(&[("vllm.log", &log)])
+            .snapshot(RuleId::PrefillStallsDecode, "fires_on_prefill_surges_that_cut_generation")
+            .unwrap();
         assert!(f.confidence >= 0.75, "{f:?}");
         assert_eq!(f.evidence.len(), 2);
     }
@@ -204,7 +201,8 @@ mod tests {
     fn quiet_on_steady_generation() {
         let log: String = (0..6).map(|i| line(i * 5, 900.0, 1900.0 - i as f64 * 10.0)).collect();
         assert!(
-            snapshot(&[("vllm.log", &log)], RuleId::PrefillStallsDecode, "quiet_on_steady_generation")
+            case(&[("vllm.log", &log)])
+                .snapshot(RuleId::PrefillStallsDecode, "quiet_on_steady_generation")
                 .is_none()
         );
     }
@@ -219,7 +217,8 @@ mod tests {
         let decode = "[2025-07-01 10:00:01 TP0] Decode batch. #running-req: 40, #token: 90000, token usage: 0.30, gen throughput (token/s): 900.00, #queue-req: 3\n";
         let stalled =
             [prefill(16384, 40), prefill(16000, 42), prefill(12000, 44), decode.to_owned()].concat();
-        let f = snapshot(&[("sglang.log", &stalled)], RuleId::PrefillStallsDecode, "sglang_back_to_back")
+        let f = case(&[("sglang.log", &stalled)])
+            .snapshot(RuleId::PrefillStallsDecode, "sglang_back_to_back")
             .unwrap();
         assert_eq!(f.evidence.len(), 3);
         // Interleaved with decode, or short, or with nothing running: no stall.
@@ -231,11 +230,11 @@ mod tests {
             prefill(12000, 44),
         ]
         .concat();
-        assert!(super::super::fired(&[("sglang.log", &interleaved)], RuleId::PrefillStallsDecode).is_none());
+        assert!(case(&[("sglang.log", &interleaved)]).fired(RuleId::PrefillStallsDecode).is_none());
         let short = [prefill(2048, 40), prefill(2048, 42), prefill(2048, 44)].concat();
-        assert!(super::super::fired(&[("sglang.log", &short)], RuleId::PrefillStallsDecode).is_none());
+        assert!(case(&[("sglang.log", &short)]).fired(RuleId::PrefillStallsDecode).is_none());
         let idle = [prefill(16384, 1), prefill(16000, 2), prefill(12000, 3)].concat();
-        assert!(super::super::fired(&[("sglang.log", &idle)], RuleId::PrefillStallsDecode).is_none());
+        assert!(case(&[("sglang.log", &idle)]).fired(RuleId::PrefillStallsDecode).is_none());
     }
 
     crate::rules::snapshots! {

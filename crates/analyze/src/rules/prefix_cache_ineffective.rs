@@ -68,7 +68,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     fn lines(hit: u32) -> String {
@@ -79,33 +79,30 @@ mod tests {
 
     #[test]
     fn fires_when_nothing_hits() {
-        let f = snapshot(
-            &[("lmcache.log", &lines(0))],
-            RuleId::PrefixCacheIneffective,
-            "fires_when_nothing_hits",
-        )
-        .expect("no hits");
+        let f = case(&[("lmcache.log", &lines(0))])
+            .snapshot(RuleId::PrefixCacheIneffective, "fires_when_nothing_hits")
+            .expect("no hits");
         assert!(f.summary.contains("0 of 24732"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_when_prefixes_are_reused_or_too_few_requests() {
         assert!(
-            snapshot(
-                &[("lmcache.log", &lines(2048))],
-                RuleId::PrefixCacheIneffective,
-                "quiet_when_prefixes_are_reused_or_too_few_requests"
-            )
-            .is_none()
+            case(&[("lmcache.log", &lines(2048))])
+                .snapshot(
+                    RuleId::PrefixCacheIneffective,
+                    "quiet_when_prefixes_are_reused_or_too_few_requests"
+                )
+                .is_none()
         );
         let few: String = lines(0).lines().take(3).map(|l| format!("{l}\n")).collect();
         assert!(
-            snapshot(
-                &[("lmcache.log", &few)],
-                RuleId::PrefixCacheIneffective,
-                "quiet_when_prefixes_are_reused_or_too_few_requests_2"
-            )
-            .is_none()
+            case(&[("lmcache.log", &few)])
+                .snapshot(
+                    RuleId::PrefixCacheIneffective,
+                    "quiet_when_prefixes_are_reused_or_too_few_requests_2"
+                )
+                .is_none()
         );
     }
 

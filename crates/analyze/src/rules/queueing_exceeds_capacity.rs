@@ -185,7 +185,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
@@ -193,12 +193,9 @@ mod tests {
         let log = (0..4)
             .map(|i| format!("INFO 11-29 10:00:{i:02} [loggers.py:123] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: 1500.0 tokens/s, Running: 64 reqs, Waiting: {} reqs, GPU KV cache usage: 96.0%, Prefix cache hit rate: 10.0%\n", 20 + i))
             .collect::<String>();
-        let f = snapshot(
-            &[("vllm.log", &log)],
-            RuleId::QueueingExceedsCapacity,
-            "fires_on_waiting_requests_in_vllm_stats",
-        )
-        .unwrap();
+        let f = case(&[("vllm.log", &log)])
+            .snapshot(RuleId::QueueingExceedsCapacity, "fires_on_waiting_requests_in_vllm_stats")
+            .unwrap();
         assert!(f.confidence >= 0.75);
         assert_eq!(f.evidence[0].line, 4);
     }
@@ -208,20 +205,14 @@ mod tests {
         let log: String = (0..20)
             .map(|i| format!("{{\"id\":\"r{i}\",\"enqueue_time\":{t},\"scheduled_time\":{s},\"first_token_time\":{f}}}\n", t = 1000 + i, s = 1000.0 + i as f64 + 1.5, f = 1000.0 + i as f64 + 1.8))
             .collect();
-        let f = snapshot(
-            &[("req.jsonl", &log)],
-            RuleId::QueueingExceedsCapacity,
-            "fires_on_queue_share_in_request_logs",
-        )
-        .unwrap();
+        let f = case(&[("req.jsonl", &log)])
+            .snapshot(RuleId::QueueingExceedsCapacity, "fires_on_queue_share_in_request_logs")
+            .unwrap();
         assert!(f.summary.contains("83 %"), "{}", f.summary);
         // The same number in the Chinese summary.
-        let zh = super::super::fired_in(
-            super::super::Lang::Zh,
-            &[("req.jsonl", &log)],
-            RuleId::QueueingExceedsCapacity,
-        )
-        .unwrap();
+        let zh = case(&[("req.jsonl", &log)])
+            .fired_in(super::super::Lang::Zh, RuleId::QueueingExceedsCapacity)
+            .unwrap();
         assert!(zh.summary.contains("排队时间占 TTFT 的 83%"), "{}", zh.summary);
     }
 
@@ -229,7 +220,8 @@ mod tests {
     fn quiet_on_a_healthy_server() {
         let log = "INFO 11-29 10:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 150.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n".repeat(5);
         assert!(
-            snapshot(&[("vllm.log", &log)], RuleId::QueueingExceedsCapacity, "quiet_on_a_healthy_server")
+            case(&[("vllm.log", &log)])
+                .snapshot(RuleId::QueueingExceedsCapacity, "quiet_on_a_healthy_server")
                 .is_none()
         );
         let log: String = (0..20)
@@ -238,7 +230,8 @@ mod tests {
             })
             .collect();
         assert!(
-            snapshot(&[("req.jsonl", &log)], RuleId::QueueingExceedsCapacity, "quiet_on_a_healthy_server_2")
+            case(&[("req.jsonl", &log)])
+                .snapshot(RuleId::QueueingExceedsCapacity, "quiet_on_a_healthy_server_2")
                 .is_none()
         );
     }

@@ -172,7 +172,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -182,13 +182,15 @@ mod tests {
 
     #[test]
     fn fires_on_many_retries() {
-        let f = snapshot(&[("config.toml", CODEX)], RuleId::RetriesMaskFailures, "fires_on_many_retries")
+        let f = case(&[("config.toml", CODEX)])
+            .snapshot(RuleId::RetriesMaskFailures, "fires_on_many_retries")
             .unwrap();
         assert!((0.4..0.5).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("up to 6 times (max_retries)"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 11);
-        let f =
-            snapshot(&[("env", EXPORTS)], RuleId::RetriesMaskFailures, "fires_on_many_retries_2").unwrap();
+        let f = case(&[("env", EXPORTS)])
+            .snapshot(RuleId::RetriesMaskFailures, "fires_on_many_retries_2")
+            .unwrap();
         assert!(f.summary.contains("up to 5 times"), "{}", f.summary);
     }
 
@@ -196,12 +198,9 @@ mod tests {
     fn surer_when_failures_are_visible() {
         let access = "INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 503 Service Unavailable\n\
                       INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n";
-        let f = snapshot(
-            &[("config.toml", CODEX), ("api.log", access)],
-            RuleId::RetriesMaskFailures,
-            "surer_when_failures_are_visible",
-        )
-        .unwrap();
+        let f = case(&[("config.toml", CODEX), ("api.log", access)])
+            .snapshot(RuleId::RetriesMaskFailures, "surer_when_failures_are_visible")
+            .unwrap();
         assert!(f.confidence >= 0.7, "{}", f.confidence);
         assert!(f.summary.contains("1 of 2 requests"), "{}", f.summary);
         assert_eq!(f.evidence.len(), 2);
@@ -210,21 +209,15 @@ mod tests {
     #[test]
     fn quiet_at_two_retries_or_without_a_setting() {
         assert!(
-            snapshot(
-                &[("config.toml", ARTICLE_TOML)],
-                RuleId::RetriesMaskFailures,
-                "quiet_at_two_retries_or_without_a_setting"
-            )
-            .is_none()
+            case(&[("config.toml", ARTICLE_TOML)])
+                .snapshot(RuleId::RetriesMaskFailures, "quiet_at_two_retries_or_without_a_setting")
+                .is_none()
         );
         let access = "INFO:     1.2.3.4:1 - \"POST /v1/chat/completions HTTP/1.1\" 503 Service Unavailable\n";
         assert!(
-            snapshot(
-                &[("api.log", access)],
-                RuleId::RetriesMaskFailures,
-                "quiet_at_two_retries_or_without_a_setting_2"
-            )
-            .is_none()
+            case(&[("api.log", access)])
+                .snapshot(RuleId::RetriesMaskFailures, "quiet_at_two_retries_or_without_a_setting_2")
+                .is_none()
         );
     }
 }

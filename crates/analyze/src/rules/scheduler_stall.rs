@@ -150,7 +150,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     fn line(i: usize, gen_tps: f64, running: u32) -> String {
@@ -163,7 +163,7 @@ mod tests {
     fn fires_on_stuck_stats() {
         let log: String =
             [line(0, 900.0, 48), line(10, 0.0, 48), line(20, 0.0, 48), line(30, 0.0, 48)].concat();
-        let f = snapshot(&[("vllm.log", &log)], RuleId::SchedulerStall, "fires_on_stuck_stats").unwrap();
+        let f = case(&[("vllm.log", &log)]).snapshot(RuleId::SchedulerStall, "fires_on_stuck_stats").unwrap();
         assert_eq!(f.evidence[0].line, 2);
         assert_eq!(f.evidence[1].line, 4);
     }
@@ -171,13 +171,15 @@ mod tests {
     #[test]
     fn quiet_when_idle_or_busy() {
         let log: String = [line(0, 0.0, 0), line(10, 0.0, 0), line(20, 0.0, 0), line(30, 500.0, 8)].concat();
-        assert!(snapshot(&[("vllm.log", &log)], RuleId::SchedulerStall, "quiet_when_idle_or_busy").is_none());
+        assert!(
+            case(&[("vllm.log", &log)]).snapshot(RuleId::SchedulerStall, "quiet_when_idle_or_busy").is_none()
+        );
     }
 
     #[test]
     fn fires_on_two_scrapes() {
         let m = "vllm:num_requests_running 12\nvllm:generation_tokens_total 5000\nvllm:num_requests_running 12\nvllm:generation_tokens_total 5000\n";
-        assert!(snapshot(&[("metrics", m)], RuleId::SchedulerStall, "fires_on_two_scrapes").is_some());
+        assert!(case(&[("metrics", m)]).snapshot(RuleId::SchedulerStall, "fires_on_two_scrapes").is_some());
     }
 
     crate::rules::snapshots! {

@@ -392,7 +392,7 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{fired, snapshot};
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -417,7 +417,7 @@ mod tests {
 
     #[test]
     fn fires_on_the_articles_800_vs_1800() {
-        let f = snapshot(&[("smi", EIGHT)], RuleId::SlowGpu, "articles_800_vs_1800").unwrap();
+        let f = case(&[("smi", EIGHT)]).snapshot(RuleId::SlowGpu, "articles_800_vs_1800").unwrap();
         assert!(f.summary.starts_with("GPU 5 runs its SM clock at 800 MHz"), "{}", f.summary);
         assert!(f.summary.contains("7 peers run at a median 1800 MHz"), "{}", f.summary);
         assert!(f.summary.contains("HW Slowdown") && f.summary.contains("86 °C"), "{}", f.summary);
@@ -439,7 +439,8 @@ mod tests {
             }
         }
         // Four GPUs, no hardware reason, a deep drop (0.52×): the snapshot holds the confidence.
-        let f = snapshot(&[("series.csv", &format!("{HEADER}{text}"))], RuleId::SlowGpu, "series_medians")
+        let f = case(&[("series.csv", &format!("{HEADER}{text}"))])
+            .snapshot(RuleId::SlowGpu, "series_medians")
             .unwrap();
         assert!(f.summary.starts_with("GPU 2 runs its SM clock at 920 MHz"), "{}", f.summary);
         assert!(f.summary.contains("no throttle reason is reported"), "{}", f.summary);
@@ -453,7 +454,7 @@ mod tests {
             (2, 1150, 398.0, 400.0, 58, 100, "0x0000000000000004"),
             (3, 1805, 625.0, 700.0, 60, 100, "0x0000000000000000"),
         ]);
-        let f = snapshot(&[("smi", &text)], RuleId::SlowGpu, "lower_power_limit").unwrap();
+        let f = case(&[("smi", &text)]).snapshot(RuleId::SlowGpu, "lower_power_limit").unwrap();
         assert!(f.summary.contains("power limit of 400 W while its peers run at 700 W"), "{}", f.summary);
         assert!(f.remediation.iter().any(|r| r.contains("nvidia-smi -i 2 -pl 700")), "{:?}", f.remediation);
     }
@@ -461,7 +462,7 @@ mod tests {
     #[test]
     fn lone_gpu_with_hw_thermal_is_a_lead() {
         let text = csv(&[(0, 990, 450.0, 700.0, 91, 100, "0x0000000000000048")]);
-        let f = snapshot(&[("smi", &text)], RuleId::SlowGpu, "lone_gpu_hw_thermal").unwrap();
+        let f = case(&[("smi", &text)]).snapshot(RuleId::SlowGpu, "lone_gpu_hw_thermal").unwrap();
         assert!(f.summary.contains("hw_slowdown, hw_thermal at 91 °C"), "{}", f.summary);
     }
 
@@ -469,7 +470,7 @@ mod tests {
     fn quiet_on_the_real_h200_captures() {
         // Idle with only `Idle` active; and a lone GPU at its 700 W power limit, SW-capped.
         for text in [IDLE, CAPPED, Q_CAPPED, SERIES, DMON] {
-            assert!(fired(&[("smi", text)], RuleId::SlowGpu).is_none());
+            assert!(case(&[("smi", text)]).fired(RuleId::SlowGpu).is_none());
         }
     }
 
@@ -477,27 +478,23 @@ mod tests {
     fn quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle() {
         let capped: Vec<_> =
             (0..8).map(|i| (i, 1440 + i * 5, 695.0, 700.0, 59, 99, "0x0000000000000004")).collect();
-        assert!(snapshot(&[("smi", &csv(&capped))], RuleId::SlowGpu, "quiet_peers_equally_capped").is_none());
+        assert!(
+            case(&[("smi", &csv(&capped))]).snapshot(RuleId::SlowGpu, "quiet_peers_equally_capped").is_none()
+        );
         let mut idle_one = capped.clone();
         idle_one[3] = (3, 345, 78.0, 700.0, 38, 0, "0x0000000000000001");
         assert!(
-            snapshot(
-                &[("smi", &csv(&idle_one))],
-                RuleId::SlowGpu,
-                "quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle"
-            )
-            .is_none()
+            case(&[("smi", &csv(&idle_one))])
+                .snapshot(RuleId::SlowGpu, "quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle")
+                .is_none()
         );
         // Two different machines in two inputs are not peers.
         let a = csv(&[(0, 1800, 620.0, 700.0, 60, 100, "0x0000000000000000")]);
         let b = csv(&[(0, 1000, 620.0, 700.0, 60, 100, "0x0000000000000000")]);
         assert!(
-            snapshot(
-                &[("a", &a), ("b", &b)],
-                RuleId::SlowGpu,
-                "quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle_2"
-            )
-            .is_none()
+            case(&[("a", &a), ("b", &b)])
+                .snapshot(RuleId::SlowGpu, "quiet_when_peers_are_equally_capped_or_the_slow_one_is_idle_2")
+                .is_none()
         );
     }
 

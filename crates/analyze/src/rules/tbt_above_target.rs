@@ -125,7 +125,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -137,35 +137,38 @@ mod tests {
         let slow: String = (0..12)
             .map(|i| format!("{{\"request_id\":\"r{i}\",\"enqueue_time\":{t},\"first_token_time\":{t}.2,\"last_token_time\":{lt}.2,\"finish_time\":{lt}.2,\"output_tokens\":51}}\n", t = 100 + i * 30, lt = 120 + i * 30))
             .collect();
-        let f = snapshot(&[("requests.jsonl", &slow)], RULE, "request_log").unwrap();
+        let f = case(&[("requests.jsonl", &slow)]).snapshot(RULE, "request_log").unwrap();
         assert!(f.summary.contains("400 ms"), "{}", f.summary);
     }
 
     #[test]
     fn fires_on_a_transposed_markdown_table() {
-        let f =
-            snapshot(&[("pr.md", fixture!("tables/itl_by_config.md"))], RULE, "transposed_markdown").unwrap();
+        let f = case(&[("pr.md", fixture!("tables/itl_by_config.md"))])
+            .snapshot(RULE, "transposed_markdown")
+            .unwrap();
         assert!(f.summary.contains("itl_ms.median"), "{}", f.summary);
     }
 
     #[test]
     fn fires_on_a_single_scrape() {
-        let f =
-            snapshot(&[("metrics.prom", fixture!("tables/itl_histogram_tail.prom"))], RULE, "single_scrape")
-                .unwrap();
+        let f = case(&[("metrics.prom", fixture!("tables/itl_histogram_tail.prom"))])
+            .snapshot(RULE, "single_scrape")
+            .unwrap();
         assert!(f.summary.contains("--slo-itl-ms"), "{}", f.summary);
     }
 
     #[test]
     fn fires_when_decode_dominates() {
-        snapshot(&[("kobold.txt", fixture!("tables/decode_dominates.txt"))], RULE, "decode_dominates")
+        case(&[("kobold.txt", fixture!("tables/decode_dominates.txt"))])
+            .snapshot(RULE, "decode_dominates")
             .unwrap();
     }
 
     #[test]
     fn quiet_on_healthy_llama_bench() {
         assert!(
-            snapshot(&[("bench.md", fixture!("tables/llama_bench_healthy.md"))], RULE, "quiet_llama_bench")
+            case(&[("bench.md", fixture!("tables/llama_bench_healthy.md"))])
+                .snapshot(RULE, "quiet_llama_bench")
                 .is_none()
         );
     }

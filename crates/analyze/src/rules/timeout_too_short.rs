@@ -320,7 +320,7 @@ fn fixed_gin_latency(f: &Facts) -> Option<(f64, usize, Vec<EvidenceLine>)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -329,12 +329,9 @@ mod tests {
 
     #[test]
     fn fires_on_a_ten_second_timeout() {
-        let f = snapshot(
-            &[("settings.json", SETTINGS_10S)],
-            RuleId::TimeoutTooShort,
-            "fires_on_a_ten_second_timeout",
-        )
-        .unwrap();
+        let f = case(&[("settings.json", SETTINGS_10S)])
+            .snapshot(RuleId::TimeoutTooShort, "fires_on_a_ten_second_timeout")
+            .unwrap();
         assert!((0.45..0.6).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("10 s"), "{}", f.summary);
         assert_eq!(f.evidence[0].line, 6);
@@ -345,33 +342,24 @@ mod tests {
         let log: String = (0..50)
             .map(|i| format!("{{\"ttft_ms\": 300, \"e2e_ms\": {}, \"status\": 200}}\n", 2_000 + i * 1_000))
             .collect();
-        let f = snapshot(
-            &[("settings.json", SETTINGS_10S), ("req.jsonl", &log)],
-            RuleId::TimeoutTooShort,
-            "surer_when_requests_outlast_or_time_out",
-        )
-        .unwrap();
+        let f = case(&[("settings.json", SETTINGS_10S), ("req.jsonl", &log)])
+            .snapshot(RuleId::TimeoutTooShort, "surer_when_requests_outlast_or_time_out")
+            .unwrap();
         assert!(f.confidence >= 0.85, "{}", f.confidence);
         assert!(f.summary.contains("p99 E2E"), "{}", f.summary);
         let log = "{\"ttft_ms\": 300, \"status\": \"timeout\"}\n".repeat(5);
-        let f = snapshot(
-            &[("settings.json", SETTINGS_10S), ("req.jsonl", &log)],
-            RuleId::TimeoutTooShort,
-            "surer_when_requests_outlast_or_time_out_2",
-        )
-        .unwrap();
+        let f = case(&[("settings.json", SETTINGS_10S), ("req.jsonl", &log)])
+            .snapshot(RuleId::TimeoutTooShort, "surer_when_requests_outlast_or_time_out_2")
+            .unwrap();
         assert!(f.confidence >= 0.75, "{}", f.confidence);
     }
 
     #[test]
     fn fires_when_a_long_timeout_is_still_below_the_tail() {
         let bench = "============ Serving Benchmark Result ============\nMean E2EL (ms): 50000.0\nP99 E2EL (ms): 95000.0\n==================================================\n";
-        let f = snapshot(
-            &[("settings.json", ARTICLE_SETTINGS), ("bench.txt", bench)],
-            RuleId::TimeoutTooShort,
-            "fires_when_a_long_timeout_is_still_below_the_tail",
-        )
-        .unwrap();
+        let f = case(&[("settings.json", ARTICLE_SETTINGS), ("bench.txt", bench)])
+            .snapshot(RuleId::TimeoutTooShort, "fires_when_a_long_timeout_is_still_below_the_tail")
+            .unwrap();
         assert!((0.55..0.7).contains(&f.confidence), "{}", f.confidence);
         assert!(f.summary.contains("95.0 s"), "{}", f.summary);
     }
@@ -379,28 +367,19 @@ mod tests {
     #[test]
     fn quiet_at_sixty_seconds_or_without_a_timeout() {
         assert!(
-            snapshot(
-                &[("settings.json", ARTICLE_SETTINGS)],
-                RuleId::TimeoutTooShort,
-                "quiet_at_sixty_seconds_or_without_a_timeout"
-            )
-            .is_none()
+            case(&[("settings.json", ARTICLE_SETTINGS)])
+                .snapshot(RuleId::TimeoutTooShort, "quiet_at_sixty_seconds_or_without_a_timeout")
+                .is_none()
         );
         assert!(
-            snapshot(
-                &[("env", "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n")],
-                RuleId::TimeoutTooShort,
-                "quiet_at_sixty_seconds_or_without_a_timeout_2"
-            )
-            .is_none()
+            case(&[("env", "export OPENAI_BASE_URL=http://127.0.0.1:8000/v1\n")])
+                .snapshot(RuleId::TimeoutTooShort, "quiet_at_sixty_seconds_or_without_a_timeout_2")
+                .is_none()
         );
         assert!(
-            snapshot(
-                &[("env", "export API_TIMEOUT_MS=0\n")],
-                RuleId::TimeoutTooShort,
-                "quiet_at_sixty_seconds_or_without_a_timeout_3"
-            )
-            .is_none()
+            case(&[("env", "export API_TIMEOUT_MS=0\n")])
+                .snapshot(RuleId::TimeoutTooShort, "quiet_at_sixty_seconds_or_without_a_timeout_3")
+                .is_none()
         );
     }
 

@@ -235,7 +235,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -247,49 +247,46 @@ mod tests {
         let slow: String = (0..12)
             .map(|i| format!("{{\"request_id\":\"r{i}\",\"enqueue_time\":{t},\"first_token_time\":{ft},\"last_token_time\":{lt},\"finish_time\":{lt},\"output_tokens\":50}}\n", t = 100 + i * 10, ft = 104 + i * 10, lt = 106 + i * 10))
             .collect();
-        let f = snapshot(&[("requests.jsonl", &slow)], RULE, "request_log").unwrap();
+        let f = case(&[("requests.jsonl", &slow)]).snapshot(RULE, "request_log").unwrap();
         assert!(f.summary.contains("4000 ms"), "{}", f.summary);
-        let r = super::super::analyzed(&[("requests.jsonl", &slow)]);
+        let r = case(&[("requests.jsonl", &slow)]).en;
         assert_ne!(r.verdict, crate::report::Verdict::Healthy);
         // The same log with 300 ms to first token: nothing over the target.
         let quick: String = (0..12)
             .map(|i| format!("{{\"request_id\":\"r{i}\",\"enqueue_time\":{t},\"first_token_time\":{t}.3,\"last_token_time\":{lt},\"finish_time\":{lt},\"output_tokens\":50}}\n", t = 100 + i * 10, lt = 102 + i * 10))
             .collect();
-        assert!(snapshot(&[("requests.jsonl", &quick)], RULE, "request_log_quick").is_none());
+        assert!(case(&[("requests.jsonl", &quick)]).snapshot(RULE, "request_log_quick").is_none());
     }
 
     #[test]
     fn fires_on_a_key_value_block() {
-        let f =
-            snapshot(&[("run.txt", fixture!("tables/lmdeploy_style_block.txt"))], RULE, "key_value_block")
-                .unwrap();
+        let f = case(&[("run.txt", fixture!("tables/lmdeploy_style_block.txt"))])
+            .snapshot(RULE, "key_value_block")
+            .unwrap();
         assert!(f.summary.contains("`ttft_ms.mean`"), "{}", f.summary);
     }
 
     #[test]
     fn fires_on_a_single_scrape() {
-        let f =
-            snapshot(&[("metrics.prom", fixture!("tables/ttft_histogram_slow.prom"))], RULE, "single_scrape")
-                .unwrap();
+        let f = case(&[("metrics.prom", fixture!("tables/ttft_histogram_slow.prom"))])
+            .snapshot(RULE, "single_scrape")
+            .unwrap();
         assert!(f.summary.contains("--slo-ttft-ms"), "{}", f.summary);
     }
 
     #[test]
     fn quiet_on_long_prompts_at_a_normal_rate() {
         assert!(
-            snapshot(
-                &[("bench.txt", fixture!("tables/long_prompts_normal_rate.txt"))],
-                RULE,
-                "quiet_long_prompts"
-            )
-            .is_none()
+            case(&[("bench.txt", fixture!("tables/long_prompts_normal_rate.txt"))])
+                .snapshot(RULE, "quiet_long_prompts")
+                .is_none()
         );
     }
 
     #[test]
     fn quiet_when_decode_dominates_is_lower() {
         // Prefill and decode both slow, decode far longer: this finding ranks below TBT's.
-        let r = super::super::analyzed(&[("kobold.txt", fixture!("tables/decode_dominates.txt"))]);
+        let r = case(&[("kobold.txt", fixture!("tables/decode_dominates.txt"))]).en;
         assert_eq!(r.verdict, crate::report::Verdict::TbtTail, "{:?}", r.findings);
     }
 }

@@ -168,7 +168,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
     use crate::testutil::fixture;
 
@@ -176,23 +176,24 @@ mod tests {
 
     #[test]
     fn fires_when_ttft_grows_and_tpot_is_flat() {
-        snapshot(&[("sweep.md", fixture!("tables/ttft_sweep_flat_tpot.md"))], RULE, "ttft_sweep").unwrap();
+        case(&[("sweep.md", fixture!("tables/ttft_sweep_flat_tpot.md"))])
+            .snapshot(RULE, "ttft_sweep")
+            .unwrap();
     }
 
     #[test]
     fn fires_when_latency_follows_concurrency() {
-        snapshot(&[("harness.log", fixture!("tables/no_batching_blocks.log"))], RULE, "no_batching").unwrap();
+        case(&[("harness.log", fixture!("tables/no_batching_blocks.log"))])
+            .snapshot(RULE, "no_batching")
+            .unwrap();
     }
 
     #[test]
     fn quiet_when_tpot_grows_too() {
         assert!(
-            snapshot(
-                &[("sweep.txt", fixture!("tables/sweep_everything_grows.txt"))],
-                RULE,
-                "quiet_everything_grows"
-            )
-            .is_none()
+            case(&[("sweep.txt", fixture!("tables/sweep_everything_grows.txt"))])
+                .snapshot(RULE, "quiet_everything_grows")
+                .is_none()
         );
     }
 }

@@ -176,7 +176,7 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyzed, snapshot};
+    use super::super::case;
     use crate::report::Verdict;
     use crate::rules::RuleId;
 
@@ -184,15 +184,16 @@ mod tests {
     fn an_unexplained_error_is_never_healthy() {
         let stats = "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: 0.0%\n";
         let log = format!("{stats}RuntimeError: the sampler returned an empty batch\n");
-        let r = analyzed(&[("vllm.log", &log)]);
+        let r = case(&[("vllm.log", &log)]).en;
         assert_eq!(r.verdict, Verdict::Inconclusive);
         assert_eq!(r.findings[0].rule, RuleId::UnclaimedError);
-        let f = snapshot(&[("vllm.log", &log)], RuleId::UnclaimedError, "unknown_runtime_error").unwrap();
+        let f =
+            case(&[("vllm.log", &log)]).snapshot(RuleId::UnclaimedError, "unknown_runtime_error").unwrap();
         assert_eq!(f.evidence[0].line, 2);
         // A GPU fault is a failure any engine words alike: nothing is served, though no exact
         // rule names its cause; the known message's next check still comes along.
         let log = format!("{stats}RuntimeError: CUDA error: an illegal memory access was encountered\n");
-        let r = analyzed(&[("vllm.log", &log)]);
+        let r = case(&[("vllm.log", &log)]).en;
         assert_eq!(r.verdict, Verdict::ThroughputZero, "{:?}", r.findings);
         assert_eq!(r.findings[0].rule, RuleId::GenericGpuFault);
         assert!(r.findings.iter().all(|f| f.rule != RuleId::UnclaimedError), "{:?}", r.findings);
@@ -201,7 +202,9 @@ mod tests {
     #[test]
     fn an_explained_error_is_claimed() {
         let log = "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n";
-        assert!(snapshot(&[("vllm.log", log)], RuleId::UnclaimedError, "quiet_explained_error").is_none());
+        assert!(
+            case(&[("vllm.log", log)]).snapshot(RuleId::UnclaimedError, "quiet_explained_error").is_none()
+        );
     }
 
     /// The quote of a traceback is its last line: the summary says where the block starts and
@@ -209,7 +212,7 @@ mod tests {
     #[test]
     fn a_block_is_quoted_by_its_telling_line_and_its_extent_said() {
         let log = "ERROR 05-12 10:00:01 [core.py:1] EngineCore hit an exception\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\nRuntimeError: the sampler returned an empty batch\n";
-        let r = analyzed(&[("vllm.log", log)]);
+        let r = case(&[("vllm.log", log)]).en;
         let f = r.findings.iter().find(|f| f.rule == RuleId::UnclaimedError).expect("unclaimed");
         assert_eq!(f.evidence[0].line, 4);
         assert!(
@@ -223,14 +226,14 @@ mod tests {
     #[test]
     fn benign_alarms_are_claimed() {
         let log = "INFO 05-12 10:00:01 [loggers.py:1] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: 0.0%\nasyncio.exceptions.CancelledError\n";
-        let r = analyzed(&[("vllm.log", log)]);
+        let r = case(&[("vllm.log", log)]).en;
         assert_eq!(r.verdict, Verdict::Healthy, "{:?}", r.findings);
     }
 
     #[test]
     fn nothing_that_shows_health_is_not_healthy() {
         let log = "INFO 05-12 10:00:01 [api_server.py:1] vLLM API server version 0.8.5\n";
-        assert_eq!(analyzed(&[("vllm.log", log)]).verdict, Verdict::Inconclusive);
+        assert_eq!(case(&[("vllm.log", log)]).en.verdict, Verdict::Inconclusive);
     }
 
     crate::rules::snapshots! {

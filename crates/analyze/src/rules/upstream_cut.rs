@@ -168,7 +168,7 @@ fn next_checks(lang: Lang) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     /// One engine at one instant: its served counters (requests, generated tokens), its gauges
@@ -216,9 +216,9 @@ mod tests {
     #[test]
     fn fires_on_metrics_when_the_counters_stop() {
         let text = window(scrape(T0 + 165, STOPPED), scrape(T0 + 225, STOPPED));
-        let f =
-            snapshot(&[("metrics", &text)], RuleId::UpstreamCut, "fires_on_metrics_when_the_counters_stop")
-                .unwrap();
+        let f = case(&[("metrics", &text)])
+            .snapshot(RuleId::UpstreamCut, "fires_on_metrics_when_the_counters_stop")
+            .unwrap();
         // The counter at the window's start, the tail's start and the end; nothing running.
         let lines: Vec<usize> = f.evidence.iter().map(|e| e.line).collect();
         assert_eq!(lines, vec![1, 7, 13, 15], "{:?}", f.evidence);
@@ -249,7 +249,7 @@ mod tests {
         let down = window(scrape(T0 + 165, STOPPED), scrape(T0 + 225, Engine { up: 0.0, ..STOPPED }));
         // Only two scrapes: a rise over the window, nothing about the tail.
         let two = format!("{}{}", scrape(T0, SERVING), scrape(T0 + 225, STOPPED));
-        for (case, text) in [
+        for (name, text) in [
             ("quiet_on_metrics_never_served", never),
             ("quiet_on_metrics_still_busy", busy),
             ("quiet_on_metrics_still_waiting", waiting),
@@ -257,7 +257,7 @@ mod tests {
             ("quiet_on_metrics_target_down", down),
             ("quiet_on_metrics_two_scrapes", two),
         ] {
-            assert!(snapshot(&[("metrics", &text)], RuleId::UpstreamCut, case).is_none(), "{case}");
+            assert!(case(&[("metrics", &text)]).snapshot(RuleId::UpstreamCut, name).is_none(), "{name}");
         }
     }
 
@@ -270,7 +270,8 @@ mod tests {
     #[test]
     fn fires_when_traffic_stops() {
         let log = [line(32, 1800.0), line(0, 0.0), line(0, 0.0), line(0, 0.0)].concat();
-        let f = snapshot(&[("vllm.log", &log)], RuleId::UpstreamCut, "fires_when_traffic_stops").unwrap();
+        let f =
+            case(&[("vllm.log", &log)]).snapshot(RuleId::UpstreamCut, "fires_when_traffic_stops").unwrap();
         assert_eq!(f.evidence[0].line, 1);
         assert_eq!(f.evidence[1].line, 2);
     }
@@ -279,21 +280,15 @@ mod tests {
     fn quiet_when_traffic_continues_or_never_started() {
         let log = [line(32, 1800.0), line(0, 0.0), line(30, 1700.0)].concat();
         assert!(
-            snapshot(
-                &[("vllm.log", &log)],
-                RuleId::UpstreamCut,
-                "quiet_when_traffic_continues_or_never_started"
-            )
-            .is_none()
+            case(&[("vllm.log", &log)])
+                .snapshot(RuleId::UpstreamCut, "quiet_when_traffic_continues_or_never_started")
+                .is_none()
         );
         let log = line(0, 0.0).repeat(5);
         assert!(
-            snapshot(
-                &[("vllm.log", &log)],
-                RuleId::UpstreamCut,
-                "quiet_when_traffic_continues_or_never_started_2"
-            )
-            .is_none()
+            case(&[("vllm.log", &log)])
+                .snapshot(RuleId::UpstreamCut, "quiet_when_traffic_continues_or_never_started_2")
+                .is_none()
         );
     }
 }

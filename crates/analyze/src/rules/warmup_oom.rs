@@ -74,22 +74,26 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_sglang_and_tgi() {
         let sglang = "[2025-03-04 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):\nRuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n";
-        assert!(snapshot(&[("sglang.log", sglang)], RuleId::WarmupOom, "fires_on_sglang_and_tgi").is_some());
+        assert!(
+            case(&[("sglang.log", sglang)]).snapshot(RuleId::WarmupOom, "fires_on_sglang_and_tgi").is_some()
+        );
         let tgi = "2024-05-01T10:00:00.000000Z ERROR warmup{max_input_length=4095 max_prefill_tokens=16384}:warmup: text_generation_router_v3::client: router/src/client/mod.rs:45: Server error: Not enough memory to handle 16384 prefill tokens. You need to decrease `--max-batch-prefill-tokens`\n";
-        assert!(snapshot(&[("tgi.log", tgi)], RuleId::WarmupOom, "fires_on_sglang_and_tgi_2").is_some());
+        assert!(case(&[("tgi.log", tgi)]).snapshot(RuleId::WarmupOom, "fires_on_sglang_and_tgi_2").is_some());
     }
 
     #[test]
     fn a_vllm_capacity_line_is_not_its() {
         let log = "INFO 05-12 10:00:01 [gpu_worker.py:1] Available KV cache memory: -2.31 GiB\n";
         assert!(
-            snapshot(&[("vllm.log", log)], RuleId::WarmupOom, "a_vllm_capacity_line_is_not_its").is_none()
+            case(&[("vllm.log", log)])
+                .snapshot(RuleId::WarmupOom, "a_vllm_capacity_line_is_not_its")
+                .is_none()
         );
     }
 

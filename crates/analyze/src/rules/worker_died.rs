@@ -66,13 +66,13 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot;
+    use super::super::case;
     use crate::rules::RuleId;
 
     #[test]
     fn fires_on_a_dead_actor() {
         let log = "ERROR 05-12 10:00:01 [worker_base.py:1] Error executing method 'execute_model'.\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n";
-        let f = snapshot(&[("vllm.log", log)], RuleId::WorkerDied, "fires_on_a_dead_actor").unwrap();
+        let f = case(&[("vllm.log", log)]).snapshot(RuleId::WorkerDied, "fires_on_a_dead_actor").unwrap();
         assert_eq!(f.evidence.len(), 1);
     }
 
