@@ -1,5 +1,6 @@
-//! Plain-text rendering of reports for a person at a terminal at 2 a.m. (the Markdown form of
-//! an analysis report is core's, `triage_core::analyze::markdown`).
+//! Plain-text rendering of reports for a person at a terminal at 2 a.m. An analysis report is
+//! laid out from its sections (`triage_core::analyze::report::sections`), as its Markdown form
+//! is (`triage_core::analyze::markdown`).
 //!
 //! Tables first, definitions always: every figure printed says what it measures.
 

@@ -194,7 +194,7 @@ pub struct Table {
     pub columns: Vec<Column>,
     /// The rows: one cell per column.
     pub rows: Vec<Vec<Cell>>,
-    /// Rows left out (the table shows the first [`MAX_GPU_ROWS`]).
+    /// Rows left out (the GPU table shows at most [`MAX_GPU_ROWS`]).
     pub more: usize,
 }
 
