@@ -9,16 +9,17 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
-use triage_core::kv::KvError;
 use triage_core::kv::dtype::KvDtype;
+use triage_core::kv::estimate::NeedRow;
 use triage_core::kv::gpus::GPUS;
 use triage_core::kv::missing::describe_in as describe_missing;
 use triage_core::kv::model::ModelShape;
 use triage_core::kv::presets::PRESETS;
-use triage_core::kv::reconcile::{LoggedFormula, Verdict};
+use triage_core::kv::reconcile::{LoggedFormula, Reconciliation, Verdict};
 use triage_core::kv::report::KvReport;
 use triage_core::kv::request::KvRequest;
 use triage_core::kv::units::{fmt_centi, fmt_gb, fmt_gib, fmt_int, fmt_size};
+use triage_core::kv::{KvError, KvEstimate};
 use triage_core::lang::Lang;
 
 /// Largest config or startup log `triage kv` reads (a `config.json` is a few KiB; a startup
@@ -181,6 +182,29 @@ pub fn render_text(r: &KvReport) -> String {
                 .map_or(String::new(), |c| format!("; ≤ {} tokens per request", fmt_int(c)))
         );
     }
+    capacity_text(&mut out, e);
+    if let Some(n) = &e.need {
+        need_text(&mut out, n);
+    }
+    section(
+        &mut out,
+        "unknown (each is settled by any one of the ways listed; config fields joined by + go together)",
+        e.missing
+            .iter()
+            .map(|m| format!("? {}\n    null: {}", describe_missing(m, Lang::En), m.fields.join(", "))),
+    );
+    section(&mut out, "warnings", e.warnings.iter().map(|w| format!("! {w}")));
+    section(&mut out, "formula", e.formula.iter().cloned());
+    section(&mut out, "assumptions", e.assumptions.iter().map(|a| format!("- {a}")));
+    if let Some(rc) = &r.reconcile {
+        reconcile_text(&mut out, rc);
+    }
+    out
+}
+
+/// KV groups, the memory budget, the capacity in blocks and tokens, concurrency and what fits.
+fn capacity_text(out: &mut String, e: &KvEstimate) {
+    let s = &e.settings;
     if e.kv_cache_groups > 1 {
         let _ = writeln!(
             out,
@@ -240,79 +264,69 @@ pub fn render_text(r: &KvReport) -> String {
         known(e.max_num_seqs),
         known(s.max_model_len)
     );
-    if let Some(n) = &e.need {
+}
+
+/// What `--need` asked for: the KV memory it takes and whether it fits.
+fn need_text(out: &mut String, n: &NeedRow) {
+    let _ = writeln!(
+        out,
+        "  need {}×{}   {} of KV per GPU ({}; {} over all GPUs){}{} — {}",
+        fmt_int(n.seqs),
+        fmt_int(n.len),
+        fmt_gib(n.kv_bytes_per_rank),
+        fmt_gb(n.kv_bytes_per_rank),
+        fmt_gib(n.kv_bytes_all_ranks),
+        n.article_bytes.map_or(String::new(), |a| format!("; article's formula: {}", fmt_gb(a))),
+        match (n.gpu_bytes_per_rank, n.gpu_memory_utilization_ppm) {
+            (Some(g), Some(u)) => format!(
+                "; with weights etc. {} per GPU = gpu_memory_utilization {}",
+                fmt_gib(g),
+                fmt_centi(u / 10_000)
+            ),
+            _ => String::new(),
+        },
+        match n.fits {
+            Some(true) => "fits",
+            Some(false) => "does NOT fit the KV memory",
+            None => "whether it fits is unknown",
+        }
+    );
+}
+
+/// The estimate against the startup log's logged capacity.
+fn reconcile_text(out: &mut String, rc: &Reconciliation) {
+    let verdict = match rc.verdict {
+        Verdict::Match if rc.within_one_block == Some(true) => "MATCH — within one block",
+        Verdict::Match => "MATCH",
+        Verdict::Explained => "EXPLAINED — one setting differs",
+        Verdict::Mismatch => "MISMATCH — see below",
+        Verdict::NotEnoughData => "nothing to compare",
+    };
+    let _ = writeln!(out, "\nreconcile with the startup log: {verdict}");
+    if let (Some(t), Some(lo), Some(hi)) = (rc.logged_tokens, rc.expected_tokens_min, rc.expected_tokens_max)
+    {
         let _ = writeln!(
             out,
-            "  need {}×{}   {} of KV per GPU ({}; {} over all GPUs){}{} — {}",
-            fmt_int(n.seqs),
-            fmt_int(n.len),
-            fmt_gib(n.kv_bytes_per_rank),
-            fmt_gb(n.kv_bytes_per_rank),
-            fmt_gib(n.kv_bytes_all_ranks),
-            n.article_bytes.map_or(String::new(), |a| format!("; article's formula: {}", fmt_gb(a))),
-            match (n.gpu_bytes_per_rank, n.gpu_memory_utilization_ppm) {
-                (Some(g), Some(u)) => format!(
-                    "; with weights etc. {} per GPU = gpu_memory_utilization {}",
-                    fmt_gib(g),
-                    fmt_centi(u / 10_000)
-                ),
-                _ => String::new(),
-            },
-            match n.fits {
-                Some(true) => "fits",
-                Some(false) => "does NOT fit the KV memory",
-                None => "whether it fits is unknown",
+            "  logged {} tokens (line {}) · estimate {}–{} from {} · difference {} tokens ({} blocks){}",
+            fmt_int(t),
+            rc.logged_tokens_line.unwrap_or(0),
+            fmt_int(lo),
+            fmt_int(hi),
+            rc.available_kv_printed.as_deref().unwrap_or("?"),
+            rc.difference_tokens.unwrap_or(0),
+            rc.difference_blocks.unwrap_or(0),
+            match rc.formula {
+                Some(LoggedFormula::Legacy) => " · older vLLM's formula",
+                _ => "",
             }
         );
     }
-    section(
-        &mut out,
-        "unknown (each is settled by any one of the ways listed; config fields joined by + go together)",
-        e.missing
-            .iter()
-            .map(|m| format!("? {}\n    null: {}", describe_missing(m, Lang::En), m.fields.join(", "))),
-    );
-    section(&mut out, "warnings", e.warnings.iter().map(|w| format!("! {w}")));
-    section(&mut out, "formula", e.formula.iter().cloned());
-    section(&mut out, "assumptions", e.assumptions.iter().map(|a| format!("- {a}")));
-    if let Some(rc) = &r.reconcile {
-        let verdict = match rc.verdict {
-            Verdict::Match if rc.within_one_block == Some(true) => "MATCH — within one block",
-            Verdict::Match => "MATCH",
-            Verdict::Explained => "EXPLAINED — one setting differs",
-            Verdict::Mismatch => "MISMATCH — see below",
-            Verdict::NotEnoughData => "nothing to compare",
-        };
-        let _ = writeln!(out, "\nreconcile with the startup log: {verdict}");
-        if let (Some(t), Some(lo), Some(hi)) =
-            (rc.logged_tokens, rc.expected_tokens_min, rc.expected_tokens_max)
-        {
-            let _ = writeln!(
-                out,
-                "  logged {} tokens (line {}) · estimate {}–{} from {} · difference {} tokens ({} blocks){}",
-                fmt_int(t),
-                rc.logged_tokens_line.unwrap_or(0),
-                fmt_int(lo),
-                fmt_int(hi),
-                rc.available_kv_printed.as_deref().unwrap_or("?"),
-                rc.difference_tokens.unwrap_or(0),
-                rc.difference_blocks.unwrap_or(0),
-                match rc.formula {
-                    Some(LoggedFormula::Legacy) => " · older vLLM's formula",
-                    _ => "",
-                }
-            );
-        }
-        for x in &rc.explanations {
-            let line = x.line.map_or(String::new(), |l| format!("line {l}: "));
-            let why = serde_json::to_value(x.why)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let _ = writeln!(out, "  - [{why}] {line}{}", x.message);
-        }
+    for x in &rc.explanations {
+        let line = x.line.map_or(String::new(), |l| format!("line {l}: "));
+        let why =
+            serde_json::to_value(x.why).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let _ = writeln!(out, "  - [{why}] {line}{}", x.message);
     }
-    out
 }
 
 fn section(out: &mut String, title: &str, lines: impl Iterator<Item = String>) {

@@ -1,10 +1,10 @@
-//! Plain-text rendering of reports for a person at a terminal at 2 a.m. (the Markdown form of
-//! an analysis report is core's, `triage_core::analyze::markdown`).
+//! Plain-text rendering of reports for a person at a terminal at 2 a.m. An analysis report is
+//! laid out from its sections (`triage_core::analyze::report::sections`), as its Markdown form
+//! is (`triage_core::analyze::markdown`).
 //!
 //! Tables first, definitions always: every figure printed says what it measures.
 
 use std::fmt::Write as _;
-use triage_core::analyze::report::short_number as opt_num;
 use triage_core::lang::Lang;
 use triage_core::probe::{ProbeReport, Quantiles};
 
@@ -147,6 +147,9 @@ pub fn probe_text(r: &ProbeReport) -> String {
 }
 
 use triage_core::analyze::report::Report;
+use triage_core::analyze::report::sections::{
+    Align, Column, FindingSection, PrometheusSection, Sections, Table, Words,
+};
 
 fn opt(v: &serde_json::Value) -> String {
     match v {
@@ -162,9 +165,10 @@ pub fn analyze_text(r: &Report) -> String {
 }
 
 /// The analysis report as text, headings in `lang` (the report's own text is in the language it
-/// was analysed in).
+/// was analysed in): the report's [`Sections`], laid out for a terminal.
 pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
-    let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
+    let s = Sections::of(r, lang);
+    let w = s.words;
     let mut out = String::new();
     let recognised = r.inputs.iter().filter(|i| i.kind.as_str() != "unknown").count();
     let (verdict, n) = (r.verdict.as_str(), r.findings.len());
@@ -178,61 +182,26 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
             format!("triage analyze · 结论：{verdict} · {n} 个发现 · 识别出 {recognised} 个片段"),
         )
     );
-    for (i, f) in r.findings.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "\n{}. [{}] {} ({}) · {} {:.2}",
-            i + 1,
-            f.class.as_str(),
-            f.title,
-            f.rule,
-            l("confidence", "可信度"),
-            f.confidence
-        );
-        let _ = writeln!(out, "   {}", f.summary);
-        if let Some(about) = &f.subject {
-            let _ = writeln!(out, "   {} {}", l("about:", "对象："), about.describe());
-        }
-        if !f.evidence.is_empty() {
-            let _ = writeln!(out, "   {}", l("evidence:", "证据："));
-            for e in &f.evidence {
-                let _ = writeln!(out, "     {}:{}  {}", e.input, e.line, e.text);
-                if let Some(c) = r.citation(e) {
-                    let _ = writeln!(out, "       ↳ {} = {} {} {}", c.expr, c.value, l("at", "于"), c.at);
-                    let _ = writeln!(out, "         {}", c.graph_url);
-                }
-            }
-        }
-        if !f.remediation.is_empty() {
-            let _ = writeln!(out, "   {}", l("what to change:", "该改什么："));
-            for x in &f.remediation {
-                let _ = writeln!(out, "     - {x}");
-            }
-        }
-        if !f.next_checks.is_empty() {
-            let _ = writeln!(out, "   {}", l("next checks:", "下一步检查："));
-            for x in &f.next_checks {
-                let _ = writeln!(out, "     - {x}");
-            }
-        }
+    for f in &s.findings {
+        finding_text(&mut out, f, w);
     }
-    if r.findings.is_empty() {
+    if s.findings.is_empty() {
         let _ = writeln!(
             out,
             "\n{}",
             match r.verdict.as_str() {
-                "HEALTHY" => l("Nothing wrong found in what was recognised.", "已识别的内容中没有发现问题。"),
-                _ => l(
+                "HEALTHY" => lang.pick("Nothing wrong found in what was recognised.", "已识别的内容中没有发现问题。"),
+                _ => lang.pick(
                     "Nothing was recognised: paste vLLM/SGLang/TGI logs, /metrics scrapes, nvidia-smi output, OOM tracebacks, request logs or client configs.",
                     "没有识别出任何内容：请提供 vLLM/SGLang/TGI 日志、/metrics 抓取、nvidia-smi 输出、OOM 堆栈、请求日志或客户端配置。",
                 ),
             }
         );
     }
-    if let Some(p) = &r.prometheus {
-        prometheus_text(&mut out, p, lang);
+    if let Some(p) = &s.prometheus {
+        prometheus_text(&mut out, p, w);
     }
-    let _ = writeln!(out, "\n{}", l("inputs:", "输入："));
+    let _ = writeln!(out, "\n{}{}", w.inputs(), w.colon());
     for i in &r.inputs {
         let (name, a, b, kind) = (&i.name, i.lines[0], i.lines[1], i.kind.as_str());
         let _ = writeln!(
@@ -241,12 +210,7 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
             lang.pick(format!("  {name} lines {a}-{b}  {kind}"), format!("  {name} 第 {a}-{b} 行  {kind}"))
         );
         for issue in i.issues.iter().take(5) {
-            let (no, msg) = (issue.line, &issue.message);
-            let _ = writeln!(
-                out,
-                "{}",
-                lang.pick(format!("      line {no}: {msg}"), format!("      第 {no} 行：{msg}"))
-            );
+            let _ = writeln!(out, "      {}", w.issue(issue.line, &issue.message));
         }
         if i.issues.len() > 5 {
             let more = i.issues.len() - 5;
@@ -257,178 +221,157 @@ pub fn analyze_text_in(r: &Report, lang: Lang) -> String {
             );
         }
     }
-    let plain: Vec<_> = r.figures.iter().filter(|(k, _)| !k.ends_with(".slowest")).collect();
-    if !plain.is_empty() {
-        let _ = writeln!(out, "\n{}", l("figures:", "指标："));
-        for (name, f) in plain {
+    if !s.figures.is_empty() {
+        let _ = writeln!(out, "\n{}{}", w.figures(), w.colon());
+        for (name, f) in &s.figures {
             let _ = writeln!(out, "  {name}: {}", f.display(lang));
             let _ = writeln!(out, "      = {}", f.definition);
         }
     }
-    if let Some(slow) = r.figures.get("request_log.slowest")
-        && let Some(rows) = slow.value.as_array()
-    {
-        let _ = writeln!(
-            out,
-            "\n{} {}",
-            l("slowest requests by TTFT (ms):", "TTFT 最慢的请求（ms）："),
-            slow.definition
-        );
-        let _ = writeln!(
-            out,
-            "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  where",
-            "id", "TTFT", "queue", "prefill", "decode", "E2E", "prompt"
-        );
-        for row in rows {
-            let id = opt(&row["id"]);
-            let _ = writeln!(
-                out,
-                "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  {}:{}",
-                id.chars().take(18).collect::<String>(),
-                opt(&row["ttft_ms"]),
-                opt(&row["queue_ms"]),
-                opt(&row["prefill_ms"]),
-                opt(&row["decode_ms"]),
-                opt(&row["e2e_ms"]),
-                opt(&row["prompt_tokens"]),
-                opt(&row["input"]),
-                opt(&row["line"])
-            );
-        }
-    }
+    slowest_text(&mut out, r, lang);
     out
 }
 
-/// The `prometheus` input: server, window, queries, cuts, groups and the fleet view.
-fn prometheus_text(out: &mut String, p: &triage_core::prometheus::PrometheusInput, lang: Lang) {
-    let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
-    let _ = writeln!(out, "\n{}", l("from Prometheus:", "来自 Prometheus："));
-    let _ = writeln!(out, "  {} {}", l("server:", "服务器："), p.url);
+/// One finding: its heading line, summary, subject, evidence (with the Prometheus citation
+/// behind a line), what to change and what to check next.
+fn finding_text(out: &mut String, s: &FindingSection<'_>, w: Words) {
+    let f = s.finding;
     let _ = writeln!(
         out,
-        "  {} {} → {} ({} {} s)",
-        l("window:", "时间窗："),
-        p.start,
-        p.end,
-        l("step", "步长"),
-        p.step_s
+        "\n{}. [{}] {} ({}) · {} {:.2}",
+        s.number,
+        f.class.as_str(),
+        f.title,
+        f.rule,
+        w.confidence(),
+        f.confidence
     );
-    if !p.selector.trim().is_empty() {
-        let _ = writeln!(out, "  {} {}", l("selector:", "选择器："), p.selector);
+    let _ = writeln!(out, "   {}", f.summary);
+    if let Some(about) = &s.about {
+        let _ = writeln!(out, "   {} {about}", w.about());
     }
-    if let Some(s) = &p.scraping {
-        let _ = writeln!(out, "  {} {}", l("scraping:", "抓取："), s.limits);
-        if s.stale_series > 0 {
-            let _ = writeln!(
-                out,
-                "  {}",
-                lang.pick(
-                    format!("stale: {} series stopped being scraped (a target that stopped answering, not a counter that stopped)", s.stale_series),
-                    format!("过期：{} 个序列不再被抓取（目标不再应答，而不是计数器停止）", s.stale_series)
-                )
-            );
+    if !s.evidence.is_empty() {
+        let _ = writeln!(out, "   {}", w.evidence());
+        for (e, c) in &s.evidence {
+            let _ = writeln!(out, "     {}:{}  {}", e.input, e.line, e.text);
+            if let Some(c) = c {
+                let _ = writeln!(out, "       ↳ {} = {} {} {}", c.expr, c.value, w.at(), c.at);
+                let _ = writeln!(out, "         {}", c.graph_url);
+            }
         }
     }
+    for (label, items) in [(w.what_to_change(), &f.remediation), (w.next_checks(), &f.next_checks)] {
+        if !items.is_empty() {
+            let _ = writeln!(out, "   {label}");
+            for x in items {
+                let _ = writeln!(out, "     - {x}");
+            }
+        }
+    }
+}
+
+/// The slowest requests of a request log, by TTFT (a table only the terminal shows).
+fn slowest_text(out: &mut String, r: &Report, lang: Lang) {
+    let Some(slow) = r.figures.get("request_log.slowest") else { return };
+    let Some(rows) = slow.value.as_array() else { return };
     let _ = writeln!(
         out,
-        "  {}",
-        lang.pick(
-            format!("read: {} series, {} points", p.series, p.points),
-            format!("读取：{} 个序列，{} 个点", p.series, p.points)
-        )
+        "\n{} {}",
+        lang.pick("slowest requests by TTFT (ms):", "TTFT 最慢的请求（ms）："),
+        slow.definition
     );
+    let _ = writeln!(
+        out,
+        "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  where",
+        "id", "TTFT", "queue", "prefill", "decode", "E2E", "prompt"
+    );
+    for row in rows {
+        let id = opt(&row["id"]);
+        let _ = writeln!(
+            out,
+            "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  {}:{}",
+            id.chars().take(18).collect::<String>(),
+            opt(&row["ttft_ms"]),
+            opt(&row["queue_ms"]),
+            opt(&row["prefill_ms"]),
+            opt(&row["decode_ms"]),
+            opt(&row["e2e_ms"]),
+            opt(&row["prompt_tokens"]),
+            opt(&row["input"]),
+            opt(&row["line"])
+        );
+    }
+}
+
+/// A fleet table in fixed-width columns (the columns a terminal has no room for left out),
+/// then how many rows were left out.
+fn table_text(out: &mut String, t: &Table, lang: Lang) {
+    let names = t.columns.iter().map(|c| c.terminal.map_or(c.name, |(name, _, _)| name));
+    row_text(out, &t.columns, names);
+    for row in &t.rows {
+        row_text(out, &t.columns, row.iter().map(|c| c.text.as_str()));
+    }
+    if t.more > 0 {
+        let more = t.more;
+        let _ = writeln!(
+            out,
+            "{}",
+            lang.pick(format!("  … {more} more GPU(s)"), format!("  … 另有 {more} 张 GPU"))
+        );
+    }
+}
+
+/// One line of a table: each cell the terminal shows, padded to its column.
+fn row_text<'a>(out: &mut String, columns: &[Column], cells: impl Iterator<Item = &'a str>) {
+    out.push(' ');
+    for (column, cell) in columns.iter().zip(cells) {
+        match column.terminal {
+            Some((_, width, Align::Left)) => {
+                let _ = write!(out, " {cell:<width$}");
+            }
+            Some((_, width, Align::Right)) => {
+                let _ = write!(out, " {cell:>width$}");
+            }
+            None => {}
+        }
+    }
+    out.push('\n');
+}
+
+/// The `prometheus` input: server, window, queries, cuts, groups and the fleet view.
+fn prometheus_text(out: &mut String, s: &PrometheusSection<'_>, w: Words) {
+    let p = s.input;
+    let _ = writeln!(out, "\n{}{}", w.from_prometheus(), w.colon());
+    let _ = writeln!(out, "  {} {}", w.server(), p.url);
+    let _ = writeln!(out, "  {} {} → {} ({} {} s)", w.window(), p.start, p.end, w.step(), p.step_s);
+    if !p.selector.trim().is_empty() {
+        let _ = writeln!(out, "  {} {}", w.selector(), p.selector);
+    }
+    if let Some(sc) = &p.scraping {
+        let _ = writeln!(out, "  {} {}", w.scraping(), sc.limits);
+        if sc.stale_series > 0 {
+            let _ = writeln!(out, "  {}{}", w.stale(sc.stale_series), w.stale_why());
+        }
+    }
+    let _ = writeln!(out, "  {}", w.read(p.series, p.points));
     for q in &p.queries {
         let _ = writeln!(out, "  {} {} ({} series)", q.api, q.expr, q.series);
         let _ = writeln!(out, "      {}", q.graph_url);
     }
     for c in &p.cut {
-        let _ = writeln!(out, "  {} {c}", l("cut:", "截断："));
+        let _ = writeln!(out, "  {} {c}", w.cut());
     }
-    if !p.fleet.replicas.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{} {}",
-            l("fleet — replicas ranked by", "集群 — 副本排序依据"),
-            p.fleet.ranked_by
-        );
-        let _ = writeln!(
-            out,
-            "  {:<28} {:<15} {:>22} {:>22} {:>8} {:>7} {:>10}",
-            "replica", "verdict", "TTFT p99 (s)", "ITL p99 (s)", "waiting", "KV", "gen tok/s"
-        );
-        for r in &p.fleet.replicas {
-            let who = r.subject.instance.as_deref().or(r.subject.pod.as_deref()).unwrap_or("-");
-            let _ = writeln!(
-                out,
-                "  {:<28} {:<15} {:>22} {:>22} {:>8} {:>7} {:>10}",
-                who,
-                r.verdict.as_str(),
-                r.ttft_p99.as_deref().unwrap_or("-"),
-                r.itl_p99.as_deref().unwrap_or("-"),
-                opt_num(r.waiting_max),
-                opt_num(r.kv_usage_max),
-                opt_num(r.generation_tokens_per_s)
-            );
-        }
+    let lang = w.0;
+    if let Some(t) = &s.replicas {
+        let _ = writeln!(out, "\n{}{} {}", w.fleet(), w.replicas_ranked_by(), p.fleet.ranked_by);
+        table_text(out, t, lang);
     }
-    if !p.fleet.gateways.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{}",
-            l("gateways (llm_stream_*, as clients saw it):", "网关（llm_stream_*，客户端视角）：")
-        );
-        let _ = writeln!(
-            out,
-            "  {:<28} {:>22} {:>22} {:>8} {:>8}",
-            "instance", "TTFT p99 (s)", "ITL p99 (s)", "req/s", "err/s"
-        );
-        for g in &p.fleet.gateways {
-            let _ = writeln!(
-                out,
-                "  {:<28} {:>22} {:>22} {:>8} {:>8}",
-                g.subject.instance.as_deref().or(g.subject.pod.as_deref()).unwrap_or("-"),
-                g.ttft_p99.as_deref().unwrap_or("-"),
-                g.itl_p99.as_deref().unwrap_or("-"),
-                opt_num(g.requests_per_s),
-                opt_num(g.errors_per_s)
-            );
-        }
+    if let Some(t) = &s.gateways {
+        let _ = writeln!(out, "\n{}", w.gateways());
+        table_text(out, t, lang);
     }
-    if !p.fleet.gpus.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{}",
-            l(
-                "fleet — GPUs ranked by SM clock against their node's peers",
-                "集群 — GPU 按 SM 时钟与同节点其他卡之比排序"
-            )
-        );
-        let _ = writeln!(
-            out,
-            "  {:<24} {:>4} {:>9} {:>9} {:>6} {:>6} {:>6}",
-            "Hostname", "gpu", "SM MHz", "peers", "ratio", "°C", "util%"
-        );
-        for g in p.fleet.gpus.iter().take(32) {
-            let host = g.subject.hostname.as_deref().or(g.subject.instance.as_deref()).unwrap_or("-");
-            let _ = writeln!(
-                out,
-                "  {:<24} {:>4} {:>9} {:>9} {:>6} {:>6} {:>6}",
-                host,
-                g.subject.gpu.as_deref().unwrap_or("-"),
-                opt_num(Some(g.sm_clock_mhz)),
-                opt_num(g.peer_median_mhz),
-                opt_num(g.ratio),
-                opt_num(g.temp_c),
-                opt_num(g.util_pct)
-            );
-        }
-        if p.fleet.gpus.len() > 32 {
-            let more = p.fleet.gpus.len() - 32;
-            let _ = writeln!(
-                out,
-                "{}",
-                lang.pick(format!("  … {more} more GPU(s)"), format!("  … 另有 {more} 张 GPU"))
-            );
-        }
+    if let Some(t) = &s.gpus {
+        let _ = writeln!(out, "\n{}{}", w.fleet(), w.gpus_ranked());
+        table_text(out, t, lang);
     }
 }

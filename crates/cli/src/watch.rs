@@ -128,36 +128,8 @@ async fn scrape(
 
 /// Check the flags, then watch: until interrupted, or one interval with `--once`.
 pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
-    if args.timeout >= args.every {
-        return usage(format!(
-            "--timeout ({:?}) must be below --every ({:?}): one canary per interval, never two at once",
-            args.timeout, args.every
-        ));
-    }
-    if let Some(m) = &args.metrics_url {
-        match reqwest::Url::parse(m) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
-            _ => {
-                return usage(format!(
-                    "--metrics-url {m:?}: expected an http(s) URL, e.g. http://host:8000/metrics"
-                ));
-            }
-        }
-    }
-    let opts = ProbeOptions {
-        url: args.url.clone(),
-        api: args.api,
-        model: args.model.clone(),
-        prompt: PROMPT.to_owned(),
-        max_tokens: args.max_tokens,
-        requests: 1,
-        concurrency: 1,
-        rate: None,
-        timeout: args.timeout,
-        headers: args.headers.clone(),
-        api_key: probe::api_key(args.api, args.api_key_env.as_deref())?,
-        timer: TimerConfig::default(),
-    };
+    check_flags(&args)?;
+    let opts = probe_options(&args)?;
     if let Err(e) = probe::resolve(&opts) {
         return usage(e.to_string());
     }
@@ -214,18 +186,7 @@ pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     if args.format == Format::Text {
-        let mut head = format!(
-            "triage watch {shown_url} (model {}): a canary every {:?}, deadline {:?}, TTFT bound {} ms{}\n",
-            args.model,
-            args.every,
-            args.timeout,
-            args.slo_ttft_ms,
-            shown_metrics.as_deref().map(|m| format!(", metrics {m}")).unwrap_or_default()
-        );
-        for d in definitions(config) {
-            head.push_str(&format!("  {}: {}\n", d.name, d.meaning));
-        }
-        output::text(&head)?;
+        output::text(&head_text(&args, &shown_url, shown_metrics.as_deref(), config))?;
     }
     let publish = |watch: &Watch| {
         if let Ok(mut p) = page.lock() {
@@ -284,6 +245,61 @@ pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+}
+
+/// The flags `clap` cannot check alone: the deadline below the interval, an http(s) metrics URL.
+fn check_flags(args: &WatchArgs) -> anyhow::Result<()> {
+    if args.timeout >= args.every {
+        return usage(format!(
+            "--timeout ({:?}) must be below --every ({:?}): one canary per interval, never two at once",
+            args.timeout, args.every
+        ));
+    }
+    if let Some(m) = &args.metrics_url {
+        match reqwest::Url::parse(m) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
+            _ => {
+                return usage(format!(
+                    "--metrics-url {m:?}: expected an http(s) URL, e.g. http://host:8000/metrics"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The canary: one request of the probe, under the watch's deadline.
+fn probe_options(args: &WatchArgs) -> anyhow::Result<ProbeOptions> {
+    Ok(ProbeOptions {
+        url: args.url.clone(),
+        api: args.api,
+        model: args.model.clone(),
+        prompt: PROMPT.to_owned(),
+        max_tokens: args.max_tokens,
+        requests: 1,
+        concurrency: 1,
+        rate: None,
+        timeout: args.timeout,
+        headers: args.headers.clone(),
+        api_key: probe::api_key(args.api, args.api_key_env.as_deref())?,
+        timer: TimerConfig::default(),
+    })
+}
+
+/// The text format's first lines: what is watched, how, and what each figure means.
+fn head_text(args: &WatchArgs, shown_url: &str, shown_metrics: Option<&str>, config: WatchConfig) -> String {
+    let mut head = format!(
+        "triage watch {shown_url} (model {}): a canary every {:?}, deadline {:?}, TTFT bound {} ms{}\n",
+        args.model,
+        args.every,
+        args.timeout,
+        args.slo_ttft_ms,
+        shown_metrics.map(|m| format!(", metrics {m}")).unwrap_or_default()
+    );
+    for d in definitions(config) {
+        head.push_str(&format!("  {}: {}\n", d.name, d.meaning));
+    }
+    head
 }
 
 /// Answer `GET /metrics` on `listener` with the latest exposition until the process ends.

@@ -12,6 +12,7 @@
 pub mod kind;
 pub mod markdown;
 pub mod prometheus;
+pub mod sections;
 
 use kind::InputKind;
 use serde::{Deserialize, Serialize};

@@ -1,12 +1,12 @@
 //! The analysis report as Markdown, for tickets and chat: the one renderer that
 //! `triage analyze --format markdown` prints and the site's "Copy as Markdown" copies (pure
-//! string formatting; the caller escapes control characters for a terminal).
+//! string formatting; the caller escapes control characters for a terminal). It lays out the
+//! report's [`Sections`], as the terminal's text renderer does.
 
 use std::fmt::Write as _;
 
 use crate::Report;
-use crate::prometheus::PrometheusInput;
-use crate::short_number as opt_num;
+use crate::sections::{FindingSection, PrometheusSection, Sections, Table, Words};
 use triage_base::lang::Lang;
 
 /// Text from outside (a label value, a Prometheus warning, a figure's name), made inert in
@@ -32,82 +32,29 @@ fn md_escape(s: &str) -> String {
 /// The analysis report as Markdown, headings in `lang` (the report's own text is in the language
 /// it was analysed in).
 pub fn report(r: &Report, lang: Lang) -> String {
-    let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
+    let s = Sections::of(r, lang);
+    let w = s.words;
     let mut out = String::new();
-    let _ = writeln!(out, "# {}: {}\n", l("Triage", "排查结论"), r.verdict.as_str());
-    if r.findings.is_empty() {
-        let _ = writeln!(out, "{}\n", l("No findings.", "没有发现。"));
+    let _ = writeln!(out, "# {}: {}\n", lang.pick("Triage", "排查结论"), r.verdict.as_str());
+    if s.findings.is_empty() {
+        let _ = writeln!(out, "{}\n", lang.pick("No findings.", "没有发现。"));
     }
-    for (i, f) in r.findings.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "## {}. {} — `{}` ({}, {} {:.2})\n",
-            i + 1,
-            f.title,
-            f.rule,
-            f.class.as_str(),
-            l("confidence", "可信度"),
-            f.confidence
-        );
-        let _ = writeln!(out, "{}\n", f.summary);
-        if let Some(about) = &f.subject {
-            let _ = writeln!(out, "{} `{}`\n", l("About:", "对象："), about.describe().replace('`', "'"));
-        }
-        if !f.evidence.is_empty() {
-            let _ = writeln!(out, "{}\n", l("Evidence:", "证据："));
-            for e in &f.evidence {
-                let _ = writeln!(out, "- `{}:{}` `{}`", e.input, e.line, e.text.replace('`', "'"));
-                if let Some(c) = r.citation(e) {
-                    let _ = writeln!(
-                        out,
-                        "  - `{}` = {} {} {} ([{}]({}))",
-                        c.expr.replace('`', "'"),
-                        c.value,
-                        l("at", "于"),
-                        c.at,
-                        l("graph", "图表"),
-                        md_url(&c.graph_url)
-                    );
-                }
-            }
-            out.push('\n');
-        }
-        if !f.remediation.is_empty() {
-            let _ = writeln!(out, "{}\n", l("What to change:", "该改什么："));
-            for x in &f.remediation {
-                let _ = writeln!(out, "- {x}");
-            }
-            out.push('\n');
-        }
-        if !f.next_checks.is_empty() {
-            let _ = writeln!(out, "{}\n", l("Next checks:", "下一步检查："));
-            for x in &f.next_checks {
-                let _ = writeln!(out, "- {x}");
-            }
-            out.push('\n');
-        }
+    for f in &s.findings {
+        finding(&mut out, f, w);
     }
-    if let Some(p) = &r.prometheus {
-        prometheus_markdown(&mut out, p, lang);
+    if let Some(p) = &s.prometheus {
+        prometheus(&mut out, p, w);
     }
+    let (input, lines, kind, issues) =
+        lang.pick(("input", "lines", "kind", "issues"), ("输入", "行", "类型", "问题"));
     let _ = writeln!(
         out,
-        "{}",
-        l(
-            "## Inputs\n\n| input | lines | kind | issues |\n| --- | --- | --- | --- |",
-            "## 输入\n\n| 输入 | 行 | 类型 | 问题 |\n| --- | --- | --- | --- |"
-        )
+        "## {}\n\n| {input} | {lines} | {kind} | {issues} |\n| --- | --- | --- | --- |",
+        Words::capital(w.inputs())
     );
     for i in &r.inputs {
-        let issues: Vec<String> = i
-            .issues
-            .iter()
-            .take(3)
-            .map(|x| {
-                let (no, msg) = (x.line, md_escape(&x.message));
-                lang.pick(format!("line {no}: {msg}"), format!("第 {no} 行：{msg}"))
-            })
-            .collect();
+        let issues: Vec<String> =
+            i.issues.iter().take(3).map(|x| w.issue(x.line, &md_escape(&x.message))).collect();
         let _ = writeln!(
             out,
             "| {} | {}–{} | {} | {} |",
@@ -115,20 +62,18 @@ pub fn report(r: &Report, lang: Lang) -> String {
             i.lines[0],
             i.lines[1],
             i.kind.as_str(),
-            issues.join(l("; ", "；"))
+            issues.join(lang.pick("; ", "；"))
         );
     }
-    let plain: Vec<_> = r.figures.iter().filter(|(k, _)| !k.ends_with(".slowest")).collect();
-    if !plain.is_empty() {
+    if !s.figures.is_empty() {
+        let (figure, value, unit, definition) =
+            lang.pick(("figure", "value", "unit", "definition"), ("指标", "数值", "单位", "定义"));
         let _ = writeln!(
             out,
-            "{}",
-            l(
-                "\n## Figures\n\n| figure | value | unit | definition |\n| --- | --- | --- | --- |",
-                "\n## 指标\n\n| 指标 | 数值 | 单位 | 定义 |\n| --- | --- | --- | --- |"
-            )
+            "\n## {}\n\n| {figure} | {value} | {unit} | {definition} |\n| --- | --- | --- | --- |",
+            Words::capital(w.figures())
         );
-        for (name, f) in plain {
+        for (name, f) in &s.figures {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} |",
@@ -142,136 +87,116 @@ pub fn report(r: &Report, lang: Lang) -> String {
     out
 }
 
+/// Text inside a code span: a backtick would end it.
+fn code(s: &str) -> String {
+    s.replace('`', "'")
+}
+
+fn finding(out: &mut String, s: &FindingSection<'_>, w: Words) {
+    let f = s.finding;
+    let _ = writeln!(
+        out,
+        "## {}. {} — `{}` ({}, {} {:.2})\n",
+        s.number,
+        f.title,
+        f.rule,
+        f.class.as_str(),
+        w.confidence(),
+        f.confidence
+    );
+    let _ = writeln!(out, "{}\n", f.summary);
+    if let Some(about) = &s.about {
+        let _ = writeln!(out, "{} `{}`\n", Words::capital(w.about()), code(about));
+    }
+    if !s.evidence.is_empty() {
+        let _ = writeln!(out, "{}\n", Words::capital(w.evidence()));
+        for (e, c) in &s.evidence {
+            let _ = writeln!(out, "- `{}:{}` `{}`", e.input, e.line, code(&e.text));
+            if let Some(c) = c {
+                let _ = writeln!(
+                    out,
+                    "  - `{}` = {} {} {} ([{}]({}))",
+                    code(&c.expr),
+                    c.value,
+                    w.at(),
+                    c.at,
+                    w.graph(),
+                    md_url(&c.graph_url)
+                );
+            }
+        }
+        out.push('\n');
+    }
+    for (label, items) in [(w.what_to_change(), &f.remediation), (w.next_checks(), &f.next_checks)] {
+        if !items.is_empty() {
+            let _ = writeln!(out, "{}\n", Words::capital(label));
+            for x in items {
+                let _ = writeln!(out, "- {x}");
+            }
+            out.push('\n');
+        }
+    }
+}
+
 /// A URL inside Markdown link parentheses: the characters that would end it, encoded.
 fn md_url(u: &str) -> String {
     u.replace('(', "%28").replace(')', "%29").replace(' ', "%20")
 }
 
-fn prometheus_markdown(out: &mut String, p: &PrometheusInput, lang: Lang) {
-    let l = |en: &'static str, zh: &'static str| lang.pick(en, zh);
-    let _ = writeln!(out, "## {}\n", l("From Prometheus", "来自 Prometheus"));
-    let _ = writeln!(out, "- {} `{}`", l("server:", "服务器："), p.url.replace('`', "'"));
-    let _ = writeln!(
-        out,
-        "- {} {} → {} ({} {} s)",
-        l("window:", "时间窗："),
-        p.start,
-        p.end,
-        l("step", "步长"),
-        p.step_s
-    );
-    if !p.selector.trim().is_empty() {
-        let _ = writeln!(out, "- {} `{}`", l("selector:", "选择器："), p.selector.replace('`', "'"));
+/// A fleet table: the header row, then each row, cells from outside escaped.
+fn table(out: &mut String, t: &Table) {
+    let names: Vec<&str> = t.columns.iter().map(|c| c.name).collect();
+    let rule = vec!["---"; names.len()];
+    let _ = writeln!(out, "| {} |\n| {} |", names.join(" | "), rule.join(" | "));
+    for row in &t.rows {
+        let cells: Vec<String> =
+            row.iter().map(|c| if c.outside { md_escape(&c.text) } else { c.text.clone() }).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
-    if let Some(s) = &p.scraping {
-        let _ = writeln!(out, "- {} {}", l("scraping:", "抓取："), s.limits);
-        if s.stale_series > 0 {
-            let _ = writeln!(
-                out,
-                "- {}",
-                lang.pick(
-                    format!("stale: {} series stopped being scraped", s.stale_series),
-                    format!("过期：{} 个序列不再被抓取", s.stale_series)
-                )
-            );
+    out.push('\n');
+}
+
+fn prometheus(out: &mut String, s: &PrometheusSection<'_>, w: Words) {
+    let p = s.input;
+    let _ = writeln!(out, "## {}\n", Words::capital(w.from_prometheus()));
+    let _ = writeln!(out, "- {} `{}`", w.server(), code(&p.url));
+    let _ = writeln!(out, "- {} {} → {} ({} {} s)", w.window(), p.start, p.end, w.step(), p.step_s);
+    if !p.selector.trim().is_empty() {
+        let _ = writeln!(out, "- {} `{}`", w.selector(), code(&p.selector));
+    }
+    if let Some(sc) = &p.scraping {
+        let _ = writeln!(out, "- {} {}", w.scraping(), sc.limits);
+        if sc.stale_series > 0 {
+            let _ = writeln!(out, "- {}", w.stale(sc.stale_series));
         }
     }
-    let _ = writeln!(
-        out,
-        "- {}",
-        lang.pick(
-            format!("read: {} series, {} points", p.series, p.points),
-            format!("读取：{} 个序列，{} 个点", p.series, p.points)
-        )
-    );
+    let _ = writeln!(out, "- {}", w.read(p.series, p.points));
     for q in &p.queries {
         let _ = writeln!(
             out,
             "- `{}` `{}` ({} series, [{}]({}))",
             q.api,
-            q.expr.replace('`', "'"),
+            code(&q.expr),
             q.series,
-            l("graph", "图表"),
+            w.graph(),
             md_url(&q.graph_url)
         );
     }
     for c in &p.cut {
-        let _ = writeln!(out, "- {} {}", l("cut:", "截断："), md_escape(c));
+        let _ = writeln!(out, "- {} {}", w.cut(), md_escape(c));
     }
     out.push('\n');
-    if !p.fleet.replicas.is_empty() {
-        let _ = writeln!(out, "{} `{}`\n", l("Replicas ranked by", "副本排序依据"), p.fleet.ranked_by);
-        let _ = writeln!(
-            out,
-            "| replica | verdict | TTFT p99 (s) | ITL p99 (s) | waiting | KV | gen tok/s |\n| --- | --- | --- | --- | --- | --- | --- |"
-        );
-        for r in &p.fleet.replicas {
-            let who = r.subject.instance.as_deref().or(r.subject.pod.as_deref()).unwrap_or("-");
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                md_escape(who),
-                r.verdict.as_str(),
-                md_escape(r.ttft_p99.as_deref().unwrap_or("-")),
-                md_escape(r.itl_p99.as_deref().unwrap_or("-")),
-                opt_num(r.waiting_max),
-                opt_num(r.kv_usage_max),
-                opt_num(r.generation_tokens_per_s)
-            );
-        }
-        out.push('\n');
+    if let Some(t) = &s.replicas {
+        let _ = writeln!(out, "{} `{}`\n", Words::capital(w.replicas_ranked_by()), p.fleet.ranked_by);
+        table(out, t);
     }
-    if !p.fleet.gateways.is_empty() {
-        let _ = writeln!(
-            out,
-            "{}\n",
-            l("Gateways (llm_stream_*, as clients saw it):", "网关（llm_stream_*，客户端视角）：")
-        );
-        let _ = writeln!(
-            out,
-            "| instance | TTFT p99 (s) | ITL p99 (s) | req/s | err/s |\n| --- | --- | --- | --- | --- |"
-        );
-        for g in &p.fleet.gateways {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                md_escape(g.subject.instance.as_deref().or(g.subject.pod.as_deref()).unwrap_or("-")),
-                md_escape(g.ttft_p99.as_deref().unwrap_or("-")),
-                md_escape(g.itl_p99.as_deref().unwrap_or("-")),
-                opt_num(g.requests_per_s),
-                opt_num(g.errors_per_s)
-            );
-        }
-        out.push('\n');
+    if let Some(t) = &s.gateways {
+        let _ = writeln!(out, "{}\n", Words::capital(w.gateways()));
+        table(out, t);
     }
-    if !p.fleet.gpus.is_empty() {
-        let _ = writeln!(
-            out,
-            "{}\n",
-            l(
-                "GPUs ranked by SM clock against their node's peers:",
-                "GPU 按 SM 时钟与同节点其他卡之比排序："
-            )
-        );
-        let _ = writeln!(
-            out,
-            "| Hostname | gpu | UUID | SM MHz | peers | ratio | °C | util % |\n| --- | --- | --- | --- | --- | --- | --- | --- |"
-        );
-        for g in p.fleet.gpus.iter().take(32) {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                md_escape(g.subject.hostname.as_deref().or(g.subject.instance.as_deref()).unwrap_or("-")),
-                md_escape(g.subject.gpu.as_deref().unwrap_or("-")),
-                md_escape(g.subject.uuid.as_deref().unwrap_or("-")),
-                opt_num(Some(g.sm_clock_mhz)),
-                opt_num(g.peer_median_mhz),
-                opt_num(g.ratio),
-                opt_num(g.temp_c),
-                opt_num(g.util_pct)
-            );
-        }
-        out.push('\n');
+    if let Some(t) = &s.gpus {
+        let _ = writeln!(out, "{}{}\n", w.gpus_ranked(), w.colon());
+        table(out, t);
     }
 }
 

@@ -62,11 +62,21 @@ pub fn render(
     c: &Counters,
 ) -> String {
     let mut out = String::new();
+    let label_of = gpu_labels(meta, samples);
+    gpu_gauges(&mut out, samples, &label_of);
+    gpu_errors(&mut out, samples, &label_of, c);
+    active_findings(&mut out, findings);
+    runner_health(&mut out, plugins, c);
+    out
+}
+
+/// Each GPU's labels (`gpu`, `UUID`, `device`, `modelName`), one per sample.
+fn gpu_labels(meta: Option<&Meta>, samples: &[GpuSample]) -> Vec<String> {
     // Each GPU's labels, made once per sample with the meta looked up by index: linear in the
     // GPUs (a search of the meta per sample and gauge was quadratic).
     let by_index: HashMap<u32, &MetaGpu> =
         meta.map(|m| m.gpus.iter().map(|g| (g.index, g)).collect()).unwrap_or_default();
-    let label_of: Vec<String> = samples
+    samples
         .iter()
         .map(|s| {
             let g = by_index.get(&s.gpu);
@@ -79,7 +89,11 @@ pub fn render(
                 esc(g.map(|g| g.name.as_str()).unwrap_or_default())
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The DCGM-named gauges and counters, each with the GPUs that have a value for it.
+fn gpu_gauges(out: &mut String, samples: &[GpuSample], label_of: &[String]) {
     type Get = fn(&GpuSample) -> Option<f64>;
     let gauges: [(&str, &str, &str, Get); 13] = [
         ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", |s| s.sm_clock_mhz.map(f64::from)),
@@ -136,7 +150,7 @@ pub fn render(
     for (name, kind, help, get) in gauges {
         let rows: Vec<String> = samples
             .iter()
-            .zip(&label_of)
+            .zip(label_of)
             .filter_map(|(s, l)| get(s).map(|v| format!("{name}{{{l}}} {v}\n")))
             .collect();
         if rows.is_empty() {
@@ -145,9 +159,13 @@ pub fn render(
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         rows.iter().for_each(|r| out.push_str(r));
     }
+}
+
+/// Double-bit ECC errors (GPUs that report them) and the last XID code of every GPU.
+fn gpu_errors(out: &mut String, samples: &[GpuSample], label_of: &[String], c: &Counters) {
     let ecc: Vec<String> = samples
         .iter()
-        .zip(&label_of)
+        .zip(label_of)
         .filter_map(|(s, l)| s.ecc_uncorrected.map(|v| format!("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{l}}} {v}\n")))
         .collect();
     if !ecc.is_empty() {
@@ -155,11 +173,14 @@ pub fn render(
         ecc.iter().for_each(|r| out.push_str(r));
     }
     out.push_str("# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered (0: none seen).\n# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n");
-    for (s, l) in samples.iter().zip(&label_of) {
+    for (s, l) in samples.iter().zip(label_of) {
         let _ =
             writeln!(out, "DCGM_FI_DEV_XID_ERRORS{{{l}}} {}", c.last_xid.get(&s.gpu).copied().unwrap_or(0));
     }
+}
 
+/// The active findings and their confidence.
+fn active_findings(out: &mut String, findings: &[(String, GpuFinding)]) {
     out.push_str("# HELP triage_finding_active A finding of the GPU rules is active (1) on this GPU (gpu=\"\" for node-wide ones).\n# TYPE triage_finding_active gauge\n");
     for (plugin, f) in findings {
         let _ = writeln!(
@@ -183,6 +204,10 @@ pub fn render(
             f.confidence
         );
     }
+}
+
+/// The runner's own health: ticks, samples, the engine's scrapes and each plugin's calls.
+fn runner_health(out: &mut String, plugins: &[PluginStatus], c: &Counters) {
     out.push_str("# HELP triage_findings_raised_total Findings raised since start, by rule.\n# TYPE triage_findings_raised_total counter\n");
     for (rule, n) in &c.raised {
         let _ = writeln!(out, "triage_findings_raised_total{{rule=\"{}\"}} {n}", esc(rule));
@@ -252,7 +277,6 @@ pub fn render(
             esc(p)
         );
     }
-    out
 }
 
 /// The latest exposition, shared with the HTTP thread.
