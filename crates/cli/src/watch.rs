@@ -157,6 +157,7 @@ pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
         headers: args.headers.clone(),
         api_key: probe::api_key(args.api, args.api_key_env.as_deref())?,
         timer: TimerConfig::default(),
+        traceparent: false,
     };
     if let Err(e) = probe::resolve(&opts) {
         return usage(e.to_string());
