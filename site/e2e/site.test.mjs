@@ -666,8 +666,19 @@ test('a probe against the scripted SSE server: TTFT equals the server record ±2
   assert.equal((await page.$$('[data-testid=probe-failure]')).length, 0, await page.textContent('.failures'));
   assert.ok(Number(await page.textContent('[data-testid=probe-ttft-p50]')) > 150);
   const probed = await page.$$eval('[data-testid=probe-request]', (rows) => rows.map((r) => [r.dataset.responseId, Number(r.dataset.ttft)]));
+  const traced = await page.$$eval('[data-testid=probe-request]', (rows) => rows.map((r) => [r.dataset.responseId, r.dataset.traceId]));
   const records = await done();
   assert.equal(records.length, 2 * n);
+  // Each probe request carried a W3C traceparent of its own, and its row shows that trace id.
+  const ids = new Set();
+  for (const [id, trace] of traced) {
+    const seen = records.find((r) => r.response_id === id).traceparent;
+    assert.match(seen ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, `request ${id} sent ${seen}`);
+    assert.equal(seen.slice(3, 35), trace, `request ${id}: row ${trace}, sent ${seen}`);
+    ids.add(trace);
+  }
+  assert.equal(ids.size, n, 'a fresh trace id per request');
+  assert.ok(records.filter((r) => !probed.some(([id]) => id === r.response_id)).every((r) => r.traceparent === null), 'the bare fetch() sent none');
   const errors = (pairs) => pairs.map(([id, t]) => t - records.find((r) => r.response_id === id).ttft_ms);
   const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]; };
   const round = (x) => Math.round(x * 1000) / 1000;
@@ -756,6 +767,8 @@ test('probe charts fill while the stream is still running', async () => {
   const { page, context } = await open('#/probe');
   await page.fill('[data-testid=probe-url]', base);
   await page.fill('[data-testid=probe-n]', '1');
+  // Switched off here: the request goes out without a traceparent (checked on the record below).
+  await page.uncheck('[data-testid=probe-traceparent]');
   await page.click('[data-testid=probe-start]');
   // Mid-stream: some tokens counted and gaps charted, the run not over.
   await page.waitForFunction(() => Number(document.querySelector('[data-testid=probe-itl-chart]')?.dataset.points) >= 3, null, { timeout: 10000 });
@@ -768,7 +781,9 @@ test('probe charts fill while the stream is still running', async () => {
   // The finished record replaces the live view: each gap counted once.
   assert.equal(await page.getAttribute('[data-testid=probe-itl-chart]', 'data-points'), '13');
   assert.equal(await page.getAttribute('[data-testid=probe-ttft-chart]', 'data-points'), '1');
-  await done();
+  assert.equal(await page.getAttribute('[data-testid=probe-request]', 'data-trace-id'), '');
+  const [record] = await done();
+  assert.equal(record.traceparent, null, 'no traceparent when switched off');
   await context.close();
 });
 

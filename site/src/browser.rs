@@ -15,6 +15,14 @@ pub fn now_ms() -> f64 {
     window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
 }
 
+/// `N` random bytes from `crypto.getRandomValues` (the browser's cryptographic generator);
+/// `None` where the browser refuses.
+pub fn random_bytes<const N: usize>() -> Option<[u8; N]> {
+    let mut bytes = [0u8; N];
+    window()?.crypto().ok()?.get_random_values_with_u8_array(&mut bytes).ok()?;
+    Some(bytes)
+}
+
 fn storage() -> Option<web_sys::Storage> {
     window().and_then(|w| w.local_storage().ok().flatten())
 }

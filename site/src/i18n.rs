@@ -65,6 +65,7 @@ pub enum Msg {
     ProbeKey,
     ProbeRemember,
     ProbeRememberWarning,
+    ProbeTraceparent,
     ProbePrompt,
     ProbeMaxTokens,
     ProbeRequests,
@@ -315,6 +316,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ProbeRememberWarning => (
             "Stored in localStorage in clear: any script on this origin can read it. Use only on your own machine.",
             "会以明文存入 localStorage，本站点下的任何脚本都能读取。只在自己的电脑上使用。",
+        ),
+        ProbeTraceparent => (
+            "Send a W3C traceparent (a fresh trace id per request, listed below: look the request up in your tracing backend)",
+            "发送 W3C traceparent（每个请求一个新的 trace id，列在下方：可在追踪后端中查到该请求）",
         ),
         ProbePrompt => ("Prompt", "提示词"),
         ProbeMaxTokens => ("max_tokens", "max_tokens"),

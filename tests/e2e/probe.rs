@@ -26,6 +26,7 @@ fn opts(url: String, api: Api) -> ProbeOptions {
         headers: vec![("x-extra".into(), "yes".into())],
         api_key: Some("sk-test-secret-123456".into()),
         timer: TimerConfig::default(),
+        traceparent: true,
     }
 }
 

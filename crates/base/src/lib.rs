@@ -10,7 +10,8 @@
 //! - numbers: [`stats`] (summaries, quantile sketch, buckets), [`sort`] (the one sort), [`defs`]
 //!   (the definition of every figure the product prints);
 //! - the probe's vocabulary: [`endpoint`] (APIs, URLs, requests), [`probe`] (records and
-//!   summaries), [`fault`] (every network failure classified);
+//!   summaries), [`fault`] (every network failure classified), [`trace`] (the W3C
+//!   `traceparent` a probe sends);
 //! - text from outside: [`safe`] (redaction, cutting, quoting, terminal-safe escaping),
 //!   [`expo`] (a Prometheus exposition sample line), [`time`] (timestamps as logs write them),
 //!   [`words`] (byte and substring searches), [`lang`] (English / Chinese).
@@ -31,4 +32,5 @@ pub mod stats;
 pub mod stream;
 pub mod time;
 pub mod timing;
+pub mod trace;
 pub mod words;

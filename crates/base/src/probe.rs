@@ -105,6 +105,11 @@ pub struct RequestRecord {
     /// Absent in older reports, where it was always `user`.
     #[serde(default)]
     pub stamp_source: StampSource,
+    /// The W3C trace id (32 lowercase hex digits) of the `traceparent` the request carried: the
+    /// one the probe made, or the user's own. Absent when none was sent (or the user's was not
+    /// a valid one): look the request up in the tracing backend by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// Which clock stamped a request's chunks (`stamp_source` in `triage.probe/v1`).
@@ -169,6 +174,7 @@ impl RequestRecord {
             stalls_not_listed: 0,
             cut_events: 0,
             stamp_source: StampSource::User,
+            trace_id: None,
         };
         if let Some(t) = timing {
             r.ttft_ms = t.ttft_ns().map(ms_u);
@@ -403,6 +409,18 @@ impl ProbeReport {
             limits: Vec::new(),
         }
     }
+
+    /// The `n` requests with the longest TTFT, longest first (ties: lower index first); requests
+    /// without a TTFT are not listed.
+    pub fn slowest_by_ttft(&self, n: usize) -> Vec<&RequestRecord> {
+        let mut v: Vec<&RequestRecord> = self.requests.iter().filter(|r| r.ttft_ms.is_some()).collect();
+        crate::sort::sort_by(&mut v, |a, b| {
+            let t = |r: &RequestRecord| r.ttft_ms.unwrap_or(0.0);
+            t(b).total_cmp(&t(a)).then(a.index.cmp(&b.index))
+        });
+        v.truncate(n);
+        v
+    }
 }
 
 #[cfg(test)]
@@ -454,5 +472,13 @@ mod tests {
         assert!(v["summary"]["ttfo_ms"]["p99"].is_number());
         assert!(v["summary"]["tpot_ms"]["max"].is_number());
         assert_eq!(v["requests"][0]["token_source"], "counted");
+        assert!(v["requests"][0].get("trace_id").is_none(), "absent when none was sent");
+        let slowest: Vec<usize> = report.slowest_by_ttft(5).iter().map(|r| r.index).collect();
+        assert_eq!(slowest, [0], "a request without a TTFT is not listed");
+        let mut traced = report.requests[0].clone();
+        traced.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
+        let v = serde_json::to_value(&traced).unwrap();
+        assert_eq!(v["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(serde_json::from_value::<RequestRecord>(v).unwrap(), traced);
     }
 }

@@ -173,6 +173,7 @@ fn main() {
                 headers: vec![],
                 api_key: None,
                 timer: TimerConfig::default(),
+                traceparent: true,
             };
             let origin = Instant::now();
             let cpu0 = thread_cpu();

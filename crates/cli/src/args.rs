@@ -112,6 +112,10 @@ pub struct ProbeArgs {
     /// Extra request header, K:V (repeatable).
     #[arg(long = "header", value_parser = parse_header)]
     pub headers: Vec<(String, String)>,
+    /// Send no W3C traceparent. By default each request carries a fresh one (random trace id,
+    /// sampled) and its record the trace id; a --header traceparent:… is sent as given instead.
+    #[arg(long)]
+    pub no_traceparent: bool,
     /// Environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY,
     /// then TAOTOKEN_API_KEY). The key is never printed.
     #[arg(long)]

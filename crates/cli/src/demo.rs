@@ -78,6 +78,7 @@ pub async fn run() -> anyhow::Result<(ProbeRun, Vec<Record>, Instant)> {
         headers: Vec::new(),
         api_key: None,
         timer: TimerConfig::default(),
+        traceparent: false,
     };
     let origin = Instant::now();
     let mut run = probe::run(&opts, origin, &|_| {}).await?;

@@ -15,6 +15,7 @@ pub mod render;
 mod rxstamp;
 pub mod scripted_serve;
 pub mod sim;
+pub mod slowest;
 #[cfg(target_os = "linux")]
 pub mod stamped;
 pub mod watch;

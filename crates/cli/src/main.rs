@@ -94,6 +94,7 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             },
             ..TimerConfig::default()
         },
+        traceparent: !args.no_traceparent,
     };
     if let Err(e) = probe::resolve(&opts) {
         return usage(e.to_string());

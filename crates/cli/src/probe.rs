@@ -14,6 +14,11 @@
 //! every string the server sends is redacted (the key, every header value, credential shapes)
 //! before it is cut or kept; a compressed body is reported, not guessed at; and a request's
 //! memory is bounded (`timing::MAX_TOKEN_TIMES`, the SSE parser's limits, 4 KiB of an error body).
+//!
+//! Every request carries a W3C `traceparent` of its own (a fresh random trace id, sampled; the
+//! randomness is the TLS stack's, from the operating system) and its record the trace id, so a
+//! slow request can be looked up in the server's traces; a `--header traceparent:…` is sent as
+//! given instead, its trace id recorded.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -25,6 +30,7 @@ use triage_core::fault::{self, Fault, FaultKind};
 use triage_core::probe::{ProbeReport, RequestRecord, RunConfig, StampSource};
 use triage_core::safe::Secrets;
 use triage_core::timing::{RequestTiming, StreamTimer, TimerConfig};
+use triage_core::trace::{self, TraceId, TraceParent};
 
 /// Everything a probe run needs.
 #[derive(Clone, Debug)]
@@ -45,6 +51,8 @@ pub struct ProbeOptions {
     /// Never printed; redacted from every message.
     pub api_key: Option<String>,
     pub timer: TimerConfig,
+    /// Send each request with a fresh W3C `traceparent` (unless `headers` holds one).
+    pub traceparent: bool,
 }
 
 /// One request's outcome, with the raw timing kept for callers that compare instants
@@ -242,7 +250,7 @@ fn has_userinfo(url: &str) -> bool {
 
 /// [`prepare`] with the choice of clock for the chunks' stamps.
 pub fn prepare_with(opts: &ProbeOptions, origin: Instant, stamps: Stamps) -> anyhow::Result<Prepared> {
-    let resolved = resolve(opts)?;
+    let mut resolved = resolve(opts)?;
     let client = client(opts.concurrency)?;
     let kernel = stamps == Stamps::Kernel
         && cfg!(target_os = "linux")
@@ -287,6 +295,13 @@ pub fn prepare_with(opts: &ProbeOptions, origin: Instant, stamps: Stamps) -> any
     for (k, v) in &opts.headers {
         add(k, v)?;
     }
+    let trace = trace_mode(opts);
+    if trace == Trace::Given(None) {
+        resolved.warnings.push(format!(
+            "--header {}: not a valid W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lowercase); sent as given, no trace id recorded",
+            trace::HEADER
+        ));
+    }
     let secrets = secrets_of(opts);
     let shared = Arc::new(Shared {
         client,
@@ -300,6 +315,8 @@ pub fn prepare_with(opts: &ProbeOptions, origin: Instant, stamps: Stamps) -> any
         timer: opts.timer,
         secrets: secrets.clone(),
         origin,
+        trace,
+        random: rustls::crypto::ring::default_provider().secure_random,
     });
     Ok(Prepared { shared, resolved, secrets })
 }
@@ -332,6 +349,25 @@ pub fn secrets_of(opts: &ProbeOptions) -> Secrets {
     s
 }
 
+/// Where a request's `traceparent` comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trace {
+    /// None is sent.
+    Off,
+    /// A fresh one per request.
+    Fresh,
+    /// The user's `--header traceparent:`, sent as given: its trace id, when it is valid.
+    Given(Option<TraceId>),
+}
+
+fn trace_mode(opts: &ProbeOptions) -> Trace {
+    match opts.headers.iter().find(|(k, _)| k.trim().eq_ignore_ascii_case(trace::HEADER)) {
+        Some((_, v)) => Trace::Given(TraceParent::parse(v).map(|t| t.trace_id)),
+        None if opts.traceparent => Trace::Fresh,
+        None => Trace::Off,
+    }
+}
+
 struct Shared {
     client: reqwest::Client,
     /// The kernel-stamped transport, when this run uses it.
@@ -346,11 +382,37 @@ struct Shared {
     timer: TimerConfig,
     secrets: Secrets,
     origin: Instant,
+    trace: Trace,
+    /// The operating system's randomness (through the TLS stack), for trace ids.
+    random: &'static dyn rustls::crypto::SecureRandom,
 }
 
 impl Shared {
     fn redact(&self, s: &str) -> String {
         self.secrets.redact(s).into_owned()
+    }
+
+    /// The `traceparent` this request adds (a fresh one, or none) and the trace id it records.
+    fn traceparent(&self) -> (Option<TraceParent>, Option<TraceId>) {
+        match self.trace {
+            Trace::Off => (None, None),
+            Trace::Given(id) => (None, id),
+            Trace::Fresh => {
+                let mut bytes = [0u8; 24];
+                // Without randomness the request goes out without one rather than with a guess.
+                let tp = self.random.fill(&mut bytes).ok().map(|()| TraceParent::from_random(bytes));
+                (tp, tp.map(|t| t.trace_id))
+            }
+        }
+    }
+
+    /// The run's headers, with this request's `traceparent` when it adds one.
+    fn headers(&self, tp: Option<TraceParent>) -> reqwest::header::HeaderMap {
+        let mut h = self.headers.clone();
+        if let Some(v) = tp.and_then(|tp| reqwest::header::HeaderValue::from_str(&tp.header_value()).ok()) {
+            h.insert(reqwest::header::HeaderName::from_static(trace::HEADER), v);
+        }
+        h
     }
 }
 
@@ -463,12 +525,13 @@ impl Body {
 
 /// Send the request on the run's transport: the status, the headers and the body, or the
 /// failure as a fault.
-async fn send(s: &Shared) -> Result<(u16, reqwest::header::HeaderMap, Body), Fault> {
+async fn send(s: &Shared, tp: Option<TraceParent>) -> Result<(u16, reqwest::header::HeaderMap, Body), Fault> {
+    let headers = s.headers(tp);
     #[cfg(target_os = "linux")]
     if let Some(client) = &s.stamped {
         let mut req = hyper::Request::post(s.url.as_str());
         if let Some(h) = req.headers_mut() {
-            h.clone_from(&s.headers);
+            *h = headers;
         }
         let req = req
             .body(http_body_util::Full::new(bytes::Bytes::from(s.body.clone())))
@@ -481,7 +544,7 @@ async fn send(s: &Shared) -> Result<(u16, reqwest::header::HeaderMap, Body), Fau
             Err(e) => Err(classify(&e, false, e.is_connect(), &s.shown_url)),
         };
     }
-    match s.client.post(&s.url).headers(s.headers.clone()).body(s.body.clone()).send().await {
+    match s.client.post(&s.url).headers(headers).body(s.body.clone()).send().await {
         Ok(r) => Ok((r.status().as_u16(), r.headers().clone(), Body::Reqwest(r))),
         Err(e) => Err(classify_send_error(&e, &s.shown_url)),
     }
@@ -549,11 +612,12 @@ async fn read_bounded(resp: &mut Body, deadline: tokio::time::Instant, max: usiz
 
 async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
     let deadline = tokio::time::Instant::now() + s.timeout;
+    let (tp, trace_id) = s.traceparent();
     let sent = now_ns(s.origin);
-    let at = Attempt { index, run_start, sent };
+    let at = Attempt { index, run_start, sent, trace_id };
     let mut clock = KernelClock::sample(s.origin);
     let mut timer = StreamTimer::new(sent, s.timer);
-    let (status, headers, mut resp) = match tokio::time::timeout_at(deadline, send(s)).await {
+    let (status, headers, mut resp) = match tokio::time::timeout_at(deadline, send(s, tp)).await {
         Err(_) => {
             let f = Fault::new(
                 FaultKind::TimeoutBeforeHeaders,
@@ -656,6 +720,7 @@ struct Attempt {
     index: usize,
     run_start: u64,
     sent: u64,
+    trace_id: Option<TraceId>,
 }
 
 fn finish(
@@ -666,6 +731,7 @@ fn finish(
     error: Option<Fault>,
 ) -> Observed {
     let error = error.map(|f| Fault { kind: f.kind, message: s.redact(&f.message) });
-    let record = RequestRecord::new(at.index, at.run_start, at.sent, status, timing.as_ref(), error);
+    let mut record = RequestRecord::new(at.index, at.run_start, at.sent, status, timing.as_ref(), error);
+    record.trace_id = at.trace_id.map(|t| t.to_string());
     Observed { record, timing }
 }

@@ -134,6 +134,7 @@ pub fn probe_text(r: &ProbeReport) -> String {
             }
         }
     }
+    crate::slowest::write(&mut out, r);
     let _ = writeln!(out, "\ndefinitions:");
     for d in &r.definitions {
         let _ = writeln!(out, "  {:<5} {}", d.name, d.meaning);

@@ -65,6 +65,7 @@ pub async fn run(args: ScriptedServeArgs) -> anyhow::Result<()> {
                     serde_json::json!({
                         "index": r.index, "response_id": r.response_id, "path": r.path,
                         "ttft_ms": tokens.first(), "token_ms": tokens, "request_read_ms": request_read_ms,
+                        "traceparent": r.header("traceparent"),
                     })
                 )?;
             }

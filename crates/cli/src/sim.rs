@@ -495,6 +495,7 @@ pub async fn run_demo(name: &str, seed: u64) -> anyhow::Result<ScenarioDemo> {
         headers: Vec::new(),
         api_key: None,
         timer: TimerConfig::default(),
+        traceparent: false,
     };
     let mut run = probe::run(&opts, Instant::now(), &|_| {}).await?;
     run.report.warnings.retain(|w| !w.starts_with("no API key"));

@@ -283,6 +283,7 @@ fn probe_options(args: &WatchArgs) -> anyhow::Result<ProbeOptions> {
         headers: args.headers.clone(),
         api_key: probe::api_key(args.api, args.api_key_env.as_deref())?,
         timer: TimerConfig::default(),
+        traceparent: false,
     })
 }
 

@@ -34,6 +34,13 @@ unsafe extern "C" {
         return_buffer_data: *mut *mut u8,
         return_buffer_size: *mut usize,
     ) -> u32;
+    fn proxy_add_header_map_value(
+        map_type: u32,
+        key_data: *const u8,
+        key_size: usize,
+        value_data: *const u8,
+        value_size: usize,
+    ) -> u32;
     fn proxy_get_header_map_value(
         map_type: u32,
         key_data: *const u8,
@@ -76,6 +83,7 @@ unsafe extern "C" {
 #[link(wasm_import_module = "wasi_snapshot_preview1")]
 unsafe extern "C" {
     fn clock_time_get(id: u32, precision: u64, time: *mut u64) -> u16;
+    fn random_get(buf: *mut u8, len: usize) -> u16;
 }
 
 /// Take ownership of bytes the host wrote into memory it got from `proxy_on_memory_allocate`
@@ -116,6 +124,13 @@ pub fn wasi_clock_ns(id: u32) -> Option<u64> {
     (unsafe { clock_time_get(id, 1, &mut t) } == 0).then_some(t)
 }
 
+/// `N` bytes from WASI's `random_get` (the host's randomness); `None` when it refuses.
+pub fn random_bytes<const N: usize>() -> Option<[u8; N]> {
+    let mut b = [0u8; N];
+    // SAFETY: a valid buffer of `N` bytes.
+    (unsafe { random_get(b.as_mut_ptr(), N) } == 0).then_some(b)
+}
+
 pub fn set_tick_period_ms(ms: u32) -> u32 {
     // SAFETY: plain value.
     unsafe { proxy_set_tick_period_milliseconds(ms) }
@@ -145,6 +160,12 @@ pub fn header(map_type: u32, key: &str) -> Result<Option<Vec<u8>>, u32> {
         NOT_FOUND => Ok(None),
         other => Err(other),
     }
+}
+
+/// Add a header to a map; the host's status.
+pub fn add_header(map_type: u32, key: &str, value: &str) -> u32 {
+    // SAFETY: pointers and lengths of live slices.
+    unsafe { proxy_add_header_map_value(map_type, key.as_ptr(), key.len(), value.as_ptr(), value.len()) }
 }
 
 /// Set a one-segment property path (Envoy: filter state `wasm.<name>`).

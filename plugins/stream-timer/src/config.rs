@@ -73,6 +73,11 @@ pub struct Settings {
     pub max_line_bytes: usize,
     pub max_event_bytes: usize,
     pub guard: Option<GuardSettings>,
+    /// Add a sampled W3C `traceparent` (fresh random trace id) to a matched request that carries
+    /// none. Off by default: the filter otherwise only observes, and a sampled `traceparent` on
+    /// every request makes a tracing upstream record and export a trace for each. The trace id
+    /// of a request's own `traceparent` is reported either way.
+    pub add_traceparent: bool,
 }
 
 /// Defaults: the four OpenAI/Anthropic streaming endpoints under any prefix.
@@ -112,6 +117,7 @@ impl Default for Settings {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             guard: None,
+            add_traceparent: false,
         }
     }
 }
@@ -171,6 +177,8 @@ struct RawConfig {
     max_event_bytes: Option<usize>,
     #[serde(default)]
     guard: Option<RawGuard>,
+    #[serde(default)]
+    add_traceparent: Option<bool>,
 }
 
 fn err(msg: impl Into<String>) -> ConfigError {
@@ -262,6 +270,9 @@ pub fn parse(bytes: &[u8]) -> Result<Settings, ConfigError> {
     if let Some(v) = raw.properties {
         s.properties = v;
     }
+    if let Some(v) = raw.add_traceparent {
+        s.add_traceparent = v;
+    }
     if let Some(p) = raw.property_prefix {
         check_name("property_prefix", &p, b".-", true)?;
         s.property_prefix = p;
@@ -330,7 +341,7 @@ mod tests {
             br#"{"routes":[{"name":"llama-70b","paths":["/llama/*","*/chat/completions"]}],
                 "require_event_stream":false,"stall_threshold_ms":250,"label_style":"dotted",
                 "metric_prefix":"gw_","properties":false,"property_prefix":"t.","log_summary":"always",
-                "max_line_bytes":4096,"max_event_bytes":65536,
+                "max_line_bytes":4096,"max_event_bytes":65536,"add_traceparent":true,
                 "guard":{"max_duration_ms":600000,"max_idle_ms":30000}}"#,
         )
         .unwrap();
@@ -340,6 +351,7 @@ mod tests {
         assert_eq!(s.stall_threshold_ns, 250 * MS);
         assert_eq!(s.label_style, LabelStyle::Dotted);
         assert_eq!(s.log_summary, LogSummary::Always);
+        assert!(s.add_traceparent && !Settings::default().add_traceparent);
         assert_eq!(
             s.guard,
             Some(GuardSettings {

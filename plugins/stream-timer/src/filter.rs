@@ -18,6 +18,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use triage_core::sse::SseLimits;
+use triage_core::trace::{self, TraceId, TraceParent};
 
 const NAME: &str = "triage-stream-timer";
 /// Bodies are read from the host in windows of at most this many bytes, so a huge chunk never
@@ -104,6 +105,7 @@ const W_HEADER: u32 = 2;
 const W_BODY: u32 = 4;
 const W_PROPERTY: u32 = 8;
 const W_RESET: u32 = 16;
+const W_TRACE: u32 = 32;
 static WARNED: AtomicU64 = AtomicU64::new(0);
 
 fn warn_once(bit: u32, message: &str) {
@@ -300,6 +302,8 @@ struct Live {
     route: usize,
     settings: Rc<Settings>,
     enqueue_unix_ns: u64,
+    /// The W3C trace id of the request's `traceparent`: its own, or the one the filter added.
+    trace_id: Option<TraceId>,
     stream: Stream,
     /// The response is an SSE stream being timed (counted in `active_streams`).
     timed: bool,
@@ -383,7 +387,7 @@ impl Http {
             return;
         }
         let route_name = s.routes.get(r).map_or("", |x| x.name.as_str());
-        let props = report::properties(route_name, live.enqueue_unix_ns, &summary);
+        let props = report::properties(route_name, live.enqueue_unix_ns, live.trace_id, &summary);
         if s.properties {
             let mut name = String::with_capacity(s.property_prefix.len() + 24);
             for (k, v) in &props {
@@ -404,6 +408,32 @@ impl Http {
         }
         if log && let Some((_, line)) = props.last() {
             abi::log(LOG_INFO, &format!("llm_stream {line}"));
+        }
+    }
+
+    /// The trace id of the request's own `traceparent` (none when it is not a valid one, which
+    /// is left as it is); without one, and with `add_traceparent`, a fresh sampled one is added
+    /// to the request and its trace id returned.
+    fn trace(settings: &Settings) -> Option<TraceId> {
+        if let Some(v) = Self::header(abi::MAP_REQUEST_HEADERS, trace::HEADER) {
+            return TraceParent::parse(std::str::from_utf8(&v).ok()?).map(|t| t.trace_id);
+        }
+        if !settings.add_traceparent {
+            return None;
+        }
+        let Some(tp) = abi::random_bytes::<24>().map(TraceParent::from_random) else {
+            warn_once(W_TRACE, "WASI random_get refused: no traceparent added");
+            return None;
+        };
+        match abi::add_header(abi::MAP_REQUEST_HEADERS, trace::HEADER, &tp.header_value()) {
+            OK => Some(tp.trace_id),
+            status => {
+                warn_once(
+                    W_TRACE,
+                    &format!("proxy_add_header_map_value(traceparent) answered status {status}: none added"),
+                );
+                None
+            }
         }
     }
 
@@ -452,6 +482,7 @@ impl HttpContext for Http {
             return Action::Continue;
         };
         let now = now_ns();
+        let trace_id = Self::trace(&settings);
         let limits =
             SseLimits { max_line_bytes: settings.max_line_bytes, max_event_bytes: settings.max_event_bytes };
         let stream = Stream::new(now, settings.stall_threshold_ns, limits);
@@ -466,6 +497,7 @@ impl HttpContext for Http {
             route,
             settings,
             enqueue_unix_ns: wall_ns(),
+            trace_id,
             stream,
             timed: false,
             guarded,

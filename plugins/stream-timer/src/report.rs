@@ -10,6 +10,7 @@
 use crate::timer::Summary;
 use triage_core::stream::Dialect;
 use triage_core::timing::TokenSource;
+use triage_core::trace::TraceId;
 
 pub fn dialect_str(d: Dialect) -> &'static str {
     match d {
@@ -22,13 +23,14 @@ pub fn dialect_str(d: Dialect) -> &'static str {
 }
 
 /// The property names, in the order they are written (after the configured prefix).
-pub const PROPERTY_NAMES: [&str; 29] = [
+pub const PROPERTY_NAMES: [&str; 30] = [
     "route",
     "status",
     "outcome",
     "dialect",
     "finish_reason",
     "response_id",
+    "trace_id",
     "error",
     "t_enqueue_us",
     "t_response_headers_us",
@@ -55,7 +57,13 @@ pub const PROPERTY_NAMES: [&str; 29] = [
 ];
 
 /// `(name, value)` of every figure this stream has, `summary` (logfmt of the others) last.
-pub fn properties(route: &str, enqueue_unix_ns: u64, s: &Summary) -> Vec<(&'static str, String)> {
+/// `trace_id` is the W3C trace id the request carried (its own, or the one the filter added).
+pub fn properties(
+    route: &str,
+    enqueue_unix_ns: u64,
+    trace_id: Option<TraceId>,
+    s: &Summary,
+) -> Vec<(&'static str, String)> {
     let unix_us =
         |t: Option<u64>| t.map(|t| (enqueue_unix_ns.saturating_add(t.saturating_sub(s.enqueue_ns))) / 1_000);
     let us = |t: Option<u64>| t.map(|t| t / 1_000);
@@ -67,6 +75,7 @@ pub fn properties(route: &str, enqueue_unix_ns: u64, s: &Summary) -> Vec<(&'stat
         ("dialect", s.dialect.map(|d| dialect_str(d).to_owned())),
         ("finish_reason", s.finish_reason.as_deref().map(str::to_owned)),
         ("response_id", s.response_id.as_deref().map(str::to_owned)),
+        ("trace_id", trace_id.map(|t| t.to_string())),
         ("error", s.error.as_deref().map(str::to_owned)),
         ("t_enqueue_us", num(unix_us(Some(s.enqueue_ns)))),
         ("t_response_headers_us", num(unix_us(s.headers_ns))),
@@ -149,7 +158,8 @@ mod tests {
             &mut |_| {},
         );
         let s = st.finish(8_000_000, End::EndOfStream);
-        let p = properties("chat", 1_700_000_000_000_000_000, &s);
+        let trace = TraceId([0xab; 16]);
+        let p = properties("chat", 1_700_000_000_000_000_000, Some(trace), &s);
         let get = |k: &str| p.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("t_enqueue_us"), Some("1700000000000000"));
         assert_eq!(get("t_first_token_us"), Some("1700000000004000"));
@@ -159,6 +169,7 @@ mod tests {
         assert_eq!(get("error"), Some("bad \"x\""));
         assert_eq!(get("tpot_us"), None);
         assert_eq!(get("max_gap_us"), None);
+        assert_eq!(get("trace_id"), Some("abababababababababababababababab"));
         let summary = get("summary").unwrap();
         assert!(summary.starts_with("route=chat status=200 outcome=stream_error dialect="), "{summary}");
         assert!(summary.contains(r#"error="bad \"x\"""#), "{summary}");

@@ -1,7 +1,9 @@
 //! Probe: stream requests from the browser at an OpenAI- or Anthropic-compatible endpoint,
 //! stamp every chunk as it arrives (in the probe worker, on the page's clock: see
 //! `browser::stream_post`), and judge the result with the
-//! same core code as `triage probe` (timer, faults, report).
+//! same core code as `triage probe` (timer, faults, report). Like the CLI, each request carries
+//! a W3C `traceparent` with a fresh trace id (`crypto.getRandomValues`) unless switched off, and
+//! its row and record show the trace id.
 
 use crate::app::{click, effect, num_text, on_event, set_parsed, set_text, tx, use_lang};
 use crate::browser::{self, FetchError, Head};
@@ -14,6 +16,7 @@ use triage_base::endpoint::{self, Api, ProbeRequest};
 use triage_base::fault::{self, Fault, FaultKind};
 use triage_base::probe::{ProbeSummary, Quantiles, RequestRecord};
 use triage_base::timing::{StreamTimer, TimerConfig};
+use triage_base::trace::{self, TraceParent};
 use wasm_bindgen::JsCast;
 
 const KEY_STORE: &str = "triage.probe.key";
@@ -33,6 +36,8 @@ struct Opts {
     key: String,
     /// The language of the run's record (`triage.probe/v1` keeps one message per failure).
     lang: Lang,
+    /// Send each request with a fresh W3C `traceparent`.
+    traceparent: bool,
     /// When each fetch of the run was called, in order (to tell Resource Timing entries apart).
     calls: RefCell<Vec<f64>>,
 }
@@ -134,7 +139,11 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
     let error_body = RefCell::new(Vec::<u8>::new());
     let shown = Cell::new(0usize);
     let entry_name = RefCell::new(o.url.clone());
-    let post = browser::Post { url: &o.url, headers: &o.headers, body: &o.body, timeout_ms: o.timeout_ms };
+    // A fresh trace id per request; none when the browser has no randomness to give.
+    let tp = o.traceparent.then(browser::random_bytes::<24>).flatten().map(TraceParent::from_random);
+    let mut headers = o.headers.clone();
+    headers.extend(tp.map(|tp| (trace::HEADER.to_owned(), tp.header_value())));
+    let post = browser::Post { url: &o.url, headers: &headers, body: &o.body, timeout_ms: o.timeout_ms };
     let (result, end) = browser::stream_post(
         post,
         |at, url| {
@@ -233,7 +242,9 @@ async fn one(o: &Opts, index: usize, run_start_ms: f64, live: LiveBoard) -> Done
     let (en, zh) = (judge(Lang::En), judge(Lang::Zh));
     let message = en.as_ref().zip(zh.as_ref()).map(|(en, zh)| [en.message.clone(), zh.message.clone()]);
     let fault = if o.lang == Lang::Zh { zh } else { en };
-    let record = RequestRecord::new(index, ns(run_start_ms), ns(sent.get()), status, Some(&timing), fault);
+    let mut record =
+        RequestRecord::new(index, ns(run_start_ms), ns(sent.get()), status, Some(&timing), fault);
+    record.trace_id = tp.map(|tp| tp.trace_id.to_string());
     Done { record, wire, message }
 }
 
@@ -251,6 +262,7 @@ pub fn ProbePage() -> impl IntoView {
     let model = RwSignal::new(String::new());
     let key = RwSignal::new(stored.clone().unwrap_or_default());
     let remember = RwSignal::new(stored.is_some());
+    let traceparent = RwSignal::new(true);
     let prompt = RwSignal::new("Explain continuous batching in one paragraph.".to_owned());
     let max_tokens = RwSignal::new(64u32);
     let n = RwSignal::new(4usize);
@@ -302,6 +314,7 @@ pub fn ProbePage() -> impl IntoView {
             timeout_ms: 60_000,
             key: k,
             lang: lang.get_untracked(),
+            traceparent: traceparent.get_untracked(),
             calls: RefCell::new(Vec::new()),
         });
         let total = n.get_untracked().max(1);
@@ -396,6 +409,10 @@ pub fn ProbePage() -> impl IntoView {
                 {tx(lang, Msg::ProbeRemember)}
             </label>
             {move || remember.get().then(|| fixed(view! { <p class="warn">{tx(lang, Msg::ProbeRememberWarning)}</p> }))}
+            <label class="check wide">
+                <input type="checkbox" data-testid="probe-traceparent" prop:checked=traceparent on:change=on_event(move |ev| traceparent.set(event_target_checked(&ev)))/>
+                {tx(lang, Msg::ProbeTraceparent)}
+            </label>
             <label class="wide">{tx(lang, Msg::ProbePrompt)}
                 <textarea rows="2" data-testid="probe-prompt" prop:value=prompt on:input=set_text(prompt)></textarea>
             </label>
@@ -455,13 +472,13 @@ pub fn ProbePage() -> impl IntoView {
                 <canvas node_ref=itl_canvas width="370" height="200" data-testid="probe-itl-chart"></canvas>
             </div>
             <table class="requests">
-                <thead><tr><th>"#"</th><th>{tx(lang, Msg::ProbeStatus)}</th><th>"TTFT"</th><th>"TTFO"</th><th>"E2E"</th><th>{tx(lang, Msg::ProbeTokens)}</th><th>"id"</th></tr></thead>
+                <thead><tr><th>"#"</th><th>{tx(lang, Msg::ProbeStatus)}</th><th>"TTFT"</th><th>"TTFO"</th><th>"E2E"</th><th>{tx(lang, Msg::ProbeTokens)}</th><th>"id"</th><th>"trace id"</th></tr></thead>
                 <tbody>
                     {move || records.get().into_iter().map(|r| {
                         let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
                         // Patched in place, not replaced: this list grows one row at a time, up to 1000.
                         view! {
-                            <tr data-testid="probe-request" data-ttft=r.ttft_ms.map(|v| v.to_string()).unwrap_or_default() data-response-id=r.response_id.clone().unwrap_or_default()>
+                            <tr data-testid="probe-request" data-ttft=r.ttft_ms.map(|v| v.to_string()).unwrap_or_default() data-response-id=r.response_id.clone().unwrap_or_default() data-trace-id=r.trace_id.clone().unwrap_or_default()>
                                 <td>{r.index}</td>
                                 <td>{r.status.map(|s| s.to_string()).unwrap_or_default()}</td>
                                 <td>{ms(r.ttft_ms)}</td>
@@ -469,6 +486,7 @@ pub fn ProbePage() -> impl IntoView {
                                 <td>{ms(r.e2e_ms)}</td>
                                 <td>{r.output_tokens.map(|n| n.to_string()).unwrap_or_default()}</td>
                                 <td><code>{r.response_id.clone().unwrap_or_default()}</code></td>
+                                <td><code>{r.trace_id.clone().unwrap_or_default()}</code></td>
                             </tr>
                         }
                     }).collect_view()}

@@ -79,6 +79,7 @@ fn busy_run(stamps: Stamps) -> (ProbeRun, Vec<Record>, Instant) {
         headers: vec![],
         api_key: None,
         timer: TimerConfig::default(),
+        traceparent: true,
     };
     let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let origin = Instant::now();
@@ -181,6 +182,7 @@ fn credentials_in_the_url_keep_the_transport_that_sends_them() {
         headers: vec![],
         api_key: None,
         timer: TimerConfig::default(),
+        traceparent: true,
     };
     let run =
         rt.block_on(probe::run_with(&opts, Instant::now(), &|_| {}, Stamps::Kernel)).expect("probe run");

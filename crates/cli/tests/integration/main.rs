@@ -18,4 +18,5 @@ mod kernel_stamps;
 mod kv;
 mod prometheus;
 mod sim;
+mod trace;
 mod watch;
