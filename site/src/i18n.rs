@@ -361,8 +361,8 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ProbeMean => ("mean", "均值"),
         ChartItl => ("ITL (ms)", "ITL 逐 token 间隔（毫秒）"),
         ProbeRejected => (
-            "the browser refused the response or could not connect ({error}): either nothing answers at {url}, or the server does not allow this origin (CORS) — vLLM: --allowed-origins '[\"*\"]'; a gateway: add Access-Control-Allow-Origin. `triage probe` from a terminal tells the two apart.",
-            "浏览器拒绝了响应或无法连接（{error}）：要么 {url} 上没有服务在应答，要么服务端不允许本站的源（CORS）—— vLLM：--allowed-origins '[\"*\"]'；网关：加上 Access-Control-Allow-Origin。在终端里运行 `triage probe` 可以区分这两种情况。",
+            "the browser refused the response or could not connect ({error}): either nothing answers at {url}, or the server does not allow this origin (CORS) — vLLM: --allowed-origins '[\"*\"]'; a gateway: add Access-Control-Allow-Origin, and allow the traceparent header (or untick \"Send a W3C traceparent\"). `triage probe` from a terminal tells the two apart.",
+            "浏览器拒绝了响应或无法连接（{error}）：要么 {url} 上没有服务在应答，要么服务端不允许本站的源（CORS）—— vLLM：--allowed-origins '[\"*\"]'；网关：加上 Access-Control-Allow-Origin，并允许 traceparent 请求头（或取消勾选“发送 W3C traceparent”）。在终端里运行 `triage probe` 可以区分这两种情况。",
         ),
         ProbeNoHeaders => ("no response headers within {ms} ms", "{ms} ms 内没有收到响应头"),
         ProbeNoToken => {
