@@ -1240,6 +1240,69 @@ test('Copy as Markdown and Download JSON give the bytes triage analyze --format 
   await context.close();
 });
 
+// The probe's results into the ticket: the JSON has the CLI's shape, field for field.
+test('the probe\'s results: Copy as Markdown and Download JSON in the triage.probe/v1 shape triage probe --format json prints, the key redacted', async () => {
+  const n = 3;
+  const { base, done } = await scriptedServer(2 * n, { ttftMs: 40, gapMs: 5, tokens: 6 });
+  const env = { ...process.env };
+  for (const k of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'TAOTOKEN_API_KEY']) delete env[k];
+  const cli = JSON.parse(execFileSync(triageBin, ['probe', base, '--model', 'scripted', '--requests', String(n), '--max-tokens', '16', '--prompt', 'Explain continuous batching in one paragraph.', '--format', 'json'], { env }).toString('utf8'));
+  const { page, context, requests } = await open('#/probe');
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  await page.fill('[data-testid=probe-url]', base);
+  await page.fill('[data-testid=probe-model]', 'scripted');
+  await page.fill('[data-testid=probe-key]', 'sk-browser-secret-123456789');
+  await page.fill('[data-testid=probe-max-tokens]', '16');
+  await page.fill('[data-testid=probe-n]', String(n));
+  assert.equal(await page.$('[data-testid=probe-download-json]'), null, 'exports before any run');
+  await page.click('[data-testid=probe-start]');
+  await page.waitForSelector('[data-testid=probe-download-json]', { timeout: 30000 });
+  const { name, text } = await downloaded(page, 'probe-download-json');
+  assert.equal(name, 'triage-probe.json');
+  assert.ok(text.endsWith('}\n'), 'pretty, with a final newline, as the CLI prints it');
+  const site = JSON.parse(text);
+  // The same keys at every depth (an array: its first element's; strings and numbers: their type).
+  const shape = (v) => {
+    if (Array.isArray(v)) return v.length && typeof v[0] === 'object' ? [shape(v[0])] : 'array';
+    if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).map((k) => [k, shape(v[k])]));
+    return v === null ? 'null' : typeof v;
+  };
+  const siteShape = shape(site);
+  const cliShape = shape(cli);
+  assert.deepEqual(siteShape, cliShape);
+  assert.deepEqual(Object.keys(site), Object.keys(cli), 'top-level fields in the CLI\'s order');
+  assert.deepEqual(Object.keys(site.requests[0]), Object.keys(cli.requests[0]), 'request fields in the CLI\'s order');
+  assert.equal(site.schema, 'triage.probe/v1');
+  assert.equal(site.url, cli.url);
+  assert.deepEqual(site.config, { ...cli.config });
+  assert.deepEqual(site.definitions, cli.definitions);
+  assert.equal(site.quantile_method, cli.quantile_method);
+  assert.equal(site.summary.ok, n);
+  assert.equal(site.requests.length, n);
+  // The clocks differ by nature: the CLI may stamp with the kernel, a browser stamps in user space.
+  assert.ok(site.requests.every((r) => r.ok && /^chatcmpl-scripted-\d+$/.test(r.response_id) && r.stamp_source === 'user'), JSON.stringify(site.requests[0]));
+  assert.doesNotMatch(text, /sk-browser-secret/);
+  // The Markdown: the page's figures, every request's id, no key.
+  await page.evaluate(() => navigator.clipboard.writeText(''));
+  await page.click('[data-testid=probe-copy-markdown]');
+  await page.waitForFunction(() => /Copied/.test(document.querySelector('[data-testid=probe-copy-status]')?.textContent ?? ''));
+  const md = await page.evaluate(() => navigator.clipboard.readText());
+  assert.match(md, new RegExp(`^# Probe: ${n} ok, 0 failed\n`));
+  const p50 = (await page.textContent('[data-testid=probe-ttft-p50]')).trim();
+  assert.ok(md.includes(`| TTFT | ${p50} |`), md);
+  for (const r of site.requests) assert.ok(md.includes(r.response_id), r.response_id);
+  assert.doesNotMatch(md, /sk-browser-secret/);
+  // In Chinese the Markdown follows the page; the JSON stays the CLI's, in English.
+  await page.click('[data-testid=lang-toggle]');
+  await page.click('[data-testid=probe-copy-markdown]');
+  await page.waitForFunction(() => /已复制/.test(document.querySelector('[data-testid=probe-copy-status]')?.textContent ?? ''));
+  assert.match(await page.evaluate(() => navigator.clipboard.readText()), new RegExp(`^# 探测: ${n} ok, 0 failed\n`));
+  assert.equal((await downloaded(page, 'probe-download-json')).text, text);
+  assert.equal((await done()).length, 2 * n);
+  onlyOrigins(requests, [origin, base.replace(/\/v1$/, '')]);
+  await context.close();
+});
+
 /** The build's version and files, as `cargo xtask site` wrote them into the service worker. */
 function swBuild() {
   const text = fs.readFileSync(path.join(dist, 'sw.js'), 'utf8');

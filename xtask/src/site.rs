@@ -23,7 +23,7 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// demand (`deck.json`, the workers' scripts): a little above the last measured total, so growth
 /// is noticed and raised on purpose. Each raise, with the sizes measured and what was tried to
 /// avoid it, is recorded in `docs/measurements.md`.
-pub const BUDGET_GZIP_BYTES: u64 = 1_376 * 1024;
+pub const BUDGET_GZIP_BYTES: u64 = 1_392 * 1024;
 /// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: 600 KB gzip, what a
 /// user waits for before any page works. Everything that judges is loaded on demand (see
 /// [`BUDGET_GZIP_BYTES`]), so this budget does not grow with the rules.
