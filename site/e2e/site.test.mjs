@@ -21,23 +21,28 @@ const triageBin = process.env.TRIAGE_BIN ?? path.join(targetDir, 'debug/triage')
 const shots = path.join(here, 'screenshots');
 const figures = {};
 
-const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css', '.json': 'application/json' };
+const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css', '.json': 'application/json', '.webmanifest': 'application/manifest+json', '.svg': 'image/svg+xml', '.png': 'image/png' };
 
 let server, origin, browser;
 
-before(async () => {
-  assert.ok(fs.existsSync(path.join(dist, 'index.html')), `site not built: ${dist} (run cargo xtask site)`);
-  fs.mkdirSync(shots, { recursive: true });
-  server = http.createServer((req, res) => {
+/** Serve the files of `dir` on 127.0.0.1 (a free port). */
+async function serveDir(dir) {
+  const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
     const rel = url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname).replace(/^\/+/, '');
-    const file = path.join(dist, rel);
-    if (!file.startsWith(dist) || !fs.existsSync(file)) { res.writeHead(404); res.end('not found'); return; }
+    const file = path.join(dir, rel);
+    if (!file.startsWith(dir) || !fs.existsSync(file)) { res.writeHead(404); res.end('not found'); return; }
     res.writeHead(200, { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-cache' });
     res.end(fs.readFileSync(file));
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  origin = `http://127.0.0.1:${server.address().port}`;
+  return { server, origin: `http://127.0.0.1:${server.address().port}` };
+}
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(dist, 'index.html')), `site not built: ${dist} (run cargo xtask site)`);
+  fs.mkdirSync(shots, { recursive: true });
+  ({ server, origin } = await serveDir(dist));
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
@@ -1248,4 +1253,235 @@ test('Copy as Markdown and Download JSON give the bytes triage analyze --format 
   }
   onlyOrigins(requests, [origin]);
   await context.close();
+});
+
+// The probe's results into the ticket: the JSON has the CLI's shape, field for field.
+test('the probe\'s results: Copy as Markdown and Download JSON in the triage.probe/v1 shape triage probe --format json prints, the key redacted', async () => {
+  const n = 3;
+  const { base, done } = await scriptedServer(2 * n, { ttftMs: 40, gapMs: 5, tokens: 6 });
+  const env = { ...process.env };
+  for (const k of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'TAOTOKEN_API_KEY']) delete env[k];
+  const cli = JSON.parse(execFileSync(triageBin, ['probe', base, '--model', 'scripted', '--requests', String(n), '--max-tokens', '16', '--prompt', 'Explain continuous batching in one paragraph.', '--format', 'json'], { env }).toString('utf8'));
+  const { page, context, requests } = await open('#/probe');
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  await page.fill('[data-testid=probe-url]', base);
+  await page.fill('[data-testid=probe-model]', 'scripted');
+  await page.fill('[data-testid=probe-key]', 'sk-browser-secret-123456789');
+  await page.fill('[data-testid=probe-max-tokens]', '16');
+  await page.fill('[data-testid=probe-n]', String(n));
+  assert.equal(await page.$('[data-testid=probe-download-json]'), null, 'exports before any run');
+  await page.click('[data-testid=probe-start]');
+  await page.waitForSelector('[data-testid=probe-download-json]', { timeout: 30000 });
+  const { name, text } = await downloaded(page, 'probe-download-json');
+  assert.equal(name, 'triage-probe.json');
+  assert.ok(text.endsWith('}\n'), 'pretty, with a final newline, as the CLI prints it');
+  const site = JSON.parse(text);
+  // The same keys at every depth (an array: its first element's; strings and numbers: their type).
+  const shape = (v) => {
+    if (Array.isArray(v)) return v.length && typeof v[0] === 'object' ? [shape(v[0])] : 'array';
+    if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).map((k) => [k, shape(v[k])]));
+    return v === null ? 'null' : typeof v;
+  };
+  const siteShape = shape(site);
+  const cliShape = shape(cli);
+  assert.deepEqual(siteShape, cliShape);
+  assert.deepEqual(Object.keys(site), Object.keys(cli), 'top-level fields in the CLI\'s order');
+  assert.deepEqual(Object.keys(site.requests[0]), Object.keys(cli.requests[0]), 'request fields in the CLI\'s order');
+  assert.equal(site.schema, 'triage.probe/v1');
+  assert.equal(site.url, cli.url);
+  assert.deepEqual(site.config, { ...cli.config });
+  assert.deepEqual(site.definitions, cli.definitions);
+  assert.equal(site.quantile_method, cli.quantile_method);
+  assert.equal(site.summary.ok, n);
+  assert.equal(site.requests.length, n);
+  // The clocks differ by nature: the CLI may stamp with the kernel, a browser stamps in user space.
+  assert.ok(site.requests.every((r) => r.ok && /^chatcmpl-scripted-\d+$/.test(r.response_id) && r.stamp_source === 'user'), JSON.stringify(site.requests[0]));
+  assert.doesNotMatch(text, /sk-browser-secret/);
+  // The Markdown: the page's figures, every request's id, no key.
+  await page.evaluate(() => navigator.clipboard.writeText(''));
+  await page.click('[data-testid=probe-copy-markdown]');
+  await page.waitForFunction(() => /Copied/.test(document.querySelector('[data-testid=probe-copy-status]')?.textContent ?? ''));
+  const md = await page.evaluate(() => navigator.clipboard.readText());
+  assert.match(md, new RegExp(`^# Probe: ${n} ok, 0 failed\n`));
+  const p50 = (await page.textContent('[data-testid=probe-ttft-p50]')).trim();
+  assert.ok(md.includes(`| TTFT | ${p50} |`), md);
+  for (const r of site.requests) assert.ok(md.includes(r.response_id), r.response_id);
+  assert.doesNotMatch(md, /sk-browser-secret/);
+  // In Chinese the Markdown follows the page; the JSON stays the CLI's, in English.
+  await page.click('[data-testid=lang-toggle]');
+  await page.click('[data-testid=probe-copy-markdown]');
+  await page.waitForFunction(() => /已复制/.test(document.querySelector('[data-testid=probe-copy-status]')?.textContent ?? ''));
+  assert.match(await page.evaluate(() => navigator.clipboard.readText()), new RegExp(`^# 探测: ${n} ok, 0 failed\n`));
+  assert.equal((await downloaded(page, 'probe-download-json')).text, text);
+  assert.equal((await done()).length, 2 * n);
+  onlyOrigins(requests, [origin, base.replace(/\/v1$/, '')]);
+  await context.close();
+});
+
+/** The build's version and files, as `cargo xtask site` wrote them into the service worker. */
+function swBuild() {
+  const text = fs.readFileSync(path.join(dist, 'sw.js'), 'utf8');
+  return JSON.parse(text.match(/^const BUILD = (.*);$/m)[1]);
+}
+
+/** Every URL in the page's Cache Storage, by cache name. */
+const cacheContents = (page) => page.evaluate(async () => {
+  const out = {};
+  for (const k of await caches.keys()) out[k] = (await (await caches.open(k)).keys()).map((r) => r.url);
+  return out;
+});
+
+test('offline: after one visit every page renders and works without the network, installable, from the build\'s own files', { timeout: 180000 }, async () => {
+  const build = swBuild();
+  assert.match(build.version, /^[0-9a-f]{16}$/);
+  for (const f of ['./', 'index.html', 'app.js', 'triage_site.js', 'triage_site_bg.wasm', 'worker.js', 'triage_site_analyzer.js', 'triage_site_analyzer_bg.wasm', 'probe-worker.js', 'deck.json', 'style.css', 'manifest.webmanifest', 'icon-192.png', 'icon-512.png', 'icon.svg']) {
+    assert.ok(build.files.includes(f), `${f} is not cached: ${build.files}`);
+  }
+  assert.ok(!build.files.includes('sw.js'));
+  const context = await browser.newContext({ viewport: { width: 1200, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${origin}/`);
+  await page.waitForSelector('[data-testid=lang-toggle]');
+  // Registered once the page is up; ready when installed, that is, when the build is cached.
+  await page.evaluate(() => navigator.serviceWorker.ready);
+  const cached = await cacheContents(page);
+  assert.deepEqual(Object.keys(cached), [`triage-${build.version}`]);
+  assert.deepEqual([...cached[`triage-${build.version}`]].sort(), build.files.map((f) => new URL(f, `${origin}/`).href).sort());
+  // Installable: the manifest parses, and its icons are there.
+  const cdp = await context.newCDPSession(page);
+  const manifest = await cdp.send('Page.getAppManifest');
+  assert.deepEqual(manifest.errors, [], JSON.stringify(manifest.errors));
+  const parsed = JSON.parse(manifest.data);
+  assert.equal(parsed.display, 'standalone');
+  for (const icon of parsed.icons) {
+    const r = await page.evaluate(async (src) => { const r = await fetch(src); return [r.status, r.headers.get('content-type'), (await r.arrayBuffer()).byteLength]; }, icon.src);
+    assert.equal(r[0], 200, icon.src);
+    assert.ok(r[2] > 100, icon.src);
+  }
+  const png = fs.readFileSync(path.join(dist, 'icon-512.png'));
+  assert.equal(png.subarray(1, 4).toString(), 'PNG');
+  assert.equal(png.readUInt32BE(16), 512);
+
+  await context.setOffline(true);
+  await page.reload();
+  await page.waitForSelector('[data-testid=lang-toggle]');
+  assert.ok(await page.evaluate(() => navigator.serviceWorker.controller !== null), 'the reload was not served by the worker');
+  const log = fs.readFileSync(path.join(root, 'tests/data/incidents/ttft_queueing.log'), 'utf8');
+  await page.fill('[data-testid=paste-input]', log);
+  await page.click('[data-testid=analyze-button]');
+  assert.match(await page.textContent('[data-testid=verdict]'), /TTFT_HIGH/);
+  await page.screenshot({ path: path.join(shots, 'offline-triage.png') });
+  // Every page, each in a fresh tab opened offline.
+  for (const slug of PAGES) {
+    const tab = await context.newPage();
+    tab.on('pageerror', (e) => errors.push(`${slug}: ${e}`));
+    await tab.goto(`${origin}/#/${slug}`);
+    await tab.waitForSelector('[data-testid=lang-toggle]');
+    if (slug === 'triage') await tab.waitForSelector('[data-testid=paste-input]');
+    if (slug === 'probe') await tab.waitForSelector('[data-testid=probe-start]');
+    if (slug === 'kv') await tab.waitForFunction(() => /\d/.test(document.querySelector('[data-testid=kv-tokens]')?.textContent ?? ''));
+    if (slug === 'playbook') await tab.waitForSelector('[data-testid=playbook-branch]');
+    if (slug === 'cards') {
+      await tab.waitForSelector('[data-testid=card-front]');
+      await tab.click('[data-testid=card-show]');
+      await tab.waitForSelector('[data-testid=rate-good]');
+    }
+    if (slug === 'drill') {
+      await tab.fill('[data-testid=drill-seed]', '3');
+      await tab.click('[data-testid=drill-start]');
+      await tab.waitForSelector('[data-testid=drill-symptom]');
+    }
+    await tab.screenshot({ path: path.join(shots, `offline-${slug}.png`) });
+    await tab.close();
+  }
+  assert.deepEqual(errors, []);
+  // Nothing was added to the cache by using the site.
+  assert.deepEqual(Object.keys(await cacheContents(page)), [`triage-${build.version}`]);
+  assert.equal((await cacheContents(page))[`triage-${build.version}`].length, build.files.length);
+  await context.close();
+});
+
+test('offline: a probe under the service worker goes to the network every time and is never stored', async () => {
+  const { base, done } = await scriptedServer(2, { ttftMs: 20, gapMs: 5, tokens: 4 });
+  const endpoint = base.replace(/\/v1$/, '');
+  const context = await browser.newContext({ viewport: { width: 1200, height: 1000 } });
+  const seen = [];
+  context.on('response', (r) => { if (r.url().startsWith(endpoint)) seen.push([r.url(), r.fromServiceWorker()]); });
+  const page = await context.newPage();
+  await page.goto(`${origin}/#/probe`);
+  await page.waitForSelector('[data-testid=lang-toggle]');
+  await page.evaluate(() => navigator.serviceWorker.ready);
+  await page.reload();
+  await page.waitForSelector('[data-testid=probe-start]');
+  assert.ok(await page.evaluate(() => navigator.serviceWorker.controller !== null), 'the page is not under the worker');
+  await page.fill('[data-testid=probe-url]', base);
+  await page.fill('[data-testid=probe-model]', 'scripted');
+  await page.fill('[data-testid=probe-n]', '1');
+  const ids = [];
+  for (let run = 0; run < 2; run++) {
+    await page.click('[data-testid=probe-start]');
+    await page.waitForFunction((before) => {
+      const row = document.querySelector('[data-testid=probe-request]');
+      return row && row.dataset.responseId && !before.includes(row.dataset.responseId) && !document.querySelector('[data-testid=probe-start]').disabled;
+    }, ids, { timeout: 30000 });
+    ids.push(await page.getAttribute('[data-testid=probe-request]', 'data-response-id'));
+  }
+  // Two answers, both the server's: the second was not the first replayed.
+  assert.deepEqual(ids, ['chatcmpl-scripted-0', 'chatcmpl-scripted-1']);
+  assert.equal((await done()).length, 2);
+  assert.ok(seen.every(([, sw]) => !sw), `answered by the worker: ${JSON.stringify(seen)}`);
+  const cached = Object.values(await cacheContents(page)).flat();
+  assert.ok(cached.length > 0);
+  assert.ok(cached.every((u) => u.startsWith(`${origin}/`)), `stored from elsewhere: ${cached.filter((u) => !u.startsWith(`${origin}/`))}`);
+  await context.close();
+});
+
+test('offline: a new deploy is a new cache, and a page never mixes two versions', { timeout: 120000 }, async () => {
+  // A copy of the build on its own server, "deployed" again with one file changed.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'triage-site-'));
+  for (const f of fs.readdirSync(dist)) fs.copyFileSync(path.join(dist, f), path.join(dir, f));
+  const { server: srv, origin: at } = await serveDir(dir);
+  const v1 = swBuild().version;
+  const context = await browser.newContext({ viewport: { width: 1200, height: 1000 } });
+  const page = await context.newPage();
+  await page.goto(`${at}/`);
+  await page.waitForSelector('[data-testid=lang-toggle]');
+  await page.evaluate(() => navigator.serviceWorker.ready);
+  await page.reload();
+  await page.waitForSelector('[data-testid=lang-toggle]');
+  const style = () => page.evaluate(() => fetch('./style.css').then((r) => r.text()));
+  const v2 = 'f'.repeat(16);
+  fs.appendFileSync(path.join(dir, 'style.css'), '\n/* deployed again */\n');
+  const sw = fs.readFileSync(path.join(dir, 'sw.js'), 'utf8');
+  fs.writeFileSync(path.join(dir, 'sw.js'), sw.replace(`"version":"${v1}"`, `"version":"${v2}"`));
+  // The browser finds the new worker; it installs its own cache and waits: the open page keeps
+  // the files of its version.
+  await page.evaluate(() => navigator.serviceWorker.getRegistration().then((r) => r.update()));
+  const t0 = Date.now();
+  while (!(await page.evaluate(() => navigator.serviceWorker.getRegistration().then((r) => Boolean(r.waiting))))) {
+    assert.ok(Date.now() - t0 < 20000, 'the new version was not installed');
+    await page.waitForTimeout(100);
+  }
+  assert.deepEqual(Object.keys(await cacheContents(page)).sort(), [`triage-${v1}`, `triage-${v2}`].sort());
+  assert.doesNotMatch(await style(), /deployed again/, 'the open page got a file of the new version');
+  // A reload keeps the old version while the page is open; the next visit after it was
+  // closed gets the new one, and the old cache is gone.
+  await page.reload();
+  await page.waitForSelector('[data-testid=lang-toggle]');
+  assert.doesNotMatch(await style(), /deployed again/, 'a reload mixed in a file of the new version');
+  await page.close();
+  const next = await context.newPage();
+  await next.goto(`${at}/`);
+  await next.waitForSelector('[data-testid=lang-toggle]');
+  assert.match(await next.evaluate(() => fetch('./style.css').then((r) => r.text())), /deployed again/);
+  const t1 = Date.now();
+  while (Object.keys(await cacheContents(next)).join() !== `triage-${v2}`) {
+    assert.ok(Date.now() - t1 < 10000, 'the old cache was kept');
+    await next.waitForTimeout(100);
+  }
+  await context.close();
+  srv.close();
+  fs.rmSync(dir, { recursive: true, force: true });
 });

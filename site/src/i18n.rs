@@ -236,6 +236,7 @@ pub enum Msg {
     CopyFailed,
     DownloadJson,
     ExportNote,
+    ProbeExportNote,
     Menu,
 }
 
@@ -579,6 +580,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ExportNote => (
             "The same bytes as `triage analyze --format markdown` / `--format json`; keys and credentials are already redacted.",
             "与 `triage analyze --format markdown` / `--format json` 输出的字节相同；密钥和凭据已脱敏。",
+        ),
+        ProbeExportNote => (
+            "JSON in the `triage.probe/v1` shape `triage probe --format json` prints; the key and credentials are redacted.",
+            "JSON 与 `triage probe --format json` 输出的 `triage.probe/v1` 结构相同；密钥和凭据已脱敏。",
         ),
         Menu => ("Menu", "菜单"),
     };

@@ -13,6 +13,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 mod codegen;
+mod icon;
 mod setup;
 mod site;
 #[cfg(test)]

@@ -23,7 +23,7 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// demand (`deck.json`, the workers' scripts): a little above the last measured total, so growth
 /// is noticed and raised on purpose. Each raise, with the sizes measured and what was tried to
 /// avoid it, is recorded in `docs/measurements.md`.
-pub const BUDGET_GZIP_BYTES: u64 = 1_376 * 1024;
+pub const BUDGET_GZIP_BYTES: u64 = 1_392 * 1024;
 /// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: 600 KB gzip, what a
 /// user waits for before any page works. Everything that judges is loaded on demand (see
 /// [`BUDGET_GZIP_BYTES`]), so this budget does not grow with the rules.
@@ -42,6 +42,9 @@ pub const FIRST_VISIT: &[&str] =
     &["index.html", "style.css", "app.js", "triage_site.js", "triage_site_bg.wasm"];
 /// The whole flashcard deck, fetched by the cards page (`site/src/pages/cards/mod.rs`).
 pub const DECK_FILE: &str = "deck.json";
+/// The service worker's script (`site/static/sw.js`, its file list written by the build):
+/// registered by `app.js` once the page is up, so not part of the first visit's wait.
+pub const SERVICE_WORKER: &str = "sw.js";
 /// The wasm-bindgen version the site crate pins (`=0.2.130` in site/Cargo.toml).
 pub const WASM_BINDGEN_VERSION: &str = "0.2.130";
 
@@ -119,6 +122,12 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
     // natively, by the same core (`triage cards` prints the same cards). The page's wasm holds no
     // card text and no rule docs: those are the analyzer's, in the worker's module.
     std::fs::write(out.join(DECK_FILE), serde_json::to_string(&triage_deck::deck())?)?;
+    // The app icons the manifest names (`site/static/manifest.webmanifest`), drawn here.
+    std::fs::write(out.join("icon.svg"), crate::icon::svg())?;
+    for side in [192, 512] {
+        std::fs::write(out.join(format!("icon-{side}.png")), crate::icon::png(side))?;
+    }
+    service_worker(&out)?;
     let (mut raw, mut gz, mut first_raw, mut first_gz) = (0, 0, 0, 0);
     let mut on_demand = serde_json::Map::new();
     let mut files: Vec<_> = std::fs::read_dir(&out)?.filter_map(Result::ok).map(|e| e.path()).collect();
@@ -173,6 +182,46 @@ pub fn build() -> anyhow::Result<(u64, u64)> {
     Ok((raw, gz))
 }
 
+/// The service worker's script: `site/static/sw.js` with its `BUILD` line written — the build's
+/// version (a hash of every file's name and bytes) and the files it caches, every file of
+/// `site/dist` but itself, with `./` for the page's own address. A new deploy changes the
+/// version, so the browser installs the new worker, which caches the new files under a new name.
+/// Called last, when `out` holds everything else.
+fn service_worker(out: &Path) -> anyhow::Result<()> {
+    const MARK: &str = "const BUILD = null; // cargo xtask site";
+    let path = out.join(SERVICE_WORKER);
+    let template = std::fs::read_to_string(&path).context("reading site/static/sw.js")?;
+    if !template.contains(MARK) {
+        bail!("site/static/sw.js lost its line `{MARK}`");
+    }
+    let mut names: Vec<String> = std::fs::read_dir(out)?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != SERVICE_WORKER)
+        .collect();
+    names.sort();
+    // FNV-1a, 64 bits, over the worker's own script and every file: a version name, not a
+    // defence.
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    eat(template.as_bytes());
+    for name in &names {
+        eat(name.as_bytes());
+        eat(&[0]);
+        eat(&std::fs::read(out.join(name))?);
+    }
+    let mut files = vec!["./".to_owned()];
+    files.extend(names);
+    let build = serde_json::json!({ "version": format!("{hash:016x}"), "files": files });
+    std::fs::write(&path, template.replace(MARK, &format!("const BUILD = {build};")))?;
+    Ok(())
+}
+
 fn mime(path: &Path) -> &'static str {
     match path.extension().and_then(|e| e.to_str()) {
         Some("html") => "text/html; charset=utf-8",
@@ -181,6 +230,8 @@ fn mime(path: &Path) -> &'static str {
         Some("css") => "text/css",
         Some("json") => "application/json",
         Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("webmanifest") => "application/manifest+json",
         _ => "application/octet-stream",
     }
 }

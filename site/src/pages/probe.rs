@@ -275,6 +275,8 @@ pub fn ProbePage() -> impl IntoView {
     // Failure messages by request index, in both languages.
     let messages = RwSignal::new(Vec::<(usize, [String; 2])>::new());
     let live = LiveBoard::new();
+    // The run as asked, for the exports (Markdown, `triage.probe/v1`).
+    let run = RwSignal::new(None::<super::export::ProbeRun>);
 
     Effect::new(effect(move |_| {
         if remember.get() {
@@ -306,6 +308,18 @@ pub fn ProbePage() -> impl IntoView {
             prompt: &p,
             max_tokens: max_tokens.get_untracked(),
         });
+        run.set(Some(super::export::ProbeRun {
+            url: url.get_untracked(),
+            api: a,
+            model: m.clone(),
+            requests: n.get_untracked().max(1),
+            concurrency: conc.get_untracked().clamp(1, n.get_untracked().max(1)),
+            timeout_ms: 60_000,
+            max_tokens: max_tokens.get_untracked(),
+            prompt_chars: p.chars().count(),
+            key: k.clone(),
+            in_worker: browser::probe_in_worker(),
+        }));
         let opts = Rc::new(Opts {
             url: r.url,
             api: a,
@@ -360,6 +374,11 @@ pub fn ProbePage() -> impl IntoView {
     };
 
     let summary = Memo::new(move |_| ProbeSummary::of(&records.get(), wall.get()));
+    let exports = Memo::new(move |_| {
+        let (recs, r) = (records.get(), run.get()?);
+        (!running.get() && !recs.is_empty())
+            .then(|| messages.with(|m| super::export::probe(&r, &recs, wall.get(), m, lang.get())))
+    });
     let ttft_canvas = NodeRef::<leptos::html::Canvas>::new();
     let itl_canvas = NodeRef::<leptos::html::Canvas>::new();
     // Finished requests and, live, the ones still streaming.
@@ -436,6 +455,7 @@ pub fn ProbePage() -> impl IntoView {
                 let (ok, failed, stalls) = (s.ok.to_string(), s.failed.to_string(), s.stalls.to_string());
                 tf(lang.get(), Msg::ProbeSummaryLine, &[("ok", &ok), ("failed", &failed), ("stalls", &stalls)])
             }}</p>
+            {move || exports.get().map(|exports| fixed(view! { <super::export::ExportButtons exports probe=true/> }))}
             {move || {
                 let flying = live.get();
                 (running.get() && !flying.is_empty()).then(|| {
