@@ -57,8 +57,12 @@ after(async () => {
 });
 
 /** A fresh page (own storage) that records every request it makes. */
+/** A fresh context on the built site. Its service worker is blocked: a test that routes the
+ *  site's own files (a module answering 404) must see its route take effect, and a worker
+ *  installed at idle would answer from its cache, past `page.route`. The offline tests open
+ *  their own contexts with the worker allowed. */
 async function open(hash = '') {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 1000 } });
+  const context = await browser.newContext({ viewport: { width: 1200, height: 1000 }, serviceWorkers: 'block' });
   const page = await context.newPage();
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
