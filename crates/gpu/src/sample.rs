@@ -17,6 +17,16 @@ pub const REASON_BITS: [(u64, &str); 9] = [
     (0x100, "display_clocks"),
 ];
 
+/// Every bit [`REASON_BITS`] names (a mask's other bits are ignored).
+pub const REASONS_KNOWN: u64 = {
+    let (mut mask, mut i) = (0, 0);
+    while i < REASON_BITS.len() {
+        mask |= REASON_BITS[i].0;
+        i += 1;
+    }
+    mask
+};
+
 /// The GPU is idle.
 pub const REASON_IDLE: u64 = 0x1;
 /// The applications clocks setting holds the clock.
@@ -42,11 +52,6 @@ pub const REASONS_HW: u64 =
 /// The names of the bits set in `mask`, in bit order (unknown bits are skipped).
 pub fn reason_names(mask: u64) -> Vec<&'static str> {
     REASON_BITS.iter().filter(|(bit, _)| mask & bit != 0).map(|(_, name)| *name).collect()
-}
-
-/// The bit of a reason's name (`hw_slowdown` → [`REASON_HW_SLOWDOWN`]).
-pub fn reason_bit(name: &str) -> Option<u64> {
-    REASON_BITS.iter().find(|(_, n)| *n == name).map(|(bit, _)| *bit)
 }
 
 /// One XID event: the driver's error code for a GPU fault.

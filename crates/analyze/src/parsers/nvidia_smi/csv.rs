@@ -3,10 +3,10 @@
 //! `clocks_event_reasons.active` mask or per-reason columns (`clocks_throttle_reasons.…` on
 //! older drivers). A series (`-l 1`) gives a new snapshot whenever a GPU index repeats.
 
-use super::{Cx, GpuReading, KNOWN_REASONS, SmiParser, is_active, learn_bus, mib, num, push_reading};
+use super::{Cx, GpuReading, SmiParser, is_active, learn_bus, mib, num, push_reading};
 use triage_gpu::sample::{
     REASON_APPLICATIONS_CLOCKS, REASON_DISPLAY_CLOCKS, REASON_HW_POWER_BRAKE, REASON_HW_SLOWDOWN,
-    REASON_HW_THERMAL, REASON_IDLE, REASON_SW_POWER_CAP, REASON_SW_THERMAL, REASON_SYNC_BOOST,
+    REASON_HW_THERMAL, REASON_IDLE, REASON_SW_POWER_CAP, REASON_SW_THERMAL, REASON_SYNC_BOOST, REASONS_KNOWN,
 };
 
 /// A `--query-gpu` column.
@@ -153,7 +153,7 @@ impl SmiParser {
                     match hex.map(|digits| u64::from_str_radix(digits, 16)) {
                         Some(Ok(mask)) => {
                             reading.reason_mask = Some(mask);
-                            reading.reasons |= mask & KNOWN_REASONS;
+                            reading.reasons |= mask & REASONS_KNOWN;
                         }
                         Some(Err(_)) => cx.issue_in(
                             no,

@@ -35,9 +35,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use triage_gpu::sample::REASON_BITS;
 
-/// Every reason bit [`REASON_BITS`] names.
-pub(crate) const KNOWN_REASONS: u64 = 0x1ff;
-
 /// One GPU's reading at one moment.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GpuReading {
