@@ -104,11 +104,11 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 
 /// The peer comparison.
 fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
+    let clocks: Vec<(u32, f64)> = gpus.iter().map(|g| (g.index, g.clock)).collect();
     let mut slow: Vec<(&Gpu<'_>, f64, f64)> = Vec::new(); // (gpu, peers' median clock, ratio)
     for g in gpus {
-        let mut peers: Vec<f64> = gpus.iter().filter(|p| p.index != g.index).map(|p| p.clock).collect();
-        let peer = median(&mut peers)?;
-        if peer > 0.0 && g.clock < peers::SLOW_RATIO * peer {
+        let peer = peers::peers_of(&clocks, g.index).0?;
+        if peers::straggles(g.clock, peer, peers::SLOW_RATIO) {
             slow.push((g, peer, g.clock / peer));
         }
     }
