@@ -21,7 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Stream requests at an OpenAI- or Anthropic-compatible endpoint and time every token.
     ///
-    /// Exit status: 0 when at least one request succeeded, 1 when all failed, 2 on usage errors.
+    /// Exit status: 0 when at least one request succeeded, 1 when all failed or the
+    /// --otlp/--otlp-endpoint export failed (the results are printed first), 2 on usage errors.
     Probe(Box<ProbeArgs>),
     /// A canary for engines that hang while /health says 200: every interval, one tiny streamed
     /// request (max_tokens 1–4) with a hard deadline and, with --metrics-url, a read of the
@@ -125,6 +126,25 @@ pub struct ProbeArgs {
     /// Also write one JSON object per request to this file (JSON lines).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write the run as OTLP/JSON to this file, per the OpenTelemetry GenAI semantic
+    /// conventions v1.41.0 (still experimental there): line 1 an ExportMetricsServiceRequest
+    /// (gen_ai.client.operation.duration, .time_to_first_chunk, .time_per_output_chunk,
+    /// gen_ai.client.token.usage), then ExportTraceServiceRequest lines with one CLIENT span per
+    /// request, under the trace id of the traceparent it sent. A collector's otlpjsonfile
+    /// receiver reads it.
+    #[arg(long, value_name = "FILE")]
+    pub otlp: Option<PathBuf>,
+    /// Also POST the same OTLP/JSON to an OTLP/HTTP receiver: URL/v1/metrics and URL/v1/traces
+    /// (e.g. http://collector:4318). Sends neither the API key nor --header values; no redirect
+    /// followed. A refused or late export is an error (exit 1) after the results are printed.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// Header for the OTLP receiver only, K:V (repeatable), e.g. its own token. Never printed.
+    #[arg(long = "otlp-header", value_name = "K:V", value_parser = parse_header, requires = "otlp_endpoint")]
+    pub otlp_headers: Vec<(String, String)>,
+    /// Deadline of the whole export to --otlp-endpoint, answers included.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub otlp_timeout: Duration,
     /// A gap is a stall above max(FACTOR × running median of earlier gaps, --stall-min).
     #[arg(long, default_value_t = 5.0, value_parser = parse_stall_factor)]
     pub stall_factor: f64,

@@ -7,6 +7,8 @@ pub mod args;
 pub mod cards;
 pub mod demo;
 pub mod kv;
+pub mod otlp;
+pub mod otlp_http;
 pub mod output;
 pub mod probe;
 pub mod prometheus;

@@ -9,7 +9,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use triage_cli::args::{AnalyzeArgs, Cli, Command, Format, ProbeArgs, ReportFormat};
 use triage_cli::output::{self, usage};
-use triage_cli::{analyze, demo, probe, prometheus, render};
+use triage_cli::{analyze, demo, otlp, otlp_http, probe, prometheus, render};
 use triage_core::endpoint;
 use triage_core::timing::{StallConfig, TimerConfig};
 
@@ -99,11 +99,26 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = probe::resolve(&opts) {
         return usage(e.to_string());
     }
+    let otlp_endpoint = match &args.otlp_endpoint {
+        Some(url) => Some(otlp_http::Endpoint {
+            base: otlp_http::base_url(url)?,
+            headers: args.otlp_headers.clone(),
+            timeout: args.otlp_timeout,
+        }),
+        None => None,
+    };
     // Outputs are checked before anything is sent: a run must not be lost to a bad path.
     let mut out_file = match &args.out {
         Some(path) => Some(
             std::fs::File::create(path)
                 .map_err(|e| output::UsageError(format!("--out {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let otlp_file = match &args.otlp {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| output::UsageError(format!("--otlp {}: {e}", path.display())))?,
         ),
         None => None,
     };
@@ -134,7 +149,60 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         Format::Json => print_json(&(serde_json::to_string_pretty(&run.report)? + "\n"))?,
         Format::Text => print(&render::probe_text(&run.report))?,
     }
-    Ok(if run.report.summary.ok > 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    // The export comes after the results are printed: a receiver that fails loses nothing.
+    let exported = export_otlp(&args, &opts, &run, otlp_file, otlp_endpoint.as_ref()).await;
+    if let Err(e) = &exported {
+        output::error(format_args!("{e:#}"));
+    }
+    Ok(if run.report.summary.ok > 0 && exported.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `--otlp FILE` and `--otlp-endpoint URL`: the run as OTLP/JSON, written, then posted.
+async fn export_otlp(
+    args: &ProbeArgs,
+    opts: &probe::ProbeOptions,
+    run: &probe::ProbeRun,
+    file: Option<std::fs::File>,
+    endpoint: Option<&otlp_http::Endpoint>,
+) -> anyhow::Result<()> {
+    let export = otlp::Export::of(run, &opts.model, opts.max_tokens);
+    // The characters a terminal acts on as `\u` escapes, as everything the CLI writes (the
+    // same JSON values).
+    let line = |s: String| triage_core::safe::escape_json_controls(&s).into_owned();
+    if let (Some(f), Some(path)) = (file, &args.otlp) {
+        let mut w = std::io::BufWriter::new(f);
+        let what = || format!("writing --otlp {}", path.display());
+        w.write_all(line(otlp::metrics_json(&export)).as_bytes()).with_context(what)?;
+        w.write_all(b"\n").with_context(what)?;
+        for t in otlp::trace_lines(&export) {
+            w.write_all(line(t).as_bytes()).with_context(what)?;
+            w.write_all(b"\n").with_context(what)?;
+        }
+        w.flush().with_context(what)?;
+    }
+    if let Some(ep) = endpoint {
+        let mut secrets = probe::secrets_of(opts);
+        for (_, v) in &ep.headers {
+            secrets.add(v);
+        }
+        let traces = otlp::trace_lines(&export).map(line);
+        match otlp_http::post(ep, line(otlp::metrics_json(&export)), traces, &secrets).await {
+            Ok(posted) => {
+                for w in &posted.warnings {
+                    output::note(format_args!("triage: warning: --otlp-endpoint: {w}"));
+                }
+                output::note(format_args!(
+                    "exported the run to {} ({} OTLP request(s))",
+                    secrets.redact(&ep.base),
+                    posted.requests
+                ));
+            }
+            Err(f) => {
+                anyhow::bail!("--otlp-endpoint: the export failed ({}): {}", f.kind.as_str(), f.message)
+            }
+        }
+    }
+    Ok(())
 }
 
 fn cmd_analyze(args: &AnalyzeArgs) -> anyhow::Result<ExitCode> {

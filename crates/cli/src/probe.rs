@@ -18,7 +18,9 @@
 //! Every request carries a W3C `traceparent` of its own (a fresh random trace id, sampled; the
 //! randomness is the TLS stack's, from the operating system) and its record the trace id, so a
 //! slow request can be looked up in the server's traces; a `--header traceparent:…` is sent as
-//! given instead, its trace id recorded.
+//! given instead, its trace id recorded. Each request also gets the ids of the span
+//! `--otlp` exports for it ([`SpanIds`]), and the run the wall-clock time of its origin, so the
+//! export can give unix times.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -61,6 +63,27 @@ pub struct ProbeOptions {
 pub struct Observed {
     pub record: RequestRecord,
     pub timing: Option<RequestTiming>,
+    /// The request's span for the OTLP export; `None` only when the system's randomness failed.
+    pub span: Option<RequestSpan>,
+}
+
+/// The ids a request's span is exported under (`--otlp`). With the `traceparent` the probe
+/// made, its trace id and its parent id: the span is the parent of the server's own span for
+/// the request. With the user's own, its trace id, a fresh span id, and the user's parent id as
+/// the span's parent. With none sent, fresh ids that join nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanIds {
+    pub trace_id: TraceId,
+    pub span_id: [u8; 8],
+    pub parent_span_id: Option<[u8; 8]>,
+}
+
+/// A request's span: its ids, and when it was sent and ended (ns since the run's origin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestSpan {
+    pub ids: SpanIds,
+    pub sent_ns: u64,
+    pub ended_ns: u64,
 }
 
 /// A finished run.
@@ -69,6 +92,15 @@ pub struct ProbeRun {
     pub report: ProbeReport,
     /// Raw timings by request index; instants are nanoseconds since the run's `origin`.
     pub timings: Vec<Option<RequestTiming>>,
+    /// Spans by request index, for the OTLP export.
+    pub spans: Vec<Option<RequestSpan>>,
+    /// The wall clock (unix ns) at the run's `origin`, sampled once at the run's end: a unix
+    /// time is this plus an instant. A step of the wall clock during the run is not followed.
+    pub origin_unix_ns: u64,
+    /// When the run started, ns since the origin.
+    pub started_ns: u64,
+    /// When the run ended, ns since the origin.
+    pub ended_ns: u64,
 }
 
 /// Which clock the probe may stamp chunks with.
@@ -149,16 +181,20 @@ pub async fn run_with(
     };
     let mut records = Vec::with_capacity(opts.requests);
     let mut timings: Vec<Option<RequestTiming>> = vec![None; opts.requests];
+    let mut spans: Vec<Option<RequestSpan>> = vec![None; opts.requests];
     while let Some((i, observed)) = rx.recv().await {
         on_done(&observed.record);
         records.push(observed.record);
         timings[i] = observed.timing;
+        spans[i] = observed.span;
         if records.len() == opts.requests {
             break;
         }
     }
     scheduler.await.context("probe scheduler")?;
-    let wall_ms = (now_ns(origin) - run_start) as f64 / 1e6;
+    let ended_ns = now_ns(origin);
+    let wall_ms = (ended_ns - run_start) as f64 / 1e6;
+    let origin_unix_ns = origin_unix_ns(origin);
     let mut warnings = resolved.warnings.clone();
     if opts.api_key.is_none() {
         warnings.push(format!(
@@ -185,7 +221,14 @@ pub async fn run_with(
         "chunks can coalesce several SSE events (proxies, TCP); those events share one arrival time and their gaps read 0".to_owned(),
         "output tokens come from the server's usage when it sends one, otherwise they are counted events (token_source)".to_owned(),
     ];
-    Ok(ProbeRun { report, timings })
+    Ok(ProbeRun { report, timings, spans, origin_unix_ns, started_ns: run_start, ended_ns })
+}
+
+/// The wall clock (unix ns) at `origin`: the clock read now, less the time since the origin.
+pub fn origin_unix_ns(origin: Instant) -> u64 {
+    let since = now_ns(origin);
+    let unix = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    u64::try_from(unix.saturating_sub(u128::from(since))).unwrap_or(u64::MAX)
 }
 
 /// The report's one line on which clock stamped the chunks, for `kernel` of `n` requests.
@@ -356,13 +399,13 @@ enum Trace {
     Off,
     /// A fresh one per request.
     Fresh,
-    /// The user's `--header traceparent:`, sent as given: its trace id, when it is valid.
-    Given(Option<TraceId>),
+    /// The user's `--header traceparent:`, sent as given: parsed, when it is valid.
+    Given(Option<TraceParent>),
 }
 
 fn trace_mode(opts: &ProbeOptions) -> Trace {
     match opts.headers.iter().find(|(k, _)| k.trim().eq_ignore_ascii_case(trace::HEADER)) {
-        Some((_, v)) => Trace::Given(TraceParent::parse(v).map(|t| t.trace_id)),
+        Some((_, v)) => Trace::Given(TraceParent::parse(v)),
         None if opts.traceparent => Trace::Fresh,
         None => Trace::Off,
     }
@@ -392,17 +435,24 @@ impl Shared {
         self.secrets.redact(s).into_owned()
     }
 
-    /// The `traceparent` this request adds (a fresh one, or none) and the trace id it records.
-    fn traceparent(&self) -> (Option<TraceParent>, Option<TraceId>) {
+    /// The `traceparent` this request adds (a fresh one, or none), the trace id it records and
+    /// the ids of its exported span ([`SpanIds`]).
+    fn traceparent(&self) -> (Option<TraceParent>, Option<TraceId>, Option<SpanIds>) {
+        let mut bytes = [0u8; 24];
+        // Without randomness the request goes out without one rather than with a guess.
+        let fresh = self.random.fill(&mut bytes).ok().map(|()| TraceParent::from_random(bytes));
+        let own = fresh.map(|f| SpanIds { trace_id: f.trace_id, span_id: f.parent_id, parent_span_id: None });
         match self.trace {
-            Trace::Off => (None, None),
-            Trace::Given(id) => (None, id),
-            Trace::Fresh => {
-                let mut bytes = [0u8; 24];
-                // Without randomness the request goes out without one rather than with a guess.
-                let tp = self.random.fill(&mut bytes).ok().map(|()| TraceParent::from_random(bytes));
-                (tp, tp.map(|t| t.trace_id))
+            Trace::Off | Trace::Given(None) => (None, None, own),
+            Trace::Given(Some(tp)) => {
+                let span = fresh.map(|f| SpanIds {
+                    trace_id: tp.trace_id,
+                    span_id: f.parent_id,
+                    parent_span_id: Some(tp.parent_id),
+                });
+                (None, Some(tp.trace_id), span)
             }
+            Trace::Fresh => (fresh, fresh.map(|t| t.trace_id), own),
         }
     }
 
@@ -612,9 +662,9 @@ async fn read_bounded(resp: &mut Body, deadline: tokio::time::Instant, max: usiz
 
 async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
     let deadline = tokio::time::Instant::now() + s.timeout;
-    let (tp, trace_id) = s.traceparent();
+    let (tp, trace_id, span) = s.traceparent();
     let sent = now_ns(s.origin);
-    let at = Attempt { index, run_start, sent, trace_id };
+    let at = Attempt { index, run_start, sent, trace_id, span };
     let mut clock = KernelClock::sample(s.origin);
     let mut timer = StreamTimer::new(sent, s.timer);
     let (status, headers, mut resp) = match tokio::time::timeout_at(deadline, send(s, tp)).await {
@@ -721,6 +771,7 @@ struct Attempt {
     run_start: u64,
     sent: u64,
     trace_id: Option<TraceId>,
+    span: Option<SpanIds>,
 }
 
 fn finish(
@@ -733,5 +784,6 @@ fn finish(
     let error = error.map(|f| Fault { kind: f.kind, message: s.redact(&f.message) });
     let mut record = RequestRecord::new(at.index, at.run_start, at.sent, status, timing.as_ref(), error);
     record.trace_id = at.trace_id.map(|t| t.to_string());
-    Observed { record, timing }
+    let span = at.span.map(|ids| RequestSpan { ids, sent_ns: at.sent, ended_ns: now_ns(s.origin) });
+    Observed { record, timing, span }
 }
