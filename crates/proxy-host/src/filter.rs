@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use proxy_wasm_host::abi::v0_2_1::types::{Action, LogLevel};
 use proxy_wasm_host::abi::v0_2_1::{ContextId, Guest, Host, PluginConfig, Started, StreamKind, VmServices};
-use proxy_wasm_host::{Engine, Limits, Module, VecHeaderMap};
+use proxy_wasm_host::{Engine, HeaderMap, Limits, Module, VecHeaderMap};
 
 use crate::clock::FakeClock;
 use crate::log::LogStore;
@@ -270,6 +270,19 @@ impl Filter {
         ex.actions.extend([a, b]);
         self.open.insert(id, ex);
         Ok(id)
+    }
+
+    /// The request headers of an open request as the host holds them now, in order: after
+    /// [`Filter::begin_with`], what Envoy would send upstream (the filter may have added some in
+    /// `proxy_on_request_headers`). Values read as UTF-8, lossily.
+    pub fn request_headers(&self, id: ContextId) -> Option<Vec<(String, String)>> {
+        let ex = self.open.get(&id)?;
+        let mut pairs = Vec::new();
+        let _ = ex.request_headers.for_each_pair(&mut |k, v| {
+            pairs.push((String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v).into_owned()));
+            std::ops::ControlFlow::Continue(())
+        });
+        Some(pairs)
     }
 
     /// Response headers (`:status`, then `headers`, lowercased).
