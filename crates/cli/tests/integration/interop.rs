@@ -8,6 +8,8 @@
 //! - `triage probe` against guidellm's mock server (an OpenAI-compatible streaming server from
 //!   PyPI), told its time to first token and inter-token latency: the probe must measure what
 //!   the server was told, within the tolerances below.
+//! - The official OpenTelemetry protobuf definitions (`opentelemetry-proto`) read the probe's
+//!   OTLP export: `otlp.rs` runs `tests/interop/otlp_check.py` through [`py`].
 //!
 //! The Python side runs in a venv this test creates from PyPI with every package pinned
 //! (`tests/interop/requirements.txt`, installed `--no-deps --only-binary :all:`), cached under
@@ -38,7 +40,7 @@ fn interop(file: &str) -> PathBuf {
 }
 
 /// Run `cmd` to its end, or kill it at `deadline`; stdout and stderr are captured.
-fn run_bounded(mut cmd: Command, deadline: Duration) -> Result<Output, String> {
+pub(crate) fn run_bounded(mut cmd: Command, deadline: Duration) -> Result<Output, String> {
     let what = format!("{cmd:?}");
     let mut child = cmd
         .stdin(Stdio::null())
@@ -164,7 +166,7 @@ fn make_venv() -> Result<PathBuf, String> {
 }
 
 /// A Python command with the venv's interpreter, no proxy for 127.0.0.1 and no API keys.
-fn py(script: &str) -> Command {
+pub(crate) fn py(script: &str) -> Command {
     let mut c = Command::new(python());
     c.arg(interop(script));
     for k in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {

@@ -44,11 +44,13 @@ pub struct Seen {
     pub connections: AtomicUsize,
     /// Each request's head, in order.
     pub heads: Mutex<Vec<String>>,
+    /// Each request's body (of `Content-Length`, at most 1 MiB), in order.
+    pub bodies: Mutex<Vec<Vec<u8>>>,
 }
 
 /// A server on 127.0.0.1 answering at most `max` connections within `lifetime`, one at a time,
 /// then stopping by itself: for each it reads the request's head (bounded) and its body (of
-/// `Content-Length`, discarded), records the head, and hands the head and the stream to `answer`,
+/// `Content-Length`, at most 1 MiB), records both, and hands the head and the stream to `answer`,
 /// which writes whatever bytes the test chose; then the connection is closed. Reads time out
 /// after 5 s, writes after `write_timeout`. Its port, and what it saw.
 pub fn serve(
@@ -75,8 +77,9 @@ pub fn serve(
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
             let _ = stream.set_write_timeout(Some(write_timeout));
-            let head = read_head(&mut stream);
+            let (head, body) = read_head(&mut stream);
             s.heads.lock().unwrap().push(head.clone());
+            s.bodies.lock().unwrap().push(body);
             answer(&head, &mut stream);
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
@@ -84,8 +87,8 @@ pub fn serve(
     (port, seen)
 }
 
-/// The request head (bounded) and its body, discarded.
-fn read_head(stream: &mut TcpStream) -> String {
+/// The request head (bounded) and its body (at most 1 MiB).
+fn read_head(stream: &mut TcpStream) -> (String, Vec<u8>) {
     let mut r = BufReader::new(stream.try_clone().unwrap());
     let mut head = String::new();
     let mut length = 0usize;
@@ -102,6 +105,7 @@ fn read_head(stream: &mut TcpStream) -> String {
             break;
         }
     }
-    let _ = r.by_ref().take(length.min(1 << 20) as u64).read_to_end(&mut Vec::new());
-    head
+    let mut body = Vec::new();
+    let _ = r.by_ref().take(length.min(1 << 20) as u64).read_to_end(&mut body);
+    (head, body)
 }
