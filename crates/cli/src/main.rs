@@ -99,6 +99,7 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = probe::resolve(&opts) {
         return usage(e.to_string());
     }
+    otlp_http::check_headers(&args.otlp_headers)?;
     let otlp_endpoint = match &args.otlp_endpoint {
         Some(url) => Some(otlp_http::Endpoint {
             base: otlp_http::base_url(url)?,

@@ -68,6 +68,19 @@ pub fn base_url(raw: &str) -> Result<String, UsageError> {
     Ok(s.to_owned())
 }
 
+/// `--otlp-header` pairs checked as HTTP allows them, before anything is sent.
+pub fn check_headers(headers: &[(String, String)]) -> Result<(), UsageError> {
+    for (k, v) in headers {
+        if reqwest::header::HeaderName::from_bytes(k.trim().as_bytes()).is_err() {
+            return Err(UsageError(format!("--otlp-header: invalid header name {k:?}")));
+        }
+        if reqwest::header::HeaderValue::from_str(v.trim()).is_err() {
+            return Err(UsageError(format!("--otlp-header: invalid value for header {k:?}")));
+        }
+    }
+    Ok(())
+}
+
 /// The fault kind of a receiver's HTTP status.
 fn status_kind(status: u16) -> FaultKind {
     match status {
@@ -212,6 +225,13 @@ mod tests {
         for bad in ["c:4318", "grpc://c:4317", "http://u:p@c:4318", "http://c:4318/?x=1", "not a url"] {
             assert!(base_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn header_names_and_values_are_checked() {
+        assert!(check_headers(&[("x-token".into(), "abc".into())]).is_ok());
+        assert!(check_headers(&[("bad name".into(), "abc".into())]).is_err());
+        assert!(check_headers(&[("x-token".into(), "caf\u{e9}\u{7f}".into())]).is_err());
     }
 
     #[test]

@@ -222,6 +222,8 @@ fn a_bad_otlp_endpoint_or_file_is_a_usage_error_before_anything_is_sent() {
         &["--otlp-endpoint", "grpc://collector:4317"][..],
         &["--otlp-endpoint", "http://user:pw@collector:4318"][..],
         &["--otlp", "/nonexistent-dir/run.otlp.jsonl"][..],
+        &["--otlp-endpoint", "http://127.0.0.1:9", "--otlp-header", "bad name: x"][..],
+        &["--otlp-header", "x-token: t"][..],
     ] {
         let (out, seen) = probe(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
