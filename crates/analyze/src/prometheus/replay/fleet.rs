@@ -3,6 +3,14 @@
 //! against its peers'), from the same series the replay read.
 
 use super::*;
+use crate::names::names_for;
+
+/// The time between tokens a replica is ranked by: every gap, else one value per request.
+pub(super) fn itl_names() -> Vec<&'static str> {
+    let mut v = names_for("vllm:inter_token_latency_seconds");
+    v.extend(names_for("vllm:request_time_per_output_token_seconds"));
+    v
+}
 
 /// Summed cumulative buckets `(le, count)` of a histogram among `members`, at the window's
 /// first point and last point (resets corrected).
@@ -133,23 +141,8 @@ pub(super) fn fleet(
     let mut replicas: Vec<ReplicaRank> = whole("replica")
         .map(|(gi, pi)| {
             let members = &parts[pi].members;
-            let (ttft_p99, ttft_p99_s) = p99(
-                m,
-                members,
-                &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"],
-                1.0,
-            );
-            let (itl_p99, itl_p99_s) = p99(
-                m,
-                members,
-                &[
-                    "vllm:inter_token_latency_seconds",
-                    "vllm:time_per_output_token_seconds",
-                    "sglang:inter_token_latency_seconds",
-                    "sglang:time_per_output_token_seconds",
-                ],
-                1.0,
-            );
+            let (ttft_p99, ttft_p99_s) = p99(m, members, &names_for("vllm:time_to_first_token_seconds"), 1.0);
+            let (itl_p99, itl_p99_s) = p99(m, members, &itl_names(), 1.0);
             ReplicaRank {
                 subject: groups[gi].subject.clone(),
                 input: groups[gi].input.clone(),
@@ -158,22 +151,10 @@ pub(super) fn fleet(
                 ttft_p99_s,
                 itl_p99,
                 itl_p99_s,
-                waiting_max: gauge_max(
-                    m,
-                    members,
-                    &["vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"],
-                ),
-                kv_usage_max: gauge_max(
-                    m,
-                    members,
-                    &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"],
-                ),
-                generation_tokens_per_s: counter_rate(
-                    m,
-                    members,
-                    &["vllm:generation_tokens_total", "sglang:generation_tokens_total"],
-                )
-                .map(|r| (r * 100.0).round() / 100.0),
+                waiting_max: gauge_max(m, members, &names_for("vllm:num_requests_waiting")),
+                kv_usage_max: gauge_max(m, members, &names_for("vllm:kv_cache_usage_perc")),
+                generation_tokens_per_s: counter_rate(m, members, &names_for("vllm:generation_tokens_total"))
+                    .map(|r| (r * 100.0).round() / 100.0),
             }
         })
         .collect();
