@@ -205,6 +205,11 @@ pub(crate) fn model_label(labels: &[(String, String)]) -> Option<&str> {
         .find_map(|k| labels.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()))
 }
 
+/// The model a Prometheus series is labelled with.
+pub(crate) fn model_label_of(s: &crate::prometheus::answer::RangeSeries) -> Option<&str> {
+    ["model_name", "model", "gen_ai_request_model", "model_group"].iter().find_map(|k| s.label(k))
+}
+
 /// Each instance's histogram in a scrape that labels them (a `/federate` paste).
 fn replicas(f: &Facts, base: &'static str) -> Option<Vec<Replica>> {
     let m = &f.metrics;

@@ -226,3 +226,57 @@ pub(super) fn fleet(
     });
     Fleet { ranked_by: ranked_by.to_owned(), replicas, gpus, gateways }
 }
+
+/// The replicas far slower than their peers on the same model ([`crate::rules::replica_skewed`]),
+/// each histogram over the window, each finding citing the replica's `_count` line.
+pub(super) fn skewed(m: &Matrix, parts: &[Part], analysed: &Analysed, cfg: &Config<'_>) -> Vec<Tagged> {
+    use crate::rules::replica_skewed::{Measure, Replica, judge};
+    let whole: Vec<(usize, usize)> = analysed
+        .origin
+        .iter()
+        .enumerate()
+        .filter(|(_, (pi, tail))| !tail && parts[*pi].role == "replica")
+        .map(|(gi, (pi, _))| (gi, *pi))
+        .collect();
+    let mut out = Vec::new();
+    for measure in [Measure::Ttft, Measure::Itl] {
+        for &(base, min) in measure.families() {
+            let names = names_for(base);
+            let replicas: Vec<(usize, Replica)> = whole
+                .iter()
+                .filter_map(|&(gi, pi)| {
+                    let g = &analysed.groups[gi];
+                    let model = g.subject.model_name.clone()?;
+                    let members = &parts[pi].members;
+                    let name = names.iter().copied().find(|n| {
+                        let b = format!("{n}_bucket");
+                        members.iter().any(|&i| m.series[i].name() == b)
+                    })?;
+                    let (a, z) = buckets(m, members, &[name], 1.0)?;
+                    let d = triage_base::stats::delta(&a, &z).ok()?;
+                    let count = format!("{name}_count");
+                    let evidence = analysed.built.iter().find(|(n, _)| *n == g.input).and_then(|(n, b)| {
+                        let text_line = |no: usize| b.text.lines().nth(no - 1).unwrap_or("").to_owned();
+                        b.lines.iter().rev().find(|(_, (i, _, _))| m.series[*i].name() == count).map(
+                            |(&no, _)| crate::report::EvidenceLine {
+                                input: n.as_str().into(),
+                                line: no,
+                                text: text_line(no),
+                            },
+                        )
+                    });
+                    let who = g.subject.instance.clone().or(g.subject.pod.clone()).unwrap_or_default();
+                    Some((gi, Replica { who, model, buckets: d, name, evidence }))
+                })
+                .collect();
+            let rs: Vec<Replica> = replicas.iter().map(|(_, r)| r.clone()).collect();
+            if let Some((k, mut finding)) = judge(measure, &rs, min, &cfg.slo, cfg.lang) {
+                let gi = replicas[k].0;
+                finding.subject = Some(analysed.groups[gi].subject.clone());
+                out.push(Tagged { finding, group: gi });
+                break;
+            }
+        }
+    }
+    out
+}
