@@ -521,16 +521,7 @@ pub fn analyze(
     let analysed = analyse_parts(m, &parts, w, cfg, interval_s, tail_s);
     let mut tagged = tag_findings(m, cfg, &analysed, files.as_ref());
     // A replica against its peers: no replica's own analysis can see it.
-    let skewed = fleet::skewed(m, &parts, &analysed, cfg);
-    let peers = (!skewed.is_empty()).then(|| Report {
-        schema: crate::report::SCHEMA.to_owned(),
-        verdict: Verdict::from(skewed[0].finding.class),
-        findings: skewed.iter().map(|t| t.finding.clone()).collect(),
-        inputs: Vec::new(),
-        figures: BTreeMap::new(),
-        series: BTreeMap::new(),
-        prometheus: None,
-    });
+    let (skewed, peers) = fleet::skewed(m, &parts, &analysed, cfg);
     tagged.extend(skewed);
     let verdict = rank_findings(&mut tagged, &analysed.reports, files.as_ref(), peers.as_ref());
     let citations = citations(m, cfg, &asked, &analysed.built, &tagged);

@@ -228,8 +228,14 @@ pub(super) fn fleet(
 }
 
 /// The replicas far slower than their peers on the same model ([`crate::rules::replica_skewed`]),
-/// each histogram over the window, each finding citing the replica's `_count` line.
-pub(super) fn skewed(m: &Matrix, parts: &[Part], analysed: &Analysed, cfg: &Config<'_>) -> Vec<Tagged> {
+/// each histogram over the window, each finding citing the replica's `_count` line; with a
+/// report of them, for the verdict across groups.
+pub(super) fn skewed(
+    m: &Matrix,
+    parts: &[Part],
+    analysed: &Analysed,
+    cfg: &Config<'_>,
+) -> (Vec<Tagged>, Option<Report>) {
     use crate::rules::replica_skewed::{Measure, Replica, judge};
     let whole: Vec<(usize, usize)> = analysed
         .origin
@@ -278,5 +284,14 @@ pub(super) fn skewed(m: &Matrix, parts: &[Part], analysed: &Analysed, cfg: &Conf
             }
         }
     }
-    out
+    let report = out.first().map(|first| Report {
+        schema: crate::report::SCHEMA.to_owned(),
+        verdict: Verdict::from(first.finding.class),
+        findings: out.iter().map(|t| t.finding.clone()).collect(),
+        inputs: Vec::new(),
+        figures: BTreeMap::new(),
+        series: BTreeMap::new(),
+        prometheus: None,
+    });
+    (out, report)
 }
