@@ -74,7 +74,7 @@ fn gauge(f: &Facts) -> Option<(f64, usize, Vec<EvidenceLine>)> {
     );
     let readings: Vec<_> =
         scrapes.iter().filter_map(|s| s.max(key).map(|(v, series)| (v, s.evidence(series)))).collect();
-    if readings.is_empty() || readings.iter().any(|(v, _)| !(*v > 0.0)) {
+    if readings.is_empty() || readings.iter().any(|(v, _)| v.is_nan() || *v <= 0.0) {
         return None;
     }
     let top = readings.iter().map(|(v, _)| *v).fold(0.0, f64::max);
