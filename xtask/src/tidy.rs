@@ -236,3 +236,59 @@ fn core_and_site_sort_with_one_sort() {
     }
     assert!(found.is_empty(), "std sorts in the pure crates or the site (use triage_base::sort): {found:?}");
 }
+
+/// Metric names in a Rust source's string literals, before its `#[cfg(test)]` part: every name
+/// of another project's series the code reads starts with one of these.
+fn metric_names(text: &str) -> Vec<String> {
+    const PREFIXES: &[&str] = &[
+        "vllm:",
+        "sglang:",
+        "tgi_",
+        "trtllm_",
+        "dynamo_frontend_",
+        "gen_ai_server_",
+        "litellm_",
+        "DCGM_FI_",
+    ];
+    let code = text.find("#[cfg(test)]").map_or(text, |i| &text[..i]);
+    let mut out = Vec::new();
+    for piece in code.split('"').skip(1).step_by(2) {
+        let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+        if PREFIXES.iter().any(|p| piece.starts_with(p) && piece.len() > p.len()) && piece.chars().all(ok) {
+            out.push(piece.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn metric_names_read_are_in_the_crosswalk() {
+    let doc = read("docs/metrics-crosswalk.md");
+    let listed = |n: &str| doc.contains(&format!("`{n}`"));
+    let mut files = Vec::new();
+    for krate in ["analyze", "gpu", "watch", "prometheus"] {
+        rust_files(&root().join("crates").join(krate).join("src"), &mut files);
+    }
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for f in files.iter().filter(|f| !is_test_file(f)) {
+        for n in metric_names(&std::fs::read_to_string(f).unwrap_or_default()) {
+            seen += 1;
+            let base =
+                ["_bucket", "_count", "_sum", "_total"].iter().find_map(|x| n.strip_suffix(x)).unwrap_or(&n);
+            if !listed(&n) && !listed(base) {
+                missing.push(format!("{n} ({})", f.strip_prefix(root()).unwrap_or(f).display()));
+            }
+        }
+    }
+    assert!(seen > 50, "the scan found only {seen} names");
+    missing.sort();
+    missing.dedup();
+    assert!(missing.is_empty(), "docs/metrics-crosswalk.md does not list: {missing:#?}");
+}
+
+#[test]
+fn metric_names_are_found_in_code_only() {
+    let text = "const A: &str = \"vllm:num_requests_waiting\";\nlet s = \"vllm: not a name\";\n#[cfg(test)]\nmod tests { const B: &str = \"sglang:x\"; }\n";
+    assert_eq!(metric_names(text), vec!["vllm:num_requests_waiting".to_owned()]);
+}

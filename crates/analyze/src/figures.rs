@@ -293,6 +293,7 @@ fn metrics(out: &mut Figures, f: &Facts) {
         ];
         let window = m.window_seconds();
         for (name, metric) in counters {
+            let Some(metric) = m.resolve_window(metric) else { continue };
             if let Some(d) = m.delta(metric) {
                 let v = match window {
                     Some(w) => json!({ "delta": d, "per_s": round(d / w, 2), "window_s": w }),
@@ -335,13 +336,27 @@ fn metrics(out: &mut Figures, f: &Facts) {
             "vllm:request_queue_time_seconds",
             tr("time in the waiting queue", "在等待队列中的排队时间"),
         ),
+        (
+            "tpot",
+            "vllm:request_time_per_output_token_seconds",
+            tr(
+                "server-side time per output token, one value per request",
+                "服务端每输出 token 时间（每个请求一个值）",
+            ),
+        ),
+        (
+            "prefill",
+            "vllm:request_prefill_time_seconds",
+            tr("time in prefill, per request", "每个请求在 prefill 阶段的时间"),
+        ),
+        (
+            "decode",
+            "vllm:request_decode_time_seconds",
+            tr("time in decode, per request", "每个请求在 decode 阶段的时间"),
+        ),
     ];
     for (name, metric, what) in histograms {
-        let buckets = match m.window() {
-            Some((a, b)) => triage_base::stats::delta(&a.histogram(metric), &b.histogram(metric)).ok(),
-            None => m.latest().map(|s| s.histogram(metric)),
-        };
-        let Some(buckets) = buckets.filter(|b| !b.is_empty()) else { continue };
+        let Some((buckets, metric)) = m.window_histogram(metric) else { continue };
         let (p50, _) = triage_base::stats::histogram_quantile(0.5, &buckets);
         let (p99, _) = triage_base::stats::histogram_quantile(0.99, &buckets);
         if matches!(p50, triage_base::stats::BucketQuantile::Empty) {

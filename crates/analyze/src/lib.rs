@@ -19,6 +19,7 @@ pub mod families;
 pub mod figures;
 pub mod heard;
 pub mod kind;
+pub mod names;
 pub use triage_report::markdown;
 pub mod needles;
 pub mod normalize;

@@ -203,6 +203,38 @@ const CROSSWALK: &[Written] = &[
         "vLLM 的哪个指标能把 TTFT 里的排队和 prefill 分开？",
         "vllm:request_queue_time_seconds（入队 → 被调度）配合 vllm:request_prefill_time_seconds；gauge vllm:num_requests_waiting 直接显示队列长度。排队时间占 TTFT 大头时，服务已超出容量。",
     ),
+    (
+        "vllm-itl-renamed",
+        &[Metrics, Tbt],
+        "vLLM 0.11 exposes vllm:inter_token_latency_seconds and vllm:time_per_output_token_seconds. Add them up for the gaps between tokens?",
+        "No: 0.11 observes every gap into both (the second is the deprecated name of the first), so adding them counts each gap twice. Read one, the new name when both are there; the per-request figure is a third histogram, vllm:request_time_per_output_token_seconds.",
+        "vLLM 0.11 同时暴露 vllm:inter_token_latency_seconds 和 vllm:time_per_output_token_seconds。token 间隔要把两者加起来吗？",
+        "不要：0.11 把每个间隔同时记入两者（后者是前者被弃用的旧名），相加会把每个间隔算两次。只读一个，两者都在时读新名；按请求计算的那个是第三个直方图 vllm:request_time_per_output_token_seconds。",
+    ),
+    (
+        "otel-tpot",
+        &[Metrics, Tbt],
+        "Is OpenTelemetry's gen_ai.server.time_per_output_token (gen_ai_server_time_per_output_token_seconds in Prometheus) an ITL histogram?",
+        "No: one value per request, (request duration − time to first token) / (output tokens after the first) — a TPOT, like vllm:request_time_per_output_token_seconds. A stall of one request shows in its mean, not as one long gap.",
+        "OpenTelemetry 的 gen_ai.server.time_per_output_token（Prometheus 里叫 gen_ai_server_time_per_output_token_seconds）是 ITL 直方图吗？",
+        "不是：每个请求一个值，（请求时长 − 首 token 时间）/（首 token 之后的输出 token 数）——是 TPOT，和 vllm:request_time_per_output_token_seconds 一样。某个请求中途卡住只会体现在它的平均值里，而不是一个长间隔。",
+    ),
+    (
+        "prefix-hit-names",
+        &[Metrics, Ttft],
+        "How do you get the prefix-cache hit share from vLLM and from SGLang metrics?",
+        "vLLM: rate of vllm:prefix_cache_hits_total over rate of vllm:prefix_cache_queries_total (tokens; vllm:gpu_prefix_cache_* before 0.10). SGLang: sglang:cached_tokens_total over sglang:prompt_tokens_total; its gauge sglang:cache_hit_rate is only the last prefill batch. Judge a share against its own past: a workload without shared prefixes never hits.",
+        "怎么从 vLLM 和 SGLang 的指标算出前缀缓存命中比例？",
+        "vLLM：vllm:prefix_cache_hits_total 的速率除以 vllm:prefix_cache_queries_total 的速率（单位是 token；0.10 之前是 vllm:gpu_prefix_cache_*）。SGLang：sglang:cached_tokens_total 除以 sglang:prompt_tokens_total；它的 gauge sglang:cache_hit_rate 只是最近一个 prefill 批次。命中比例要和它自己的过去比：没有共享前缀的负载本来就不命中。",
+    ),
+    (
+        "spec-accept-names",
+        &[Metrics, Tbt],
+        "Which metrics give speculative decoding's tokens per step in vLLM, SGLang and TensorRT-LLM?",
+        "vLLM: 1 + vllm:spec_decode_num_accepted_tokens_total / vllm:spec_decode_num_drafts_total (rates over the same window). SGLang: the gauge sglang:spec_accept_length (0 when off). TensorRT-LLM: trtllm_spec_decode_acceptance_length. Near 1 token per step, speculation costs more than it gains.",
+        "vLLM、SGLang 和 TensorRT-LLM 里，哪些指标给出投机解码每步产出的 token 数？",
+        "vLLM：1 + vllm:spec_decode_num_accepted_tokens_total / vllm:spec_decode_num_drafts_total（同一窗口内的速率）。SGLang：gauge sglang:spec_accept_length（未开启时为 0）。TensorRT-LLM：trtllm_spec_decode_acceptance_length。每步接近 1 个 token 时，投机解码得不偿失。",
+    ),
 ];
 
 /// Formulas (ids `formula:…`).

@@ -4,12 +4,13 @@
 
 use super::PromError;
 
-/// Metric families the analyzer reads: the engines' `/metrics` (vLLM, SGLang, TGI), the GPUs
+/// Metric families the analyzer reads: the engines' `/metrics` (vLLM, SGLang, TGI,
+/// TensorRT-LLM), Dynamo's frontend, the OpenTelemetry GenAI server metrics, LiteLLM's two
+/// latency histograms the analyzer reads (not its spend and budget series), the GPUs
 /// (DCGM exporter, or `triage-runner`'s DCGM-named gauges and `triage_*`), and the gateway's
 /// proxy filter (`llm_stream_*`, `envoy_wasmcustom_llm_stream_*` on older Envoys). One regular
 /// expression on `__name__`.
-pub const FAMILIES: &str =
-    "vllm:.+|sglang:.+|tgi_.+|DCGM_FI_.+|(envoy_)?(wasmcustom_)?llm_stream_.+|triage_.+";
+pub const FAMILIES: &str = "vllm:.+|sglang:.+|tgi_.+|trtllm_.+|dynamo_frontend_.+|gen_ai_server_.+|litellm_(request_total_latency_metric|llm_api_time_to_first_token_metric)_.+|DCGM_FI_.+|(envoy_)?(wasmcustom_)?llm_stream_.+|triage_.+";
 
 /// Prometheus refuses a range query of more points than this per series.
 /// Most points Prometheus returns for one series of a range query (its own limit).
@@ -195,9 +196,13 @@ pub fn liveness_matcher(user: &[Matcher], instances: &[&str]) -> Option<String> 
     Some(format!("{{{}}}", parts.join(",")))
 }
 
-/// Is this one of the engines' own families (`vllm:`, `sglang:`, `tgi_`)?
+/// Is this one of the serving processes' own families: an engine's (`vllm:`, `sglang:`, `tgi_`,
+/// `trtllm_`), a serving frontend's (`dynamo_frontend_`, LiteLLM's `litellm_`) or the
+/// OpenTelemetry GenAI server metrics as Prometheus names them (`gen_ai_server_`)?
 pub fn is_engine_metric(name: &str) -> bool {
-    name.starts_with("vllm:") || name.starts_with("sglang:") || name.starts_with("tgi_")
+    ["vllm:", "sglang:", "tgi_", "trtllm_", "dynamo_frontend_", "gen_ai_server_", "litellm_"]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
 /// One series as a selector: `name{a="b",…}` (its exact labels), for citations and links.

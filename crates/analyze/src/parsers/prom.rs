@@ -39,26 +39,30 @@ pub struct Scrape {
     pub timestamp_ms: Option<i64>,
 }
 
-/// Names that mean the same across engine versions: (canonical, older aliases).
-const ALIASES: &[(&str, &[&str])] = &[
-    ("vllm:kv_cache_usage_perc", &["vllm:gpu_cache_usage_perc"]),
-    ("vllm:inter_token_latency_seconds", &["vllm:time_per_output_token_seconds"]),
-];
-
-fn names_for(name: &str) -> Vec<&str> {
-    let mut v = vec![name];
-    if let Some((_, olds)) = ALIASES.iter().find(|(c, _)| *c == name) {
-        v.extend_from_slice(olds);
-    }
-    v
-}
+use crate::names::names_for;
 
 impl Scrape {
-    /// Sum of every series of `name` (or its aliases), with the first matching series.
+    /// The name this scrape answers `name` under: the first of its family's names
+    /// ([`crate::names`]) it holds a sample of (a histogram's `_bucket`, `_count` or `_sum`
+    /// counts). Two names of one family are never read together.
+    pub fn resolve<'n>(&self, name: &'n str) -> Option<&'n str> {
+        names_for(name).into_iter().find(|n| self.holds(n))
+    }
+
+    /// Whether the scrape has a sample of `name` or of its histogram parts.
+    fn holds(&self, name: &str) -> bool {
+        self.series.iter().any(|s| {
+            s.name == name
+                || s.name.strip_prefix(name).is_some_and(|rest| matches!(rest, "_bucket" | "_count" | "_sum"))
+        })
+    }
+
+    /// Sum of every series of `name` (or of the family name it is read under), with the first
+    /// matching series.
     pub fn sum(&self, name: &str) -> Option<(f64, &Series)> {
-        let names = names_for(name);
+        let name = self.resolve(name)?;
         let mut found: Option<(f64, &Series)> = None;
-        for s in self.series.iter().filter(|s| names.contains(&s.name.as_str())) {
+        for s in self.series.iter().filter(|s| s.name == name) {
             found = Some(match found {
                 Some((acc, first)) => (acc + s.value, first),
                 None => (s.value, s),
@@ -69,10 +73,10 @@ impl Scrape {
 
     /// Largest value of `name` across its series (gauges per GPU or per engine).
     pub fn max(&self, name: &str) -> Option<(f64, &Series)> {
-        let names = names_for(name);
+        let name = self.resolve(name)?;
         self.series
             .iter()
-            .filter(|s| names.contains(&s.name.as_str()))
+            .filter(|s| s.name == name)
             .max_by(|a, b| a.value.total_cmp(&b.value))
             .map(|s| (s.value, s))
     }
@@ -80,14 +84,17 @@ impl Scrape {
     /// Cumulative buckets `(le, count)` of histogram `base` (without `_bucket`), summed over
     /// all other labels.
     pub fn histogram(&self, base: &str) -> Vec<(f64, f64)> {
+        self.resolve(base).map(|name| self.histogram_as(name)).unwrap_or_default()
+    }
+
+    /// [`Scrape::histogram`] under exactly this name.
+    pub fn histogram_as(&self, name: &str) -> Vec<(f64, f64)> {
         let mut by_le: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
-        for name in names_for(base) {
-            let bucket = format!("{name}_bucket");
-            for s in self.series.iter().filter(|s| s.name == bucket) {
-                let Some(le) = s.label("le").and_then(parse_value) else { continue };
-                let e = by_le.entry(le.to_bits()).or_insert((le, 0.0));
-                e.1 += s.value;
-            }
+        let bucket = format!("{name}_bucket");
+        for s in self.series.iter().filter(|s| s.name == bucket) {
+            let Some(le) = s.label("le").and_then(parse_value) else { continue };
+            let e = by_le.entry(le.to_bits()).or_insert((le, 0.0));
+            e.1 += s.value;
         }
         let mut v: Vec<(f64, f64)> = by_le.into_values().collect();
         triage_base::sort::sort_by(&mut v, |a, b| a.0.total_cmp(&b.0));
@@ -151,7 +158,33 @@ impl MetricsFacts {
     /// `last − first` of a counter summed over labels, when both scrapes have it.
     pub fn delta(&self, name: &str) -> Option<f64> {
         let (a, b) = self.window()?;
+        let name = self.resolve_window(name)?;
         Some(b.sum(name)?.0 - a.sum(name)?.0)
+    }
+
+    /// The name of `name`'s family that the first and the last scrape both hold, preferred
+    /// first: a window is never read as one name at its start and another at its end.
+    pub fn resolve_window<'n>(&self, name: &'n str) -> Option<&'n str> {
+        let (a, b) = self.window()?;
+        names_for(name).into_iter().find(|n| a.holds(n) && b.holds(n))
+    }
+
+    /// Bucket counts of histogram `base` over the window (last − first, under one name), or
+    /// since the server started with one scrape; with the name read. `None` without buckets or
+    /// when a counter went down (a restart between the scrapes).
+    pub fn window_histogram<'n>(&self, base: &'n str) -> Option<(Vec<(f64, f64)>, &'n str)> {
+        let (buckets, name) = match self.window() {
+            Some((a, b)) => {
+                let name = self.resolve_window(base)?;
+                (triage_base::stats::delta(&a.histogram_as(name), &b.histogram_as(name)).ok()?, name)
+            }
+            None => {
+                let s = self.latest()?;
+                let name = s.resolve(base)?;
+                (s.histogram_as(name), name)
+            }
+        };
+        (!buckets.is_empty()).then_some((buckets, name))
     }
 
     /// Seconds between the first and the last scrape, when their samples carry timestamps.
@@ -183,6 +216,10 @@ pub struct PromParser {
     started: bool,
     /// [`MAX_SCRAPES`] was reached in this section (said once).
     capped: bool,
+    /// Names of [`crate::names::FAMILIES`] seen in this section (bounded by the table).
+    named: Vec<&'static str>,
+    /// Families already said to be written under two names.
+    doubled: Vec<&'static str>,
 }
 
 impl PromParser {
@@ -261,7 +298,48 @@ impl SectionParser for PromParser {
             scrape.timestamp_ms = ts;
         }
         scrape.series.push(Series { name: key.0.clone(), labels: key.1.clone(), value, line: no });
+        self.note_family(cx, no, &key.0);
         self.seen.insert(key);
+    }
+}
+
+impl PromParser {
+    /// A sample of a family ([`crate::names`]) under a second name of it says, once, which one
+    /// is read: the two are the same measurement (vLLM 0.11 observes every gap into both its
+    /// new and its deprecated histogram), and adding them would count each twice.
+    fn note_family(&mut self, cx: &mut Cx<'_>, no: usize, sample: &str) {
+        let base = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|x| sample.strip_suffix(x))
+            .filter(|b| crate::names::family(b).is_some())
+            .unwrap_or(sample);
+        let Some(family) = crate::names::family(base) else { return };
+        let Some(&name) = family.names.iter().find(|n| **n == base) else { return };
+        if self.named.contains(&name) {
+            return;
+        }
+        self.named.push(name);
+        if self.doubled.contains(&family.key) {
+            return;
+        }
+        let mut held = family.names.iter().filter(|n| self.named.contains(n));
+        let (Some(read), Some(_)) = (held.next(), held.next()) else { return };
+        self.doubled.push(family.key);
+        let others: Vec<String> = family
+            .names
+            .iter()
+            .filter(|n| *n != read && self.named.contains(n))
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let others = others.join(", ");
+        cx.issue_in(
+            no,
+            format!(
+                "{others} and `{read}` are the same measurement ({}): only `{read}` is read, never both",
+                family.definition
+            ),
+            format!("{others} 与 `{read}` 是同一个量：只读 `{read}`，不会两者相加"),
+        );
     }
 }
 

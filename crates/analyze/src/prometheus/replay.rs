@@ -444,7 +444,8 @@ fn partition(m: &Matrix, secrets: &Secrets) -> Vec<Part> {
         let p = parts.entry(key).or_insert(part);
         if p.role == "replica" {
             if p.subject.model_name.is_none() {
-                p.subject.model_name = l("model_name");
+                p.subject.model_name =
+                    crate::rules::replica_skewed::model_label_of(s).map(|v| clean(secrets, v));
             }
             if p.subject.pod.is_none() {
                 p.subject.pod = l("pod");
@@ -519,7 +520,10 @@ pub fn analyze(
     let parts = partition(m, cfg.secrets);
     let analysed = analyse_parts(m, &parts, w, cfg, interval_s, tail_s);
     let mut tagged = tag_findings(m, cfg, &analysed, files.as_ref());
-    let verdict = rank_findings(&mut tagged, &analysed.reports, files.as_ref());
+    // A replica against its peers: no replica's own analysis can see it.
+    let (skewed, peers) = fleet::skewed(m, &parts, &analysed, cfg);
+    tagged.extend(skewed);
+    let verdict = rank_findings(&mut tagged, &analysed.reports, files.as_ref(), peers.as_ref());
     let citations = citations(m, cfg, &asked, &analysed.built, &tagged);
     let Analysed { groups, reports, gpu_ranks, origin, .. } = analysed;
 
@@ -721,12 +725,17 @@ fn tag_findings(m: &Matrix, cfg: &Config<'_>, analysed: &Analysed, files: Option
 
 /// The verdict across groups; `tagged` ranked, a replica's repeated finding dropped, and the
 /// finding that names the verdict first.
-fn rank_findings(tagged: &mut Vec<Tagged>, reports: &[Option<Report>], files: Option<&Report>) -> Verdict {
+fn rank_findings(
+    tagged: &mut Vec<Tagged>,
+    reports: &[Option<Report>],
+    files: Option<&Report>,
+    peers: Option<&Report>,
+) -> Verdict {
     // Each group's verdict is decided by its own analyzer; across groups the most urgent cause
     // names the incident, in the analyzer's own order (outage, confidence, severity). A group
     // left INCONCLUSIVE (an unexplained error) keeps the whole from HEALTHY, not from a cause
     // found elsewhere: its finding is listed either way.
-    let all: Vec<&Report> = reports.iter().flatten().chain(files).collect();
+    let all: Vec<&Report> = reports.iter().flatten().chain(files).chain(peers).collect();
     let mut causes: Vec<&Finding> = all
         .iter()
         .filter(|r| !matches!(r.verdict, Verdict::Healthy | Verdict::Inconclusive))

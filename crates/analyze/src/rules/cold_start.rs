@@ -39,11 +39,7 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<(f64, String, Vec<crate::report
     if started_s < window_start_s - 60.0 {
         return None;
     }
-    let ttft = triage_base::stats::delta(
-        &first.histogram("vllm:time_to_first_token_seconds"),
-        &last.histogram("vllm:time_to_first_token_seconds"),
-    )
-    .ok()?;
+    let (ttft, _) = m.window_histogram("vllm:time_to_first_token_seconds")?;
     let upper = |q: BucketQuantile| match q {
         BucketQuantile::BelowFirstBucket { upper } | BucketQuantile::Within { upper, .. } => Some(upper),
         _ => None,

@@ -45,12 +45,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
 /// A histogram of the window: the bucket deltas between the first and the last scrape, or the
 /// one scrape's buckets (since the server started).
 fn window_histogram(f: &Facts, base: &str) -> Option<Vec<(f64, f64)>> {
-    let m = &f.metrics;
-    let buckets = match m.window() {
-        Some((a, b)) => triage_base::stats::delta(&a.histogram(base), &b.histogram(base)).ok()?,
-        None => m.latest()?.histogram(base),
-    };
-    (!buckets.is_empty()).then_some(buckets)
+    f.metrics.window_histogram(base).map(|(b, _)| b)
 }
 
 /// The bounds of the bucket a quantile fell in: (lower, upper). Unknown sides are 0 and ∞.

@@ -48,14 +48,17 @@ mod model_not_found;
 mod nccl_hang;
 mod no_abort_on_timeout;
 mod prefill_stalls_decode;
+mod prefix_cache_hit_collapse;
 mod prefix_cache_ineffective;
 mod prefix_cache_miss_reprefill;
 mod queueing_exceeds_capacity;
 mod registry;
+pub(crate) mod replica_skewed;
 mod request_exceeds_build_limits;
 mod retries_mask_failures;
 mod scheduler_stall;
 mod slow_gpu;
+mod spec_decode_acceptance_low;
 mod tbt_above_target;
 mod timeout_too_short;
 mod ttft_above_target;
@@ -305,13 +308,19 @@ pub fn consequences(f: &Facts) -> &'static [RuleId] {
 pub const SYMPTOMS: &[RuleId] = &[RuleId::TtftAboveTarget, RuleId::TbtAboveTarget];
 
 /// Rules that point out a blind spot in how the service is observed (a dashboard of means,
-/// logs without timestamps) or a tuning left on the table (a prefix cache that hits nothing),
+/// logs without timestamps) or a tuning left on the table (a prefix cache that hits nothing,
+/// speculative drafts that are never accepted),
 /// not a fault: they never decide the verdict, and a service whose
 /// only findings are these is HEALTHY when the input shows health. `gpu-power-cap` (a GPU
 /// recording's, [`gpu_recording`]) is how a fully loaded GPU holds its power limit: context, not a
 /// fault.
-pub const ADVISORIES: &[RuleId] =
-    &[RuleId::MissingTimestamps, RuleId::MeanNotP99, RuleId::PrefixCacheIneffective, RuleId::GpuPowerCap];
+pub const ADVISORIES: &[RuleId] = &[
+    RuleId::MissingTimestamps,
+    RuleId::MeanNotP99,
+    RuleId::PrefixCacheIneffective,
+    RuleId::SpecDecodeAcceptanceLow,
+    RuleId::GpuPowerCap,
+];
 
 /// The docs of every rule (for the site's playbook and the flashcards).
 pub fn docs() -> impl Iterator<Item = &'static RuleDoc> {
@@ -521,7 +530,7 @@ mod tests {
     #[test]
     fn every_rule_is_documented_in_chinese() {
         use triage_base::lang::{Lang, has_cjk};
-        assert_eq!(super::RULES.len(), 64);
+        assert_eq!(super::RULES.len(), 68);
         for d in super::docs() {
             let (en, zh) = (d.text(Lang::En), d.text(Lang::Zh));
             assert_eq!(en.title, d.title);

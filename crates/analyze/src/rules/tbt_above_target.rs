@@ -59,7 +59,9 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         format!("the ITL target of {slo:.0} ms (200 ms unless `--slo-itl-ms` sets it)"),
         format!("ITL 目标 {slo:.0} ms（默认 200 ms，可用 `--slo-itl-ms` 修改）"),
     );
-    let names = ["vllm:inter_token_latency_seconds", "sglang:inter_token_latency_seconds"];
+    // Every gap first; without them, the per-request time per output token (OpenTelemetry's
+    // `gen_ai_server_time_per_output_token_seconds` is one).
+    let names = ["vllm:inter_token_latency_seconds", "vllm:request_time_per_output_token_seconds"];
     let (confidence, summary, evidence) = match (best, histogram_over(f, &names, slo / 1000.0)) {
         (Some(b), _) => {
             let more = b.more(lang);
@@ -75,10 +77,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             );
             (c, s, evidence)
         }
-        (None, Some((c, q, v, line))) => {
+        (None, Some((c, q, v, line, name))) => {
             let s = lang.pick(
-                format!("The server's inter-token histogram (`vllm:inter_token_latency_seconds`) puts its {q} at {v} s, above {target}: decode steps stall."),
-                format!("服务端 token 间隔直方图（`vllm:inter_token_latency_seconds`）的 {q} 为 {v} s，超过了{target}：decode 步在停顿。"),
+                format!("The server's inter-token histogram (`{name}`) puts its {q} at {v} s, above {target}: decode steps stall."),
+                format!("服务端 token 间隔直方图（`{name}`）的 {q} 为 {v} s，超过了{target}：decode 步在停顿。"),
             );
             (c, s, vec![line])
         }

@@ -107,18 +107,14 @@ pub(crate) fn lower_bound(q: BucketQuantile) -> Option<f64> {
 /// A server-side latency histogram in `/metrics` (over the window of two scrapes, else since
 /// the start) whose p50 (confidence 0.7) or else p99 (0.6) is above `slo_s` at its bucket's
 /// lower bound: (confidence, quantile name, the quantile, the evidence line).
-pub(crate) fn histogram_over(
+pub(crate) fn histogram_over<'n>(
     f: &Facts,
-    names: &[&str],
+    names: &[&'n str],
     slo_s: f64,
-) -> Option<(f64, &'static str, BucketQuantile, EvidenceLine)> {
+) -> Option<(f64, &'static str, BucketQuantile, EvidenceLine, &'n str)> {
     let m = &f.metrics;
     for name in names {
-        let buckets = match m.window() {
-            Some((a, b)) => triage_base::stats::delta(&a.histogram(name), &b.histogram(name)).ok(),
-            None => m.latest().map(|s| s.histogram(name)),
-        };
-        let Some(buckets) = buckets.filter(|b| !b.is_empty()) else { continue };
+        let Some((buckets, name)) = m.window_histogram(name) else { continue };
         let scrape = m.latest()?;
         let count = format!("{name}_count");
         let line = scrape
@@ -130,7 +126,7 @@ pub(crate) fn histogram_over(
         for (q, c, label) in [(0.5, 0.7, "p50"), (0.99, 0.6, "p99")] {
             let (v, _) = histogram_quantile(q, &buckets);
             if lower_bound(v).is_some_and(|x| x > slo_s) {
-                return Some((c, label, v, line));
+                return Some((c, label, v, line, name));
             }
         }
     }
@@ -164,14 +160,7 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
         format!("the TTFT target of {slo:.0} ms (2,000 ms unless `--slo-ttft-ms` sets it)"),
         format!("TTFT 目标 {slo:.0} ms（默认 2,000 ms，可用 `--slo-ttft-ms` 修改）"),
     );
-    let summary = match (
-        best,
-        histogram_over(
-            f,
-            &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"],
-            slo / 1000.0,
-        ),
-    ) {
+    let summary = match (best, histogram_over(f, &["vllm:time_to_first_token_seconds"], slo / 1000.0)) {
         (Some(b), _) => {
             let more = b.more(lang);
             let what = if b.name == "prefill_ms" {
@@ -185,10 +174,10 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             );
             (b.confidence, s, b.evidence)
         }
-        (None, Some((c, q, v, line))) => {
+        (None, Some((c, q, v, line, name))) => {
             let s = lang.pick(
-                format!("The server's TTFT histogram (`vllm:time_to_first_token_seconds`) puts its {q} at {v} s, above {target}: requests wait seconds before their first token."),
-                format!("服务端 TTFT 直方图（`vllm:time_to_first_token_seconds`）的 {q} 为 {v} s，超过了{target}：请求要等好几秒才拿到首 token。"),
+                format!("The server's TTFT histogram (`{name}`) puts its {q} at {v} s, above {target}: requests wait seconds before their first token."),
+                format!("服务端 TTFT 直方图（`{name}`）的 {q} 为 {v} s，超过了{target}：请求要等好几秒才拿到首 token。"),
             );
             (c, s, vec![line])
         }

@@ -3,6 +3,14 @@
 //! against its peers'), from the same series the replay read.
 
 use super::*;
+use crate::names::names_for;
+
+/// The time between tokens a replica is ranked by: every gap, else one value per request.
+pub(super) fn itl_names() -> Vec<&'static str> {
+    let mut v = names_for("vllm:inter_token_latency_seconds");
+    v.extend(names_for("vllm:request_time_per_output_token_seconds"));
+    v
+}
 
 /// Summed cumulative buckets `(le, count)` of a histogram among `members`, at the window's
 /// first point and last point (resets corrected).
@@ -133,23 +141,8 @@ pub(super) fn fleet(
     let mut replicas: Vec<ReplicaRank> = whole("replica")
         .map(|(gi, pi)| {
             let members = &parts[pi].members;
-            let (ttft_p99, ttft_p99_s) = p99(
-                m,
-                members,
-                &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"],
-                1.0,
-            );
-            let (itl_p99, itl_p99_s) = p99(
-                m,
-                members,
-                &[
-                    "vllm:inter_token_latency_seconds",
-                    "vllm:time_per_output_token_seconds",
-                    "sglang:inter_token_latency_seconds",
-                    "sglang:time_per_output_token_seconds",
-                ],
-                1.0,
-            );
+            let (ttft_p99, ttft_p99_s) = p99(m, members, &names_for("vllm:time_to_first_token_seconds"), 1.0);
+            let (itl_p99, itl_p99_s) = p99(m, members, &itl_names(), 1.0);
             ReplicaRank {
                 subject: groups[gi].subject.clone(),
                 input: groups[gi].input.clone(),
@@ -158,22 +151,10 @@ pub(super) fn fleet(
                 ttft_p99_s,
                 itl_p99,
                 itl_p99_s,
-                waiting_max: gauge_max(
-                    m,
-                    members,
-                    &["vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"],
-                ),
-                kv_usage_max: gauge_max(
-                    m,
-                    members,
-                    &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"],
-                ),
-                generation_tokens_per_s: counter_rate(
-                    m,
-                    members,
-                    &["vllm:generation_tokens_total", "sglang:generation_tokens_total"],
-                )
-                .map(|r| (r * 100.0).round() / 100.0),
+                waiting_max: gauge_max(m, members, &names_for("vllm:num_requests_waiting")),
+                kv_usage_max: gauge_max(m, members, &names_for("vllm:kv_cache_usage_perc")),
+                generation_tokens_per_s: counter_rate(m, members, &names_for("vllm:generation_tokens_total"))
+                    .map(|r| (r * 100.0).round() / 100.0),
             }
         })
         .collect();
@@ -244,4 +225,73 @@ pub(super) fn fleet(
             .then(a.subject.cmp(&b.subject))
     });
     Fleet { ranked_by: ranked_by.to_owned(), replicas, gpus, gateways }
+}
+
+/// The replicas far slower than their peers on the same model ([`crate::rules::replica_skewed`]),
+/// each histogram over the window, each finding citing the replica's `_count` line; with a
+/// report of them, for the verdict across groups.
+pub(super) fn skewed(
+    m: &Matrix,
+    parts: &[Part],
+    analysed: &Analysed,
+    cfg: &Config<'_>,
+) -> (Vec<Tagged>, Option<Report>) {
+    use crate::rules::replica_skewed::{Measure, Replica, judge};
+    let whole: Vec<(usize, usize)> = analysed
+        .origin
+        .iter()
+        .enumerate()
+        .filter(|(_, (pi, tail))| !tail && parts[*pi].role == "replica")
+        .map(|(gi, (pi, _))| (gi, *pi))
+        .collect();
+    let mut out = Vec::new();
+    for measure in [Measure::Ttft, Measure::Itl] {
+        for &(base, min) in measure.families() {
+            let names = names_for(base);
+            let replicas: Vec<(usize, Replica)> = whole
+                .iter()
+                .filter_map(|&(gi, pi)| {
+                    let g = &analysed.groups[gi];
+                    let model = g.subject.model_name.clone()?;
+                    let members = &parts[pi].members;
+                    let name = names.iter().copied().find(|n| {
+                        let b = format!("{n}_bucket");
+                        members.iter().any(|&i| m.series[i].name() == b)
+                    })?;
+                    let (a, z) = buckets(m, members, &[name], 1.0)?;
+                    let d = triage_base::stats::delta(&a, &z).ok()?;
+                    let count = format!("{name}_count");
+                    let evidence = analysed.built.iter().find(|(n, _)| *n == g.input).and_then(|(n, b)| {
+                        let text_line = |no: usize| b.text.lines().nth(no - 1).unwrap_or("").to_owned();
+                        b.lines.iter().rev().find(|(_, (i, _, _))| m.series[*i].name() == count).map(
+                            |(&no, _)| crate::report::EvidenceLine {
+                                input: n.as_str().into(),
+                                line: no,
+                                text: text_line(no),
+                            },
+                        )
+                    });
+                    let who = g.subject.instance.clone().or(g.subject.pod.clone()).unwrap_or_default();
+                    Some((gi, Replica { who, model, buckets: d, name, evidence }))
+                })
+                .collect();
+            let rs: Vec<Replica> = replicas.iter().map(|(_, r)| r.clone()).collect();
+            if let Some((k, mut finding)) = judge(measure, &rs, min, &cfg.slo, cfg.lang) {
+                let gi = replicas[k].0;
+                finding.subject = Some(analysed.groups[gi].subject.clone());
+                out.push(Tagged { finding, group: gi });
+                break;
+            }
+        }
+    }
+    let report = out.first().map(|first| Report {
+        schema: crate::report::SCHEMA.to_owned(),
+        verdict: Verdict::from(first.finding.class),
+        findings: out.iter().map(|t| t.finding.clone()).collect(),
+        inputs: Vec::new(),
+        figures: BTreeMap::new(),
+        series: BTreeMap::new(),
+        prometheus: None,
+    });
+    (out, report)
 }

@@ -430,3 +430,44 @@ fn a_hostile_label_name_forges_nothing() {
     let rules = |r: &Report| r.findings.iter().map(|f| f.rule.clone()).collect::<Vec<_>>();
     assert_eq!(rules(&report), rules(&clean));
 }
+
+/// Four replicas of one model, no queue anywhere: one's TTFT is ten times its peers'. No
+/// replica's own analysis can see that; the peer comparison names it, cites its `_count` line
+/// and decides the verdict. Three replicas alike, or two, say nothing.
+#[test]
+fn a_replica_slower_than_its_peers_on_the_same_model_is_named() {
+    let slow = |instance: &str| {
+        let l = [("instance", instance), ("model_name", "qwen"), ("job", "vllm")];
+        let mut v = vec![series("vllm:num_requests_running", &l, |_| 32.0)];
+        for (le, per) in [("0.1", 0.0), ("1", 0.0), ("2.5", 10.0), ("5", 100.0), ("+Inf", 100.0)] {
+            let mut lb = l.to_vec();
+            lb.push(("le", le));
+            v.push(series("vllm:time_to_first_token_seconds_bucket", &lb, move |k| per * k as f64));
+        }
+        v.push(series("vllm:time_to_first_token_seconds_count", &l, |k| 100.0 * k as f64));
+        v
+    };
+    let mut r = Vec::new();
+    for i in 1..=3 {
+        r.extend(replica(&format!("10.0.0.{i}:8000"), 0.0, false, 500.0));
+    }
+    r.extend(slow("10.0.0.9:8000"));
+    let report = run(&matrix(r.clone()), Lang::En);
+    assert_eq!(report.verdict, Verdict::TtftHigh, "{:#?}", report.findings);
+    let f = report.findings.iter().find(|f| f.rule == RuleId::ReplicaTtftSkewed).unwrap();
+    assert_eq!(f.subject.as_ref().and_then(|s| s.instance.as_deref()), Some("10.0.0.9:8000"));
+    assert!(f.summary.contains("3 peers"), "{}", f.summary);
+    let p = report.prometheus.as_ref().unwrap();
+    let c = p
+        .citations
+        .iter()
+        .find(|c| *c.input == *f.evidence[0].input && c.line == f.evidence[0].line)
+        .unwrap();
+    assert_eq!(c.labels["__name__"], "vllm:time_to_first_token_seconds_count");
+    // Without the slow one, or with one peer only: nothing.
+    let even = run(&matrix(r[..r.len() - 7].to_vec()), Lang::En);
+    assert!(even.findings.iter().all(|f| f.rule != RuleId::ReplicaTtftSkewed), "{:#?}", even.findings);
+    let mut two = replica("10.0.0.1:8000", 0.0, false, 500.0);
+    two.extend(slow("10.0.0.9:8000"));
+    assert!(run(&matrix(two), Lang::En).findings.iter().all(|f| f.rule != RuleId::ReplicaTtftSkewed));
+}
