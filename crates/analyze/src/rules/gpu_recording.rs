@@ -8,7 +8,7 @@
 use super::RuleId;
 use super::{Lang, RULES};
 use crate::facts::Facts;
-use crate::parsers::gpu_series::GpuSeriesFacts;
+use crate::parsers::gpu_series::{GpuSeriesFacts, SeriesSource};
 use crate::report::{EvidenceLine, Finding, Subject};
 use triage_gpu::recording::Held;
 
@@ -21,33 +21,90 @@ const TITLES: &[(RuleId, &str, &str)] = &[
     (RuleId::GpuEcc, "Uncorrected ECC errors on a GPU", "GPU 出现不可纠正的 ECC 错误"),
 ];
 
-/// Every recording's findings, in the order raised.
-pub(crate) fn findings(f: &Facts, lang: Lang) -> Vec<Finding> {
-    f.gpu_series.iter().flat_map(|g| g.finished.held.iter().map(move |h| finding(g, h, lang))).collect()
+/// Every recording's findings, in the order raised, added to the other rules' `findings`. A
+/// series' `slow-gpu` that the snapshot rule already names for the same input and GPU (an
+/// nvidia-smi series is read both ways) is not repeated: the snapshot's finding, which reads the
+/// reasons against the peers' temperature and power limits, keeps its words and gains the
+/// series' span.
+pub(crate) fn add(f: &Facts, findings: &mut Vec<Finding>, lang: Lang) {
+    for g in &f.gpu_series {
+        for h in &g.finished.held {
+            let gpu = h.finding.gpu.map(|i| i.to_string());
+            let snapshot = findings.iter_mut().find(|x| {
+                h.finding.rule == RuleId::SlowGpu
+                    && gpu.is_some()
+                    && x.rule == RuleId::SlowGpu
+                    && x.subject.as_ref().is_some_and(|s| s.gpu == gpu)
+                    && x.evidence.first().is_some_and(|e| *e.input == *g.input)
+            });
+            match snapshot {
+                Some(snapshot) => {
+                    let (en, zh) = span(g, h);
+                    snapshot.summary.push_str(
+                        &lang.pick(format!(" Over the series: {en}."), format!("在序列中：{zh}。")),
+                    );
+                }
+                None => findings.push(finding(g, h, lang)),
+            }
+        }
+    }
 }
 
 fn secs(x: f64) -> String {
     if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.1}") }
 }
 
-fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
-    let gf = &h.finding;
+/// When a finding was raised and how long it held, in English and Chinese: `raised 12.7 s into
+/// the nvidia-smi dmon series, held 11.7 s (still active at its end; times assumed 1 s apart:
+/// the series carries no timestamps)`.
+fn span(g: &GpuSeriesFacts, h: &Held) -> (String, String) {
     let held_s = h.to_t - h.from_t;
     let into = g.finished.from_t.map_or(0.0, |t0| h.from_t - t0);
-    let mut en = format!(
-        "{}: raised {} s into the recording, held {} s{}",
-        gf.title,
-        secs(into),
-        secs(held_s),
-        if h.open { " (still active at its end)" } else { "" }
-    );
-    let mut zh = format!(
-        "{}：录制开始后 {} s 出现，持续 {} s{}",
-        gf.title,
-        secs(into),
-        secs(held_s),
-        if h.open { "（到录制结束仍在）" } else { "" }
-    );
+    let (what_en, what_zh) = match g.source {
+        SeriesSource::Nvml => ("the recording", "录制"),
+        SeriesSource::SmiCsv => ("the nvidia-smi --query-gpu series", "nvidia-smi --query-gpu 序列"),
+        SeriesSource::SmiDmon => ("the nvidia-smi dmon series", "nvidia-smi dmon 序列"),
+        SeriesSource::Dcgm => ("the dcgm-exporter scrapes", "dcgm-exporter 抓取序列"),
+    };
+    let mut en = format!("raised {} s into {what_en}, held {} s", secs(into), secs(held_s));
+    let mut zh = format!("{what_zh}开始后 {} s 出现，持续 {} s", secs(into), secs(held_s));
+    let mut notes_en = Vec::new();
+    let mut notes_zh = Vec::new();
+    if h.open {
+        notes_en.push("still active at its end".to_owned());
+        notes_zh.push("到结束仍在".to_owned());
+    }
+    if let Some(i) = g.assumed_interval_s {
+        notes_en.push(format!("times assumed {i} s apart where the series carries no timestamps"));
+        notes_zh.push(format!("序列没有时间戳之处按间隔 {i} s 计"));
+    }
+    if !notes_en.is_empty() {
+        en.push_str(&format!(" ({})", notes_en.join("; ")));
+        zh.push_str(&format!("（{}）", notes_zh.join("；")));
+    }
+    (en, zh)
+}
+
+/// What to look at next, by what the series was read from.
+fn next_check(source: SeriesSource, lang: Lang) -> &'static str {
+    match source {
+        SeriesSource::Nvml => lang.pick(
+            "replay the same recording with `triage-runner replay FILE` to see each tick's findings",
+            "用 `triage-runner replay FILE` 回放同一份录制，逐 tick 查看发现",
+        ),
+        SeriesSource::SmiCsv | SeriesSource::SmiDmon | SeriesSource::Dcgm => lang.pick(
+            "record the node with `triage-runner record` for NVML's full readings (every throttle reason, violation counters, XIDs) at 1 Hz, then analyse the recording",
+            "用 `triage-runner record` 以 1 Hz 录制该节点的完整 NVML 读数（全部降频原因、违规计数、XID），再分析这份录制",
+        ),
+    }
+}
+
+fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
+    let gf = &h.finding;
+    let (mut en, mut zh) = (format!("{}: ", gf.title), format!("{}：", gf.title));
+    let (span_en, span_zh) = span(g, h);
+    en.push_str(&span_en);
+    zh.push_str(&span_zh);
     if let Some(mean) = h.sm_clock_mhz.mean() {
         en.push_str(&format!(
             "; SM clock under load {:.0}–{:.0} MHz, typically {mean:.0}",
@@ -90,13 +147,7 @@ fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
         summary: lang.pick(en, zh),
         evidence,
         remediation: vec![gf.remediation.clone()],
-        next_checks: vec![
-            lang.pick(
-                "replay the same recording with `triage-runner replay FILE` to see each tick's findings",
-                "用 `triage-runner replay FILE` 回放同一份录制，逐 tick 查看发现",
-            )
-            .to_owned(),
-        ],
+        next_checks: vec![next_check(g.source, lang).to_owned()],
         subject: gpu.map(|i| Subject {
             gpu: Some(i.to_string()),
             uuid: meta_gpu.map(|m| crate::text::quote_redacted(&m.uuid)).filter(|u| !u.is_empty()),
