@@ -164,7 +164,7 @@ impl SmiParser {
     }
 }
 
-fn push_reading(cx: &mut Cx<'_>, reading: GpuReading) {
+pub(super) fn push_reading(cx: &mut Cx<'_>, reading: GpuReading) {
     let gpus = &mut cx.facts.gpus;
     if gpus.readings.len() < MAX_READINGS {
         gpus.readings.push(reading);
