@@ -196,9 +196,9 @@ impl DcgmSeries {
         let u32_of = |x: Option<f64>, scale: f64| whole(x, scale).and_then(|v| u32::try_from(v).ok());
         const MIB: f64 = 1024.0 * 1024.0;
         let used = g.get(Field::FbUsed);
-        let total = g.get(Field::FbTotal).or_else(|| {
-            Some(used? + g.get(Field::FbFree)? + g.get(Field::FbReserved).unwrap_or(0.0))
-        });
+        let total = g
+            .get(Field::FbTotal)
+            .or_else(|| Some(used? + g.get(Field::FbFree)? + g.get(Field::FbReserved).unwrap_or(0.0)));
         let mut xid = Vec::new();
         if let Some(code) = whole(g.get(Field::Xid), 1.0).filter(|c| *c > 0)
             && self.last_xid.insert(gpu, code) != Some(code)

@@ -272,10 +272,11 @@ mod tests {
     /// (rule, GPU) pairs of the runner's replay of `samples`, sorted.
     fn replayed(samples: &[triage_gpu::GpuSample]) -> Vec<(String, Option<String>)> {
         let text: String = samples.iter().map(|s| serde_json::to_string(s).unwrap() + "\n").collect();
-        let mut want: Vec<(String, Option<String>)> = replay(&Series::parse(&text), None, WatchConfig::default())
-            .into_iter()
-            .map(|f| (f.rule, f.gpu.map(|g| g.to_string())))
-            .collect();
+        let mut want: Vec<(String, Option<String>)> =
+            replay(&Series::parse(&text), None, WatchConfig::default())
+                .into_iter()
+                .map(|f| (f.rule, f.gpu.map(|g| g.to_string())))
+                .collect();
         triage_base::sort::sort(&mut want);
         want
     }
@@ -314,7 +315,11 @@ mod tests {
         let slow: Vec<_> = r.findings.iter().filter(|f| f.rule == RuleId::SlowGpu).collect();
         assert_eq!(slow.len(), 1, "{:#?}", r.findings);
         assert!(slow[0].summary.contains("HW Slowdown"), "{}", slow[0].summary);
-        assert!(slow[0].summary.contains("Over the series: raised 12.7 s into the nvidia-smi --query-gpu series"), "{}", slow[0].summary);
+        assert!(
+            slow[0].summary.contains("Over the series: raised 12.7 s into the nvidia-smi --query-gpu series"),
+            "{}",
+            slow[0].summary
+        );
         assert!(!slow[0].summary.contains("assumed"), "{}", slow[0].summary);
         assert!(r.series.contains_key("gpu.sm_clock_mhz.5"), "{:?}", r.series.keys());
     }
@@ -334,7 +339,8 @@ mod tests {
         for stamped in [true, false] {
             let mut text = String::new();
             for tick in &ticks {
-                let ts = if stamped { format!(" {}", (tick[0].t * 1000.0).round() as i64) } else { String::new() };
+                let ts =
+                    if stamped { format!(" {}", (tick[0].t * 1000.0).round() as i64) } else { String::new() };
                 type Get = fn(&triage_gpu::GpuSample) -> Option<f64>;
                 let fields: [(&str, Get); 9] = [
                     ("DCGM_FI_DEV_SM_CLOCK", |x| x.sm_clock_mhz.map(f64::from)),
@@ -380,8 +386,14 @@ mod tests {
         // One scrape: the snapshot rule alone compares the GPUs of that moment.
         let one: String = {
             let mut t = String::new();
-            for x in ticks.iter().find(|t| t.iter().any(|x| x.gpu == 5 && x.sm_clock_mhz == Some(800))).unwrap() {
-                t.push_str(&format!("DCGM_FI_DEV_SM_CLOCK{{gpu=\"{}\",Hostname=\"n\"}} {}\n", x.gpu, x.sm_clock_mhz.unwrap()));
+            for x in
+                ticks.iter().find(|t| t.iter().any(|x| x.gpu == 5 && x.sm_clock_mhz == Some(800))).unwrap()
+            {
+                t.push_str(&format!(
+                    "DCGM_FI_DEV_SM_CLOCK{{gpu=\"{}\",Hostname=\"n\"}} {}\n",
+                    x.gpu,
+                    x.sm_clock_mhz.unwrap()
+                ));
                 t.push_str(&format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"{}\",Hostname=\"n\"}} 99\n", x.gpu));
             }
             t
@@ -437,7 +449,11 @@ mod tests {
         assert_eq!(pairs(&r), replayed(&reduced));
         assert_eq!(r.verdict, Verdict::TbtTail, "{:#?}", r.findings);
         let slow = r.findings.iter().find(|f| f.rule == RuleId::SlowGpu).unwrap();
-        assert!(slow.summary.contains("nvidia-smi dmon series") && slow.summary.contains("assumed 1 s apart"), "{}", slow.summary);
+        assert!(
+            slow.summary.contains("nvidia-smi dmon series") && slow.summary.contains("assumed 1 s apart"),
+            "{}",
+            slow.summary
+        );
         let cap = r.findings.iter().find(|f| f.rule == RuleId::GpuPowerCap).unwrap();
         assert!(!cap.summary.contains('?'), "{}", cap.summary);
     }

@@ -86,9 +86,9 @@ fn sample(r: &GpuReading, t: f64) -> GpuSample {
         temp_c: whole(r.temp_c, 1.0),
         pstate: r.pstate.as_deref().and_then(|p| p.trim_start_matches('P').parse().ok()),
         // dmon's `tviol`: time in thermal violation, the driver's thermal slowdown.
-        clock_event_reasons: r.reasons_known.then(|| {
-            r.reasons | if r.thermal_violation == Some(true) { REASON_SW_THERMAL } else { 0 }
-        }),
+        clock_event_reasons: r
+            .reasons_known
+            .then(|| r.reasons | if r.thermal_violation == Some(true) { REASON_SW_THERMAL } else { 0 }),
         ..GpuSample::default()
     }
 }
