@@ -266,6 +266,28 @@ test('a GPU recording added as a file: the CLI\'s findings, and each GPU\'s cloc
   await context.close();
 });
 
+test('an nvidia-smi --query-gpu loop pasted: read as a recording, the CLI\'s findings and the charts with the straggler', async () => {
+  const file = path.join(root, 'tests/data/smi/query_loop_8gpu_one_slow.csv');
+  const cli = JSON.parse(execFileSync(triageBin, ['analyze', '--format', 'json', file], { maxBuffer: 64 << 20 }));
+  assert.equal(cli.verdict, 'TBT_TAIL');
+  const { page, context, requests } = await open();
+  await page.fill('[data-testid=paste-input]', fs.readFileSync(file, 'utf8'));
+  await page.click('[data-testid=analyze-button]');
+  await page.waitForSelector('[data-testid=verdict]', { timeout: 20000 });
+  assert.match(await page.textContent('[data-testid=verdict]'), /TBT_TAIL/);
+  const rules = await page.$$eval('[data-testid=finding]', (els) => els.map((e) => e.getAttribute('data-rule')));
+  assert.deepEqual(rules, cli.findings.map((f) => f.rule));
+  assert.match(await page.textContent('[data-testid=finding-subject]'), /gpu="5"/);
+  const red = await page.$eval('[data-testid=chart-gpu-sm-clock]', (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    for (let i = 0; i < d.length; i += 4) if (d[i] === 0xd9 && d[i + 1] === 0x53 && d[i + 2] === 0x4f) return true;
+    return false;
+  });
+  assert.ok(red, 'no red straggler line');
+  onlyOrigins(requests, [origin]);
+  await context.close();
+});
+
 test('a 30 MiB file shows progress, can be cancelled, and is analysed when asked again', async () => {
   const unit = fs.readFileSync(path.join(root, 'tests/data/incidents/ttft_queueing.log'));
   const big = path.join(fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'site-e2e-')), 'vllm.log');

@@ -322,7 +322,7 @@ impl Analyzer {
         let mut findings: Vec<report::Finding> =
             rules::RULES.iter().filter_map(|r| (r.check)(&facts, lang)).collect();
         // A GPU recording: the runner's rules over it, one finding per GPU and rule.
-        findings.extend(rules::gpu_recording::findings(&facts, lang));
+        rules::gpu_recording::add(&facts, &mut findings, lang);
         let consequences = rules::consequences(&facts);
         let advisory = |f: &report::Finding| rules::listed(rules::ADVISORIES, &f.rule);
         // The generic layer decides only when no exact rule named a cause; then the family seen

@@ -235,8 +235,12 @@ pub struct GpuWatch {
     events: Vec<(f64, GpuFinding)>,
 }
 
-fn mhz(v: Option<u32>) -> String {
-    v.map_or_else(|| "?".to_owned(), |v| v.to_string())
+/// `1440 of 1980 MHz`; `1440 MHz` when the source gives no maximum (nvidia-smi dmon).
+fn of(v: Option<String>, max: Option<String>, unit: &str) -> String {
+    match max {
+        Some(max) => format!("{} of {max} {unit}", v.as_deref().unwrap_or("?")),
+        None => format!("{} {unit}", v.as_deref().unwrap_or("?")),
+    }
 }
 
 fn describe_engine(e: &EngineSample) -> String {
@@ -537,19 +541,18 @@ fn straggler(s: Option<&GpuSample>, straggler: Straggler) -> GpuFinding {
 }
 
 fn power_cap(s: &GpuSample) -> GpuFinding {
-    let watts = |mw: Option<u32>| mw.map_or_else(|| "?".to_owned(), |v| format!("{:.0}", f64::from(v) / 1e3));
+    let watts = |mw: Option<u32>| mw.map(|v| format!("{:.0}", f64::from(v) / 1e3));
+    let clock = |c: Option<u32>| c.map(|c| c.to_string());
     GpuFinding {
         t: s.t,
         gpu: Some(s.gpu),
         class: Class::TbtTail,
         rule: GpuRule::GpuPowerCap.into(),
         title: format!(
-            "GPU {} held at its power limit (SW power cap): SM {} of {} MHz at {} of {} W",
+            "GPU {} held at its power limit (SW power cap): SM {} at {}",
             s.gpu,
-            mhz(s.sm_clock_mhz),
-            mhz(s.max_sm_clock_mhz),
-            watts(s.power_mw),
-            watts(s.power_limit_mw)
+            of(clock(s.sm_clock_mhz), clock(s.max_sm_clock_mhz), "MHz"),
+            of(watts(s.power_mw), watts(s.power_limit_mw), "W"),
         ),
         confidence: 0.3,
         evidence: vec![s.describe()],
@@ -564,7 +567,12 @@ fn hw_throttle(s: &GpuSample) -> GpuFinding {
         gpu: Some(s.gpu),
         class: Class::TbtTail,
         rule: GpuRule::GpuHwThrottle.into(),
-        title: format!("GPU {} throttled by {}: SM {} of {} MHz", s.gpu, names.join(", "), mhz(s.sm_clock_mhz), mhz(s.max_sm_clock_mhz)),
+        title: format!(
+            "GPU {} throttled by {}: SM {}",
+            s.gpu,
+            names.join(", "),
+            of(s.sm_clock_mhz.map(|c| c.to_string()), s.max_sm_clock_mhz.map(|c| c.to_string()), "MHz")
+        ),
         confidence: 0.6,
         evidence: vec![s.describe()],
         remediation: "The hardware, not the workload, holds the clock down. Thermal → cooling (fans, inlet air, heatsink; `nvidia-smi -q -d TEMPERATURE`); HW slowdown / power brake → power delivery (PSU, cables, BMC event log). Drain the GPU if it persists.".into(),

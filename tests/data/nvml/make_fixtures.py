@@ -31,3 +31,23 @@ for line in lines[1:]:
                 r.update(sm_clock_mhz=1800, graphics_clock_mhz=1800)
         out.append(json.dumps(r))
 open("h200x8_one_slow.jsonl", "w").write("\n".join(out) + "\n")
+
+# ../smi/query_loop_8gpu_one_slow.csv: the same eight GPUs as `nvidia-smi --query-gpu=… --format=csv
+# -l` writes them, every fourth tick (about 2.5 Hz), timestamps in the CSV's own form.
+import datetime
+
+HEADER = ("timestamp, index, uuid, pstate, clocks.sm [MHz], clocks.max.sm [MHz], power.draw [W], "
+          "power.limit [W], utilization.gpu [%], memory.used [MiB], memory.total [MiB], "
+          "temperature.gpu, clocks_event_reasons.active")
+rows = [json.loads(l) for l in out[1:]]
+ticks = [rows[i:i + 8] for i in range(0, len(rows), 8)]
+csv = [HEADER]
+for tick in ticks[::4]:
+    stamp = datetime.datetime.fromtimestamp(tick[0]["t"], datetime.timezone.utc).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+    for r in tick:
+        csv.append("%s, %d, %s, P%d, %d MHz, %d MHz, %.2f W, %.2f W, %d %%, %d MiB, %d MiB, %d, 0x%016x" % (
+            stamp, r["gpu"], meta["meta"]["gpus"][r["gpu"]]["uuid"], r["pstate"], r["sm_clock_mhz"],
+            r["max_sm_clock_mhz"], r["power_mw"] / 1e3, r["power_limit_mw"] / 1e3, r["util_gpu_pct"],
+            r["mem_used_bytes"] // 1048576, r["mem_total_bytes"] // 1048576, r["temp_c"],
+            r["clock_event_reasons"]))
+open("../smi/query_loop_8gpu_one_slow.csv", "w").write("\n".join(csv) + "\n")

@@ -8,11 +8,80 @@ use triage_gpu::recording::{Finished, Recording};
 use triage_gpu::series::Meta;
 use triage_gpu::{GpuSample, WatchConfig};
 
+/// What a GPU recording was read from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SeriesSource {
+    /// The runner's NVML JSON lines (`triage-runner record`).
+    #[default]
+    Nvml,
+    /// `nvidia-smi --query-gpu … --format=csv -l N`.
+    SmiCsv,
+    /// `nvidia-smi dmon`.
+    SmiDmon,
+    /// dcgm-exporter scrapes, one after another.
+    Dcgm,
+}
+
+impl SeriesSource {
+    /// How a reader names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SeriesSource::Nvml => "NVML recording",
+            SeriesSource::SmiCsv => "nvidia-smi --query-gpu series",
+            SeriesSource::SmiDmon => "nvidia-smi dmon series",
+            SeriesSource::Dcgm => "dcgm-exporter scrapes",
+        }
+    }
+}
+
+/// The fewest ticks of an nvidia-smi or DCGM series judged as a recording: the GPU rules need a
+/// condition to hold over [`triage_gpu::WatchConfig::sustain_s`] (2 s), three ticks at 1 Hz.
+pub const MIN_SERIES_TICKS: u64 = 3;
+
+/// Seconds between ticks assumed when a series carries no timestamps: `nvidia-smi -l 1` and
+/// dmon's default interval, and how people paste repeated scrapes.
+pub const ASSUMED_INTERVAL_S: f64 = 1.0;
+
+/// The time of each tick of a series whose ticks may lack one: its own when it has one and it
+/// moved on, else [`ASSUMED_INTERVAL_S`] after the tick before (and the series says so).
+#[derive(Debug, Default)]
+pub(crate) struct TickClock {
+    last: Option<f64>,
+    /// Whether any tick's time was assumed.
+    pub(crate) assumed: bool,
+}
+
+impl TickClock {
+    /// The next tick's time, given its own when it has one.
+    pub(crate) fn next(&mut self, own: Option<f64>) -> f64 {
+        let t = match (own.filter(|t| t.is_finite()), self.last) {
+            (Some(t), None) => t,
+            (Some(t), Some(last)) if t > last => t,
+            (_, last) => {
+                self.assumed = true;
+                last.map_or(0.0, |l| l + ASSUMED_INTERVAL_S)
+            }
+        };
+        self.last = Some(t);
+        t
+    }
+
+    /// The interval assumed, when one was.
+    pub(crate) fn assumed_interval_s(&self) -> Option<f64> {
+        self.assumed.then_some(ASSUMED_INTERVAL_S)
+    }
+}
+
 /// One recording read from an input.
 #[derive(Clone, Debug)]
 pub struct GpuSeriesFacts {
     /// The input it was read from.
     pub input: std::sync::Arc<str>,
+    /// What it was read from.
+    pub source: SeriesSource,
+    /// Some ticks had no time of their own and were placed this many seconds after the one
+    /// before ([`ASSUMED_INTERVAL_S`]).
+    pub assumed_interval_s: Option<f64>,
     /// The meta line, when there was one (driver, GPU names and UUIDs).
     pub meta: Option<Meta>,
     /// What the GPU rules found over it.
@@ -93,6 +162,8 @@ impl SectionParser for GpuSeriesParser {
         }
         cx.facts.gpu_series.push(GpuSeriesFacts {
             input: cx.input.clone(),
+            source: SeriesSource::Nvml,
+            assumed_interval_s: None,
             meta,
             finished: recording.finish(),
             samples,

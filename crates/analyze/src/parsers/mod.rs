@@ -11,6 +11,7 @@ use triage_base::lang::Lang;
 
 pub mod bench;
 pub mod client_config;
+mod dcgm;
 pub mod gpu_series;
 pub mod llama;
 pub mod nvidia_smi;

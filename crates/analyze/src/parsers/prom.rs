@@ -220,6 +220,8 @@ pub struct PromParser {
     named: Vec<&'static str>,
     /// Families already said to be written under two names.
     doubled: Vec<&'static str>,
+    /// dcgm-exporter's GPU fields, read as GPU readings and, over scrapes, a GPU recording.
+    dcgm: Option<super::dcgm::DcgmSeries>,
 }
 
 impl PromParser {
@@ -286,7 +288,13 @@ impl SectionParser for PromParser {
         if self.seen.contains(&key) {
             // The same series again: a second scrape starts here.
             self.seen.clear();
+            if let Some(dcgm) = self.dcgm.as_mut() {
+                dcgm.end_scrape(cx);
+            }
             self.start_scrape(cx, no);
+        }
+        if key.0.starts_with("DCGM_FI_DEV_") {
+            self.dcgm.get_or_insert_default().sample(cx, no, line, &key.0, &key.1, value, ts);
         }
         let m = &mut cx.facts.metrics;
         let scrape = m.scrapes.last_mut().expect("pushed above");
@@ -300,6 +308,12 @@ impl SectionParser for PromParser {
         scrape.series.push(Series { name: key.0.clone(), labels: key.1.clone(), value, line: no });
         self.note_family(cx, no, &key.0);
         self.seen.insert(key);
+    }
+
+    fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
+        if let Some(dcgm) = self.dcgm {
+            dcgm.finish(cx);
+        }
     }
 }
 

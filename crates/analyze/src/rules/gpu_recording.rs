@@ -8,7 +8,7 @@
 use super::RuleId;
 use super::{Lang, RULES};
 use crate::facts::Facts;
-use crate::parsers::gpu_series::GpuSeriesFacts;
+use crate::parsers::gpu_series::{GpuSeriesFacts, SeriesSource};
 use crate::report::{EvidenceLine, Finding, Subject};
 use triage_gpu::recording::Held;
 
@@ -21,33 +21,90 @@ const TITLES: &[(RuleId, &str, &str)] = &[
     (RuleId::GpuEcc, "Uncorrected ECC errors on a GPU", "GPU 出现不可纠正的 ECC 错误"),
 ];
 
-/// Every recording's findings, in the order raised.
-pub(crate) fn findings(f: &Facts, lang: Lang) -> Vec<Finding> {
-    f.gpu_series.iter().flat_map(|g| g.finished.held.iter().map(move |h| finding(g, h, lang))).collect()
+/// Every recording's findings, in the order raised, added to the other rules' `findings`. A
+/// series' `slow-gpu` that the snapshot rule already names for the same input and GPU (an
+/// nvidia-smi series is read both ways) is not repeated: the snapshot's finding, which reads the
+/// reasons against the peers' temperature and power limits, keeps its words and gains the
+/// series' span.
+pub(crate) fn add(f: &Facts, findings: &mut Vec<Finding>, lang: Lang) {
+    for g in &f.gpu_series {
+        for h in &g.finished.held {
+            let gpu = h.finding.gpu.map(|i| i.to_string());
+            let snapshot = findings.iter_mut().find(|x| {
+                h.finding.rule == RuleId::SlowGpu
+                    && gpu.is_some()
+                    && x.rule == RuleId::SlowGpu
+                    && x.subject.as_ref().is_some_and(|s| s.gpu == gpu)
+                    && x.evidence.first().is_some_and(|e| *e.input == *g.input)
+            });
+            match snapshot {
+                Some(snapshot) => {
+                    let (en, zh) = span(g, h);
+                    snapshot.summary.push_str(
+                        &lang.pick(format!(" Over the series: {en}."), format!("在序列中：{zh}。")),
+                    );
+                }
+                None => findings.push(finding(g, h, lang)),
+            }
+        }
+    }
 }
 
 fn secs(x: f64) -> String {
     if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.1}") }
 }
 
-fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
-    let gf = &h.finding;
+/// When a finding was raised and how long it held, in English and Chinese: `raised 12.7 s into
+/// the nvidia-smi dmon series, held 11.7 s (still active at its end; times assumed 1 s apart:
+/// the series carries no timestamps)`.
+fn span(g: &GpuSeriesFacts, h: &Held) -> (String, String) {
     let held_s = h.to_t - h.from_t;
     let into = g.finished.from_t.map_or(0.0, |t0| h.from_t - t0);
-    let mut en = format!(
-        "{}: raised {} s into the recording, held {} s{}",
-        gf.title,
-        secs(into),
-        secs(held_s),
-        if h.open { " (still active at its end)" } else { "" }
-    );
-    let mut zh = format!(
-        "{}：录制开始后 {} s 出现，持续 {} s{}",
-        gf.title,
-        secs(into),
-        secs(held_s),
-        if h.open { "（到录制结束仍在）" } else { "" }
-    );
+    let (what_en, what_zh) = match g.source {
+        SeriesSource::Nvml => ("the recording", "录制"),
+        SeriesSource::SmiCsv => ("the nvidia-smi --query-gpu series", "nvidia-smi --query-gpu 序列"),
+        SeriesSource::SmiDmon => ("the nvidia-smi dmon series", "nvidia-smi dmon 序列"),
+        SeriesSource::Dcgm => ("the dcgm-exporter scrapes", "dcgm-exporter 抓取序列"),
+    };
+    let mut en = format!("raised {} s into {what_en}, held {} s", secs(into), secs(held_s));
+    let mut zh = format!("{what_zh}开始后 {} s 出现，持续 {} s", secs(into), secs(held_s));
+    let mut notes_en = Vec::new();
+    let mut notes_zh = Vec::new();
+    if h.open {
+        notes_en.push("still active at its end".to_owned());
+        notes_zh.push("到结束仍在".to_owned());
+    }
+    if let Some(i) = g.assumed_interval_s {
+        notes_en.push(format!("times assumed {i} s apart where the series carries no timestamps"));
+        notes_zh.push(format!("序列没有时间戳之处按间隔 {i} s 计"));
+    }
+    if !notes_en.is_empty() {
+        en.push_str(&format!(" ({})", notes_en.join("; ")));
+        zh.push_str(&format!("（{}）", notes_zh.join("；")));
+    }
+    (en, zh)
+}
+
+/// What to look at next, by what the series was read from.
+fn next_check(source: SeriesSource, lang: Lang) -> &'static str {
+    match source {
+        SeriesSource::Nvml => lang.pick(
+            "replay the same recording with `triage-runner replay FILE` to see each tick's findings",
+            "用 `triage-runner replay FILE` 回放同一份录制，逐 tick 查看发现",
+        ),
+        SeriesSource::SmiCsv | SeriesSource::SmiDmon | SeriesSource::Dcgm => lang.pick(
+            "record the node with `triage-runner record` for NVML's full readings (every throttle reason, violation counters, XIDs) at 1 Hz, then analyse the recording",
+            "用 `triage-runner record` 以 1 Hz 录制该节点的完整 NVML 读数（全部降频原因、违规计数、XID），再分析这份录制",
+        ),
+    }
+}
+
+fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
+    let gf = &h.finding;
+    let (mut en, mut zh) = (format!("{}: ", gf.title), format!("{}：", gf.title));
+    let (span_en, span_zh) = span(g, h);
+    en.push_str(&span_en);
+    zh.push_str(&span_zh);
     if let Some(mean) = h.sm_clock_mhz.mean() {
         en.push_str(&format!(
             "; SM clock under load {:.0}–{:.0} MHz, typically {mean:.0}",
@@ -90,13 +147,7 @@ fn finding(g: &GpuSeriesFacts, h: &Held, lang: Lang) -> Finding {
         summary: lang.pick(en, zh),
         evidence,
         remediation: vec![gf.remediation.clone()],
-        next_checks: vec![
-            lang.pick(
-                "replay the same recording with `triage-runner replay FILE` to see each tick's findings",
-                "用 `triage-runner replay FILE` 回放同一份录制，逐 tick 查看发现",
-            )
-            .to_owned(),
-        ],
+        next_checks: vec![next_check(g.source, lang).to_owned()],
         subject: gpu.map(|i| Subject {
             gpu: Some(i.to_string()),
             uuid: meta_gpu.map(|m| crate::text::quote_redacted(&m.uuid)).filter(|u| !u.is_empty()),
@@ -183,5 +234,227 @@ mod tests {
         assert_eq!(issues.len(), 2, "{:?}", r.inputs);
         let all = format!("{:?}", r.inputs);
         assert!(!all.contains("abcdefghijklmnop"), "{all}");
+    }
+
+    /// The recording's samples, parsed.
+    fn samples(text: &str) -> Vec<triage_gpu::GpuSample> {
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+
+    /// Unix seconds as nvidia-smi's CSV writes them (`2026/11/30 00:11:05.732`).
+    fn smi_time(t: f64) -> String {
+        let (days, secs) = ((t / 86_400.0).floor() as i64, t.rem_euclid(86_400.0));
+        // Howard Hinnant's civil_from_days.
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        let (h, mi, sec) = ((secs / 3600.0) as i64, (secs % 3600.0 / 60.0) as i64, secs % 60.0);
+        format!("{y}/{m:02}/{d:02} {h:02}:{mi:02}:{sec:06.3}")
+    }
+
+    /// (rule, GPU) pairs of a report, sorted.
+    fn pairs(report: &crate::report::Report) -> Vec<(String, Option<String>)> {
+        let mut got: Vec<(String, Option<String>)> = report
+            .findings
+            .iter()
+            .map(|f| (f.rule.to_string(), f.subject.as_ref().and_then(|s| s.gpu.clone())))
+            .collect();
+        triage_base::sort::sort(&mut got);
+        got
+    }
+
+    /// (rule, GPU) pairs of the runner's replay of `samples`, sorted.
+    fn replayed(samples: &[triage_gpu::GpuSample]) -> Vec<(String, Option<String>)> {
+        let text: String = samples.iter().map(|s| serde_json::to_string(s).unwrap() + "\n").collect();
+        let mut want: Vec<(String, Option<String>)> =
+            replay(&Series::parse(&text), None, WatchConfig::default())
+                .into_iter()
+                .map(|f| (f.rule, f.gpu.map(|g| g.to_string())))
+                .collect();
+        triage_base::sort::sort(&mut want);
+        want
+    }
+
+    /// The eight-GPU recording written as `nvidia-smi --query-gpu … --format=csv -l` writes it:
+    /// the same (rule, GPU) pairs as the runner's replay of the recording, the straggler named
+    /// once (the snapshot rule's words, the series' span).
+    #[test]
+    fn a_query_gpu_loop_is_judged_like_the_recording() {
+        let s = samples(H200X8);
+        let mut csv = String::from(
+            "timestamp, index, uuid, pstate, clocks.sm [MHz], clocks.max.sm [MHz], power.draw [W], power.limit [W], utilization.gpu [%], memory.used [MiB], memory.total [MiB], temperature.gpu, clocks_event_reasons.active\n",
+        );
+        for x in &s {
+            let mib = |b: Option<u64>| b.unwrap_or(0) as f64 / 1_048_576.0;
+            csv.push_str(&format!(
+                "{}, {}, {}, P{}, {} MHz, {} MHz, {:.2} W, {:.2} W, {} %, {:.0} MiB, {:.0} MiB, {}, 0x{:016x}\n",
+                smi_time(x.t),
+                x.gpu,
+                x.uuid.as_deref().unwrap_or("[N/A]"),
+                x.pstate.unwrap_or(0),
+                x.sm_clock_mhz.unwrap_or(0),
+                x.max_sm_clock_mhz.unwrap_or(0),
+                f64::from(x.power_mw.unwrap_or(0)) / 1e3,
+                f64::from(x.power_limit_mw.unwrap_or(0)) / 1e3,
+                x.util_gpu_pct.unwrap_or(0),
+                mib(x.mem_used_bytes),
+                mib(x.mem_total_bytes),
+                x.temp_c.unwrap_or(0),
+                x.clock_event_reasons.unwrap_or(0),
+            ));
+        }
+        let r = run("smi.csv", &csv).report;
+        assert_eq!(pairs(&r), replayed(&s));
+        assert_eq!(r.verdict, Verdict::TbtTail);
+        let slow: Vec<_> = r.findings.iter().filter(|f| f.rule == RuleId::SlowGpu).collect();
+        assert_eq!(slow.len(), 1, "{:#?}", r.findings);
+        assert!(slow[0].summary.contains("HW Slowdown"), "{}", slow[0].summary);
+        assert!(
+            slow[0].summary.contains("Over the series: raised 12.7 s into the nvidia-smi --query-gpu series"),
+            "{}",
+            slow[0].summary
+        );
+        assert!(!slow[0].summary.contains("assumed"), "{}", slow[0].summary);
+        assert!(r.series.contains_key("gpu.sm_clock_mhz.5"), "{:?}", r.series.keys());
+    }
+
+    /// The same recording as dcgm-exporter scrapes one after another, with and without sample
+    /// timestamps.
+    #[test]
+    fn dcgm_scrapes_over_time_are_judged_like_the_recording() {
+        let s = samples(H200X8);
+        let mut ticks: Vec<Vec<&triage_gpu::GpuSample>> = Vec::new();
+        for x in &s {
+            match ticks.last_mut() {
+                Some(t) if t.iter().all(|y| y.gpu != x.gpu) => t.push(x),
+                _ => ticks.push(vec![x]),
+            }
+        }
+        for stamped in [true, false] {
+            let mut text = String::new();
+            for tick in &ticks {
+                let ts =
+                    if stamped { format!(" {}", (tick[0].t * 1000.0).round() as i64) } else { String::new() };
+                type Get = fn(&triage_gpu::GpuSample) -> Option<f64>;
+                let fields: [(&str, Get); 9] = [
+                    ("DCGM_FI_DEV_SM_CLOCK", |x| x.sm_clock_mhz.map(f64::from)),
+                    ("DCGM_FI_DEV_MAX_SM_CLOCK", |x| x.max_sm_clock_mhz.map(f64::from)),
+                    ("DCGM_FI_DEV_POWER_USAGE", |x| x.power_mw.map(|p| f64::from(p) / 1e3)),
+                    ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", |x| x.power_limit_mw.map(|p| f64::from(p) / 1e3)),
+                    ("DCGM_FI_DEV_GPU_UTIL", |x| x.util_gpu_pct.map(f64::from)),
+                    ("DCGM_FI_DEV_FB_USED", |x| x.mem_used_bytes.map(|b| (b as f64 / 1_048_576.0).round())),
+                    ("DCGM_FI_DEV_FB_FREE", |x| {
+                        Some(((x.mem_total_bytes? - x.mem_used_bytes?) as f64 / 1_048_576.0).round())
+                    }),
+                    ("DCGM_FI_DEV_GPU_TEMP", |x| x.temp_c.map(f64::from)),
+                    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", |x| x.clock_event_reasons.map(|r| r as f64)),
+                ];
+                for (name, get) in fields {
+                    text.push_str(&format!("# HELP {name} a DCGM field\n# TYPE {name} gauge\n"));
+                    for x in tick {
+                        let labels = format!(
+                            "gpu=\"{}\",UUID=\"{}\",pci_bus_id=\"00000000:{:02X}:00.0\",device=\"nvidia{}\",modelName=\"NVIDIA H200\",Hostname=\"node-7\"",
+                            x.gpu,
+                            x.uuid.as_deref().unwrap_or(""),
+                            0x18 + x.gpu,
+                            x.gpu
+                        );
+                        if let Some(v) = get(x) {
+                            text.push_str(&format!("{name}{{{labels}}} {v}{ts}\n"));
+                        }
+                    }
+                }
+            }
+            let r = run("dcgm.prom", &text).report;
+            if stamped {
+                assert_eq!(pairs(&r), replayed(&s));
+            }
+            assert_eq!(r.verdict, Verdict::TbtTail, "stamped {stamped}: {:#?}", r.findings);
+            let slow: Vec<_> = r.findings.iter().filter(|f| f.rule == RuleId::SlowGpu).collect();
+            assert_eq!(slow.len(), 1, "{:#?}", r.findings);
+            assert_eq!(slow[0].subject.as_ref().unwrap().gpu.as_deref(), Some("5"));
+            assert_eq!(slow[0].summary.contains("assumed 1 s apart"), !stamped, "{}", slow[0].summary);
+            assert!(slow[0].summary.contains("dcgm-exporter scrapes"), "{}", slow[0].summary);
+            assert_eq!(r.inputs[0].kind.as_str(), "prom_metrics");
+        }
+        // One scrape: the snapshot rule alone compares the GPUs of that moment.
+        let one: String = {
+            let mut t = String::new();
+            for x in
+                ticks.iter().find(|t| t.iter().any(|x| x.gpu == 5 && x.sm_clock_mhz == Some(800))).unwrap()
+            {
+                t.push_str(&format!(
+                    "DCGM_FI_DEV_SM_CLOCK{{gpu=\"{}\",Hostname=\"n\"}} {}\n",
+                    x.gpu,
+                    x.sm_clock_mhz.unwrap()
+                ));
+                t.push_str(&format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"{}\",Hostname=\"n\"}} 99\n", x.gpu));
+            }
+            t
+        };
+        let r = run("one.prom", &one).report;
+        assert_eq!(r.verdict, Verdict::TbtTail, "{:#?}", r.findings);
+        assert_eq!(r.findings[0].rule, RuleId::SlowGpu);
+        assert!(r.series.keys().all(|k| !k.starts_with("gpu.")), "one scrape is not a recording");
+    }
+
+    /// `nvidia-smi dmon` without `-o DT`: ticks 1 s apart, as the series says; the rules see what
+    /// dmon carries (no maximum clock or power limit, the power cap from `pviol`).
+    #[test]
+    fn a_dmon_series_is_judged_on_what_dmon_carries() {
+        let s = samples(H200X8);
+        let mut text = String::from(
+            "# gpu    pwr  gtemp     sm    mem   mclk   pclk  pviol  tviol     fb\n# Idx      W      C      %      %    MHz    MHz      %   bool     MB\n",
+        );
+        let mut reduced = Vec::new();
+        let (mut tick, mut seen) = (0u32, std::collections::BTreeSet::new());
+        for x in &s {
+            if !seen.insert(x.gpu) {
+                seen.clear();
+                seen.insert(x.gpu);
+                tick += 1;
+            }
+            let pviol = if x.reasons() & 0x4 != 0 { 100 } else { 0 };
+            let fb = x.mem_used_bytes.unwrap_or(0) / 1_048_576;
+            let pwr = (f64::from(x.power_mw.unwrap_or(0)) / 1e3).round() as u32;
+            text.push_str(&format!(
+                "{:>5} {pwr:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {pviol:>6} {:>6} {fb:>7}\n",
+                x.gpu,
+                x.temp_c.unwrap_or(0),
+                x.util_gpu_pct.unwrap_or(0),
+                x.util_mem_pct.unwrap_or(0),
+                x.mem_clock_mhz.unwrap_or(0),
+                x.sm_clock_mhz.unwrap_or(0),
+                0,
+            ));
+            reduced.push(triage_gpu::GpuSample {
+                t: f64::from(tick),
+                gpu: x.gpu,
+                sm_clock_mhz: x.sm_clock_mhz,
+                power_mw: Some(pwr * 1000),
+                util_gpu_pct: x.util_gpu_pct,
+                mem_used_bytes: Some(fb * 1_048_576),
+                temp_c: x.temp_c,
+                clock_event_reasons: Some(if pviol > 0 { 0x4 } else { 0 }),
+                ..triage_gpu::GpuSample::default()
+            });
+        }
+        let r = run("dmon.txt", &text).report;
+        assert_eq!(pairs(&r), replayed(&reduced));
+        assert_eq!(r.verdict, Verdict::TbtTail, "{:#?}", r.findings);
+        let slow = r.findings.iter().find(|f| f.rule == RuleId::SlowGpu).unwrap();
+        assert!(
+            slow.summary.contains("nvidia-smi dmon series") && slow.summary.contains("assumed 1 s apart"),
+            "{}",
+            slow.summary
+        );
+        let cap = r.findings.iter().find(|f| f.rule == RuleId::GpuPowerCap).unwrap();
+        assert!(!cap.summary.contains('?'), "{}", cap.summary);
     }
 }

@@ -11,7 +11,7 @@ use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
 use crate::parsers::nvidia_smi::GpuReading;
-use crate::report::{Class, EvidenceLine, Finding};
+use crate::report::{Class, EvidenceLine, Finding, Subject};
 use std::collections::BTreeMap;
 use triage_base::stats::median;
 use triage_gpu::peers;
@@ -164,7 +164,7 @@ fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
     if ratio < 0.6 {
         confidence += 0.05;
     }
-    Some(RULE.doc.finding(
+    let finding = RULE.doc.finding(
         lang,
         summary,
         FindingBody {
@@ -186,7 +186,21 @@ fn straggler(gpus: &[Gpu<'_>], lang: Lang) -> Option<Finding> {
                 ),
             ]),
         },
-    ))
+    );
+    Some(about(finding, g.typical()))
+}
+
+/// The finding names its GPU (index, and UUID when the output gave it), so a GPU series' own
+/// `slow-gpu` for the same GPU merges into it (`gpu_recording::add`).
+fn about(mut finding: Finding, r: Option<&GpuReading>) -> Finding {
+    if let Some(r) = r {
+        finding.subject = Some(Subject {
+            gpu: Some(r.index.to_string()),
+            uuid: r.uuid.as_deref().map(crate::text::quote_redacted),
+            ..Subject::default()
+        });
+    }
+    finding
 }
 
 /// Why `g` runs slower than `peers` — each active clock-event reason, read against the peers'
@@ -352,7 +366,7 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
     let mut evidence = vec![r.evidence.clone()];
     evidence.extend(r.detail.iter().filter(|d| d.line != r.evidence.line).take(2).cloned());
     let idx = r.index;
-    Some(RULE.doc.finding(
+    let finding = RULE.doc.finding(
         lang,
         lang.pick(
             format!(
@@ -387,7 +401,8 @@ fn lone_throttled(f: &Facts, lang: Lang) -> Option<Finding> {
                 ),
             ]),
         },
-    ))
+    );
+    Some(about(finding, Some(r)))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! `clocks_event_reasons.active` mask or per-reason columns (`clocks_throttle_reasons.…` on
 //! older drivers). A series (`-l 1`) gives a new snapshot whenever a GPU index repeats.
 
-use super::{Cx, GpuReading, SmiParser, is_active, learn_bus, mib, num, push_reading};
+use super::{Cx, GpuReading, SmiParser, is_active, learn_bus, mib, num};
 use triage_gpu::sample::{
     REASON_APPLICATIONS_CLOCKS, REASON_DISPLAY_CLOCKS, REASON_HW_POWER_BRAKE, REASON_HW_SLOWDOWN,
     REASON_HW_THERMAL, REASON_IDLE, REASON_SW_POWER_CAP, REASON_SW_THERMAL, REASON_SYNC_BOOST, REASONS_KNOWN,
@@ -12,6 +12,7 @@ use triage_gpu::sample::{
 /// A `--query-gpu` column.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum Col {
+    Timestamp,
     Index,
     Name,
     Uuid,
@@ -59,6 +60,7 @@ fn col_of(header: &str) -> Col {
         };
     }
     match name.as_str() {
+        "timestamp" => Col::Timestamp,
         "index" => Col::Index,
         "name" | "gpu_name" => Col::Name,
         "uuid" | "gpu_uuid" => Col::Uuid,
@@ -75,6 +77,13 @@ fn col_of(header: &str) -> Col {
         "temperature.gpu" => Col::Temp,
         _ => Col::Other,
     }
+}
+
+/// The CSV's `timestamp` (`2026/11/30 00:11:05.732`, local time, read as UTC).
+pub(super) fn smi_time(value: &str) -> Option<f64> {
+    let value = value.trim();
+    let iso = value.get(..10).filter(|date| date.as_bytes().get(4) == Some(&b'/'))?.replace('/', "-");
+    triage_base::time::parse_iso(&format!("{iso}{}", &value[10..]))
 }
 
 /// A `--query-gpu` header: every field looks like a query name (`clocks.sm [MHz]`) and at least
@@ -133,6 +142,7 @@ impl SmiParser {
         for (col, value) in csv.cols.iter().zip(&fields) {
             let text = || (!value.starts_with('[') && !value.is_empty()).then(|| (*value).to_owned());
             match col {
+                Col::Timestamp => reading.t = smi_time(value),
                 Col::Index => index = value.parse::<u32>().ok(),
                 Col::Name => reading.name = text(),
                 Col::Uuid => reading.uuid = text(),
@@ -183,6 +193,6 @@ impl SmiParser {
             learn_bus(&mut self.bus_index, bus, index);
         }
         reading.snapshot = self.group.id(&mut cx.facts.gpus, index);
-        push_reading(cx, reading);
+        self.push_series_reading(cx, no, reading);
     }
 }

@@ -20,6 +20,7 @@
 mod csv;
 mod dmon;
 mod query;
+mod series;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -86,6 +87,9 @@ pub struct GpuReading {
     pub thermal_violation: Option<bool>,
     /// Further lines that back the reading (`-q`'s clock, power and reason lines), at most 4.
     pub detail: Vec<EvidenceLine>,
+    /// When it was taken, unix seconds, when the form says (the CSV's `timestamp` column,
+    /// dmon's `-o DT` date and time; local time read as UTC: only differences are used).
+    pub t: Option<f64>,
 }
 
 impl GpuReading {
@@ -147,7 +151,20 @@ fn learn_bus(bus_index: &mut BTreeMap<String, u32>, bus: &str, index: u32) {
     }
 }
 
-fn push_reading(cx: &mut Cx<'_>, reading: GpuReading) {
+impl SmiParser {
+    /// A CSV or dmon reading, also a sample of the series being read.
+    fn push_series_reading(&mut self, cx: &mut Cx<'_>, no: usize, reading: GpuReading) {
+        let source = if self.mode == Mode::Dmon {
+            crate::parsers::gpu_series::SeriesSource::SmiDmon
+        } else {
+            crate::parsers::gpu_series::SeriesSource::SmiCsv
+        };
+        self.series.get_or_insert_with(|| series::SmiSeries::new(source)).push(&reading, no);
+        push_reading(cx, reading);
+    }
+}
+
+pub(super) fn push_reading(cx: &mut Cx<'_>, reading: GpuReading) {
     let gpus = &mut cx.facts.gpus;
     if gpus.readings.len() < MAX_READINGS {
         gpus.readings.push(reading);
@@ -255,6 +272,8 @@ pub struct SmiParser {
     group: Group,
     /// Bus id → index, learned from the table or the CSV, so `-q` blocks get the right index.
     bus_index: BTreeMap<String, u32>,
+    /// The CSV or dmon series being read, judged as a GPU recording when it ends.
+    series: Option<series::SmiSeries>,
     /// Lines that were none of the four forms: counted, the first quoted at the end.
     stray: usize,
     first_stray: Option<(usize, String)>,
@@ -390,6 +409,9 @@ impl SmiParser {
     fn enter(&mut self, cx: &mut Cx<'_>, mode: Mode) {
         if self.mode == mode {
             return;
+        }
+        if let Some(series) = self.series.take() {
+            series.finish(cx);
         }
         if let Some(reading) = self.table.pending.take() {
             push_reading(cx, reading);
