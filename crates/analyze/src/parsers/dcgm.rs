@@ -41,22 +41,27 @@ enum Field {
     EccDbe,
 }
 
+/// Whether a series is a DCGM field this reader uses.
+pub(super) fn is_field(name: &str) -> bool {
+    field(name).is_some()
+}
+
 fn field(name: &str) -> Option<Field> {
-    Some(match name.strip_prefix("DCGM_FI_DEV_")? {
-        "SM_CLOCK" => Field::SmClock,
-        "MEM_CLOCK" => Field::MemClock,
-        "MAX_SM_CLOCK" => Field::MaxSmClock,
-        "POWER_USAGE" => Field::Power,
-        "ENFORCED_POWER_LIMIT" | "POWER_MGMT_LIMIT" => Field::PowerLimit,
-        "GPU_UTIL" => Field::Util,
-        "FB_USED" => Field::FbUsed,
-        "FB_FREE" => Field::FbFree,
-        "FB_RESERVED" => Field::FbReserved,
-        "FB_TOTAL" => Field::FbTotal,
-        "GPU_TEMP" => Field::Temp,
-        "CLOCKS_EVENT_REASONS" | "CLOCK_THROTTLE_REASONS" => Field::Reasons,
-        "XID_ERRORS" => Field::Xid,
-        "ECC_DBE_VOL_TOTAL" => Field::EccDbe,
+    Some(match name {
+        "DCGM_FI_DEV_SM_CLOCK" => Field::SmClock,
+        "DCGM_FI_DEV_MEM_CLOCK" => Field::MemClock,
+        "DCGM_FI_DEV_MAX_SM_CLOCK" => Field::MaxSmClock,
+        "DCGM_FI_DEV_POWER_USAGE" => Field::Power,
+        "DCGM_FI_DEV_ENFORCED_POWER_LIMIT" | "DCGM_FI_DEV_POWER_MGMT_LIMIT" => Field::PowerLimit,
+        "DCGM_FI_DEV_GPU_UTIL" => Field::Util,
+        "DCGM_FI_DEV_FB_USED" => Field::FbUsed,
+        "DCGM_FI_DEV_FB_FREE" => Field::FbFree,
+        "DCGM_FI_DEV_FB_RESERVED" => Field::FbReserved,
+        "DCGM_FI_DEV_FB_TOTAL" => Field::FbTotal,
+        "DCGM_FI_DEV_GPU_TEMP" => Field::Temp,
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS" | "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" => Field::Reasons,
+        "DCGM_FI_DEV_XID_ERRORS" => Field::Xid,
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" => Field::EccDbe,
         _ => return None,
     })
 }

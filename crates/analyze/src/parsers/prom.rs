@@ -293,7 +293,7 @@ impl SectionParser for PromParser {
             }
             self.start_scrape(cx, no);
         }
-        if key.0.starts_with("DCGM_FI_DEV_") {
+        if super::dcgm::is_field(&key.0) {
             self.dcgm.get_or_insert_default().sample(cx, no, line, &key.0, &key.1, value, ts);
         }
         let m = &mut cx.facts.metrics;
