@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use triage_cli::demo::timing_errors_us;
 use triage_cli::probe::{self, ProbeOptions, Stamps};
+use triage_core::arrival::Arrival;
 use triage_core::endpoint::Api;
 use triage_core::stats::Summary;
 use triage_core::timing::TimerConfig;
@@ -169,6 +170,8 @@ fn main() {
                 requests,
                 concurrency,
                 rate: None,
+                arrival: Arrival::Constant,
+                seed: 0,
                 timeout: Duration::from_secs(60),
                 headers: vec![],
                 api_key: None,

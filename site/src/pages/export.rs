@@ -146,6 +146,8 @@ pub fn probe(
             timeout_ms: run.timeout_ms,
             max_tokens: run.max_tokens,
             prompt_chars: run.prompt_chars,
+            arrival: None,
+            seed: None,
         };
         let mut report =
             ProbeReport::new(url, config, warnings, wall_ms, say(records, usize::from(l == Lang::Zh)));
