@@ -646,10 +646,76 @@ mod tests {
         assert!(v["requests"][0].get("trace_id").is_none(), "absent when none was sent");
         let slowest: Vec<usize> = report.slowest_by_ttft(5).iter().map(|r| r.index).collect();
         assert_eq!(slowest, [0], "a request without a TTFT is not listed");
+        assert!(v.get("schedule").is_none() && v["config"].get("arrival").is_none(), "closed loop");
+        assert!(v["summary"].get("dispatch_lag_ms").is_none());
+        assert_eq!(v["summary"]["itl_per_token_ms"]["p50"], 2.501);
+        assert_eq!(v["summary"]["chunk_token_sources"]["counted"], 1);
+        assert_eq!(v["requests"][0]["chunk_token_source"], "counted");
+        assert!(!report.definitions.iter().any(|d| d.name == "dispatch lag"));
         let mut traced = report.requests[0].clone();
         traced.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
         let v = serde_json::to_value(&traced).unwrap();
         assert_eq!(v["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(serde_json::from_value::<RequestRecord>(v).unwrap(), traced);
+    }
+
+    /// An open-loop record: scheduled at 10 ms, sent at 14 ms, first token at 20 ms, last at
+    /// 22.5 ms — lag 4 ms, TTFT 6 ms from the send and 10 ms from the schedule.
+    #[test]
+    fn open_loop_records_and_the_fell_behind_verdict() {
+        let mut t = StreamTimer::new(14_000_000, TimerConfig::default());
+        t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", 20_000_000);
+        t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n", 22_500_000);
+        let timing = t.finish(23_000_000);
+        let rec = |index: usize, waited: bool| {
+            RequestRecord::new(index, 0, 14_000_000, Some(200), Some(&timing), None).with_schedule(
+                0,
+                10_000_000,
+                14_000_000,
+                Some(&timing),
+                waited,
+            )
+        };
+        let r = rec(0, true);
+        assert_eq!(r.scheduled_at_ms, Some(10.0));
+        assert_eq!(r.dispatch_lag_ms, Some(4.0));
+        assert_eq!(r.ttft_ms, Some(6.0));
+        assert_eq!(r.ttft_from_schedule_ms, Some(10.0));
+        assert_eq!(r.e2e_from_schedule_ms, Some(12.5));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["waited_for_slot"], true);
+        assert_eq!(serde_json::from_value::<RequestRecord>(v).unwrap(), r);
+        assert!(serde_json::to_value(rec(1, false)).unwrap().get("waited_for_slot").is_none());
+        let config = |rate: f64| RunConfig {
+            api: Api::Openai,
+            model: "m".into(),
+            requests: 2,
+            concurrency: 1,
+            rate_per_s: Some(rate),
+            timeout_ms: 1_000,
+            max_tokens: 2,
+            prompt_chars: 1,
+            arrival: Some(Arrival::Poisson),
+            seed: Some(3),
+        };
+        // 4 ms late against a 2 ms bound (100/s: a 10 ms gap, held at 5 ms; 1000/s: 1 ms, held at 2 ms).
+        let report =
+            ProbeReport::new("u".into(), config(1_000.0), vec![], 30.0, vec![rec(0, true), rec(1, false)]);
+        let s = report.summary.schedule.as_ref().unwrap();
+        assert_eq!(
+            (s.late_threshold_ms, s.late, s.waited_for_slot, s.scheduled, s.fell_behind),
+            (2.0, 2, 1, 2, true)
+        );
+        assert_eq!(report.summary.dispatch_lag_ms.as_ref().unwrap().p99, 4.0);
+        assert_eq!(report.summary.ttft_from_schedule_ms.as_ref().unwrap().p50, 10.0);
+        assert!(report.definitions.iter().any(|d| d.name == "dispatch lag"));
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["config"]["arrival"], "poisson");
+        assert_eq!(v["config"]["seed"], 3);
+        assert_eq!(v["summary"]["schedule"]["fell_behind"], true);
+        let report = ProbeReport::new("u".into(), config(100.0), vec![], 30.0, vec![rec(0, false)]);
+        let s = report.summary.schedule.unwrap();
+        assert_eq!((s.late_threshold_ms, s.late, s.fell_behind), (5.0, 0, false));
+        assert_eq!(late_threshold_ms(400.0), 2.5);
     }
 }

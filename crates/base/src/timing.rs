@@ -775,6 +775,76 @@ mod tests {
         assert_eq!((s.index, s.gap_ns, s.threshold_ns), (MAX_TOKEN_TIMES + 99, 500 * MS, 100 * MS));
     }
 
+    fn usage_chunk(content: &str, completion: Option<u64>) -> String {
+        let usage = completion
+            .map(|n| {
+                format!(r#","usage":{{"prompt_tokens":3,"completion_tokens":{n},"total_tokens":{}}}"#, n + 3)
+            })
+            .unwrap_or_default();
+        format!(
+            "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{content},\"finish_reason\":null}}]{usage}}}\n\n"
+        )
+    }
+
+    /// Several tokens per event: the counts come from the server's cumulative usage on every
+    /// event (exact), else from its usage total spread evenly (an estimate), else one each.
+    #[test]
+    fn tokens_per_event_from_usage_estimate_or_count() {
+        let time = |events: &[(&str, Option<u64>, u64)], end: &str| {
+            let mut t = StreamTimer::new(0, TimerConfig::default());
+            for (content, usage, at) in events {
+                t.feed(usage_chunk(content, *usage).as_bytes(), at * MS);
+            }
+            t.feed(end.as_bytes(), 50 * MS);
+            t.finish(60 * MS)
+        };
+        let done = "data: [DONE]\n\n";
+        let r = time(
+            &[
+                (r#"{"role":"assistant","content":""}"#, Some(0), 1),
+                (r#"{"content":"a b c"}"#, Some(3), 10),
+                (r#"{"content":"d e"}"#, Some(5), 30),
+                (r#"{"content":"f"}"#, Some(6), 40),
+            ],
+            done,
+        );
+        assert_eq!(r.chunk_tokens, [3, 2, 1]);
+        assert_eq!(r.tokens_per_event().1, ChunkTokenSource::Usage);
+        assert_eq!(r.gaps_per_token_ns().collect::<Vec<_>>(), [10.0 * MS as f64, 10.0 * MS as f64]);
+        assert_eq!(r.output_tokens(), (6, TokenSource::Usage));
+
+        let total = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":6}}\n\ndata: [DONE]\n\n";
+        let plain = [
+            (r#"{"content":"a b c"}"#, None, 10),
+            (r#"{"content":"d e"}"#, None, 30),
+            (r#"{"content":"f"}"#, None, 40),
+        ];
+        let r = time(&plain, total);
+        assert!(r.chunk_tokens.is_empty());
+        assert_eq!(r.tokens_per_event().1, ChunkTokenSource::Estimated);
+        assert_eq!(r.gaps_per_token_ns().collect::<Vec<_>>(), [10.0 * MS as f64, 5.0 * MS as f64]);
+
+        let r = time(&plain, done);
+        assert_eq!(r.tokens_per_event().1, ChunkTokenSource::Counted);
+        assert_eq!(r.gaps_per_token_ns().collect::<Vec<_>>(), [20.0 * MS as f64, 10.0 * MS as f64]);
+
+        // One token event without a count drops the per-event counts (and their memory).
+        let mixed = [
+            (r#"{"content":"a b c"}"#, Some(3), 10),
+            (r#"{"content":"d e"}"#, None, 30),
+            (r#"{"content":"f"}"#, Some(6), 40),
+        ];
+        let r = time(&mixed, done);
+        assert!(r.chunk_tokens.is_empty() && r.chunk_tokens.capacity() == 0);
+        assert_eq!(r.tokens_per_event().1, ChunkTokenSource::Estimated);
+        // A usage total equal to the events is one token each: exact.
+        let r = time(&plain[..2], "data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\n");
+        assert_eq!(r.tokens_per_event(), (TokensPerEvent::All(1.0), ChunkTokenSource::Usage));
+        // A count that does not grow is not a count of this event's tokens.
+        let r = time(&[(r#"{"content":"a"}"#, Some(2), 10), (r#"{"content":"b"}"#, Some(2), 20)], done);
+        assert!(r.chunk_tokens.is_empty());
+    }
+
     #[test]
     fn cut_events_are_counted() {
         let mut t = StreamTimer::new(
