@@ -197,7 +197,7 @@ pub fn tokens_per_event(
 }
 
 /// Token events whose arrival times a [`StreamTimer`] keeps exactly (≈ 576 KiB with their
-/// kinds). Later events are counted, their gaps go into a bounded sketch, and stalls among them
+/// kinds; 256 KiB more of `chunk_tokens` when the server counts every event). Later events are counted, their gaps go into a bounded sketch, and stalls among them
 /// are judged against the median gap at the cap — so a request's memory is bounded whatever
 /// the server sends: this, [`MAX_STALLS`], 512 bytes of body prefix and the SSE parser's
 /// [`SseLimits`].

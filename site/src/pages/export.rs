@@ -228,6 +228,7 @@ pub fn probe_markdown(r: &ProbeReport, lang: Lang) -> String {
         ("TTFT", &s.ttft_ms),
         ("TTFO", &s.ttfo_ms),
         ("ITL", &s.itl_ms),
+        ("ITL/tok", &s.itl_per_token_ms),
         ("TPOT", &s.tpot_ms),
         ("E2E", &s.e2e_ms),
     ] {
