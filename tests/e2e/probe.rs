@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use triage_cli::demo::timing_errors_us;
 use triage_cli::probe::{self, ProbeOptions, ProbeRun};
+use triage_core::arrival::Arrival;
 use triage_core::endpoint::Api;
 use triage_core::fault::FaultKind;
 use triage_core::timing::{TimerConfig, TokenSource};
@@ -22,6 +23,8 @@ fn opts(url: String, api: Api) -> ProbeOptions {
         requests: 1,
         concurrency: 1,
         rate: None,
+        arrival: Arrival::Constant,
+        seed: 0,
         timeout: Duration::from_secs(10),
         headers: vec![("x-extra".into(), "yes".into())],
         api_key: Some("sk-test-secret-123456".into()),

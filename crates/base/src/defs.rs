@@ -75,6 +75,42 @@ pub const E2E: Definition = Definition {
     others_zh: "vLLM bench 的 E2EL；vLLM Prometheus 的 e2e_request_latency_seconds（服务端）",
 };
 
+/// Inter-token latency per token, for events that carry several tokens.
+pub const ITL_PER_TOKEN: Definition = Definition {
+    name: "ITL/tok",
+    meaning: "each gap between successive token-carrying events divided by the tokens the later event carried, one value per gap; tokens per event from the server's cumulative usage on every event (exact), else its usage total spread evenly over the events (an estimate, exact only when every event carries as many), else one per event (chunk_token_source)",
+    others: "genai-perf divides each gap by the tokens of the chunk; vLLM bench ITL records one sample per chunk (our ITL); equals ITL when every event carries one token",
+    meaning_zh: "相邻两个携带 token 的事件之间的间隔除以后一个事件携带的 token 数，每个间隔一个值；每个事件的 token 数取自服务端在每个事件上给出的累计 usage（精确），否则把 usage 总数平均分到各事件（估计值，只有每个事件 token 数相同时才精确），否则按每个事件一个 token 计（chunk_token_source）",
+    others_zh: "genai-perf 用块内 token 数去除每个间隔；vLLM bench 的 ITL 每个块记一个样本（即本工具的 ITL）；每个事件只带一个 token 时与 ITL 相同",
+};
+
+/// How late the client started a request of an open-loop run.
+pub const DISPATCH_LAG: Definition = Definition {
+    name: "dispatch lag",
+    meaning: "scheduled start -> request sent, open loop (--rate): the client's own delay — its timer (~1 ms), a busy client, or a request waiting for a free --concurrency slot",
+    others: "what coordinated omission hides: closed-loop tools start a request only when the client is ready",
+    meaning_zh: "计划开始 -> 请求发出（开环，--rate）：客户端自身的延迟——定时器（约 1 ms）、繁忙的客户端，或等待空闲 --concurrency 名额的请求",
+    others_zh: "协调遗漏（coordinated omission）所隐藏的部分：闭环工具只在客户端就绪时才发请求",
+};
+
+/// TTFT counted from the scheduled start.
+pub const TTFT_FROM_SCHEDULE: Definition = Definition {
+    name: "TTFT from schedule",
+    meaning: "scheduled start -> first token-carrying event (TTFT + dispatch lag): what a user arriving on schedule waits, whether or not the client kept up",
+    others: "the coordinated-omission-corrected TTFT (Gil Tene's wrk2 measures latency from the intended start); TTFT counts from the actual send",
+    meaning_zh: "计划开始 -> 第一个携带 token 的事件（TTFT + 发送延迟）：按计划到达的用户要等多久，无论客户端是否跟上",
+    others_zh: "经协调遗漏校正的 TTFT（Gil Tene 的 wrk2 从预定开始时间计延迟）；TTFT 从实际发送计时",
+};
+
+/// E2E counted from the scheduled start.
+pub const E2E_FROM_SCHEDULE: Definition = Definition {
+    name: "E2E from schedule",
+    meaning: "scheduled start -> last token (E2E + dispatch lag)",
+    others: "the coordinated-omission-corrected E2E; E2E counts from the actual send",
+    meaning_zh: "计划开始 -> 最后一个 token（E2E + 发送延迟）",
+    others_zh: "经协调遗漏校正的 E2E；E2E 从实际发送计时",
+};
+
 /// Time a request waited in the server's queue.
 pub const QUEUE: Definition = Definition {
     name: "queue",
@@ -85,7 +121,10 @@ pub const QUEUE: Definition = Definition {
 };
 
 /// The client-side figures a probe reports, in report order.
-pub const PROBE_FIGURES: &[Definition] = &[TTFT, TTFO, ITL, TPOT, E2E];
+pub const PROBE_FIGURES: &[Definition] = &[TTFT, TTFO, ITL, ITL_PER_TOKEN, TPOT, E2E];
+
+/// The figures an open-loop probe (`--rate`) reports besides [`PROBE_FIGURES`].
+pub const PROBE_OPEN_LOOP_FIGURES: &[Definition] = &[DISPATCH_LAG, TTFT_FROM_SCHEDULE, E2E_FROM_SCHEDULE];
 
 /// Every definition.
 pub const ALL: &[Definition] = &[TTFT, TTFO, ITL, TPOT, E2E, QUEUE];
@@ -102,7 +141,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), super::ALL.len());
-        for d in super::ALL {
+        for d in super::ALL.iter().chain(super::PROBE_FIGURES).chain(super::PROBE_OPEN_LOOP_FIGURES) {
             assert!(crate::lang::has_cjk(d.meaning_zh) && crate::lang::has_cjk(d.others_zh), "{}", d.name);
         }
     }

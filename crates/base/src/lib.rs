@@ -11,13 +11,14 @@
 //!   (the definition of every figure the product prints);
 //! - the probe's vocabulary: [`endpoint`] (APIs, URLs, requests), [`probe`] (records and
 //!   summaries), [`fault`] (every network failure classified), [`trace`] (the W3C
-//!   `traceparent` a probe sends);
+//!   `traceparent` a probe sends), [`arrival`] (an open-loop run's schedule of starts);
 //! - text from outside: [`safe`] (redaction, cutting, quoting, terminal-safe escaping),
 //!   [`expo`] (a Prometheus exposition sample line), [`time`] (timestamps as logs write them),
 //!   [`words`] (byte and substring searches), [`lang`] (English / Chinese).
 
 #![deny(missing_docs)]
 
+pub mod arrival;
 pub mod defs;
 pub mod endpoint;
 pub mod expo;

@@ -7,12 +7,13 @@
 //! "mean","max"},"ttfo_ms","itl_ms","tpot_ms","e2e_ms","ok","failed",…}}`. Times are
 //! milliseconds rounded to the microsecond (3 decimals).
 
+use crate::arrival::Arrival;
 use crate::defs;
 use crate::endpoint::Api;
 use crate::fault::Fault;
 use crate::stats::Summary;
 use crate::stream::Usage;
-use crate::timing::{RequestTiming, TokenSource};
+use crate::timing::{ChunkTokenSource, RequestTiming, TokenSource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -110,6 +111,43 @@ pub struct RequestRecord {
     /// a valid one): look the request up in the tracing backend by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// Tokens each token event carried, by the server's own cumulative usage on every event
+    /// (present only then, up to the cap): `gaps_ms[i]` ended at an event of `chunk_tokens[i + 1]`
+    /// tokens.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunk_tokens: Vec<u32>,
+    /// Where the tokens per event behind the per-token ITL come from: `usage` (exact: the
+    /// server's count on every event, or a total equal to the events), `estimated` (the usage
+    /// total spread evenly), `counted` (no usage: one per event). Absent without a token event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_token_source: Option<ChunkTokenSource>,
+    /// Open loop (`--rate`) only: when the schedule said to start the request, ms from the start
+    /// of the run (the same origin as `sent_at_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_at_ms: Option<f64>,
+    /// Open loop only: scheduled start → sent (`sent_at_ms − scheduled_at_ms`), the client's own
+    /// delay, a wait for a free `--concurrency` slot included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_lag_ms: Option<f64>,
+    /// Open loop only: scheduled start → first token-carrying event (`ttft_ms + dispatch_lag_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_from_schedule_ms: Option<f64>,
+    /// Open loop only: scheduled start → last token (`e2e_ms + dispatch_lag_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_from_schedule_ms: Option<f64>,
+    /// Open loop only: at its scheduled start every `--concurrency` slot was taken, so the
+    /// request waited for one (its `dispatch_lag_ms` includes the wait). Present when true.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub waited_for_slot: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Milliseconds between two instants of one clock (`to − from`, negative when `to` is earlier).
+fn ms_between(from_ns: u64, to_ns: u64) -> f64 {
+    ms((i128::from(to_ns) - i128::from(from_ns)) as f64)
 }
 
 /// Which clock stamped a request's chunks (`stamp_source` in `triage.probe/v1`).
@@ -175,6 +213,13 @@ impl RequestRecord {
             cut_events: 0,
             stamp_source: StampSource::User,
             trace_id: None,
+            chunk_tokens: Vec::new(),
+            chunk_token_source: None,
+            scheduled_at_ms: None,
+            dispatch_lag_ms: None,
+            ttft_from_schedule_ms: None,
+            e2e_from_schedule_ms: None,
+            waited_for_slot: false,
         };
         if let Some(t) = timing {
             r.ttft_ms = t.ttft_ns().map(ms_u);
@@ -206,8 +251,45 @@ impl RequestRecord {
             r.gaps_beyond_cap = t.gaps_beyond_cap.as_ref().and_then(Quantiles::of_sketch_ns);
             r.stalls_not_listed = t.stalls_not_listed;
             r.cut_events = t.cut_events;
+            if t.token_events() > 0 {
+                let (_, source) = t.tokens_per_event();
+                r.chunk_token_source = Some(source);
+                if source == ChunkTokenSource::Usage && !t.chunk_tokens.is_empty() {
+                    r.chunk_tokens.clone_from(&t.chunk_tokens);
+                }
+            }
         }
         r
+    }
+
+    /// Adds an open-loop request's schedule: it was due at `scheduled_ns` (the clock of
+    /// `sent_ns` and `timing`), was sent at `sent_ns`, and `waited_for_slot` says whether it found
+    /// every `--concurrency` slot taken at that instant.
+    pub fn with_schedule(
+        mut self,
+        run_start_ns: u64,
+        scheduled_ns: u64,
+        sent_ns: u64,
+        timing: Option<&RequestTiming>,
+        waited_for_slot: bool,
+    ) -> RequestRecord {
+        self.scheduled_at_ms = Some(ms_between(run_start_ns, scheduled_ns));
+        self.dispatch_lag_ms = Some(ms_between(scheduled_ns, sent_ns));
+        if let Some(t) = timing {
+            self.ttft_from_schedule_ms = t.token_times_ns.first().map(|&f| ms_between(scheduled_ns, f));
+            self.e2e_from_schedule_ms = t.last_token().map(|l| ms_between(scheduled_ns, l));
+        }
+        self.waited_for_slot = waited_for_slot;
+        self
+    }
+
+    /// Per-token inter-token latencies: each of `gaps_ms` divided by the tokens the later event
+    /// carried (`chunk_tokens`, else the usage total over the events, else one), in ms.
+    pub fn itl_per_token_ms(&self) -> Vec<f64> {
+        let events = self.gaps_ms.len() as u64 + u64::from(!self.gaps_ms.is_empty()) + self.tokens_beyond_cap;
+        let total = self.output_tokens.filter(|_| self.token_source == Some(TokenSource::Usage));
+        let (k, _) = crate::timing::tokens_per_event(&self.chunk_tokens, events, total);
+        self.gaps_ms.iter().enumerate().map(|(i, g)| (g / k.of(i + 1) * 1_000.0).round() / 1_000.0).collect()
     }
 }
 
@@ -289,6 +371,71 @@ pub struct ProbeSummary {
     pub output_tokens: u64,
     /// Output tokens per second of wall time over the run.
     pub throughput_tok_s: Option<f64>,
+    /// Per-token gaps of all requests pooled ([`RequestRecord::itl_per_token_ms`]).
+    #[serde(default)]
+    pub itl_per_token_ms: Option<Quantiles>,
+    /// Requests by where their tokens per event came from (`usage`, `estimated`, `counted`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chunk_token_sources: BTreeMap<String, usize>,
+    /// Open loop only: dispatch lag (scheduled start → sent) over the requests, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_lag_ms: Option<Quantiles>,
+    /// Open loop only: TTFT counted from the scheduled start, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_from_schedule_ms: Option<Quantiles>,
+    /// Open loop only: E2E counted from the scheduled start, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_from_schedule_ms: Option<Quantiles>,
+    /// Open loop only: whether the client kept to its schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleSummary>,
+}
+
+/// Whether an open-loop client kept to its schedule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleSummary {
+    /// A start later than this is late, ms: the mean gap between scheduled starts, held between
+    /// 2 ms (twice the client timer's 1 ms granularity) and 5 ms.
+    pub late_threshold_ms: f64,
+    /// Requests whose dispatch lag exceeded `late_threshold_ms`.
+    pub late: usize,
+    /// Requests that found every `--concurrency` slot taken at their scheduled start.
+    pub waited_for_slot: usize,
+    /// Requests with a schedule.
+    pub scheduled: usize,
+    /// The dispatch lag's p99 exceeded `late_threshold_ms`: the client fell behind, and the
+    /// latencies from the send understate what arrivals on schedule saw.
+    pub fell_behind: bool,
+}
+
+impl ScheduleSummary {
+    /// The verdict over `requests` of a run scheduled at `rate_per_s`; `None` when no request
+    /// has a schedule.
+    pub fn of(
+        requests: &[RequestRecord],
+        rate_per_s: f64,
+        lag: Option<&Quantiles>,
+    ) -> Option<ScheduleSummary> {
+        let lag = lag?;
+        let threshold = late_threshold_ms(rate_per_s);
+        let scheduled: Vec<&RequestRecord> =
+            requests.iter().filter(|r| r.scheduled_at_ms.is_some()).collect();
+        Some(ScheduleSummary {
+            late_threshold_ms: threshold,
+            late: scheduled.iter().filter(|r| r.dispatch_lag_ms.is_some_and(|l| l > threshold)).count(),
+            waited_for_slot: scheduled.iter().filter(|r| r.waited_for_slot).count(),
+            scheduled: scheduled.len(),
+            fell_behind: lag.p99 > threshold,
+        })
+    }
+}
+
+/// The dispatch lag above which a start is late, ms, for starts scheduled `rate_per_s` a second:
+/// the mean gap between starts (a start later than that is out of place in the arrival
+/// process), never below 2 ms (the client's timer fires on a 1 ms tick) nor above 5 ms.
+pub fn late_threshold_ms(rate_per_s: f64) -> f64 {
+    let gap = if rate_per_s > 0.0 { 1_000.0 / rate_per_s } else { f64::INFINITY };
+    gap.clamp(2.0, 5.0)
 }
 
 impl ProbeSummary {
@@ -304,6 +451,11 @@ impl ProbeSummary {
             }
         }
         let output_tokens: u64 = requests.iter().filter_map(|r| r.output_tokens).sum();
+        let per_token: Vec<f64> = requests.iter().flat_map(RequestRecord::itl_per_token_ms).collect();
+        let mut chunk_token_sources = BTreeMap::new();
+        for src in requests.iter().filter_map(|r| r.chunk_token_source) {
+            *chunk_token_sources.entry(src.as_str().to_owned()).or_insert(0) += 1;
+        }
         ProbeSummary {
             ttft_ms: Quantiles::of(&collect(|r| r.ttft_ms)),
             ttfo_ms: Quantiles::of(&collect(|r| r.ttfo_ms)),
@@ -317,6 +469,12 @@ impl ProbeSummary {
             output_tokens,
             throughput_tok_s: (wall_ms > 0.0)
                 .then(|| (output_tokens as f64 * 1_000.0 / wall_ms * 10.0).round() / 10.0),
+            itl_per_token_ms: Quantiles::of(&per_token),
+            chunk_token_sources,
+            dispatch_lag_ms: Quantiles::of(&collect(|r| r.dispatch_lag_ms)),
+            ttft_from_schedule_ms: Quantiles::of(&collect(|r| r.ttft_from_schedule_ms)),
+            e2e_from_schedule_ms: Quantiles::of(&collect(|r| r.e2e_from_schedule_ms)),
+            schedule: None,
         }
     }
 }
@@ -351,6 +509,12 @@ pub struct RunConfig {
     pub max_tokens: u32,
     /// Length of the prompt sent, characters.
     pub prompt_chars: usize,
+    /// How scheduled starts are spaced (open loop: present with `rate_per_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<Arrival>,
+    /// The seed of a `poisson` schedule (the same seed gives the same starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// The whole report.
@@ -388,7 +552,13 @@ impl ProbeReport {
         mut requests: Vec<RequestRecord>,
     ) -> Self {
         crate::sort::sort_by_key(&mut requests, |r| r.index);
-        let summary = ProbeSummary::of(&requests, wall_ms);
+        let mut summary = ProbeSummary::of(&requests, wall_ms);
+        if let Some(rate) = config.rate_per_s {
+            summary.schedule = ScheduleSummary::of(&requests, rate, summary.dispatch_lag_ms.as_ref());
+        }
+        let open_loop = summary.schedule.is_some();
+        let figures =
+            defs::PROBE_FIGURES.iter().chain(defs::PROBE_OPEN_LOOP_FIGURES.iter().filter(|_| open_loop));
         ProbeReport {
             schema: SCHEMA.to_owned(),
             url,
@@ -397,8 +567,7 @@ impl ProbeReport {
             wall_ms: (wall_ms * 1_000.0).round() / 1_000.0,
             requests,
             summary,
-            definitions: defs::PROBE_FIGURES
-                .iter()
+            definitions: figures
                 .map(|d| DefinitionRecord {
                     name: d.name.into(),
                     meaning: d.meaning.into(),
@@ -456,6 +625,8 @@ mod tests {
                 timeout_ms: 60_000,
                 max_tokens: 16,
                 prompt_chars: 5,
+                arrival: None,
+                seed: None,
             },
             vec![],
             100.0,
@@ -475,10 +646,76 @@ mod tests {
         assert!(v["requests"][0].get("trace_id").is_none(), "absent when none was sent");
         let slowest: Vec<usize> = report.slowest_by_ttft(5).iter().map(|r| r.index).collect();
         assert_eq!(slowest, [0], "a request without a TTFT is not listed");
+        assert!(v.get("schedule").is_none() && v["config"].get("arrival").is_none(), "closed loop");
+        assert!(v["summary"].get("dispatch_lag_ms").is_none());
+        assert_eq!(v["summary"]["itl_per_token_ms"]["p50"], 2.501);
+        assert_eq!(v["summary"]["chunk_token_sources"]["counted"], 1);
+        assert_eq!(v["requests"][0]["chunk_token_source"], "counted");
+        assert!(!report.definitions.iter().any(|d| d.name == "dispatch lag"));
         let mut traced = report.requests[0].clone();
         traced.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
         let v = serde_json::to_value(&traced).unwrap();
         assert_eq!(v["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(serde_json::from_value::<RequestRecord>(v).unwrap(), traced);
+    }
+
+    /// An open-loop record: scheduled at 10 ms, sent at 14 ms, first token at 20 ms, last at
+    /// 22.5 ms — lag 4 ms, TTFT 6 ms from the send and 10 ms from the schedule.
+    #[test]
+    fn open_loop_records_and_the_fell_behind_verdict() {
+        let mut t = StreamTimer::new(14_000_000, TimerConfig::default());
+        t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", 20_000_000);
+        t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n", 22_500_000);
+        let timing = t.finish(23_000_000);
+        let rec = |index: usize, waited: bool| {
+            RequestRecord::new(index, 0, 14_000_000, Some(200), Some(&timing), None).with_schedule(
+                0,
+                10_000_000,
+                14_000_000,
+                Some(&timing),
+                waited,
+            )
+        };
+        let r = rec(0, true);
+        assert_eq!(r.scheduled_at_ms, Some(10.0));
+        assert_eq!(r.dispatch_lag_ms, Some(4.0));
+        assert_eq!(r.ttft_ms, Some(6.0));
+        assert_eq!(r.ttft_from_schedule_ms, Some(10.0));
+        assert_eq!(r.e2e_from_schedule_ms, Some(12.5));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["waited_for_slot"], true);
+        assert_eq!(serde_json::from_value::<RequestRecord>(v).unwrap(), r);
+        assert!(serde_json::to_value(rec(1, false)).unwrap().get("waited_for_slot").is_none());
+        let config = |rate: f64| RunConfig {
+            api: Api::Openai,
+            model: "m".into(),
+            requests: 2,
+            concurrency: 1,
+            rate_per_s: Some(rate),
+            timeout_ms: 1_000,
+            max_tokens: 2,
+            prompt_chars: 1,
+            arrival: Some(Arrival::Poisson),
+            seed: Some(3),
+        };
+        // 4 ms late against a 2 ms bound (100/s: a 10 ms gap, held at 5 ms; 1000/s: 1 ms, held at 2 ms).
+        let report =
+            ProbeReport::new("u".into(), config(1_000.0), vec![], 30.0, vec![rec(0, true), rec(1, false)]);
+        let s = report.summary.schedule.as_ref().unwrap();
+        assert_eq!(
+            (s.late_threshold_ms, s.late, s.waited_for_slot, s.scheduled, s.fell_behind),
+            (2.0, 2, 1, 2, true)
+        );
+        assert_eq!(report.summary.dispatch_lag_ms.as_ref().unwrap().p99, 4.0);
+        assert_eq!(report.summary.ttft_from_schedule_ms.as_ref().unwrap().p50, 10.0);
+        assert!(report.definitions.iter().any(|d| d.name == "dispatch lag"));
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["config"]["arrival"], "poisson");
+        assert_eq!(v["config"]["seed"], 3);
+        assert_eq!(v["summary"]["schedule"]["fell_behind"], true);
+        let report = ProbeReport::new("u".into(), config(100.0), vec![], 30.0, vec![rec(0, false)]);
+        let s = report.summary.schedule.unwrap();
+        assert_eq!((s.late_threshold_ms, s.late, s.fell_behind), (5.0, 0, false));
+        assert_eq!(late_threshold_ms(400.0), 2.5);
     }
 }

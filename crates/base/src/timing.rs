@@ -123,10 +123,81 @@ pub struct RequestTiming {
     /// Events cut at the parser's size limits ([`SseLimits`]): their data was incomplete.
     #[serde(default)]
     pub cut_events: u64,
+    /// Tokens each token event carried, parallel to `token_times_ns`, from the server's own
+    /// cumulative usage on that event (vLLM's `continuous_usage_stats`: every chunk says how
+    /// many tokens were generated so far). Empty unless every token event up to the cap
+    /// carried such a count and it grew by at least one each time.
+    #[serde(default)]
+    pub chunk_tokens: Vec<u32>,
+}
+
+/// Where the tokens per token event ([`RequestTiming::tokens_per_event`]) come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkTokenSource {
+    /// The server's count: its cumulative usage on every token event, or a usage total equal
+    /// to the number of token events (one token each). Exact.
+    Usage,
+    /// The server's usage total spread evenly over the token events: an estimate, exact only
+    /// when every event carried as many tokens.
+    Estimated,
+    /// No usage: one token per event assumed, so per-token figures equal per-event ones.
+    Counted,
+}
+
+impl ChunkTokenSource {
+    /// The contract's name: `usage`, `estimated` or `counted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChunkTokenSource::Usage => "usage",
+            ChunkTokenSource::Estimated => "estimated",
+            ChunkTokenSource::Counted => "counted",
+        }
+    }
+}
+
+/// Tokens per token event: exact per event, or one number for all.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TokensPerEvent<'a> {
+    /// Each event's own count (parallel to the token times).
+    Each(&'a [u32]),
+    /// The same (possibly fractional) count for every event.
+    All(f64),
+}
+
+impl TokensPerEvent<'_> {
+    /// Tokens carried by token event `i`.
+    pub fn of(&self, i: usize) -> f64 {
+        match self {
+            TokensPerEvent::Each(k) => k.get(i).map_or(1.0, |&k| f64::from(k.max(1))),
+            TokensPerEvent::All(k) => *k,
+        }
+    }
+}
+
+/// Tokens per token event from what a record holds: the per-event counts when there is one per
+/// event (up to the cap), else the usage total
+/// `usage_total` over `events` (one each when they are equal, at least one each), else one each.
+pub fn tokens_per_event(
+    chunk_tokens: &[u32],
+    events: u64,
+    usage_total: Option<u64>,
+) -> (TokensPerEvent<'_>, ChunkTokenSource) {
+    // Beyond the cap the counts stop, as the token times do: they cover every listed gap.
+    if !chunk_tokens.is_empty() && chunk_tokens.len() as u64 == events.min(MAX_TOKEN_TIMES as u64) {
+        return (TokensPerEvent::Each(chunk_tokens), ChunkTokenSource::Usage);
+    }
+    match usage_total {
+        Some(n) if events > 0 && n == events => (TokensPerEvent::All(1.0), ChunkTokenSource::Usage),
+        Some(n) if events > 0 => {
+            (TokensPerEvent::All((n as f64 / events as f64).max(1.0)), ChunkTokenSource::Estimated)
+        }
+        _ => (TokensPerEvent::All(1.0), ChunkTokenSource::Counted),
+    }
 }
 
 /// Token events whose arrival times a [`StreamTimer`] keeps exactly (≈ 576 KiB with their
-/// kinds). Later events are counted, their gaps go into a bounded sketch, and stalls among them
+/// kinds; 256 KiB more of `chunk_tokens` when the server counts every event). Later events are counted, their gaps go into a bounded sketch, and stalls among them
 /// are judged against the median gap at the cap — so a request's memory is bounded whatever
 /// the server sends: this, [`MAX_STALLS`], 512 bytes of body prefix and the SSE parser's
 /// [`SseLimits`].
@@ -174,6 +245,19 @@ impl RequestTiming {
         self.token_times_ns.windows(2).map(|w| w[1].saturating_sub(w[0]))
     }
 
+    /// Tokens each token event carried, and where the numbers come from
+    /// ([`tokens_per_event`]).
+    pub fn tokens_per_event(&self) -> (TokensPerEvent<'_>, ChunkTokenSource) {
+        tokens_per_event(&self.chunk_tokens, self.token_events(), self.usage.and_then(|u| u.output_tokens))
+    }
+
+    /// Inter-token gaps per token: each gap of [`RequestTiming::gaps_ns`] divided by the tokens
+    /// the later event carried ([`RequestTiming::tokens_per_event`]), one value per gap.
+    pub fn gaps_per_token_ns(&self) -> impl Iterator<Item = f64> + '_ {
+        let (k, _) = self.tokens_per_event();
+        self.gaps_ns().enumerate().map(move |(i, g)| g as f64 / k.of(i + 1))
+    }
+
     /// Output tokens and where the number came from: the server's usage when it sent one,
     /// else the count of token-carrying events.
     pub fn output_tokens(&self) -> (u64, TokenSource) {
@@ -216,6 +300,16 @@ pub struct StreamTimer {
     /// Stall threshold for gaps beyond the cap: the running-median rule frozen at the cap.
     late_threshold_ns: u64,
     late_stalls: Vec<Stall>,
+    chunk_usage: ChunkUsage,
+}
+
+/// What the timer keeps to count tokens per event from the server's cumulative usage.
+#[derive(Debug, Clone, Copy)]
+struct ChunkUsage {
+    /// The last cumulative output count the stream reported.
+    last: u64,
+    /// Every token event so far carried a count that grew.
+    usable: bool,
 }
 
 impl StreamTimer {
@@ -251,10 +345,12 @@ impl StreamTimer {
                 gaps_beyond_cap: None,
                 stalls_not_listed: 0,
                 cut_events: 0,
+                chunk_tokens: Vec::new(),
             },
             prefix: Vec::new(),
             late_threshold_ns: 0,
             late_stalls: Vec::new(),
+            chunk_usage: ChunkUsage { last: 0, usable: true },
         }
     }
 
@@ -282,6 +378,7 @@ impl StreamTimer {
                 threshold_ns: &mut self.late_threshold_ns,
                 stalls: &mut self.late_stalls,
                 cfg: self.config.stall,
+                chunks: &mut self.chunk_usage,
             },
         );
         self.parser.feed(chunk, at_ns, &mut |item| match item {
@@ -367,6 +464,8 @@ struct Late<'a> {
     threshold_ns: &'a mut u64,
     stalls: &'a mut Vec<Stall>,
     cfg: StallConfig,
+    /// Not about the cap: the running count of tokens per event from usage.
+    chunks: &'a mut ChunkUsage,
 }
 
 fn record(t: &mut RequestTiming, late: &mut Late<'_>, c: &Classified, at_ns: u64) {
@@ -378,7 +477,9 @@ fn record(t: &mut RequestTiming, late: &mut Late<'_>, c: &Classified, at_ns: u64
     if t.response_id.is_none() {
         t.response_id.clone_from(&c.response_id);
     }
+    let reported = c.usage.and_then(|u| u.output_tokens);
     if let Some(kind) = c.token {
+        count_chunk_tokens(t, late.chunks, reported);
         if t.token_times_ns.len() < MAX_TOKEN_TIMES {
             t.token_times_ns.push(at_ns);
             t.token_kinds.push(kind);
@@ -408,6 +509,9 @@ fn record(t: &mut RequestTiming, late: &mut Late<'_>, c: &Classified, at_ns: u64
     if let Some(u) = c.usage {
         t.usage.get_or_insert_with(Usage::default).merge(u);
     }
+    if let Some(n) = reported {
+        late.chunks.last = n;
+    }
     if let Some(f) = &c.finish_reason {
         t.finish_reason = Some(f.clone());
     }
@@ -423,6 +527,22 @@ fn record(t: &mut RequestTiming, late: &mut Late<'_>, c: &Classified, at_ns: u64
     if c.terminal && !t.terminal_seen {
         t.terminal_seen = true;
         t.done_ns = Some(at_ns);
+    }
+}
+
+/// A token event's tokens from the server's cumulative count on it (`reported`), kept while
+/// every token event has one that grew; the first that has none (or one that did not grow)
+/// drops the per-event counts for good, and their memory with them.
+fn count_chunk_tokens(t: &mut RequestTiming, chunks: &mut ChunkUsage, reported: Option<u64>) {
+    if !chunks.usable || t.token_times_ns.len() >= MAX_TOKEN_TIMES {
+        return;
+    }
+    match reported.map(|n| n.saturating_sub(chunks.last)) {
+        Some(k) if k > 0 => t.chunk_tokens.push(u32::try_from(k).unwrap_or(u32::MAX)),
+        _ => {
+            chunks.usable = false;
+            t.chunk_tokens = Vec::new();
+        }
     }
 }
 
@@ -653,6 +773,76 @@ mod tests {
         assert_eq!(r.stalls.len(), 1, "{:?}", r.stalls);
         let s = r.stalls[0];
         assert_eq!((s.index, s.gap_ns, s.threshold_ns), (MAX_TOKEN_TIMES + 99, 500 * MS, 100 * MS));
+    }
+
+    fn usage_chunk(content: &str, completion: Option<u64>) -> String {
+        let usage = completion
+            .map(|n| {
+                format!(r#","usage":{{"prompt_tokens":3,"completion_tokens":{n},"total_tokens":{}}}"#, n + 3)
+            })
+            .unwrap_or_default();
+        format!(
+            "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{content},\"finish_reason\":null}}]{usage}}}\n\n"
+        )
+    }
+
+    /// Several tokens per event: the counts come from the server's cumulative usage on every
+    /// event (exact), else from its usage total spread evenly (an estimate), else one each.
+    #[test]
+    fn tokens_per_event_from_usage_estimate_or_count() {
+        let time = |events: &[(&str, Option<u64>, u64)], end: &str| {
+            let mut t = StreamTimer::new(0, TimerConfig::default());
+            for (content, usage, at) in events {
+                t.feed(usage_chunk(content, *usage).as_bytes(), at * MS);
+            }
+            t.feed(end.as_bytes(), 50 * MS);
+            t.finish(60 * MS)
+        };
+        let done = "data: [DONE]\n\n";
+        let r = time(
+            &[
+                (r#"{"role":"assistant","content":""}"#, Some(0), 1),
+                (r#"{"content":"a b c"}"#, Some(3), 10),
+                (r#"{"content":"d e"}"#, Some(5), 30),
+                (r#"{"content":"f"}"#, Some(6), 40),
+            ],
+            done,
+        );
+        assert_eq!(r.chunk_tokens, [3, 2, 1]);
+        assert_eq!(r.tokens_per_event().1, ChunkTokenSource::Usage);
+        assert_eq!(r.gaps_per_token_ns().collect::<Vec<_>>(), [10.0 * MS as f64, 10.0 * MS as f64]);
+        assert_eq!(r.output_tokens(), (6, TokenSource::Usage));
+
+        let total = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":6}}\n\ndata: [DONE]\n\n";
+        let plain = [
+            (r#"{"content":"a b c"}"#, None, 10),
+            (r#"{"content":"d e"}"#, None, 30),
+            (r#"{"content":"f"}"#, None, 40),
+        ];
+        let r = time(&plain, total);
+        assert!(r.chunk_tokens.is_empty());
+        assert_eq!(r.tokens_per_event().1, ChunkTokenSource::Estimated);
+        assert_eq!(r.gaps_per_token_ns().collect::<Vec<_>>(), [10.0 * MS as f64, 5.0 * MS as f64]);
+
+        let r = time(&plain, done);
+        assert_eq!(r.tokens_per_event().1, ChunkTokenSource::Counted);
+        assert_eq!(r.gaps_per_token_ns().collect::<Vec<_>>(), [20.0 * MS as f64, 10.0 * MS as f64]);
+
+        // One token event without a count drops the per-event counts (and their memory).
+        let mixed = [
+            (r#"{"content":"a b c"}"#, Some(3), 10),
+            (r#"{"content":"d e"}"#, None, 30),
+            (r#"{"content":"f"}"#, Some(6), 40),
+        ];
+        let r = time(&mixed, done);
+        assert!(r.chunk_tokens.is_empty() && r.chunk_tokens.capacity() == 0);
+        assert_eq!(r.tokens_per_event().1, ChunkTokenSource::Estimated);
+        // A usage total equal to the events is one token each: exact.
+        let r = time(&plain[..2], "data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\n");
+        assert_eq!(r.tokens_per_event(), (TokensPerEvent::All(1.0), ChunkTokenSource::Usage));
+        // A count that does not grow is not a count of this event's tokens.
+        let r = time(&[(r#"{"content":"a"}"#, Some(2), 10), (r#"{"content":"b"}"#, Some(2), 20)], done);
+        assert!(r.chunk_tokens.is_empty());
     }
 
     #[test]

@@ -10,13 +10,21 @@
 //! token is measured on the probe's own thread (a current-thread runtime), the server runs on
 //! another. Targets on the 2-core CI machine: p99 ≤ 1 ms at c=1, ≤ 5 ms at c=256.
 //!
+//! Then an open-loop run (Poisson arrivals, `--rate`), within capacity and over it (too few
+//! `--concurrency` slots): the dispatch lag the probe measured beside the lag the server saw
+//! (its arrival stamp − the scheduled instant), TTFT from the send and from the schedule, and the
+//! token error, user vs kernel stamps. And a run whose chunks carry several tokens (with the
+//! server's per-chunk usage): the error of ITL per chunk and per token against the server's write
+//! gaps (per token: the gap over the chunk's tokens), user vs kernel stamps.
+//!
 //! Usage: `cargo bench -p triage-cli --bench probe -- [OUT.json]` (or `cargo xtask bench probe`).
 
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use triage_cli::demo::timing_errors_us;
-use triage_cli::probe::{self, ProbeOptions, Stamps};
+use triage_cli::probe::{self, ProbeOptions, ProbeRun, Stamps};
+use triage_core::arrival::Arrival;
 use triage_core::endpoint::Api;
 use triage_core::stats::Summary;
 use triage_core::timing::TimerConfig;
@@ -130,6 +138,242 @@ fn raw_errors(results: &[(Option<usize>, Vec<u64>)], records: &[Record], origin:
     errors
 }
 
+/// One probe run against a fresh scripted server: the run, the server's record, the origin and
+/// the probe thread's CPU time.
+fn probe_run(
+    rts: (&tokio::runtime::Runtime, &tokio::runtime::Runtime),
+    script: fn(usize) -> Script,
+    requests: usize,
+    concurrency: usize,
+    stamps: Stamps,
+    f: impl FnOnce(&mut ProbeOptions),
+) -> (ProbeRun, Vec<Record>, Instant, Duration) {
+    let (server_rt, client_rt) = rts;
+    let server = server_rt
+        .block_on(ScriptedServer::start(
+            script,
+            ServerConfig { max_requests: requests, lifetime: Duration::from_secs(120) },
+        ))
+        .expect("server");
+    let mut opts = ProbeOptions {
+        url: server.base_url(),
+        api: Api::Openai,
+        model: "bench".into(),
+        prompt: "bench".into(),
+        max_tokens: TOKENS as u32,
+        requests,
+        concurrency,
+        rate: None,
+        arrival: Arrival::Constant,
+        seed: 0,
+        timeout: Duration::from_secs(60),
+        headers: vec![],
+        api_key: None,
+        timer: TimerConfig::default(),
+        traceparent: true,
+    };
+    f(&mut opts);
+    let origin = Instant::now();
+    let cpu0 = thread_cpu();
+    let run = client_rt.block_on(probe::run_with(&opts, origin, &|_| {}, stamps)).expect("probe");
+    let cpu = thread_cpu() - cpu0;
+    assert_eq!(run.report.summary.ok, requests, "every benchmark request must succeed");
+    let records = server.records();
+    (run, records, origin, cpu)
+}
+
+/// The server record of each probe request, matched by the response id in the stream.
+fn matched<'a>(
+    run: &'a ProbeRun,
+    records: &'a [Record],
+) -> Vec<(usize, &'a triage_core::timing::RequestTiming, &'a Record)> {
+    run.timings
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let t = t.as_ref()?;
+            let rec = records.iter().find(|r| Some(r.response_id.as_str()) == t.response_id.as_deref())?;
+            Some((i, t, rec))
+        })
+        .collect()
+}
+
+fn r1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+fn r3(v: f64) -> f64 {
+    (v * 1_000.0).round() / 1_000.0
+}
+
+/// An open-loop run: Poisson arrivals at `rate`/s, `concurrency` slots, `requests` requests.
+fn open_loop(
+    rts: (&tokio::runtime::Runtime, &tokio::runtime::Runtime),
+    rate: f64,
+    concurrency: usize,
+    requests: usize,
+) -> serde_json::Value {
+    println!(
+        "\nopen loop: poisson arrivals at {rate}/s (seed 0), {requests} requests, at most {concurrency} in flight; each request ~{} ms",
+        30 + 10 * (TOKENS - 1)
+    );
+    println!(
+        "  {:<7} | {:>17} | {:>17} | {:>17} | {:>17} | {:>19} | {:>11}",
+        "stamps",
+        "lag p50/p99 ms",
+        "server lag ms",
+        "TTFT send ms",
+        "TTFT sched ms",
+        "token err µs",
+        "fell behind"
+    );
+    let mut out = serde_json::Map::new();
+    let mut token_p99 = Vec::new();
+    let mut ttft_p99 = (0.0, 0.0);
+    for (name, stamps) in [("user", Stamps::User), ("kernel", Stamps::Kernel)] {
+        let (run, records, origin, _) = probe_run(rts, script, requests, concurrency, stamps, |o| {
+            o.rate = Some(rate);
+            o.arrival = Arrival::Poisson;
+        });
+        let r = &run.report;
+        // The lag the server saw: its arrival stamp of the request's first byte − the instant the
+        // request was scheduled for (same clock). It includes the request's way over loopback.
+        let mut server_lag = Vec::new();
+        for (i, t, rec) in matched(&run, &records) {
+            let q = &r.requests[i];
+            let (Some(at), sent) = (q.scheduled_at_ms, q.sent_at_ms) else { continue };
+            let run_start = origin + Duration::from_nanos(t.sent_ns) - Duration::from_secs_f64(sent / 1e3);
+            let due = run_start + Duration::from_secs_f64(at / 1e3);
+            let lag = rec.request_started.checked_duration_since(due).map_or_else(
+                || -(due.duration_since(rec.request_started).as_secs_f64()),
+                |d| d.as_secs_f64(),
+            );
+            server_lag.push(lag * 1e3);
+        }
+        let lag = r.summary.dispatch_lag_ms.clone().expect("open loop");
+        let (send, sched) =
+            (r.summary.ttft_ms.clone().unwrap(), r.summary.ttft_from_schedule_ms.clone().unwrap());
+        let errors = Summary::from_values(&timing_errors_us(&run, &records, origin)).expect("matched");
+        let srv = Summary::from_values(&server_lag).expect("matched");
+        let schedule = r.summary.schedule.clone().expect("open loop");
+        println!(
+            "  {name:<7} | {:>8.2} {:>8.2} | {:>8.2} {:>8.2} | {:>8.1} {:>8.1} | {:>8.1} {:>8.1} | {:>9.0} {:>9.0} | {:>11}",
+            lag.p50,
+            lag.p99,
+            srv.p50,
+            srv.p99,
+            send.p50,
+            send.p99,
+            sched.p50,
+            sched.p99,
+            errors.p50,
+            errors.p99,
+            if schedule.fell_behind {
+                format!("yes ({} waited)", schedule.waited_for_slot)
+            } else {
+                "no".to_owned()
+            }
+        );
+        token_p99.push(errors.p99);
+        if stamps == Stamps::Kernel {
+            ttft_p99 = (send.p99, sched.p99);
+        }
+        out.insert(
+            name.to_owned(),
+            serde_json::json!({
+                "dispatch_lag_ms": {"p50": lag.p50, "p99": lag.p99, "max": lag.max},
+                "server_seen_lag_ms": {"p50": r3(srv.p50), "p99": r3(srv.p99), "max": r3(srv.max)},
+                "ttft_from_send_ms": {"p50": send.p50, "p99": send.p99},
+                "ttft_from_schedule_ms": {"p50": sched.p50, "p99": sched.p99},
+                "token_error_us": {"p50": r1(errors.p50), "p99": r1(errors.p99), "max": r1(errors.max)},
+                "late": schedule.late,
+                "waited_for_slot": schedule.waited_for_slot,
+                "fell_behind": schedule.fell_behind,
+            }),
+        );
+    }
+    let user_vs_kernel = token_p99[0] / token_p99[1].max(1.0);
+    let sched_vs_send = ttft_p99.1 / ttft_p99.0.max(0.001);
+    println!(
+        "  ratios: token error p99 user/kernel {user_vs_kernel:.2}; kernel TTFT p99 from the schedule / from the send {sched_vs_send:.2}"
+    );
+    out.insert("rate_per_s".into(), rate.into());
+    out.insert("concurrency".into(), concurrency.into());
+    out.insert("requests".into(), requests.into());
+    out.insert("p99_token_error_ratio_user_vs_kernel".into(), r3(user_vs_kernel).into());
+    out.insert("ttft_p99_ratio_schedule_vs_send".into(), r3(sched_vs_send).into());
+    serde_json::Value::Object(out)
+}
+
+const PER_CHUNK: usize = 4;
+
+fn multi_token_script(_: usize) -> Script {
+    Script { tokens_per_chunk: PER_CHUNK, usage_per_chunk: true, ..script(0) }
+}
+
+/// Chunks of `PER_CHUNK` tokens with the server's per-chunk usage: ITL per chunk and per token
+/// against the server's write gaps (per token: the gap over the chunk's tokens).
+fn multi_token(
+    rts: (&tokio::runtime::Runtime, &tokio::runtime::Runtime),
+    concurrency: usize,
+    requests: usize,
+) -> serde_json::Value {
+    println!(
+        "\nseveral tokens per chunk: {PER_CHUNK} tokens in each of {TOKENS} chunks (per-chunk usage), c={concurrency}, {requests} requests"
+    );
+    println!(
+        "  {:<7} | {:>24} | {:>24} | {:>9} | {:>12}",
+        "stamps", "ITL/chunk err p50/p99/max µs", "ITL/tok err p50/p99/max µs", "tok/chunk", "source"
+    );
+    let mut out = serde_json::Map::new();
+    let mut chunk_p99 = Vec::new();
+    for (name, stamps) in [("user", Stamps::User), ("kernel", Stamps::Kernel)] {
+        let (run, records, _, _) = probe_run(rts, multi_token_script, requests, concurrency, stamps, |_| {});
+        let (mut per_chunk, mut per_token) = (Vec::new(), Vec::new());
+        for (_, t, rec) in matched(&run, &records) {
+            let truth: Vec<f64> =
+                rec.token_written.windows(2).map(|w| (w[1] - w[0]).as_secs_f64() * 1e9).collect();
+            for ((g, pt), tr) in t.gaps_ns().zip(t.gaps_per_token_ns()).zip(&truth) {
+                per_chunk.push((g as f64 - tr).abs() / 1e3);
+                per_token.push((pt - tr / PER_CHUNK as f64).abs() / 1e3);
+            }
+        }
+        let (c, k) = (
+            Summary::from_values(&per_chunk).expect("gaps"),
+            Summary::from_values(&per_token).expect("gaps"),
+        );
+        let r = &run.report;
+        let tokens_per_chunk = r.requests[0].chunk_tokens.first().copied().unwrap_or(0);
+        let source = r.summary.chunk_token_sources.keys().cloned().collect::<Vec<_>>().join(",");
+        println!(
+            "  {name:<7} | {:>7.0} {:>7.0} {:>8.0} | {:>7.0} {:>7.0} {:>8.0} | {tokens_per_chunk:>9} | {source:>12}",
+            c.p50, c.p99, c.max, k.p50, k.p99, k.max
+        );
+        chunk_p99.push((c.p99, k.p99));
+        out.insert(
+            name.to_owned(),
+            serde_json::json!({
+                "itl_per_chunk_error_us": {"p50": r1(c.p50), "p99": r1(c.p99), "max": r1(c.max), "n": c.count},
+                "itl_per_token_error_us": {"p50": r1(k.p50), "p99": r1(k.p99), "max": r1(k.max), "n": k.count},
+                "itl_ms": r.summary.itl_ms,
+                "itl_per_token_ms": r.summary.itl_per_token_ms,
+                "chunk_token_source": source,
+            }),
+        );
+    }
+    let user_vs_kernel = chunk_p99[0].0 / chunk_p99[1].0.max(1.0);
+    let token_vs_chunk = chunk_p99[1].1 / chunk_p99[1].0.max(1.0);
+    println!(
+        "  ratios: ITL/chunk error p99 user/kernel {user_vs_kernel:.2}; kernel ITL/tok error p99 / ITL/chunk error p99 {token_vs_chunk:.2} (1/{PER_CHUNK} expected)"
+    );
+    out.insert("tokens_per_chunk".into(), PER_CHUNK.into());
+    out.insert("concurrency".into(), concurrency.into());
+    out.insert("requests".into(), requests.into());
+    out.insert("p99_chunk_error_ratio_user_vs_kernel".into(), r3(user_vs_kernel).into());
+    out.insert("kernel_p99_ratio_token_vs_chunk".into(), r3(token_vs_chunk).into());
+    serde_json::Value::Object(out)
+}
+
 fn main() {
     let out = std::env::args()
         .skip(1)
@@ -169,6 +413,8 @@ fn main() {
                 requests,
                 concurrency,
                 rate: None,
+                arrival: Arrival::Constant,
+                seed: 0,
                 timeout: Duration::from_secs(60),
                 headers: vec![],
                 api_key: None,
@@ -254,8 +500,13 @@ fn main() {
             "kernel_meets_target": kernel_fig.p99_us <= target_us,
         }));
     }
+    let rts = (&server_rt, &client_rt);
+    let open = vec![open_loop(rts, 50.0, 64, 128), open_loop(rts, 50.0, 8, 64)];
+    let multi = multi_token(rts, 16, 32);
     let report = serde_json::json!({
         "schema": "triage.bench.probe/v1",
+        "open_loop": open,
+        "multi_token": multi,
         "definition": "error = |probe stamp of a token event - server's write completion of that event|, same monotonic clock; probe = user-space stamps, probe_kernel_stamps = kernel receive stamps",
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "levels": levels,

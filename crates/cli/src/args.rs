@@ -79,6 +79,22 @@ pub enum Format {
     Json,
 }
 
+/// `--arrival`: how an open-loop run spaces its starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    Constant,
+    Poisson,
+}
+
+impl From<ArrivalArg> for triage_core::arrival::Arrival {
+    fn from(a: ArrivalArg) -> Self {
+        match a {
+            ArrivalArg::Constant => triage_core::arrival::Arrival::Constant,
+            ArrivalArg::Poisson => triage_core::arrival::Arrival::Poisson,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
     /// Base URL (http://host:8000/v1, https://api.anthropic.com) or the full endpoint.
@@ -104,9 +120,19 @@ pub struct ProbeArgs {
     /// Requests in flight at once.
     #[arg(short = 'c', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub concurrency: u32,
-    /// Start this many requests per second (open loop, still capped by --concurrency).
+    /// Start this many requests per second (open loop, still capped by --concurrency): the
+    /// starts follow a schedule fixed before the first request (--arrival). A request that
+    /// cannot start on time (a busy client, or every --concurrency slot taken) starts late and
+    /// its dispatch lag says so; latencies are reported from the send and from the schedule.
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
+    /// How --rate spaces the starts: constant (exactly 1/RATE apart, what --rate has always
+    /// done) or poisson (exponential gaps of mean 1/RATE, drawn from --seed).
+    #[arg(long, value_enum, default_value = "constant", requires = "rate")]
+    pub arrival: ArrivalArg,
+    /// Seed of the poisson schedule: the same seed gives the same starts.
+    #[arg(long, default_value_t = 0, requires = "rate")]
+    pub seed: u64,
     /// Hard limit per request, from sending to the end of the stream (e.g. 60s, 500ms, 2m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub timeout: Duration,

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::probe::{self, ProbeOptions, ProbeRun};
+use triage_core::arrival::Arrival;
 use triage_core::endpoint::Api;
 use triage_core::stats::Summary;
 use triage_core::timing::TimerConfig;
@@ -74,6 +75,8 @@ pub async fn run() -> anyhow::Result<(ProbeRun, Vec<Record>, Instant)> {
         requests: 12,
         concurrency: 4,
         rate: None,
+        arrival: Arrival::Constant,
+        seed: 0,
         timeout: Duration::from_secs(20),
         headers: Vec::new(),
         api_key: None,

@@ -84,6 +84,8 @@ async fn cmd_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         requests: args.requests as usize,
         concurrency: args.concurrency as usize,
         rate: args.rate,
+        arrival: args.arrival.into(),
+        seed: args.seed,
         timeout: args.timeout,
         headers: args.headers.clone(),
         api_key: probe::api_key(args.api, args.api_key_env.as_deref())?,

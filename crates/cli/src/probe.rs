@@ -21,12 +21,19 @@
 //! given instead, its trace id recorded. Each request also gets the ids of the span
 //! `--otlp` exports for it ([`SpanIds`]), and the run the wall-clock time of its origin, so the
 //! export can give unix times.
+//!
+//! Open loop (`--rate`): the starts follow a schedule fixed before the first request
+//! ([`triage_core::arrival`]); each request is sent at its scheduled instant, or as soon after
+//! as the client can (a busy client, every `--concurrency` slot taken). Its record keeps the
+//! scheduled instant, so the dispatch lag and the latencies from the schedule are measured, not
+//! hidden (coordinated omission).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, TryAcquireError};
+use triage_core::arrival::{self, Arrival};
 use triage_core::endpoint::{self, Api, ProbeRequest, Resolved};
 use triage_core::fault::{self, Fault, FaultKind};
 use triage_core::probe::{ProbeReport, RequestRecord, RunConfig, StampSource};
@@ -47,6 +54,10 @@ pub struct ProbeOptions {
     pub concurrency: usize,
     /// Requests started per second (open loop), limited by `concurrency`.
     pub rate: Option<f64>,
+    /// How `rate` spaces the starts (ignored without `rate`).
+    pub arrival: Arrival,
+    /// Seed of a `poisson` schedule.
+    pub seed: u64,
     /// Hard limit for one request, from sending to the end of the body.
     pub timeout: Duration,
     pub headers: Vec<(String, String)>,
@@ -157,22 +168,41 @@ pub async fn run_with(
     let run_start = now_ns(origin);
     let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Observed)>();
+    // Open loop: every start is fixed before the first is sent (ns from `run_start`).
+    let schedule = opts
+        .rate
+        .filter(|r| *r > 0.0)
+        .map(|r| arrival::schedule_ns(opts.arrival, r, opts.requests, opts.seed));
     let scheduler = {
         let shared = Arc::clone(&shared);
         let sem = Arc::clone(&sem);
-        let rate = opts.rate.filter(|r| *r > 0.0);
         let n = opts.requests;
-        let start = Instant::now();
         tokio::spawn(async move {
             for i in 0..n {
-                if let Some(rate) = rate {
-                    tokio::time::sleep_until((start + Duration::from_secs_f64(i as f64 / rate)).into()).await;
-                }
-                let Ok(permit) = Arc::clone(&sem).acquire_owned().await else { return };
+                let due_ns = schedule.as_ref().and_then(|s| s.get(i)).map(|&s| run_start.saturating_add(s));
+                let (permit, due) = match due_ns {
+                    Some(at_ns) => {
+                        tokio::time::sleep_until(instant_at(origin, at_ns)).await;
+                        // A request due while every slot is taken waits for one; its lag says so.
+                        let (permit, waited_for_slot) = match Arc::clone(&sem).try_acquire_owned() {
+                            Ok(p) => (p, false),
+                            Err(TryAcquireError::Closed) => return,
+                            Err(TryAcquireError::NoPermits) => {
+                                let Ok(p) = Arc::clone(&sem).acquire_owned().await else { return };
+                                (p, true)
+                            }
+                        };
+                        (permit, Some(Due { at_ns, waited_for_slot }))
+                    }
+                    None => {
+                        let Ok(p) = Arc::clone(&sem).acquire_owned().await else { return };
+                        (p, None)
+                    }
+                };
                 let shared = Arc::clone(&shared);
                 let tx = tx.clone();
                 tokio::spawn(async move {
-                    let observed = one_request(&shared, i, run_start).await;
+                    let observed = one_request(&shared, i, run_start, due).await;
                     drop(permit);
                     let _ = tx.send((i, observed));
                 });
@@ -213,6 +243,8 @@ pub async fn run_with(
         timeout_ms: u64::try_from(opts.timeout.as_millis()).unwrap_or(u64::MAX),
         max_tokens: opts.max_tokens,
         prompt_chars: opts.prompt.chars().count(),
+        arrival: opts.rate.map(|_| opts.arrival),
+        seed: (opts.rate.is_some() && opts.arrival == Arrival::Poisson).then_some(opts.seed),
     };
     let mut report = ProbeReport::new(redact_all(resolved.url), config, warnings, wall_ms, records);
     let kernel = report.requests.iter().filter(|r| r.stamp_source == StampSource::Kernel).count();
@@ -261,7 +293,7 @@ impl Prepared {
     /// Send the request once, bounded by the options' timeout; `run_start` is the origin that
     /// `sent_at_ms` counts from.
     pub async fn send(&self, index: usize, run_start: u64) -> Observed {
-        one_request(&self.shared, index, run_start).await
+        one_request(&self.shared, index, run_start, None).await
     }
 
     /// The HTTP client (no redirects followed), for the host's other requests.
@@ -660,11 +692,27 @@ async fn read_bounded(resp: &mut Body, deadline: tokio::time::Instant, max: usiz
     String::from_utf8_lossy(&body).into_owned()
 }
 
-async fn one_request(s: &Shared, index: usize, run_start: u64) -> Observed {
+/// The instant `at_ns` after `origin` (far in the future when it does not fit).
+fn instant_at(origin: Instant, at_ns: u64) -> tokio::time::Instant {
+    let far = Duration::from_secs(100 * 365 * 86_400);
+    let at = origin.checked_add(Duration::from_nanos(at_ns)).or_else(|| origin.checked_add(far));
+    at.map_or_else(|| tokio::time::Instant::now() + far, tokio::time::Instant::from_std)
+}
+
+/// An open-loop request's place in the schedule.
+#[derive(Clone, Copy)]
+struct Due {
+    /// Its scheduled start, ns since the origin.
+    at_ns: u64,
+    /// Every `--concurrency` slot was taken at that instant.
+    waited_for_slot: bool,
+}
+
+async fn one_request(s: &Shared, index: usize, run_start: u64, due: Option<Due>) -> Observed {
     let deadline = tokio::time::Instant::now() + s.timeout;
     let (tp, trace_id, span) = s.traceparent();
     let sent = now_ns(s.origin);
-    let at = Attempt { index, run_start, sent, trace_id, span };
+    let at = Attempt { index, run_start, sent, trace_id, span, due };
     let mut clock = KernelClock::sample(s.origin);
     let mut timer = StreamTimer::new(sent, s.timer);
     let (status, headers, mut resp) = match tokio::time::timeout_at(deadline, send(s, tp)).await {
@@ -772,6 +820,7 @@ struct Attempt {
     sent: u64,
     trace_id: Option<TraceId>,
     span: Option<SpanIds>,
+    due: Option<Due>,
 }
 
 fn finish(
@@ -783,6 +832,9 @@ fn finish(
 ) -> Observed {
     let error = error.map(|f| Fault { kind: f.kind, message: s.redact(&f.message) });
     let mut record = RequestRecord::new(at.index, at.run_start, at.sent, status, timing.as_ref(), error);
+    if let Some(d) = at.due {
+        record = record.with_schedule(at.run_start, d.at_ns, at.sent, timing.as_ref(), d.waited_for_slot);
+    }
     record.trace_id = at.trace_id.map(|t| t.to_string());
     let span = at.span.map(|ids| RequestSpan { ids, sent_ns: at.sent, ended_ns: now_ns(s.origin) });
     Observed { record, timing, span }

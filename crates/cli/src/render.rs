@@ -18,15 +18,100 @@ fn cell(v: Option<f64>) -> String {
 }
 
 fn row(out: &mut String, name: &str, q: Option<&Quantiles>) {
+    row_w(out, name, 7, q);
+}
+
+fn row_w(out: &mut String, name: &str, width: usize, q: Option<&Quantiles>) {
     let _ = writeln!(
         out,
-        "  {name:<5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "  {name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",
         cell(q.map(|q| q.p50)),
         cell(q.map(|q| q.p90)),
         cell(q.map(|q| q.p99)),
         cell(q.map(|q| q.max)),
         cell(q.map(|q| q.mean)),
         q.map(|q| q.n.to_string()).unwrap_or_else(|| "0".into()),
+    );
+}
+
+fn header(out: &mut String, width: usize) {
+    let _ = writeln!(
+        out,
+        "  {:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "ms", "p50", "p90", "p99", "max", "mean", "n"
+    );
+}
+
+/// Where ITL/tok's tokens per event came from, counted over the requests.
+fn chunk_tokens_line(out: &mut String, r: &ProbeReport) {
+    let src = &r.summary.chunk_token_sources;
+    if src.is_empty() {
+        return;
+    }
+    let n = |k: &str| src.get(k).copied().unwrap_or(0);
+    let mut parts = Vec::new();
+    if n("usage") > 0 {
+        parts.push(format!("{} request(s) from the server's usage (exact)", n("usage")));
+    }
+    if n("estimated") > 0 {
+        parts.push(format!(
+            "{} from the usage total spread evenly over the events (an estimate)",
+            n("estimated")
+        ));
+    }
+    if n("counted") > 0 {
+        parts.push(format!("{} without usage, one per event (ITL/tok = ITL)", n("counted")));
+    }
+    let _ = writeln!(out, "  ITL/tok tokens per event: {}", parts.join("; "));
+}
+
+/// The open-loop section: the schedule, the dispatch lag, the latencies from the schedule, and
+/// whether the client kept up.
+fn open_loop(out: &mut String, r: &ProbeReport) {
+    let (s, c) = (&r.summary, &r.config);
+    let Some(sch) = &s.schedule else { return };
+    let arrival = c.arrival.map_or("constant", |a| a.as_str());
+    let seed = c.seed.map(|s| format!(", seed {s}")).unwrap_or_default();
+    let rate = c.rate_per_s.unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nopen loop: {arrival} arrivals at {rate}/s{seed}, {} starts fixed before the run, at most {} in flight",
+        sch.scheduled, c.concurrency
+    );
+    header(out, 18);
+    row_w(out, "dispatch lag", 18, s.dispatch_lag_ms.as_ref());
+    row_w(out, "TTFT from schedule", 18, s.ttft_from_schedule_ms.as_ref());
+    row_w(out, "E2E from schedule", 18, s.e2e_from_schedule_ms.as_ref());
+    let p99 = s.dispatch_lag_ms.as_ref().map_or(0.0, |q| q.p99);
+    let t = sch.late_threshold_ms;
+    let waited = if sch.waited_for_slot > 0 {
+        format!(
+            "; {} found all {} --concurrency slot(s) taken at their start and waited",
+            sch.waited_for_slot, c.concurrency
+        )
+    } else {
+        String::new()
+    };
+    if sch.fell_behind {
+        let _ = writeln!(
+            out,
+            "  THE CLIENT FELL BEHIND ITS SCHEDULE: dispatch lag p99 {} ms > {t} ms; {} of {} requests started more than {t} ms late{waited}. TTFT and E2E from the send hide that wait (coordinated omission): read the rows from the schedule, and raise --concurrency or lower --rate to load as asked",
+            cell(Some(p99)),
+            sch.late,
+            sch.scheduled
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  the client kept to its schedule: dispatch lag p99 {} ms ≤ {t} ms ({} of {} late{waited})",
+            cell(Some(p99)),
+            sch.late,
+            sch.scheduled
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  late = a dispatch lag above {t} ms: the mean gap between starts, held between 2 ms (the client's timer ticks every 1 ms) and 5 ms"
     );
 }
 
@@ -60,16 +145,15 @@ pub fn probe_text(r: &ProbeReport) -> String {
         let _ = writeln!(out, "warning: {w}");
     }
     out.push('\n');
-    let _ = writeln!(
-        out,
-        "  {:<5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",
-        "ms", "p50", "p90", "p99", "max", "mean", "n"
-    );
+    header(&mut out, 7);
     row(&mut out, "TTFT", s.ttft_ms.as_ref());
     row(&mut out, "TTFO", s.ttfo_ms.as_ref());
     row(&mut out, "ITL", s.itl_ms.as_ref());
+    row(&mut out, "ITL/tok", s.itl_per_token_ms.as_ref());
     row(&mut out, "TPOT", s.tpot_ms.as_ref());
     row(&mut out, "E2E", s.e2e_ms.as_ref());
+    chunk_tokens_line(&mut out, r);
+    open_loop(&mut out, r);
 
     let failed: Vec<_> = r.requests.iter().filter(|q| q.error.is_some()).collect();
     if !failed.is_empty() {
@@ -137,8 +221,8 @@ pub fn probe_text(r: &ProbeReport) -> String {
     crate::slowest::write(&mut out, r);
     let _ = writeln!(out, "\ndefinitions:");
     for d in &r.definitions {
-        let _ = writeln!(out, "  {:<5} {}", d.name, d.meaning);
-        let _ = writeln!(out, "        (others: {})", d.others);
+        let _ = writeln!(out, "  {:<7} {}", d.name, d.meaning);
+        let _ = writeln!(out, "          (others: {})", d.others);
     }
     let _ = writeln!(out, "  {}", r.quantile_method);
     for l in &r.limits {

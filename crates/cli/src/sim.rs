@@ -14,6 +14,7 @@ use serde::Serialize;
 use triage_core::analyze::Analyzer;
 use triage_core::analyze::report::Report;
 use triage_core::analyze::rules::listed;
+use triage_core::arrival::Arrival;
 use triage_core::endpoint::{self, Api};
 use triage_core::timing::TimerConfig;
 use triage_sim::model::engine::Totals;
@@ -491,6 +492,8 @@ pub async fn run_demo(name: &str, seed: u64) -> anyhow::Result<ScenarioDemo> {
         requests: p.requests as usize,
         concurrency: p.concurrency as usize,
         rate: None,
+        arrival: Arrival::Constant,
+        seed: 0,
         timeout: Duration::from_secs_f64(p.timeout_s),
         headers: Vec::new(),
         api_key: None,

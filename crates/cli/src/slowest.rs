@@ -57,6 +57,8 @@ mod tests {
             timeout_ms: 1_000,
             max_tokens: 8,
             prompt_chars: 2,
+            arrival: None,
+            seed: None,
         };
         ProbeReport::new("http://h/v1/chat/completions".into(), config, vec![], 10.0, requests)
     }

@@ -20,6 +20,7 @@ use anyhow::Context;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use triage_core::arrival::Arrival;
 use triage_core::safe::Secrets;
 use triage_core::timing::TimerConfig;
 use triage_core::watch::report::definitions;
@@ -279,6 +280,8 @@ fn probe_options(args: &WatchArgs) -> anyhow::Result<ProbeOptions> {
         requests: 1,
         concurrency: 1,
         rate: None,
+        arrival: Arrival::Constant,
+        seed: 0,
         timeout: args.timeout,
         headers: args.headers.clone(),
         api_key: probe::api_key(args.api, args.api_key_env.as_deref())?,

@@ -59,7 +59,8 @@ pub use triage_kv as kv;
 pub use triage_watch as watch;
 
 pub use triage_base::{
-    defs, endpoint, expo, fault, lang, probe, safe, sort, sse, stats, stream, time, timing, trace, words,
+    arrival, defs, endpoint, expo, fault, lang, probe, safe, sort, sse, stats, stream, time, timing, trace,
+    words,
 };
 
 /// Interview flashcards: the card and its contracts (`triage-cards`) and the deck built from the

@@ -505,9 +505,26 @@ pub(crate) struct Events<'a> {
     pub reasoning: usize,
     pub model: &'a str,
     pub prompt_tokens: usize,
+    /// Tokens each token event carries (at least 1).
+    pub per_chunk: usize,
+    /// OpenAI: every chunk carries the cumulative usage (vLLM's `continuous_usage_stats`).
+    pub usage_per_chunk: bool,
 }
 
 impl Events<'_> {
+    /// `chunk` with the cumulative usage after `generated` tokens, when every chunk carries one.
+    fn with_usage(&self, chunk: String, generated: usize) -> String {
+        if !self.usage_per_chunk || self.api != Api::Openai {
+            return chunk;
+        }
+        let Some(head) = chunk.strip_suffix("}\n\n") else { return chunk };
+        format!(
+            "{head},\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":{generated},\"total_tokens\":{}}}}}\n\n",
+            self.prompt_tokens,
+            self.prompt_tokens + generated
+        )
+    }
+
     fn openai_chunk(&self, delta: &str, finish: &str) -> String {
         format!(
             "data: {{\"id\":\"{}\",\"object\":\"chat.completion.chunk\",\"created\":{CREATED},\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
@@ -532,7 +549,9 @@ impl Events<'_> {
     pub(crate) fn preamble(&self) -> String {
         match self.api {
             Api::Openai if self.legacy() => String::new(),
-            Api::Openai => self.openai_chunk(r#"{"role":"assistant","content":""}"#, "null"),
+            Api::Openai => {
+                self.with_usage(self.openai_chunk(r#"{"role":"assistant","content":""}"#, "null"), 0)
+            }
             Api::Anthropic => {
                 let block = if self.reasoning > 0 {
                     r#"{"type":"thinking","thinking":""}"#
@@ -547,23 +566,33 @@ impl Events<'_> {
         }
     }
 
+    /// The `i`-th token event: `per_chunk` tokens (`tok{j} ` each; `think{j} ` while reasoning).
     pub(crate) fn token(&self, i: usize) -> String {
         let reasoning = i < self.reasoning;
+        let k = self.per_chunk.max(1);
+        let words = |w: &str| (i * k..(i + 1) * k).map(|j| format!("{w}{j} ")).collect::<String>();
+        let (tok, think) = (words("tok"), words("think"));
+        let generated = (i + 1) * k;
         match self.api {
-            Api::Openai if self.legacy() => self.completion_chunk(&format!("\"tok{i} \""), "null"),
-            Api::Openai if reasoning => {
-                self.openai_chunk(&format!(r#"{{"reasoning_content":"think{i} "}}"#), "null")
+            Api::Openai if self.legacy() => {
+                self.with_usage(self.completion_chunk(&format!("\"{tok}\""), "null"), generated)
             }
-            Api::Openai => self.openai_chunk(&format!(r#"{{"content":"tok{i} "}}"#), "null"),
+            Api::Openai if reasoning => self.with_usage(
+                self.openai_chunk(&format!(r#"{{"reasoning_content":"{think}"}}"#), "null"),
+                generated,
+            ),
+            Api::Openai => {
+                self.with_usage(self.openai_chunk(&format!(r#"{{"content":"{tok}"}}"#), "null"), generated)
+            }
             Api::Anthropic => {
                 let mut s = String::new();
                 if i == self.reasoning && self.reasoning > 0 {
                     s.push_str("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
                 }
                 let (index, delta) = if reasoning {
-                    (0, format!(r#"{{"type":"thinking_delta","thinking":"think{i} "}}"#))
+                    (0, format!(r#"{{"type":"thinking_delta","thinking":"{think}"}}"#))
                 } else {
-                    (usize::from(self.reasoning > 0), format!(r#"{{"type":"text_delta","text":"tok{i} "}}"#))
+                    (usize::from(self.reasoning > 0), format!(r#"{{"type":"text_delta","text":"{tok}"}}"#))
                 };
                 s.push_str(&format!(
                     "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{delta}}}\n\n"

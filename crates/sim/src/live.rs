@@ -514,6 +514,8 @@ async fn generate(
         reasoning: 0,
         model: &model,
         prompt_tokens: prompt as usize,
+        per_chunk: 1,
+        usage_per_chunk: false,
     };
     let gone = |shared: &Shared| {
         lock(&shared.state).sim.disconnect(id);

@@ -59,9 +59,16 @@ pub struct Script {
     pub headers_delay: Duration,
     /// Pause between the headers and the first token event.
     pub ttft: Duration,
-    /// Gap before token `i + 1`; the last value repeats; empty means no pause.
+    /// Gap before token event `i + 1`; the last value repeats; empty means no pause.
     pub gaps: Vec<Duration>,
+    /// Token events (chunks) in the stream; each carries `tokens_per_chunk` tokens.
     pub tokens: usize,
+    /// Tokens each token event carries (speculative decoding, a coalescing proxy); at least 1.
+    /// The usage reports `tokens × tokens_per_chunk`.
+    pub tokens_per_chunk: usize,
+    /// OpenAI: every chunk carries the cumulative usage so far, as vLLM does with
+    /// `stream_options.continuous_usage_stats` (the per-chunk token count of the stream).
+    pub usage_per_chunk: bool,
     /// The first tokens are reasoning (`reasoning_content` / `thinking_delta`).
     pub reasoning_tokens: usize,
     /// Send usage (OpenAI: a usage chunk; Anthropic: always in `message_delta`).
@@ -77,6 +84,8 @@ impl Default for Script {
             ttft: Duration::from_millis(50),
             gaps: vec![Duration::from_millis(10)],
             tokens: 8,
+            tokens_per_chunk: 1,
+            usage_per_chunk: false,
             reasoning_tokens: 0,
             usage: true,
             fault: Fault::None,
@@ -374,12 +383,15 @@ async fn respond(stream: &mut WriteHalf<'_>, shared: &Shared, answer: Answer<'_>
         reasoning: script.reasoning_tokens,
         model: "scripted",
         prompt_tokens: 12,
+        per_chunk: script.tokens_per_chunk.max(1),
+        usage_per_chunk: script.usage_per_chunk,
     };
+    let generated = script.tokens * script.tokens_per_chunk.max(1);
     if asked.whole && script.fault == Fault::None {
         // The whole scripted generation, then the answer at once.
         let total: Duration = (0..script.tokens).map(|t| script.gap_before(t)).sum();
         tokio::time::sleep(total).await;
-        let body = events.whole(script.tokens, false);
+        let body = events.whole(generated, false);
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-scripted-request: {index}\r\n{close}{CORS}\r\n",
             body.len()
@@ -433,7 +445,7 @@ async fn respond(stream: &mut WriteHalf<'_>, shared: &Shared, answer: Answer<'_>
         let at = Instant::now();
         update(shared, index, |r| r.token_written.push(at));
     }
-    if write_chunk(stream, events.ending(script.tokens, script.usage).as_bytes(), limit).await.is_err() {
+    if write_chunk(stream, events.ending(generated, script.usage).as_bytes(), limit).await.is_err() {
         return false;
     }
     write_chunk(stream, b"", limit).await.is_ok()

@@ -146,6 +146,8 @@ pub fn probe(
             timeout_ms: run.timeout_ms,
             max_tokens: run.max_tokens,
             prompt_chars: run.prompt_chars,
+            arrival: None,
+            seed: None,
         };
         let mut report =
             ProbeReport::new(url, config, warnings, wall_ms, say(records, usize::from(l == Lang::Zh)));
@@ -226,6 +228,7 @@ pub fn probe_markdown(r: &ProbeReport, lang: Lang) -> String {
         ("TTFT", &s.ttft_ms),
         ("TTFO", &s.ttfo_ms),
         ("ITL", &s.itl_ms),
+        ("ITL/tok", &s.itl_per_token_ms),
         ("TPOT", &s.tpot_ms),
         ("E2E", &s.e2e_ms),
     ] {

@@ -468,10 +468,10 @@ pub fn ProbePage() -> impl IntoView {
                 <tbody>
                     {move || {
                         let s = summary.get();
-                        [("TTFT", s.ttft_ms), ("TTFO", s.ttfo_ms), ("ITL", s.itl_ms), ("TPOT", s.tpot_ms), ("E2E", s.e2e_ms)]
+                        [("TTFT", s.ttft_ms), ("TTFO", s.ttfo_ms), ("ITL", s.itl_ms), ("ITL/tok", s.itl_per_token_ms), ("TPOT", s.tpot_ms), ("E2E", s.e2e_ms)]
                             .into_iter()
                             .map(|(name, q)| {
-                                let id = format!("probe-{}-p50", name.to_ascii_lowercase());
+                                let id = format!("probe-{}-p50", name.to_ascii_lowercase().replace('/', "-"));
                                 fixed(view! {
                                     <tr>
                                         <td>{name}</td>

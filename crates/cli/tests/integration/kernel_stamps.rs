@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use triage_cli::probe::{self, ProbeOptions, ProbeRun, Stamps};
+use triage_core::arrival::Arrival;
 use triage_core::endpoint::Api;
 use triage_core::probe::StampSource;
 use triage_core::stats::Summary;
@@ -75,6 +76,8 @@ fn busy_run(stamps: Stamps) -> (ProbeRun, Vec<Record>, Instant) {
         requests: REQUESTS,
         concurrency: 8,
         rate: None,
+        arrival: Arrival::Constant,
+        seed: 0,
         timeout: Duration::from_secs(20),
         headers: vec![],
         api_key: None,
@@ -178,6 +181,8 @@ fn credentials_in_the_url_keep_the_transport_that_sends_them() {
         requests: 1,
         concurrency: 1,
         rate: None,
+        arrival: Arrival::Constant,
+        seed: 0,
         timeout: Duration::from_secs(20),
         headers: vec![],
         api_key: None,

@@ -16,6 +16,7 @@ mod hostile;
 mod interop;
 mod kernel_stamps;
 mod kv;
+mod open_loop;
 mod otlp;
 mod prometheus;
 mod sim;
