@@ -111,7 +111,9 @@ struct MetaLine {
 /// A sample line as the runner writes it: an object whose first field is `t`, with a `gpu`
 /// (what [`crate::Analyzer`] hands an open recording without the signal scan).
 pub(crate) fn is_sample_line(t: &str) -> bool {
-    t.starts_with("{\"t\": ") && t.ends_with('}') && t.contains("\"gpu\": ")
+    // `gpu` is the second field, within the first 64 bytes (a `t` is at most ~25 of them).
+    let head = t.as_bytes().get(..64).unwrap_or(t.as_bytes());
+    t.starts_with("{\"t\": ") && t.ends_with('}') && head.windows(7).any(|w| w == b"\"gpu\": ")
 }
 
 /// A line of the runner's recording: a sample (`"t"`, `"gpu"` and an NVML field) or its meta.
