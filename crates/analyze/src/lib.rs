@@ -220,6 +220,16 @@ impl Analyzer {
     fn logical(&mut self, no: usize, line: &str, cut: bool) {
         let lang = self.lang;
         let state = self.input.as_mut().expect("an input is open");
+        // A recording's sample lines are machine-written numbers with no message in them: the
+        // open recording takes them without the signal scan (a day at 1 Hz is 700,000 lines).
+        if let Some(open) = state.open.as_mut()
+            && open.kind == InputKind::GpuSeries
+            && parsers::gpu_series::is_sample_line(line)
+        {
+            let read = ReadLine { no, text: line, cut, vllm_needles: 0 };
+            feed_open(&mut self.facts, &state.name, open, read, lang);
+            return;
+        }
         let seen = state.watch.line(&mut self.facts.signals, &state.name, no, line);
         if seen.llama {
             let name = &state.name;

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod engine;
+pub mod line;
 pub mod peers;
 pub mod recording;
 pub mod sample;

@@ -114,7 +114,7 @@ impl SeriesReader {
             }
             return None;
         }
-        let sample = match serde_json::from_str::<GpuSample>(t) {
+        let sample = match crate::line::parse_sample(t) {
             Ok(s) if s.t.is_finite() => s,
             Ok(_) => {
                 self.issue(no, "sample time `t` is not a finite number".into());

@@ -4,9 +4,9 @@
 //! the whole recording, in bounded memory.
 
 use super::{Cx, SectionParser};
+use triage_gpu::WatchConfig;
 use triage_gpu::recording::{Finished, Recording};
 use triage_gpu::series::Meta;
-use triage_gpu::{GpuSample, WatchConfig};
 
 /// What a GPU recording was read from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,6 +108,14 @@ struct MetaLine {
     meta: Meta,
 }
 
+/// A sample line as the runner writes it: an object whose first field is `t`, with a `gpu`
+/// (what [`crate::Analyzer`] hands an open recording without the signal scan).
+pub(crate) fn is_sample_line(t: &str) -> bool {
+    // `gpu` is the second field, within the first 64 bytes (a `t` is at most ~25 of them).
+    let head = t.as_bytes().get(..64).unwrap_or(t.as_bytes());
+    t.starts_with("{\"t\": ") && t.ends_with('}') && head.windows(7).any(|w| w == b"\"gpu\": ")
+}
+
 /// A line of the runner's recording: a sample (`"t"`, `"gpu"` and an NVML field) or its meta.
 pub(crate) fn is_recording_line(t: &str) -> bool {
     t.starts_with('{')
@@ -142,7 +150,7 @@ impl SectionParser for GpuSeriesParser {
             }
             return;
         }
-        match serde_json::from_str::<GpuSample>(t) {
+        match triage_gpu::line::parse_sample(t) {
             Ok(s) if s.t.is_finite() => {
                 self.samples += 1;
                 self.recording.push(s, no);

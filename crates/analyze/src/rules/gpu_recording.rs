@@ -27,10 +27,13 @@ const TITLES: &[(RuleId, &str, &str)] = &[
 /// reasons against the peers' temperature and power limits, keeps its words and gains the
 /// series' span.
 pub(crate) fn add(f: &Facts, findings: &mut Vec<Finding>, lang: Lang) {
+    // Only the other rules' findings are snapshots: a recording's own `slow-gpu` raised again
+    // later (a straggler in hours 0, 6 and 12 of a day) is a finding of its own each time.
+    let others = findings.len();
     for g in &f.gpu_series {
         for h in &g.finished.held {
             let gpu = h.finding.gpu.map(|i| i.to_string());
-            let snapshot = findings.iter_mut().find(|x| {
+            let snapshot = findings[..others].iter_mut().find(|x| {
                 h.finding.rule == RuleId::SlowGpu
                     && gpu.is_some()
                     && x.rule == RuleId::SlowGpu
@@ -456,5 +459,35 @@ mod tests {
         );
         let cap = r.findings.iter().find(|f| f.rule == RuleId::GpuPowerCap).unwrap();
         assert!(!cap.summary.contains('?'), "{}", cap.summary);
+    }
+
+    /// A straggler raised three times over a recording is three findings, not one with the
+    /// later spans merged into it.
+    #[test]
+    fn a_straggler_raised_again_is_a_finding_each_time() {
+        let mut text = String::new();
+        for round in 0..3u32 {
+            for sec in 0..40u32 {
+                let t = 1_795_990_000.0 + f64::from(round * 80 + sec);
+                for gpu in 0..4u32 {
+                    let (sm, util) = if gpu == 2 { (800, 99) } else { (1800, 99) };
+                    text.push_str(&format!(
+                        "{{\"t\": {t}, \"gpu\": {gpu}, \"sm_clock_mhz\": {sm}, \"max_sm_clock_mhz\": 1980, \"power_mw\": 600000, \"power_limit_mw\": 700000, \"util_gpu_pct\": {util}}}\n"
+                    ));
+                }
+            }
+            for sec in 40..80u32 {
+                let t = 1_795_990_000.0 + f64::from(round * 80 + sec);
+                for gpu in 0..4u32 {
+                    text.push_str(&format!(
+                        "{{\"t\": {t}, \"gpu\": {gpu}, \"sm_clock_mhz\": 1980, \"power_mw\": 80000, \"power_limit_mw\": 700000, \"util_gpu_pct\": 0}}\n"
+                    ));
+                }
+            }
+        }
+        let r = run("rounds.jsonl", &text).report;
+        let slow = r.findings.iter().filter(|f| f.rule == RuleId::SlowGpu).count();
+        assert_eq!(slow, 3, "{:#?}", r.findings);
+        assert_eq!(pairs(&r), replayed(&samples(&text)));
     }
 }
