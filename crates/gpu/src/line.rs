@@ -208,7 +208,7 @@ fn fast(line: &str) -> Option<GpuSample> {
     let mut next = 0;
     loop {
         c.ws();
-        let known = KEYS.get(next).filter(|key| b[c.i..].starts_with(key.as_bytes()));
+        let known = KEYS.get(next).filter(|key| same_prefix(&b[c.i..], key.as_bytes()));
         let number = match known {
             Some(key) => {
                 c.i += key.len();
@@ -239,6 +239,11 @@ fn fast(line: &str) -> Option<GpuSample> {
     }
     c.ws();
     (c.i == b.len() && has_t && has_gpu).then_some(s)
+}
+
+/// `rest` starts with `key` (a short name: compared in line, a call to `memcmp` cost more).
+fn same_prefix(rest: &[u8], key: &[u8]) -> bool {
+    rest.len() >= key.len() && rest.iter().zip(key).fold(true, |same, (a, b)| same & (a == b))
 }
 
 /// An optional unsigned field of width `T`: `null` is `None`.
