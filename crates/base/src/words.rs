@@ -28,10 +28,11 @@ macro_rules! finder {
 
 /// Whether `needle` occurs in `hay`: `str::contains`, cheaper on wasm32 for the many short
 /// searches of a line's recognition. There std's substring search builds its two-way searcher
-/// on every call (natively it has a vector search for short needles that needs none), which
-/// took 14 % of the analyzer's time in Chromium on the 30 MiB vLLM log of `cargo xtask bench
-/// site`; this looks for the needle's first byte with `memchr` (vectorised with `simd128`) and
-/// compares the rest there. Natively it is `str::contains`.
+/// on every call (natively it has a vector search for short needles that needs none): in the
+/// site's analyzer (V8, 2026-12-08) that setup was the largest single cost of recognising a
+/// section and 3 % of the feed of the 30 MiB vLLM log of `cargo xtask bench site`. This looks
+/// for the needle's first byte with `memchr` (vectorised with `simd128`) and compares the rest
+/// there. Natively it is `str::contains`.
 #[inline]
 pub fn contains(hay: &str, needle: &str) -> bool {
     #[cfg(target_arch = "wasm32")]
