@@ -23,7 +23,7 @@ const triageBin = process.env.TRIAGE_RELEASE_BIN ?? path.join(targetDir, 'releas
 const out = process.argv[2] ?? path.join(root, 'bench-results/site.json');
 const RUNS = Number(process.env.SITE_BENCH_RUNS ?? 5);
 // Probe runs per concurrency (the figures are their medians; SITE_BENCH_PROBE_CONC lists the
-// concurrencies, default 1,6; then concurrency 1 with the page's thread busy unless
+// concurrencies, default 1,6, empty for none; then concurrency 1 with the page's thread busy unless
 // SITE_BENCH_PROBE_BUSY=0); SITE_BENCH_PROBE_ONLY=1 skips the analysis part.
 const PROBE_RUNS = Number(process.env.SITE_BENCH_PROBE_RUNS ?? 3);
 const PROBE_ONLY = process.env.SITE_BENCH_PROBE_ONLY === '1';
@@ -197,8 +197,9 @@ async function probeFigures(conc, busy = false) {
   };
 }
 const probe = [];
-for (const conc of (process.env.SITE_BENCH_PROBE_CONC ?? '1,6').split(',').map(Number)) probe.push(await probeFigures(conc));
-if (process.env.SITE_BENCH_PROBE_BUSY !== '0') probe.push(await probeFigures(1, true));
+const concs = (process.env.SITE_BENCH_PROBE_CONC ?? '1,6').split(',').filter(Boolean).map(Number);
+for (const conc of concs) probe.push(await probeFigures(conc));
+if (concs.length > 0 && process.env.SITE_BENCH_PROBE_BUSY !== '0') probe.push(await probeFigures(1, true));
 
 await browser.close();
 server.close();

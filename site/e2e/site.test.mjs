@@ -1422,6 +1422,48 @@ test('offline: after one visit every page renders and works without the network,
     await tab.screenshot({ path: path.join(shots, `offline-${slug}.png`) });
     await tab.close();
   }
+  // What needs the network says so while offline (navigator.onLine, its events), in both
+  // languages: its run button explains instead of starting requests that cannot leave, except
+  // for a server on this machine, which a browser reaches offline.
+  const probe = await context.newPage();
+  probe.on('pageerror', (e) => errors.push(`probe notice: ${e}`));
+  await probe.goto(`${origin}/#/probe`);
+  const triage = await context.newPage();
+  triage.on('pageerror', (e) => errors.push(`prometheus notice: ${e}`));
+  await triage.goto(`${origin}/#/triage`);
+  await triage.click('[data-testid=prom-source] summary');
+  const notice = (tab, scope) => tab.textContent(`${scope} [data-testid=offline-notice]`);
+  assert.match(await notice(probe, ''), /offline.*network/i);
+  assert.match(await notice(triage, '[data-testid=prom-source]'), /offline.*Prometheus server over the network/i);
+  await probe.fill('[data-testid=probe-url]', 'https://api.example.com/v1');
+  assert.ok(await probe.isDisabled('[data-testid=probe-start]'));
+  assert.match(await probe.textContent('[data-testid=probe-start]'), /needs the network/);
+  await probe.fill('[data-testid=probe-url]', 'http://localhost:8000/v1');
+  assert.ok(await probe.isEnabled('[data-testid=probe-start]'), 'an endpoint on this machine is reachable offline');
+  await triage.fill('[data-testid=prom-url]', 'https://prometheus.example.com');
+  assert.ok(await triage.isDisabled('[data-testid=prom-run]'));
+  assert.match(await triage.textContent('[data-testid=prom-run]'), /needs the network/);
+  await triage.fill('[data-testid=prom-url]', 'http://127.0.0.1:9090');
+  assert.ok(await triage.isEnabled('[data-testid=prom-run]'));
+  await triage.fill('[data-testid=prom-url]', 'https://prometheus.example.com');
+  await probe.fill('[data-testid=probe-url]', 'https://api.example.com/v1');
+  for (const tab of [probe, triage]) await tab.click('[data-testid=lang-toggle]');
+  assert.match(await notice(probe, ''), /离线/);
+  assert.match(await notice(triage, '[data-testid=prom-source]'), /离线.*Prometheus/);
+  assert.match(await probe.textContent('[data-testid=probe-start]'), /需要网络/);
+  for (const tab of [probe, triage]) await tab.click('[data-testid=lang-toggle]');
+  await probe.screenshot({ path: path.join(shots, 'offline-probe-notice.png') });
+  await triage.screenshot({ path: path.join(shots, 'offline-prometheus-notice.png') });
+  // Back online: the notices go, the buttons work again.
+  await context.setOffline(false);
+  await probe.waitForSelector('[data-testid=offline-notice]', { state: 'detached' });
+  await triage.waitForSelector('[data-testid=offline-notice]', { state: 'detached' });
+  assert.ok(await probe.isEnabled('[data-testid=probe-start]'));
+  assert.match(await probe.textContent('[data-testid=probe-start]'), /Start probe/);
+  assert.ok(await triage.isEnabled('[data-testid=prom-run]'));
+  assert.match(await triage.textContent('[data-testid=prom-run]'), /Query Prometheus/);
+  await probe.close();
+  await triage.close();
   assert.deepEqual(errors, []);
   // Nothing was added to the cache by using the site.
   assert.deepEqual(Object.keys(await cacheContents(page)), [`triage-${build.version}`]);

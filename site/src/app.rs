@@ -69,6 +69,12 @@ fn current_hash() -> String {
 pub fn App() -> impl IntoView {
     let lang = RwSignal::new(initial_lang());
     provide_context(lang);
+    // Whether the browser says it has a network (`navigator.onLine`, kept by its `online` and
+    // `offline` events): the probe and the Prometheus source say when they cannot work.
+    let online = Online(RwSignal::new(browser::on_line()));
+    provide_context(online);
+    let _ = window_event_listener(leptos::ev::online, move |_| online.0.set(true));
+    let _ = window_event_listener(leptos::ev::offline, move |_| online.0.set(false));
     let page = RwSignal::new(Page::from_hash(&current_hash()));
     // On a narrow screen the navigation folds into a menu (style.css shows the button and hides
     // the links below 760 px); choosing a page folds it again.
@@ -136,6 +142,28 @@ pub fn App() -> impl IntoView {
             }}
         </main>
     })
+}
+
+/// Whether the browser has a network, as `navigator.onLine` and its events say (provided by
+/// [`App`]).
+#[derive(Clone, Copy)]
+pub struct Online(pub RwSignal<bool>);
+
+/// Whether the browser has a network, tracked (`true` outside [`App`], as in component tests).
+pub fn use_online() -> impl Fn() -> bool + Copy + Send + Sync + 'static {
+    let online = use_context::<Online>().map(|o| o.0);
+    move || online.is_none_or(|o| o.get())
+}
+
+/// While the browser is offline, `m` in a notice (`data-testid="offline-notice"`): what the
+/// part of the page needs the network for. Nothing while online.
+pub fn offline_notice(lang: RwSignal<Lang>, m: Msg) -> impl IntoView {
+    let online = use_online();
+    move || {
+        (!online()).then(|| {
+            fixed(view! { <p class="warn offline" role="status" data-testid="offline-notice">{tx(lang, m)}</p> })
+        })
+    }
 }
 
 /// The current language, for pages.

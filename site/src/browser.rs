@@ -47,6 +47,33 @@ pub fn navigator_language() -> String {
     window().and_then(|w| w.navigator().language()).unwrap_or_default()
 }
 
+/// `navigator.onLine`: `false` when the browser knows it has no network (`true` when unsure).
+pub fn on_line() -> bool {
+    window().is_none_or(|w| w.navigator().on_line())
+}
+
+/// Whether `url` (with or without its scheme) names this machine: `localhost` (or a name under
+/// it), `127.0.0.0/8` or `[::1]`, which a browser reaches without a network.
+pub fn is_loopback(url: &str) -> bool {
+    let url = url.trim();
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    }
+    .trim_end_matches('.')
+    .to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host == "::1"
+        || host.strip_prefix("127.").is_some_and(|r| {
+            let parts: Vec<&str> = r.split('.').collect();
+            parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.parse::<u8>().is_ok())
+        })
+}
+
 /// Offer `text` as a file download of type `mime`.
 pub fn download(filename: &str, text: &str, mime: &str) {
     let Some(doc) = window().and_then(|w| w.document()) else { return };

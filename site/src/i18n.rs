@@ -72,6 +72,10 @@ pub enum Msg {
     ProbeConcurrency,
     ProbeStart,
     ProbeRunning,
+    /// The probe, while the browser is offline.
+    ProbeOffline,
+    /// A run button while offline and its server is not on this machine.
+    NeedsNetwork,
     ProbeConnLimit,
     ProbeLimits,
     ProbeLimitsPage,
@@ -212,6 +216,8 @@ pub enum Msg {
     PromRemember,
     PromRun,
     PromRunning,
+    /// The Prometheus source, while the browser is offline.
+    PromOffline,
     PromFromLink,
     PromErrUrl,
     PromErrWindow,
@@ -328,6 +334,11 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         ProbeConcurrency => ("Concurrency", "并发"),
         ProbeStart => ("Start probe", "开始探测"),
         ProbeRunning => ("Probing…", "探测中…"),
+        ProbeOffline => (
+            "You are offline. The probe sends its requests to the endpoint over the network: until the network is back it can reach only an endpoint on this machine (localhost, 127.0.0.1).",
+            "当前处于离线状态。探测要通过网络向端点发送请求：网络恢复之前，只能探测本机上的端点（localhost、127.0.0.1）。",
+        ),
+        NeedsNetwork => ("Offline: needs the network", "离线：需要网络"),
         ProbeConnLimit => (
             "Browsers open at most 6 HTTP/1.1 connections per origin: above 6, requests queue in the browser and TTFT includes that wait. HTTP/2 endpoints multiplex and are not limited this way.",
             "浏览器对同一源最多开 6 个 HTTP/1.1 连接：并发超过 6 时请求会在浏览器里排队，TTFT 会包含这段等待。HTTP/2 接口可多路复用，不受此限制。",
@@ -532,6 +543,10 @@ pub fn t(lang: Lang, m: Msg) -> &'static str {
         PromRemember => ("Remember the token for this URL on this device", "在本设备上为此地址记住令牌"),
         PromRun => ("Query Prometheus", "查询 Prometheus"),
         PromRunning => ("Querying…", "查询中…"),
+        PromOffline => (
+            "You are offline. This source asks the Prometheus server over the network: until the network is back it can reach only a server on this machine (localhost, 127.0.0.1). Pasted logs and files are still analysed here, offline.",
+            "当前处于离线状态。此来源要通过网络查询 Prometheus 服务器：网络恢复之前，只能访问本机上的服务器（localhost、127.0.0.1）。粘贴的日志和文件仍可在此离线分析。",
+        ),
         PromFromLink => (
             "Opened from a link: check that this is your Prometheus, then query.",
             "由链接打开：请确认这是你的 Prometheus，再点击查询。",

@@ -8,7 +8,7 @@
 pub use triage_report::kind::InputKind;
 
 fn any(line: &str, needles: &[&str]) -> bool {
-    needles.iter().any(|n| line.contains(n))
+    needles.iter().any(|n| triage_base::words::contains(line, n))
 }
 
 /// Request-log field names (and aliases) that identify a per-request timing record.

@@ -26,6 +26,43 @@ macro_rules! finder {
     }};
 }
 
+/// Whether `needle` occurs in `hay`: `str::contains`, cheaper on wasm32 for the many short
+/// searches of a line's recognition. There std's substring search builds its two-way searcher
+/// on every call (natively it has a vector search for short needles that needs none): in the
+/// site's analyzer (V8, 2026-12-08) that setup was the largest single cost of recognising a
+/// section and 3 % of the feed of the 30 MiB vLLM log of `cargo xtask bench site`. This looks
+/// for the needle's first byte with `memchr` (vectorised with `simd128`) and compares the rest
+/// there. Natively it is `str::contains`.
+#[inline]
+pub fn contains(hay: &str, needle: &str) -> bool {
+    #[cfg(target_arch = "wasm32")]
+    {
+        contains_bytes(hay.as_bytes(), needle.as_bytes())
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        hay.contains(needle)
+    }
+}
+
+/// [`contains`]' search on wasm32 (on every target for its tests): each occurrence of the
+/// needle's first byte, then the rest compared. Quadratic at worst in the needle's length,
+/// which is a constant of the caller's.
+pub fn contains_bytes(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else { return true };
+    let Some(last_start) = hay.len().checked_sub(needle.len()) else { return false };
+    let mut from = 0;
+    while from <= last_start {
+        let Some(i) = memchr::memchr(first, &hay[from..=last_start]) else { return false };
+        let at = from + i;
+        if hay[at + 1..].starts_with(rest) {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
@@ -56,6 +93,42 @@ pub fn first(b: &[u8], flags: impl Fn(u64) -> u64, is: impl Fn(u8) -> bool) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `contains_bytes` agrees with `str::contains` on every short haystack over a small
+    /// alphabet, for needles of every length up to beyond the haystack's.
+    #[test]
+    fn contains_is_str_contains() {
+        let alphabet = [b'a', b'b', b'\n', 0xc3];
+        let words = |len: usize| {
+            (0..alphabet.len().pow(len as u32)).map(move |mut k| {
+                (0..len)
+                    .map(|_| {
+                        let c = alphabet[k % alphabet.len()];
+                        k /= alphabet.len();
+                        c
+                    })
+                    .collect::<Vec<u8>>()
+            })
+        };
+        for hay_len in 0..=6 {
+            for hay in words(hay_len) {
+                for needle_len in 0..=4 {
+                    for needle in words(needle_len) {
+                        let expected =
+                            hay.windows(needle.len().max(1)).any(|w| needle.is_empty() || w == needle)
+                                || needle.is_empty();
+                        assert_eq!(contains_bytes(&hay, &needle), expected, "{hay:?} {needle:?}");
+                    }
+                }
+            }
+        }
+        for (hay, needle) in
+            [("Serving Benchmark Result", "Benchmark"), ("vLLM", "vllm"), ("", ""), ("ab", "abc")]
+        {
+            assert_eq!(contains(hay, needle), hay.contains(needle));
+            assert_eq!(contains_bytes(hay.as_bytes(), needle.as_bytes()), hay.contains(needle));
+        }
+    }
 
     /// Every byte value, alone and around others, at every offset of a word and in the tail.
     #[test]

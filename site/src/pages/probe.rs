@@ -5,7 +5,9 @@
 //! a W3C `traceparent` with a fresh trace id (`crypto.getRandomValues`) unless switched off, and
 //! its row and record show the trace id.
 
-use crate::app::{click, effect, num_text, on_event, set_parsed, set_text, tx, use_lang};
+use crate::app::{
+    click, effect, num_text, offline_notice, on_event, set_parsed, set_text, tx, use_lang, use_online,
+};
 use crate::browser::{self, FetchError, Head};
 use crate::fixed::fixed;
 use crate::i18n::{Lang, Msg, t, tf};
@@ -270,6 +272,10 @@ pub fn ProbePage() -> impl IntoView {
     let records = RwSignal::new(Vec::<RequestRecord>::new());
     let running = RwSignal::new(false);
     let resolved = Memo::new(move |_| endpoint::resolve_in(&url.get(), api.get(), lang.get()));
+    // Offline, a run can reach only an endpoint on this machine: for any other the button says
+    // so instead of starting requests that cannot leave.
+    let online = use_online();
+    let blocked = move || !online() && !browser::is_loopback(&url.get());
     let wall = RwSignal::new(0.0f64);
     let wire = RwSignal::new(0usize);
     // Failure messages by request index, in both languages.
@@ -444,8 +450,9 @@ pub fn ProbePage() -> impl IntoView {
             <label>{tx(lang, Msg::ProbeConcurrency)}
                 <input type="number" min="1" max="64" data-testid="probe-concurrency" prop:value=num_text(conc) on:input=set_parsed(conc, 1)/>
             </label>
-            <button class="primary" data-testid="probe-start" prop:disabled=running on:click=click(start)>
-                {move || if running.get() { tr(Msg::ProbeRunning) } else { tr(Msg::ProbeStart) }}
+            {offline_notice(lang, Msg::ProbeOffline)}
+            <button class="primary" data-testid="probe-start" prop:disabled=move || running.get() || blocked() on:click=click(start)>
+                {move || if running.get() { tr(Msg::ProbeRunning) } else if blocked() { tr(Msg::NeedsNetwork) } else { tr(Msg::ProbeStart) }}
             </button>
             {move || (conc.get() > 6).then(|| fixed(view! { <p class="warn">{tx(lang, Msg::ProbeConnLimit)}</p> }))}
         </section>

@@ -11,7 +11,7 @@
 //! offered again for the same URL.
 
 use super::export::Exports;
-use crate::app::{click, on_event, set_text, tx, use_lang};
+use crate::app::{click, offline_notice, on_event, set_text, tx, use_lang, use_online};
 use crate::browser::{self, FetchError};
 use crate::fixed::fixed;
 use crate::i18n::{Lang, Msg, t, tf};
@@ -254,6 +254,10 @@ pub fn PromSource() -> impl IntoView {
         token.set(tok.clone());
     }
     let busy = RwSignal::new(false);
+    // Offline, only a server on this machine can answer: for any other the button says so
+    // instead of failing as if the server were down.
+    let online = use_online();
+    let blocked = move || !online() && !browser::is_loopback(&url.get());
     let error = RwSignal::new(None::<Failure>);
     let report = RwSignal::new(None::<(Report, Exports)>);
     let done = StoredValue::new_local(None::<Done>);
@@ -338,6 +342,7 @@ pub fn PromSource() -> impl IntoView {
         <details class="prom" data-testid="prom-source" open=from_link.is_some()>
             <summary>{tx(lang, Msg::PromTitle)}</summary>
             <p class="legend">{tx(lang, Msg::PromIntro)}</p>
+            {offline_notice(lang, Msg::PromOffline)}
             {from_link.is_some().then(|| fixed(view! { <p data-testid="prom-from-link">{tx(lang, Msg::PromFromLink)}</p> }))}
             <div class="row">
                 {field(Msg::PromUrl, url, "prom-url", "url")}
@@ -356,8 +361,8 @@ pub fn PromSource() -> impl IntoView {
                     />
                     " " {tx(lang, Msg::PromRemember)}
                 </label>
-                <button data-testid="prom-run" class="primary" on:click=click(move |_| run())>
-                    {move || tx(lang, if busy.get() { Msg::PromRunning } else { Msg::PromRun })()}
+                <button data-testid="prom-run" class="primary" prop:disabled=blocked on:click=click(move |_| run())>
+                    {move || tx(lang, if busy.get() { Msg::PromRunning } else if blocked() { Msg::NeedsNetwork } else { Msg::PromRun })()}
                 </button>
             </div>
             {move || error.get().map(|f| {

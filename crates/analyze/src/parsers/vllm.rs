@@ -190,6 +190,10 @@ pub(crate) fn stamp(line: &str) -> Option<f64> {
 /// whole name (not `max_model_len` inside `draft_max_model_len`). One pass over the line, no
 /// allocation: a dump line is read for every argument the rules know.
 fn arg_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    // Most names are not in the line: say so without building a searcher (see `words::contains`).
+    if !triage_base::words::contains(line, key) {
+        return None;
+    }
     let b = line.as_bytes();
     let whole = |start: usize| start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
     // Where the value starts, per form: `'key': `, `key=`, `"key": `.
@@ -439,31 +443,32 @@ impl SectionParser for VllmParser {
         if has(AVG_PROMPT | AVG_GEN) || all(KV_USAGE | RUNNING) {
             let [prompt_tps, gen_tps, running, waiting, swapped, preemptions, kv, cpu_kv, prefix] =
                 parse_stats(line);
-            let stat = VllmStat {
-                t: stamp(line),
-                prompt_tps,
-                gen_tps,
-                running,
-                waiting,
-                swapped,
-                preemptions,
-                kv_usage_pct: kv,
-                cpu_kv_usage_pct: cpu_kv,
-                prefix_hit_pct: prefix,
-                evidence: cx.evidence(no, line),
-            };
-            if stat.running.is_none() && stat.kv_usage_pct.is_none() {
+            if running.is_none() && kv.is_none() {
                 cx.issue_in(
                     no,
                     "a vLLM stats line without Running or KV usage figures",
                     "vLLM 统计行缺少 Running 或 KV 使用率数据",
                 );
             }
-            let v = &mut cx.facts.vllm;
-            if v.stats.len() < MAX_STATS {
-                v.stats.push(stat);
+            // The line is quoted (and searched for secrets) only when it is kept: past
+            // `MAX_STATS`, only counted.
+            if cx.facts.vllm.stats.len() < MAX_STATS {
+                let stat = VllmStat {
+                    t: stamp(line),
+                    prompt_tps,
+                    gen_tps,
+                    running,
+                    waiting,
+                    swapped,
+                    preemptions,
+                    kv_usage_pct: kv,
+                    cpu_kv_usage_pct: cpu_kv,
+                    prefix_hit_pct: prefix,
+                    evidence: cx.evidence(no, line),
+                };
+                cx.facts.vllm.stats.push(stat);
             } else {
-                v.stats_dropped += 1;
+                cx.facts.vllm.stats_dropped += 1;
             }
             return;
         }
