@@ -205,6 +205,9 @@ impl Analyzer {
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => String::from_utf8_lossy(raw),
         };
+        if self.sample_line(no, &lossy, cut) {
+            return;
+        }
         let line = text::strip_ansi(&lossy);
         match normalize::clean(&line) {
             normalize::Clean::One(clean) => self.logical(no, &clean, cut),
@@ -216,20 +219,29 @@ impl Analyzer {
         }
     }
 
-    /// One logical line of physical line `no` (see [`normalize`]).
-    fn logical(&mut self, no: usize, line: &str, cut: bool) {
+    /// A recording's sample line goes straight to the open recording: machine-written numbers
+    /// with no markup, wrapping or message in them, so no clean-up and no signal scan (a day
+    /// of eight GPUs at 1 Hz is 700,000 of them). Whether it was one.
+    fn sample_line(&mut self, no: usize, line: &str, cut: bool) -> bool {
         let lang = self.lang;
         let state = self.input.as_mut().expect("an input is open");
-        // A recording's sample lines are machine-written numbers with no message in them: the
-        // open recording takes them without the signal scan (a day at 1 Hz is 700,000 lines).
-        if let Some(open) = state.open.as_mut()
-            && open.kind == InputKind::GpuSeries
-            && parsers::gpu_series::is_sample_line(line)
-        {
-            let read = ReadLine { no, text: line, cut, vllm_needles: 0 };
-            feed_open(&mut self.facts, &state.name, open, read, lang);
+        match state.open.as_mut() {
+            Some(open) if open.kind == InputKind::GpuSeries && parsers::gpu_series::is_sample_line(line) => {
+                let read = ReadLine { no, text: line, cut, vllm_needles: 0 };
+                feed_open(&mut self.facts, &state.name, open, read, lang);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// One logical line of physical line `no` (see [`normalize`]).
+    fn logical(&mut self, no: usize, line: &str, cut: bool) {
+        if self.sample_line(no, line, cut) {
             return;
         }
+        let lang = self.lang;
+        let state = self.input.as_mut().expect("an input is open");
         let seen = state.watch.line(&mut self.facts.signals, &state.name, no, line);
         if seen.llama {
             let name = &state.name;
