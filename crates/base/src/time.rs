@@ -32,6 +32,20 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// A civil date (proleptic Gregorian) from days since 1970-01-01: (year, month, day), Howard
+/// Hinnant's `civil_from_days`, the inverse of the parsing above.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 fn digits(s: &str, n: usize) -> Option<(i64, &str)> {
     let head = s.get(..n)?;
     if !head.bytes().all(|b| b.is_ascii_digit()) {
@@ -128,5 +142,16 @@ mod tests {
         assert_eq!(parse_iso("yesterday"), None);
         assert_eq!(parse_iso("2026-11-30T"), None);
         assert_eq!(parse_timestamp("\"1764460800000\""), Some(1_764_460_800.0));
+    }
+
+    #[test]
+    fn civil_dates_round_trip() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        for days in (-800_000..800_000).step_by(997) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, i64::from(m), i64::from(d)), days);
+        }
     }
 }

@@ -247,16 +247,7 @@ mod tests {
     /// Unix seconds as nvidia-smi's CSV writes them (`2026/11/30 00:11:05.732`).
     fn smi_time(t: f64) -> String {
         let (days, secs) = ((t / 86_400.0).floor() as i64, t.rem_euclid(86_400.0));
-        // Howard Hinnant's civil_from_days.
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        let y = yoe + era * 400 + i64::from(m <= 2);
+        let (y, m, d) = triage_base::time::civil_from_days(days);
         let (h, mi, sec) = ((secs / 3600.0) as i64, (secs % 3600.0 / 60.0) as i64, secs % 60.0);
         format!("{y}/{m:02}/{d:02} {h:02}:{mi:02}:{sec:06.3}")
     }
