@@ -119,6 +119,18 @@ impl Default for DcgmSeries {
     }
 }
 
+/// One exposition sample line, as the Prometheus parser read it.
+pub(super) struct SampleLine<'a> {
+    /// Its line number and text.
+    pub no: usize,
+    pub text: &'a str,
+    /// The series' name and labels, its value and timestamp (ms) when it has one.
+    pub name: &'a str,
+    pub labels: &'a [(String, String)],
+    pub value: f64,
+    pub ts_ms: Option<i64>,
+}
+
 fn label<'a>(labels: &'a [(String, String)], name: &str) -> Option<&'a str> {
     labels.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
@@ -126,16 +138,8 @@ fn label<'a>(labels: &'a [(String, String)], name: &str) -> Option<&'a str> {
 impl DcgmSeries {
     /// A sample line of the scrape being read; anything but a `DCGM_FI_DEV_*` field this reader
     /// uses is ignored.
-    pub(super) fn sample(
-        &mut self,
-        cx: &Cx<'_>,
-        no: usize,
-        line: &str,
-        name: &str,
-        labels: &[(String, String)],
-        value: f64,
-        ts_ms: Option<i64>,
-    ) {
+    pub(super) fn sample(&mut self, cx: &Cx<'_>, line: &SampleLine<'_>) {
+        let &SampleLine { no, text: line, name, labels, value, ts_ms } = line;
         let Some(f) = field(name) else { return };
         let Some(gpu) = label(labels, "gpu").and_then(|g| g.parse::<u32>().ok()) else { return };
         if !value.is_finite() {

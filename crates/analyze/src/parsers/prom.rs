@@ -294,7 +294,9 @@ impl SectionParser for PromParser {
             self.start_scrape(cx, no);
         }
         if super::dcgm::is_field(&key.0) {
-            self.dcgm.get_or_insert_default().sample(cx, no, line, &key.0, &key.1, value, ts);
+            let sample =
+                super::dcgm::SampleLine { no, text: line, name: &key.0, labels: &key.1, value, ts_ms: ts };
+            self.dcgm.get_or_insert_default().sample(cx, &sample);
         }
         let m = &mut cx.facts.metrics;
         let scrape = m.scrapes.last_mut().expect("pushed above");
