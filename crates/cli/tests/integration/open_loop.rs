@@ -117,8 +117,9 @@ fn starts_follow_the_poisson_schedule_and_the_lag_is_measured() {
             .map(|(q, _)| q)
             .expect("every server record matches a probe record");
         let scheduled = Duration::from_secs_f64(q.scheduled_at_ms.unwrap() / 1e3);
+        // `sent_ns` is the request's last byte (`send_ms` after the dispatch, `sent_at_ms`).
         let run_origin = origin + Duration::from_nanos(timings[q.index].as_ref().unwrap().sent_ns)
-            - Duration::from_secs_f64(q.sent_at_ms / 1e3);
+            - Duration::from_secs_f64((q.sent_at_ms + q.send_ms.unwrap_or(0.0)) / 1e3);
         assert!(
             rec.request_started + Duration::from_micros(2) >= run_origin + scheduled,
             "request #{} reached the server before its scheduled start",
