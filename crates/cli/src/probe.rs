@@ -865,8 +865,10 @@ fn finish(
     let error = error.map(|f| Fault { kind: f.kind, message: s.redact(&f.message) });
     let mut record = RequestRecord::new(at.index, at.run_start, at.sent, status, timing.as_ref(), error);
     // The transport saw the request's last byte leave after the dispatch: connect and write.
-    record.send_ms =
-        timing.as_ref().filter(|t| t.sent_ns > at.sent).map(|t| (t.sent_ns - at.sent) as f64 / 1e6);
+    record.send_ms = timing
+        .as_ref()
+        .filter(|t| t.sent_ns > at.sent)
+        .map(|t| ((t.sent_ns - at.sent) as f64 / 1e3).round() / 1e3);
     if let Some(d) = at.due {
         record = record.with_schedule(at.run_start, d.at_ns, at.sent, timing.as_ref(), d.waited_for_slot);
     }

@@ -196,3 +196,63 @@ fn credentials_in_the_url_keep_the_transport_that_sends_them() {
     assert_eq!(run.report.requests[0].stamp_source, StampSource::User);
     assert!(run.report.requests[0].ttft_ms.is_some(), "{:?}", run.report.requests[0]);
 }
+
+/// A long prompt (50,000 tokens, ≈ 0.3 MB): on the kernel-stamped transport "sent" is the
+/// request's last byte written, after the dispatch (`send_ms`, the connect and the write), and
+/// every latency counts from it; the server gets the whole body. Over reqwest there is no
+/// `send_ms` and "sent" is the dispatch.
+#[test]
+fn a_long_prompt_is_timed_from_its_last_byte_written() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let prompt = triage_core::endpoint::synthetic_prompt(50_000);
+    for stamps in [Stamps::Kernel, Stamps::User] {
+        let server = rt
+            .block_on(ScriptedServer::start(
+                script,
+                ServerConfig { max_requests: 4, lifetime: Duration::from_secs(60) },
+            ))
+            .expect("scripted server");
+        let opts = ProbeOptions {
+            url: server.base_url(),
+            api: Api::Openai,
+            model: "stamps".into(),
+            prompt: prompt.clone(),
+            max_tokens: 12,
+            requests: 4,
+            concurrency: 2,
+            rate: None,
+            arrival: Arrival::Constant,
+            seed: 0,
+            timeout: Duration::from_secs(20),
+            headers: vec![],
+            api_key: None,
+            timer: TimerConfig::default(),
+            traceparent: true,
+        };
+        let origin = Instant::now();
+        let run = rt.block_on(probe::run_with(&opts, origin, &|_| {}, stamps)).expect("probe run");
+        let records = server.records();
+        server.shutdown();
+        assert_eq!(run.report.summary.ok, 4, "{:?}", run.report.summary.failures);
+        assert!(records.iter().all(|r| r.body.contains(prompt.as_str())), "the whole prompt arrived");
+        for (r, t) in run.report.requests.iter().zip(&run.timings) {
+            let t = t.as_ref().expect("timing");
+            let dispatch = run.started_ns + (r.sent_at_ms * 1e6).round() as u64;
+            match stamps {
+                Stamps::Kernel => {
+                    let send = r.send_ms.expect("send_ms on the kernel-stamped transport");
+                    assert!(send > 0.0, "#{}: send_ms {send}", r.index);
+                    assert!(t.sent_ns + 1_000 >= dispatch, "#{}: sent before the dispatch", r.index);
+                    assert!(t.sent_ns <= t.headers_ns.unwrap(), "#{}: sent after the headers", r.index);
+                    let json = serde_json::to_value(r).unwrap();
+                    assert!(json["send_ms"].is_number());
+                }
+                Stamps::User => {
+                    assert_eq!(r.send_ms, None);
+                    assert!(serde_json::to_value(r).unwrap().get("send_ms").is_none());
+                }
+            }
+            assert!(r.ttft_ms.is_some());
+        }
+    }
+}
