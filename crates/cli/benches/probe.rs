@@ -135,6 +135,8 @@ struct Figures {
     /// Signed TTFT error, ms: the probe's TTFT − the server's (first token written − request
     /// fully received). `None` for the raw TCP baseline.
     ttft_err_ms: Option<(f64, f64)>,
+    /// The first token's stamp error, µs, p50 / p99: the probe's part of the TTFT error.
+    first_token_err_us: Option<(f64, f64)>,
     /// Client-thread allocations per token event, whole run.
     allocs_per_token: Option<f64>,
     /// Peak client heap over the run's start, per concurrent stream, KiB.
@@ -151,6 +153,7 @@ impl Figures {
             events: s.count,
             cpu_us_per_token: cpu.as_secs_f64() * 1e6 / s.count as f64,
             ttft_err_ms: None,
+            first_token_err_us: None,
             allocs_per_token: None,
             heap_kib_per_stream: None,
         }
@@ -164,6 +167,7 @@ impl Figures {
             "events": self.events,
             "cpu_us_per_token": (self.cpu_us_per_token * 100.0).round() / 100.0,
             "ttft_error_ms": self.ttft_err_ms.map(|(a, b)| serde_json::json!({"p50": r3(a), "p99": r3(b)})),
+            "first_token_error_us": self.first_token_err_us.map(|(a, b)| serde_json::json!({"p50": r1(a), "p99": r1(b)})),
             "client_allocs_per_token": self.allocs_per_token.map(|a| (a * 100.0).round() / 100.0),
             "client_heap_kib_per_stream": self.heap_kib_per_stream.map(r1),
         })
@@ -201,6 +205,16 @@ fn probe_figures(
     let mut fig = Figures::of(&timing_errors_us(&run, &records, origin), cpu);
     let t = Summary::from_values(&ttft_errors_ms(&run, &records)).expect("matched");
     fig.ttft_err_ms = Some((t.p50, t.p99));
+    let first: Vec<f64> = matched(&run, &records)
+        .into_iter()
+        .filter_map(|(_, t, rec)| {
+            let at = origin + Duration::from_nanos(*t.token_times_ns.first()?);
+            let w = *rec.token_written.first()?;
+            Some(at.checked_duration_since(w).unwrap_or_else(|| w.duration_since(at)).as_secs_f64() * 1e6)
+        })
+        .collect();
+    let f = Summary::from_values(&first).expect("matched");
+    fig.first_token_err_us = Some((f.p50, f.p99));
     fig.allocs_per_token = Some(allocs as f64 / fig.events as f64);
     fig.heap_kib_per_stream = Some(peak as f64 / 1024.0 / concurrency.min(requests) as f64);
     (fig, kernel)
@@ -526,8 +540,9 @@ fn long_prompt(
         let (fig, _) =
             probe_figures(rts, script, requests, concurrency, stamps, |o| o.prompt = prompt.clone());
         let (t50, t99) = fig.ttft_err_ms.unwrap_or_default();
+        let (f50, f99) = fig.first_token_err_us.unwrap_or_default();
         println!(
-            "  {name:<7} | {:>7.0} {:>7.0} {:>8.0} | {t50:>+9.3} {t99:>+9.3} | {:>9.2}",
+            "  {name:<7} | {:>7.0} {:>7.0} {:>8.0} | {t50:>+9.3} {t99:>+9.3} | {:>9.2}   first-token stamp error p50/p99 {f50:.0}/{f99:.0} µs",
             fig.p50_us,
             fig.p99_us,
             fig.max_us,
@@ -638,8 +653,15 @@ fn main() {
             kernel_fig.heap_kib_per_stream.unwrap_or_default(),
         );
         println!(
-            "{:>13} cpu/token: user {:.1} µs, kernel {:.1} µs, raw {:.1} µs; {kernel_records}/{requests} records kernel-stamped; user/raw p99 {ratio:.2}",
-            "", probe_fig.cpu_us_per_token, kernel_fig.cpu_us_per_token, raw_fig.cpu_us_per_token
+            "{:>13} first-token stamp error p50/p99 µs: user {:.0}/{:.0}, kernel {:.0}/{:.0}; cpu/token: user {:.1} µs, kernel {:.1} µs, raw {:.1} µs; {kernel_records}/{requests} records kernel-stamped; user/raw p99 {ratio:.2}",
+            "",
+            probe_fig.first_token_err_us.unwrap_or_default().0,
+            probe_fig.first_token_err_us.unwrap_or_default().1,
+            kernel_fig.first_token_err_us.unwrap_or_default().0,
+            kernel_fig.first_token_err_us.unwrap_or_default().1,
+            probe_fig.cpu_us_per_token,
+            kernel_fig.cpu_us_per_token,
+            raw_fig.cpu_us_per_token
         );
         levels.push(serde_json::json!({
             "concurrency": concurrency,
