@@ -68,8 +68,14 @@ pub struct RequestRecord {
     /// The stream's finish reason (`stop`, `length`, `end_turn`, …).
     pub finish_reason: Option<String>,
     // Extensions beyond the contract's required fields.
-    /// When the request was sent, relative to the start of the run.
+    /// When the request was dispatched (handed to the transport, before any connect), relative
+    /// to the start of the run.
     pub sent_at_ms: f64,
+    /// Dispatch → the request's last byte handed to the kernel (connect, if one was needed,
+    /// and the write), where the transport sees its writes (kernel-stamped runs). Then "sent",
+    /// which every latency below counts from, is that last byte; without it, the dispatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_ms: Option<f64>,
     /// Request sent → response headers.
     pub headers_ms: Option<f64>,
     /// Request sent → first body byte.
@@ -199,6 +205,7 @@ impl RequestRecord {
             token_source: None,
             finish_reason: None,
             sent_at_ms: ms_u(sent_ns.saturating_sub(run_start_ns)),
+            send_ms: None,
             headers_ms: None,
             first_byte_ms: None,
             first_event_ms: None,

@@ -8,6 +8,7 @@
 //! A role-only first chunk (`{"delta":{"role":"assistant"}}`) and an empty `content` are not
 //! tokens: counting them would make TTFT look better than what a user sees.
 
+use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -171,63 +172,316 @@ impl From<RawUsage> for Usage {
     }
 }
 
+/// A JSON string kept only as whether it is empty, so reading it copies nothing, even when it
+/// carries escapes. Anything but a string (or `null`, through `Option`) is an error, as a
+/// borrowed string's would be.
+#[derive(Clone, Copy, Default)]
+struct Text {
+    non_empty: bool,
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
+                Ok(Text { non_empty: !v.is_empty() })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A JSON string, borrowed from the payload when it carries no escapes. (`Option<Cow<str>>`
+/// with `#[serde(borrow)]` does not borrow: serde copies it.)
+#[derive(Clone)]
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Str<'a>, D::Error> {
+        struct V<'a>(std::marker::PhantomData<Str<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Any JSON value, kept as a string when it is one (borrowed when it carries no escapes), else
+/// as nothing: what `Value::as_str` would have given, without building the value.
+#[derive(Clone, Default)]
+struct AnyStr<'a>(Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for AnyStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<AnyStr<'a>, D::Error> {
+        d.deserialize_any(AnyVisitor(|s: Cow<'a, str>| AnyStr(Some(s)), AnyStr(None)))
+    }
+}
+
+impl AnyStr<'_> {
+    fn non_empty(&self) -> bool {
+        self.0.as_deref().is_some_and(|s| !s.is_empty())
+    }
+}
+
+/// Visits any value: a string goes to the closure, anything else (consumed without being
+/// kept) is the default.
+struct AnyVisitor<F, T>(F, T);
+
+impl<'de: 'a, 'a, F: FnOnce(Cow<'a, str>) -> T, T> Visitor<'de> for AnyVisitor<F, T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<T, E> {
+        Ok((self.0)(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        Ok((self.0)(Cow::Owned(v.to_owned())))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<T, E> {
+        Ok(self.1)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<T, E> {
+        Ok(self.1)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<T, E> {
+        Ok(self.1)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<T, E> {
+        Ok(self.1)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+        Ok(self.1)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<T, E> {
+        Ok(self.1)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(self.1)
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        while map.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
+        Ok(self.1)
+    }
+}
+
+/// A JSON array kept only as whether it has elements (which are skipped, not built).
+#[derive(Clone, Copy, Default)]
+struct Items {
+    non_empty: bool,
+}
+
+impl<'de> Deserialize<'de> for Items {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Items, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Items;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Items, A::Error> {
+                let mut non_empty = false;
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    non_empty = true;
+                }
+                Ok(Items { non_empty })
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
 #[derive(Deserialize, Default)]
-struct RawDelta<'a> {
-    #[serde(default, borrow)]
-    role: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reasoning: Option<Cow<'a, str>>,
+struct RawDelta {
     #[serde(default)]
-    tool_calls: Option<Vec<Value>>,
+    role: Option<de::IgnoredAny>,
     #[serde(default)]
-    function_call: Option<Value>,
-    #[serde(default, borrow)]
-    refusal: Option<Cow<'a, str>>,
+    content: Option<Text>,
+    #[serde(default)]
+    reasoning_content: Option<Text>,
+    #[serde(default)]
+    reasoning: Option<Text>,
+    #[serde(default)]
+    tool_calls: Option<Items>,
+    #[serde(default)]
+    function_call: Option<de::IgnoredAny>,
+    #[serde(default)]
+    refusal: Option<Text>,
 }
 
 #[derive(Deserialize, Default)]
 struct RawChoice<'a> {
-    #[serde(default, borrow)]
-    delta: Option<RawDelta<'a>>,
+    #[serde(default)]
+    delta: Option<RawDelta>,
     /// Legacy completions.
+    #[serde(default)]
+    text: Option<Text>,
     #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
+    finish_reason: Option<Str<'a>>,
 }
 
-/// The union of the three dialects' top-level fields.
+/// `choices`, folded as they are read (no list is built): what the chunk's choices carry.
+#[derive(Default)]
+struct Choices<'a> {
+    text: bool,
+    reasoning: bool,
+    tool: bool,
+    role: bool,
+    /// A choice with legacy completions' `text`.
+    completions: bool,
+    /// The last choice's finish reason that has one.
+    finish_reason: Option<Str<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Choices<'a>, D::Error> {
+        struct V<'a>(std::marker::PhantomData<Choices<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Choices<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of choices")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Choices<'a>, A::Error> {
+                let mut c = Choices::default();
+                while let Some(choice) = seq.next_element::<RawChoice<'a>>()? {
+                    if let Some(d) = &choice.delta {
+                        let ne = |t: &Option<Text>| t.is_some_and(|t| t.non_empty);
+                        c.text |= ne(&d.content) || ne(&d.refusal);
+                        c.reasoning |= ne(&d.reasoning_content) || ne(&d.reasoning);
+                        c.tool |= d.tool_calls.is_some_and(|t| t.non_empty) || d.function_call.is_some();
+                        c.role |= d.role.is_some();
+                    }
+                    if choice.text.is_some_and(|t| t.non_empty) {
+                        c.text = true;
+                        c.completions = true;
+                    }
+                    if choice.finish_reason.is_some() {
+                        c.finish_reason = choice.finish_reason;
+                    }
+                }
+                Ok(c)
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+/// The top-level `delta`: Responses' text, or Anthropic's object (the fields read of it).
+enum Delta<'a> {
+    Text(bool),
+    Object(DeltaObject<'a>),
+    Other,
+}
+
+#[derive(Deserialize, Default)]
+struct DeltaObject<'a> {
+    #[serde(default, rename = "type", borrow)]
+    ty: AnyStr<'a>,
+    #[serde(default, borrow)]
+    text: AnyStr<'a>,
+    #[serde(default, borrow)]
+    thinking: AnyStr<'a>,
+    #[serde(default, borrow)]
+    partial_json: AnyStr<'a>,
+    #[serde(default, borrow)]
+    stop_reason: AnyStr<'a>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Delta<'a>, D::Error> {
+        struct V<'a>(std::marker::PhantomData<Delta<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Delta<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Delta<'a>, A::Error> {
+                DeltaObject::deserialize(de::value::MapAccessDeserializer::new(map)).map(Delta::Object)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Delta<'a>, E> {
+                Ok(Delta::Text(!v.is_empty()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Delta<'a>, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Delta<'a>, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Delta<'a>, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Delta<'a>, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Delta<'a>, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Delta<'a>, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(Delta::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl Delta<'_> {
+    fn object(&self) -> Option<&DeltaObject<'_>> {
+        match self {
+            Delta::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+/// The union of the three dialects' top-level fields. A token event's fields are read without
+/// building anything on the heap (strings borrowed, arrays folded); only lifecycle and error
+/// events' objects are built as values.
 #[derive(Deserialize, Default)]
 struct RawPayload<'a> {
     #[serde(default, rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
-    #[serde(default)]
-    id: Option<String>,
+    ty: Option<Str<'a>>,
     #[serde(default, borrow)]
-    object: Option<Cow<'a, str>>,
+    id: Option<Str<'a>>,
     #[serde(default, borrow)]
-    choices: Option<Vec<RawChoice<'a>>>,
+    object: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    choices: Option<Choices<'a>>,
     #[serde(default)]
     usage: Option<RawUsage>,
     #[serde(default)]
     error: Option<Value>,
     /// Anthropic: an object; Responses: the delta text.
-    #[serde(default)]
-    delta: Option<Value>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
     #[serde(default)]
     message: Option<Value>,
     #[serde(default)]
     response: Option<Value>,
     #[serde(default)]
     content_block: Option<Value>,
-}
-
-fn non_empty(s: &Option<Cow<'_, str>>) -> bool {
-    s.as_deref().is_some_and(|s| !s.is_empty())
 }
 
 fn error_text(v: &Value) -> String {
@@ -261,6 +515,13 @@ fn usage_of(v: &Value) -> Option<Usage> {
 
 /// Classify one event by its `event:` name and its data.
 pub fn classify(event: &str, data: &str) -> Classified {
+    classify_with(event, data, true)
+}
+
+/// [`classify`], copying the response id out only when `want_id` (a stream timer that has one
+/// already skips it). A token event of any dialect is read without allocating, unless its
+/// strings carry JSON escapes (the JSON reader then copies them once into its scratch buffer).
+pub fn classify_with(event: &str, data: &str, want_id: bool) -> Classified {
     let mut c = Classified::default();
     let trimmed = data.trim();
     if trimmed == "[DONE]" {
@@ -282,7 +543,7 @@ pub fn classify(event: &str, data: &str) -> Classified {
     let ty = payload.ty.as_deref().unwrap_or(if event == "message" { "" } else { event });
 
     if let Some(choices) = &payload.choices {
-        classify_openai(&payload, choices, &mut c);
+        classify_openai(&payload, choices, want_id, &mut c);
         return c;
     }
     if ty.starts_with("response.") || payload.object.as_deref() == Some("response") {
@@ -326,29 +587,17 @@ pub fn classify(event: &str, data: &str) -> Classified {
     c
 }
 
-fn classify_openai(p: &RawPayload<'_>, choices: &[RawChoice<'_>], c: &mut Classified) {
-    c.dialect = Some(if p.object.as_deref() == Some("text_completion") {
+fn classify_openai(p: &RawPayload<'_>, choices: &Choices<'_>, want_id: bool, c: &mut Classified) {
+    c.dialect = Some(if p.object.as_deref() == Some("text_completion") || choices.completions {
         Dialect::OpenaiCompletions
     } else {
         Dialect::OpenaiChat
     });
-    c.response_id = p.id.clone();
-    let (mut text, mut reasoning, mut tool, mut role) = (false, false, false, false);
-    for choice in choices {
-        if let Some(d) = &choice.delta {
-            text |= non_empty(&d.content) || non_empty(&d.refusal);
-            reasoning |= non_empty(&d.reasoning_content) || non_empty(&d.reasoning);
-            tool |= d.tool_calls.as_ref().is_some_and(|t| !t.is_empty()) || d.function_call.is_some();
-            role |= d.role.is_some();
-        }
-        if non_empty(&choice.text) {
-            text = true;
-            c.dialect = Some(Dialect::OpenaiCompletions);
-        }
-        if let Some(f) = &choice.finish_reason {
-            c.finish_reason = Some(f.to_string());
-        }
+    if want_id {
+        c.response_id = p.id.as_deref().map(str::to_owned);
     }
+    c.finish_reason = choices.finish_reason.as_deref().map(str::to_owned);
+    let (text, reasoning, tool, role) = (choices.text, choices.reasoning, choices.tool, choices.role);
     c.token = if text {
         Some(TokenKind::Text)
     } else if tool {
@@ -373,7 +622,7 @@ fn classify_openai(p: &RawPayload<'_>, choices: &[RawChoice<'_>], c: &mut Classi
 
 fn classify_responses(ty: &str, p: &RawPayload<'_>, c: &mut Classified) {
     c.dialect = Some(Dialect::OpenaiResponses);
-    let delta_non_empty = p.delta.as_ref().and_then(Value::as_str).is_some_and(|s| !s.is_empty());
+    let delta_non_empty = matches!(p.delta, Some(Delta::Text(true)));
     match ty {
         "response.output_text.delta" | "response.refusal.delta" if delta_non_empty => {
             c.token = Some(TokenKind::Text)
@@ -438,15 +687,13 @@ fn classify_anthropic(ty: &str, p: &RawPayload<'_>, c: &mut Classified) {
             };
         }
         "content_block_delta" => {
-            let d = p.delta.as_ref();
-            let dty = d.and_then(|d| d.get("type")).and_then(Value::as_str);
-            let has = |field: &str| {
-                d.and_then(|d| d.get(field)).and_then(Value::as_str).is_some_and(|s| !s.is_empty())
-            };
+            let d = p.delta.as_ref().and_then(Delta::object);
+            let dty = d.and_then(|d| d.ty.0.as_deref());
+            let has = |field: Option<&AnyStr<'_>>| field.is_some_and(AnyStr::non_empty);
             c.token = match dty {
-                Some("text_delta") if has("text") => Some(TokenKind::Text),
-                Some("thinking_delta") if has("thinking") => Some(TokenKind::Reasoning),
-                Some("input_json_delta") if has("partial_json") => Some(TokenKind::ToolCall),
+                Some("text_delta") if has(d.map(|d| &d.text)) => Some(TokenKind::Text),
+                Some("thinking_delta") if has(d.map(|d| &d.thinking)) => Some(TokenKind::Reasoning),
+                Some("input_json_delta") if has(d.map(|d| &d.partial_json)) => Some(TokenKind::ToolCall),
                 // `signature_delta` closes a thinking block: no generated token.
                 _ => None,
             };
@@ -455,8 +702,8 @@ fn classify_anthropic(ty: &str, p: &RawPayload<'_>, c: &mut Classified) {
             c.finish_reason = p
                 .delta
                 .as_ref()
-                .and_then(|d| d.get("stop_reason"))
-                .and_then(Value::as_str)
+                .and_then(Delta::object)
+                .and_then(|d| d.stop_reason.0.as_deref())
                 .map(str::to_owned);
             if let Some(u) = &p.usage {
                 c.usage = Some(Usage {

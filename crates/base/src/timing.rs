@@ -8,7 +8,7 @@
 use crate::safe::{Secrets, cut};
 use crate::sse::{SseItem, SseLimits, SseParser};
 use crate::stats::QuantileSketch;
-use crate::stream::{Classified, Dialect, TokenKind, Usage, classify};
+use crate::stream::{Classified, Dialect, TokenKind, Usage, classify_with};
 use serde::{Deserialize, Serialize};
 
 /// How stalls are recognised. A gap is a stall when it exceeds
@@ -354,6 +354,14 @@ impl StreamTimer {
         }
     }
 
+    /// The transport saw the request's last byte handed to the kernel at `at_ns` (after the
+    /// instant the timer was made with): TTFT and every other latency count from there.
+    pub fn set_sent(&mut self, at_ns: u64) {
+        if at_ns >= self.t.sent_ns && self.t.headers_ns.is_none() && self.t.first_byte_ns.is_none() {
+            self.t.sent_ns = at_ns;
+        }
+    }
+
     /// The response status line and headers arrived.
     pub fn on_headers(&mut self, at_ns: u64) {
         self.t.headers_ns.get_or_insert(at_ns);
@@ -386,7 +394,7 @@ impl StreamTimer {
                 if e.truncated {
                     t.cut_events += 1;
                 }
-                let c = classify(e.event, e.data);
+                let c = classify_with(e.event, e.data, t.response_id.is_none());
                 record(t, late, &c, e.at_ns);
             }
             SseItem::Comment { .. } => t.pings += 1,

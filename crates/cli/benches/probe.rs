@@ -1,14 +1,21 @@
-//! The probe's timing error against the scripted server, at concurrency 1, 64 and 256.
+//! The probe's timing error against the scripted server, at concurrency 1, 64, 256 and 1,024.
 //!
 //! Error = |instant the probe stamped a token event − instant the server finished writing it|,
 //! both on this process's monotonic clock. The probe runs twice per level, side by side: with
 //! user-space stamps (`Stamps::User`, the time the body stream yields a chunk) and with kernel
 //! receive stamps (`Stamps::Kernel`, Linux; elsewhere both columns are user stamps), and the
-//! report gives their p99 ratio (user ÷ kernel). Baseline in the same run: a bare TCP reader
+//! report gives their p99 ratio (user ÷ kernel). TTFT error, signed: the probe's TTFT − the
+//! server's own (its first token written − the request fully received); with kernel stamps the
+//! probe's TTFT counts from the request's last byte written, with user stamps from the dispatch.
+//! Baseline in the same run: a bare TCP reader
 //! with no HTTP stack and no parsing, which shows what this machine's scheduler and loopback
 //! allow; the report gives each figure's ratio to it. Client CPU per streamed
 //! token is measured on the probe's own thread (a current-thread runtime), the server runs on
-//! another. Targets on the 2-core CI machine: p99 ≤ 1 ms at c=1, ≤ 5 ms at c=256.
+//! another; so are the client thread's allocations per token and its peak heap per stream (a
+//! counting global allocator), and, separately, the heap per stream with 1,024 streams in flight
+//! at once. Targets (issue #30): kernel p99 ≤ 1 ms at c = 1, 64, 256, ≤ 2 ms at 1,024.
+//!
+//! Long prompts: 50,000-token prompts (≈ 0.3 MB bodies) at concurrency 64, user vs kernel.
 //!
 //! Then an open-loop run (Poisson arrivals, `--rate`), within capacity and over it (too few
 //! `--concurrency` slots): the dispatch lag the probe measured beside the lag the server saw
@@ -32,6 +39,77 @@ use triage_sim::{Record, Script, ScriptedServer, ServerConfig};
 
 const TOKENS: usize = 64;
 
+/// Heap accounting of the client thread (the bench's main thread runs the probe on a
+/// current-thread runtime; the server runs on its own worker thread and is not counted):
+/// live bytes, their peak, and the number of allocations.
+mod heap {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+    pub struct Counting;
+    static LIVE: AtomicI64 = AtomicI64::new(0);
+    static PEAK: AtomicI64 = AtomicI64::new(0);
+    static ALLOCS: AtomicU64 = AtomicU64::new(0);
+    thread_local! { static CLIENT: Cell<bool> = const { Cell::new(false) }; }
+
+    fn counted() -> bool {
+        CLIENT.try_with(Cell::get).unwrap_or(false)
+    }
+    fn add(bytes: i64) {
+        let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+    }
+
+    // SAFETY: every call is forwarded to the system allocator unchanged; the counters are
+    // atomics and a thread-local flag, none of which allocate.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            if counted() {
+                ALLOCS.fetch_add(1, Ordering::Relaxed);
+                add(l.size() as i64);
+            }
+            // SAFETY: forwarded as is.
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            if counted() {
+                LIVE.fetch_sub(l.size() as i64, Ordering::Relaxed);
+            }
+            // SAFETY: forwarded as is.
+            unsafe { System.dealloc(p, l) }
+        }
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+            if counted() {
+                ALLOCS.fetch_add(1, Ordering::Relaxed);
+                add(new as i64 - l.size() as i64);
+            }
+            // SAFETY: forwarded as is.
+            unsafe { System.realloc(p, l, new) }
+        }
+    }
+
+    /// Count this thread's allocations from now on.
+    pub fn count_this_thread() {
+        CLIENT.with(|c| c.set(true));
+    }
+    /// Live bytes now; the peak is reset to it.
+    pub fn reset_peak() -> i64 {
+        let live = LIVE.load(Ordering::Relaxed);
+        PEAK.store(live, Ordering::Relaxed);
+        live
+    }
+    pub fn peak() -> i64 {
+        PEAK.load(Ordering::Relaxed)
+    }
+    pub fn allocs() -> u64 {
+        ALLOCS.load(Ordering::Relaxed)
+    }
+}
+
+#[global_allocator]
+static HEAP: heap::Counting = heap::Counting;
+
 fn script(_: usize) -> Script {
     Script {
         ttft: Duration::from_millis(30),
@@ -54,6 +132,15 @@ struct Figures {
     max_us: f64,
     events: u64,
     cpu_us_per_token: f64,
+    /// Signed TTFT error, ms: the probe's TTFT − the server's (first token written − request
+    /// fully received). `None` for the raw TCP baseline.
+    ttft_err_ms: Option<(f64, f64)>,
+    /// The first token's stamp error, µs, p50 / p99: the probe's part of the TTFT error.
+    first_token_err_us: Option<(f64, f64)>,
+    /// Client-thread allocations per token event, whole run.
+    allocs_per_token: Option<f64>,
+    /// Peak client heap over the run's start, per concurrent stream, KiB.
+    heap_kib_per_stream: Option<f64>,
 }
 
 impl Figures {
@@ -65,6 +152,10 @@ impl Figures {
             max_us: s.max,
             events: s.count,
             cpu_us_per_token: cpu.as_secs_f64() * 1e6 / s.count as f64,
+            ttft_err_ms: None,
+            first_token_err_us: None,
+            allocs_per_token: None,
+            heap_kib_per_stream: None,
         }
     }
 
@@ -75,8 +166,58 @@ impl Figures {
             "max_us": (self.max_us * 10.0).round() / 10.0,
             "events": self.events,
             "cpu_us_per_token": (self.cpu_us_per_token * 100.0).round() / 100.0,
+            "ttft_error_ms": self.ttft_err_ms.map(|(a, b)| serde_json::json!({"p50": r3(a), "p99": r3(b)})),
+            "first_token_error_us": self.first_token_err_us.map(|(a, b)| serde_json::json!({"p50": r1(a), "p99": r1(b)})),
+            "client_allocs_per_token": self.allocs_per_token.map(|a| (a * 100.0).round() / 100.0),
+            "client_heap_kib_per_stream": self.heap_kib_per_stream.map(r1),
         })
     }
+}
+
+/// Signed TTFT errors, ms: the probe's TTFT − the server's own (first token written − request
+/// fully received), matched by response id.
+fn ttft_errors_ms(run: &ProbeRun, records: &[Record]) -> Vec<f64> {
+    matched(run, records)
+        .into_iter()
+        .filter_map(|(_, t, rec)| {
+            let client = t.ttft_ns()? as f64 / 1e6;
+            let server = rec.token_written.first()?.checked_duration_since(rec.received)?.as_secs_f64() * 1e3;
+            Some(client - server)
+        })
+        .collect()
+}
+
+/// A probe run's figures: token error, TTFT error, CPU, allocations and heap per stream.
+fn probe_figures(
+    rts: (&tokio::runtime::Runtime, &tokio::runtime::Runtime),
+    script: fn(usize) -> Script,
+    requests: usize,
+    concurrency: usize,
+    stamps: Stamps,
+    f: impl FnOnce(&mut ProbeOptions),
+) -> (Figures, usize) {
+    let base = heap::reset_peak();
+    let allocs0 = heap::allocs();
+    let (run, records, origin, cpu) = probe_run(rts, script, requests, concurrency, stamps, f);
+    let allocs = heap::allocs() - allocs0;
+    let peak = heap::peak() - base;
+    let kernel = run.report.requests.iter().filter(|r| r.stamp_source.as_str() == "kernel").count();
+    let mut fig = Figures::of(&timing_errors_us(&run, &records, origin), cpu);
+    let t = Summary::from_values(&ttft_errors_ms(&run, &records)).expect("matched");
+    fig.ttft_err_ms = Some((t.p50, t.p99));
+    let first: Vec<f64> = matched(&run, &records)
+        .into_iter()
+        .filter_map(|(_, t, rec)| {
+            let at = origin + Duration::from_nanos(*t.token_times_ns.first()?);
+            let w = *rec.token_written.first()?;
+            Some(at.checked_duration_since(w).unwrap_or_else(|| w.duration_since(at)).as_secs_f64() * 1e6)
+        })
+        .collect();
+    let f = Summary::from_values(&first).expect("matched");
+    fig.first_token_err_us = Some((f.p50, f.p99));
+    fig.allocs_per_token = Some(allocs as f64 / fig.events as f64);
+    fig.heap_kib_per_stream = Some(peak as f64 / 1024.0 / concurrency.min(requests) as f64);
+    (fig, kernel)
 }
 
 /// A bare HTTP/1.1 client: write the request, stamp every read, count token events in it.
@@ -242,7 +383,8 @@ fn open_loop(
         for (i, t, rec) in matched(&run, &records) {
             let q = &r.requests[i];
             let (Some(at), sent) = (q.scheduled_at_ms, q.sent_at_ms) else { continue };
-            let run_start = origin + Duration::from_nanos(t.sent_ns) - Duration::from_secs_f64(sent / 1e3);
+            let _ = (t, sent);
+            let run_start = origin + Duration::from_nanos(run.started_ns);
             let due = run_start + Duration::from_secs_f64(at / 1e3);
             let lag = rec.request_started.checked_duration_since(due).map_or_else(
                 || -(due.duration_since(rec.request_started).as_secs_f64()),
@@ -374,7 +516,55 @@ fn multi_token(
     serde_json::Value::Object(out)
 }
 
+/// Long prompts: `LONG_PROMPT_TOKENS`-token prompts (≈ 6 bytes a token) at concurrency 64,
+/// user vs kernel stamps: token error and the TTFT error against the server's own TTFT.
+const LONG_PROMPT_TOKENS: usize = 50_000;
+
+fn long_prompt(
+    rts: (&tokio::runtime::Runtime, &tokio::runtime::Runtime),
+    concurrency: usize,
+    requests: usize,
+) -> serde_json::Value {
+    let prompt = triage_core::endpoint::synthetic_prompt(LONG_PROMPT_TOKENS);
+    println!(
+        "\nlong prompts: {LONG_PROMPT_TOKENS} tokens ({} KB bodies), c={concurrency}, {requests} requests",
+        prompt.len() / 1000
+    );
+    println!(
+        "  {:<7} | {:>24} | {:>19} | {:>9}",
+        "stamps", "token err p50/p99/max µs", "TTFT err p50/p99 ms", "allocs/tok"
+    );
+    let mut out = serde_json::Map::new();
+    let mut p99 = Vec::new();
+    for (name, stamps) in [("user", Stamps::User), ("kernel", Stamps::Kernel)] {
+        let (fig, _) =
+            probe_figures(rts, script, requests, concurrency, stamps, |o| o.prompt = prompt.clone());
+        let (t50, t99) = fig.ttft_err_ms.unwrap_or_default();
+        let (f50, f99) = fig.first_token_err_us.unwrap_or_default();
+        println!(
+            "  {name:<7} | {:>7.0} {:>7.0} {:>8.0} | {t50:>+9.3} {t99:>+9.3} | {:>9.2}   first-token stamp error p50/p99 {f50:.0}/{f99:.0} µs",
+            fig.p50_us,
+            fig.p99_us,
+            fig.max_us,
+            fig.allocs_per_token.unwrap_or_default()
+        );
+        p99.push((fig.p99_us, t99.abs()));
+        out.insert(name.to_owned(), fig.json());
+    }
+    let token = p99[0].0 / p99[1].0.max(1.0);
+    let ttft = p99[0].1 / p99[1].1.max(0.001);
+    println!("  ratios user/kernel: token error p99 {token:.2}; |TTFT error| p99 {ttft:.2}");
+    out.insert("prompt_tokens".into(), LONG_PROMPT_TOKENS.into());
+    out.insert("body_bytes".into(), prompt.len().into());
+    out.insert("concurrency".into(), concurrency.into());
+    out.insert("requests".into(), requests.into());
+    out.insert("p99_token_error_ratio_user_vs_kernel".into(), r3(token).into());
+    out.insert("p99_ttft_error_ratio_user_vs_kernel".into(), r3(ttft).into());
+    serde_json::Value::Object(out)
+}
+
 fn main() {
+    heap::count_this_thread();
     let out = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with("--"))
@@ -382,55 +572,31 @@ fn main() {
     let server_rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
     let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rts = (&server_rt, &client_rt);
     let mut levels = Vec::new();
     println!(
-        "{:>5} {:>6} | {:>24} | {:>24} | {:>24} | {:>10} | {:>9}",
+        "token error = |probe stamp − server write|; TTFT error = probe TTFT − server TTFT (token written − request received), signed"
+    );
+    println!(
+        "{:>5} {:>5} | {:>22} | {:>22} | {:>22} | {:>6} | {:>17} | {:>17} | {:>11} | {:>13}",
         "c",
         "reqs",
         "user p50/p99/max µs",
         "kernel p50/p99/max µs",
         "raw TCP p50/p99/max µs",
-        "user/kernel",
-        "user/raw"
+        "u/k",
+        "TTFT err user ms",
+        "TTFT err kern ms",
+        "allocs/tok",
+        "heap KiB/strm"
     );
     for (concurrency, requests, target_us) in
-        [(1usize, 16usize, 1_000.0), (64, 128, 5_000.0), (256, 512, 5_000.0)]
+        [(1usize, 16usize, 1_000.0), (64, 128, 1_000.0), (256, 512, 1_000.0), (1_024, 2_048, 2_000.0)]
     {
         // The probe, with each clock.
-        let probe_with = |stamps: Stamps| {
-            let server = server_rt
-                .block_on(ScriptedServer::start(
-                    script,
-                    ServerConfig { max_requests: requests, lifetime: Duration::from_secs(120) },
-                ))
-                .expect("server");
-            let opts = ProbeOptions {
-                url: server.base_url(),
-                api: Api::Openai,
-                model: "bench".into(),
-                prompt: "bench".into(),
-                max_tokens: TOKENS as u32,
-                requests,
-                concurrency,
-                rate: None,
-                arrival: Arrival::Constant,
-                seed: 0,
-                timeout: Duration::from_secs(60),
-                headers: vec![],
-                api_key: None,
-                timer: TimerConfig::default(),
-                traceparent: true,
-            };
-            let origin = Instant::now();
-            let cpu0 = thread_cpu();
-            let run = client_rt.block_on(probe::run_with(&opts, origin, &|_| {}, stamps)).expect("probe");
-            let cpu = thread_cpu() - cpu0;
-            assert_eq!(run.report.summary.ok, requests, "every benchmark request must succeed");
-            let kernel = run.report.requests.iter().filter(|r| r.stamp_source.as_str() == "kernel").count();
-            (Figures::of(&timing_errors_us(&run, &server.records(), origin), cpu), kernel)
-        };
-        let (probe_fig, _) = probe_with(Stamps::User);
-        let (kernel_fig, kernel_records) = probe_with(Stamps::Kernel);
+        let (probe_fig, _) = probe_figures(rts, script, requests, concurrency, Stamps::User, |_| {});
+        let (kernel_fig, kernel_records) =
+            probe_figures(rts, script, requests, concurrency, Stamps::Kernel, |_| {});
 
         // The baseline: bare TCP reads, same server, same concurrency.
         let server = server_rt
@@ -468,8 +634,10 @@ fn main() {
 
         let ratio = probe_fig.p99_us / raw_fig.p99_us.max(1.0);
         let user_vs_kernel = probe_fig.p99_us / kernel_fig.p99_us.max(1.0);
+        let (u50, u99) = probe_fig.ttft_err_ms.unwrap_or_default();
+        let (k50, k99) = kernel_fig.ttft_err_ms.unwrap_or_default();
         println!(
-            "{concurrency:>5} {requests:>6} | {:>7.0} {:>7.0} {:>8.0} | {:>7.0} {:>7.0} {:>8.0} | {:>7.0} {:>7.0} {:>8.0} | {user_vs_kernel:>10.2} | {ratio:>9.2}   cpu/token: user {:.1} µs, kernel {:.1} µs, raw {:.1} µs; {kernel_records}/{requests} records kernel-stamped",
+            "{concurrency:>5} {requests:>5} | {:>6.0} {:>6.0} {:>8.0} | {:>6.0} {:>6.0} {:>8.0} | {:>6.0} {:>6.0} {:>8.0} | {user_vs_kernel:>6.2} | {u50:>+8.3} {u99:>+8.3} | {k50:>+8.3} {k99:>+8.3} | {:>5.2} {:>5.2} | {:>6.1} {:>6.1}",
             probe_fig.p50_us,
             probe_fig.p99_us,
             probe_fig.max_us,
@@ -479,6 +647,18 @@ fn main() {
             raw_fig.p50_us,
             raw_fig.p99_us,
             raw_fig.max_us,
+            probe_fig.allocs_per_token.unwrap_or_default(),
+            kernel_fig.allocs_per_token.unwrap_or_default(),
+            probe_fig.heap_kib_per_stream.unwrap_or_default(),
+            kernel_fig.heap_kib_per_stream.unwrap_or_default(),
+        );
+        println!(
+            "{:>13} first-token stamp error p50/p99 µs: user {:.0}/{:.0}, kernel {:.0}/{:.0}; cpu/token: user {:.1} µs, kernel {:.1} µs, raw {:.1} µs; {kernel_records}/{requests} records kernel-stamped; user/raw p99 {ratio:.2}",
+            "",
+            probe_fig.first_token_err_us.unwrap_or_default().0,
+            probe_fig.first_token_err_us.unwrap_or_default().1,
+            kernel_fig.first_token_err_us.unwrap_or_default().0,
+            kernel_fig.first_token_err_us.unwrap_or_default().1,
             probe_fig.cpu_us_per_token,
             kernel_fig.cpu_us_per_token,
             raw_fig.cpu_us_per_token
@@ -500,14 +680,27 @@ fn main() {
             "kernel_meets_target": kernel_fig.p99_us <= target_us,
         }));
     }
-    let rts = (&server_rt, &client_rt);
+    // Memory per stream: every stream in flight at once (requests = concurrency = 1,024).
+    let (mem_user, _) = probe_figures(rts, script, 1_024, 1_024, Stamps::User, |_| {});
+    let (mem_kernel, _) = probe_figures(rts, script, 1_024, 1_024, Stamps::Kernel, |_| {});
+    println!(
+        "\nmemory: peak client heap per stream, 1,024 streams in flight at once: user (reqwest) {:.1} KiB, kernel (own transport) {:.1} KiB (heap only; socket buffers are the kernel's)",
+        mem_user.heap_kib_per_stream.unwrap_or_default(),
+        mem_kernel.heap_kib_per_stream.unwrap_or_default()
+    );
+    let long = long_prompt(rts, 64, 128);
     let open = vec![open_loop(rts, 50.0, 64, 128), open_loop(rts, 50.0, 8, 64)];
     let multi = multi_token(rts, 16, 32);
     let report = serde_json::json!({
         "schema": "triage.bench.probe/v1",
         "open_loop": open,
         "multi_token": multi,
-        "definition": "error = |probe stamp of a token event - server's write completion of that event|, same monotonic clock; probe = user-space stamps, probe_kernel_stamps = kernel receive stamps",
+        "long_prompt": long,
+        "memory_1024_streams": {
+            "user_heap_kib_per_stream": mem_user.heap_kib_per_stream.map(r1),
+            "kernel_heap_kib_per_stream": mem_kernel.heap_kib_per_stream.map(r1),
+        },
+        "definition": "error = |probe stamp of a token event - server's write completion of that event|, same monotonic clock; ttft_error_ms = probe TTFT - server TTFT (first token written - request fully received), signed; probe = user-space stamps, probe_kernel_stamps = kernel receive stamps",
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "levels": levels,
     });

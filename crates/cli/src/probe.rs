@@ -165,6 +165,12 @@ pub async fn run_with(
     stamps: Stamps,
 ) -> anyhow::Result<ProbeRun> {
     let Prepared { shared, resolved, secrets } = prepare_with(opts, origin, stamps)?;
+    // The connections the run will use are opened before it starts, ramped, so that their
+    // handshakes are in no request's timing and no schedule's lag.
+    #[cfg(target_os = "linux")]
+    if let Some(c) = &shared.stamped {
+        c.warm(&shared.url, opts.concurrency.max(1).min(opts.requests)).await;
+    }
     let run_start = now_ns(origin);
     let sem = Arc::new(Semaphore::new(opts.concurrency.max(1)));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Observed)>();
@@ -384,7 +390,7 @@ pub fn prepare_with(opts: &ProbeOptions, origin: Instant, stamps: Stamps) -> any
         stamped,
         url: resolved.url.clone(),
         shown_url: secrets.redact(&resolved.url).into_owned(),
-        body,
+        body: bytes::Bytes::from(body),
         headers,
         timeout: opts.timeout,
         timer: opts.timer,
@@ -451,7 +457,8 @@ struct Shared {
     url: String,
     /// `url` redacted, for messages.
     shown_url: String,
-    body: String,
+    /// The request body, shared by every request (a long prompt is not copied per request).
+    body: bytes::Bytes,
     headers: reqwest::header::HeaderMap,
     timeout: Duration,
     timer: TimerConfig,
@@ -595,6 +602,15 @@ enum Body {
 }
 
 impl Body {
+    /// When the request's last byte was handed to the kernel, where the transport knows it.
+    fn request_written(&self) -> Option<Instant> {
+        match self {
+            Body::Reqwest(_) => None,
+            #[cfg(target_os = "linux")]
+            Body::Stamped(b) => b.last_write(),
+        }
+    }
+
     /// The next chunk, with the kernel's receive time (`CLOCK_REALTIME` ns) when there is one.
     async fn chunk(&mut self) -> Result<Option<(bytes::Bytes, Option<i64>)>, BoxError> {
         match self {
@@ -616,7 +632,7 @@ async fn send(s: &Shared, tp: Option<TraceParent>) -> Result<(u16, reqwest::head
             *h = headers;
         }
         let req = req
-            .body(http_body_util::Full::new(bytes::Bytes::from(s.body.clone())))
+            .body(http_body_util::Full::new(s.body.clone()))
             .map_err(|e| classify(&e, true, false, &s.shown_url))?;
         return match client.request(req).await {
             Ok(resp) => {
@@ -729,7 +745,15 @@ async fn one_request(s: &Shared, index: usize, run_start: u64, due: Option<Due>)
         Ok(Err(f)) => return finish(s, at, None, None, Some(f)),
         Ok(Ok(r)) => r,
     };
-    timer.on_headers(now_ns(s.origin));
+    let headers_at = now_ns(s.origin);
+    // TTFT counts from the request's last byte, where the transport saw it leave.
+    if let Some(w) = resp.request_written() {
+        let w = u64::try_from(w.saturating_duration_since(s.origin).as_nanos()).unwrap_or(u64::MAX);
+        if (sent..=headers_at).contains(&w) {
+            timer.set_sent(w);
+        }
+    }
+    timer.on_headers(headers_at);
     let code = reqwest::StatusCode::from_u16(status).unwrap_or(reqwest::StatusCode::OK);
     // Every header value the server chose is redacted before it is kept or cut.
     let header = |name: &str| headers.get(name).map(|v| s.redact(&String::from_utf8_lossy(v.as_bytes())));
@@ -757,13 +781,21 @@ async fn one_request(s: &Shared, index: usize, run_start: u64, due: Option<Due>)
         return end_with(timer, f);
     }
     let mut error = None;
+    // One timer for the whole body, not one per chunk (a timer entry made and dropped per read
+    // is work at every token of every stream).
+    let expired = tokio::time::sleep_until(deadline);
+    tokio::pin!(expired);
     loop {
         // A server that always has the next chunk ready never lets a timeout fire on its own:
         // the deadline is checked before every read.
         let next = if tokio::time::Instant::now() >= deadline {
             Err(())
         } else {
-            tokio::time::timeout_at(deadline, resp.chunk()).await.map_err(|_| ())
+            tokio::select! {
+                biased;
+                c = resp.chunk() => Ok(c),
+                () = &mut expired => Err(()),
+            }
         };
         match next {
             Ok(Ok(Some((bytes, kernel)))) => {
@@ -832,6 +864,11 @@ fn finish(
 ) -> Observed {
     let error = error.map(|f| Fault { kind: f.kind, message: s.redact(&f.message) });
     let mut record = RequestRecord::new(at.index, at.run_start, at.sent, status, timing.as_ref(), error);
+    // The transport saw the request's last byte leave after the dispatch: connect and write.
+    record.send_ms = timing
+        .as_ref()
+        .filter(|t| t.sent_ns > at.sent)
+        .map(|t| ((t.sent_ns - at.sent) as f64 / 1e3).round() / 1e3);
     if let Some(d) = at.due {
         record = record.with_schedule(at.run_start, d.at_ns, at.sent, timing.as_ref(), d.waited_for_slot);
     }

@@ -65,3 +65,13 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)> {
     }
     Ok((n as usize, stamp.filter(|&s| s > 0)))
 }
+
+/// An idle connection is still usable: open, with nothing waiting to be read (a peek that would
+/// block). A closed one peeks 0 bytes; one the server wrote on unasked peeks data.
+pub fn idle_and_open(fd: RawFd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: `fd` is an open socket owned by the caller; the kernel writes at most one byte
+    // into `byte`, which outlives the call; MSG_PEEK consumes nothing.
+    let n = unsafe { libc::recv(fd, (&raw mut byte).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+}

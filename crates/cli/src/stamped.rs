@@ -8,15 +8,23 @@
 //! ahead, which only ever makes the stamp later, never earlier than the truth. hyper follows no
 //! redirect, so the probe's guarantees hold as with reqwest; the probe's deadline wraps every
 //! step, and the connect itself is bounded by the request timeout.
+//!
+//! Two more things only this transport can see. When each write returned ([`Arrivals::last_write`]):
+//! the last one before a response is the instant the request's last byte was handed to the
+//! kernel, which the probe counts TTFT from (a 200 KB prompt's write is not the server's
+//! latency). And connections opened ahead of the timed requests ([`StampedClient::warm`]):
+//! a run opens as many as it will use, at most [`RAMP`] connects at once, before its first
+//! request, so a 1,024-stream run does not start with 1,024 simultaneous handshakes inside its
+//! first requests' TTFT.
 
 use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -29,14 +37,33 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::io::{AsyncWrite, Interest};
 use tokio::net::TcpStream;
 
-/// The kernel receive time (`CLOCK_REALTIME` ns, 0 = none yet) of a connection's latest read.
+/// A connection's latest read and write: the kernel receive time of the read (`CLOCK_REALTIME`
+/// ns, 0 = none yet) and the instant the latest write returned (ns since [`base`] + 1, 0 =
+/// none yet).
 #[derive(Clone, Debug, Default)]
-pub struct Arrivals(Arc<AtomicI64>);
+pub struct Arrivals(Arc<(AtomicI64, AtomicU64)>);
+
+/// The process's origin for write instants.
+fn base() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    *BASE.get_or_init(Instant::now)
+}
 
 impl Arrivals {
     /// The latest read's kernel stamp, if the kernel has given one.
     pub fn latest(&self) -> Option<i64> {
-        Some(self.0.load(Ordering::Acquire)).filter(|&s| s > 0)
+        Some(self.0.0.load(Ordering::Acquire)).filter(|&s| s > 0)
+    }
+
+    /// When the connection's latest write returned (its bytes were in the kernel's hands).
+    pub fn last_write(&self) -> Option<Instant> {
+        let ns = self.0.1.load(Ordering::Acquire);
+        (ns > 0).then(|| base() + Duration::from_nanos(ns - 1))
+    }
+
+    fn wrote(&self) {
+        let ns = u64::try_from(base().elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        self.0.1.store(ns + 1, Ordering::Release);
     }
 }
 
@@ -65,7 +92,7 @@ impl Read for Stamped {
             match this.tcp.try_io(Interest::READABLE, || crate::rxstamp::recv(fd, scratch)) {
                 Ok((n, stamp)) => {
                     if let Some(s) = stamp.filter(|_| n > 0) {
-                        this.arrivals.0.store(s, Ordering::Release);
+                        this.arrivals.0.0.store(s, Ordering::Release);
                     }
                     buf.put_slice(&this.scratch[..n]);
                     return Poll::Ready(Ok(()));
@@ -79,7 +106,14 @@ impl Read for Stamped {
 
 impl Write for Stamped {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.tcp).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = written
+            && n > 0
+        {
+            this.arrivals.wrote();
+        }
+        written
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
@@ -95,13 +129,66 @@ impl Connection for Stamped {
     }
 }
 
+/// Connections opened ahead of the requests, by `host:port`, handed out before new ones.
+#[derive(Clone, Default)]
+struct Spares(Arc<Mutex<Vec<(String, Stamped)>>>);
+
+impl Spares {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Stamped)>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A spare connection to `authority` that is still open and has nothing unread (a server
+    /// that closed an idle connection, or wrote on one unasked, is not trusted with a request).
+    fn take(&self, authority: &str) -> Option<Stamped> {
+        let mut spares = self.lock();
+        while let Some(i) = spares.iter().position(|(a, _)| a == authority) {
+            let (_, s) = spares.swap_remove(i);
+            if crate::rxstamp::idle_and_open(s.tcp.as_raw_fd()) {
+                return Some(s);
+            }
+        }
+        None
+    }
+}
+
 /// Connects `http://host:port` with Nagle off and receive timestamps on.
 #[derive(Clone)]
 pub struct Connector {
     timeout: Duration,
+    spares: Spares,
 }
 
 type Connecting = Pin<Box<dyn Future<Output = io::Result<Stamped>> + Send>>;
+
+fn authority(host: &str, port: u16) -> String {
+    format!("{host}:{port}")
+}
+
+fn host_port(uri: &Uri) -> (String, u16) {
+    let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
+    (host, uri.port_u16().unwrap_or(80))
+}
+
+/// A new connection to `host:port`, bounded by `timeout`.
+async fn connect(host: String, port: u16, timeout: Duration) -> io::Result<Stamped> {
+    let connect = async {
+        let mut last = None;
+        for addr in tokio::net::lookup_host((host.as_str(), port)).await? {
+            match TcpStream::connect(addr).await {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other(format!("failed to lookup address {host}"))))
+    };
+    let tcp = tokio::time::timeout(timeout, connect)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
+    tcp.set_nodelay(true)?;
+    crate::rxstamp::enable(tcp.as_raw_fd())?;
+    Ok(Stamped { tcp, arrivals: Arrivals::default(), scratch: vec![0; SCRATCH].into_boxed_slice() })
+}
 
 impl tower_service::Service<Uri> for Connector {
     type Response = Stamped;
@@ -114,40 +201,76 @@ impl tower_service::Service<Uri> for Connector {
 
     fn call(&mut self, uri: Uri) -> Connecting {
         let timeout = self.timeout;
+        let (host, port) = host_port(&uri);
+        let spare = self.spares.take(&authority(&host, port));
         Box::pin(async move {
-            let host =
-                uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
-            let port = uri.port_u16().unwrap_or(80);
-            let connect = async {
-                let mut last = None;
-                for addr in tokio::net::lookup_host((host.as_str(), port)).await? {
-                    match TcpStream::connect(addr).await {
-                        Ok(s) => return Ok(s),
-                        Err(e) => last = Some(e),
-                    }
-                }
-                Err(last.unwrap_or_else(|| io::Error::other(format!("failed to lookup address {host}"))))
-            };
-            let tcp = tokio::time::timeout(timeout, connect)
-                .await
-                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
-            tcp.set_nodelay(true)?;
-            crate::rxstamp::enable(tcp.as_raw_fd())?;
-            Ok(Stamped { tcp, arrivals: Arrivals::default(), scratch: vec![0; SCRATCH].into_boxed_slice() })
+            match spare {
+                Some(s) => Ok(s),
+                None => connect(host, port, timeout).await,
+            }
         })
     }
 }
 
-/// hyper's pooled HTTP/1.1 client over [`Connector`].
-pub type StampedClient = Client<Connector, Full<Bytes>>;
+/// Most connections [`StampedClient::warm`] opens at once.
+pub const RAMP: usize = 32;
+
+/// hyper's pooled HTTP/1.1 client over [`Connector`], with the connections opened ahead.
+pub struct StampedClient {
+    http: Client<Connector, Full<Bytes>>,
+    spares: Spares,
+    timeout: Duration,
+}
+
+impl StampedClient {
+    /// Send `req` (hyper's client: no redirect followed).
+    pub fn request(&self, req: hyper::Request<Full<Bytes>>) -> hyper_util::client::legacy::ResponseFuture {
+        self.http.request(req)
+    }
+
+    /// Open `n` connections to `url`'s host ahead of the timed requests, at most [`RAMP`] at
+    /// once; the requests take them before opening their own. It stops at the first connect
+    /// that fails and when none has completed for [`WARM_PATIENCE`] (or the request timeout,
+    /// if shorter): what could not be opened is left to the requests, which report why.
+    /// Returns how many opened.
+    pub async fn warm(&self, url: &str, n: usize) -> usize {
+        let Ok(uri) = url.parse::<Uri>() else { return 0 };
+        let (host, port) = host_port(&uri);
+        let key = authority(&host, port);
+        let patience = self.timeout.min(WARM_PATIENCE);
+        let mut set = tokio::task::JoinSet::new();
+        let (mut started, mut opened) = (0, 0);
+        loop {
+            while started < n && set.len() < RAMP {
+                set.spawn(connect(host.clone(), port, self.timeout));
+                started += 1;
+            }
+            match tokio::time::timeout(patience, set.join_next()).await {
+                Ok(Some(Ok(Ok(s)))) => {
+                    self.spares.lock().push((key.clone(), s));
+                    opened += 1;
+                }
+                Ok(Some(_)) | Ok(None) | Err(_) => break,
+            }
+        }
+        set.abort_all();
+        opened
+    }
+}
+
+/// How long [`StampedClient::warm`] waits for the next connection before leaving the rest to
+/// the requests.
+pub const WARM_PATIENCE: Duration = Duration::from_secs(3);
 
 /// The client: at most `idle` idle connections kept per host, for 90 s (as reqwest's default).
 pub fn client(idle: usize, timeout: Duration) -> StampedClient {
-    Client::builder(TokioExecutor::new())
+    let spares = Spares::default();
+    let http = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(idle)
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_timer(TokioTimer::new())
-        .build(Connector { timeout })
+        .build(Connector { timeout, spares: spares.clone() });
+    StampedClient { http, spares, timeout }
 }
 
 /// A response body that says when each chunk's bytes arrived.
@@ -162,6 +285,12 @@ impl Body {
         let (parts, body) = resp.into_parts();
         let arrivals = parts.extensions.get::<Arrivals>().cloned();
         (parts, Body { body, arrivals })
+    }
+
+    /// When the connection's latest write returned: read with the response's headers, the
+    /// instant the request's last byte was handed to the kernel.
+    pub fn last_write(&self) -> Option<Instant> {
+        self.arrivals.as_ref().and_then(Arrivals::last_write)
     }
 
     /// The next data chunk and the kernel stamp (`CLOCK_REALTIME` ns) of the read that

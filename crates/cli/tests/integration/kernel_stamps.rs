@@ -196,3 +196,140 @@ fn credentials_in_the_url_keep_the_transport_that_sends_them() {
     assert_eq!(run.report.requests[0].stamp_source, StampSource::User);
     assert!(run.report.requests[0].ttft_ms.is_some(), "{:?}", run.report.requests[0]);
 }
+
+/// A long prompt (50,000 tokens, ≈ 0.3 MB): on the kernel-stamped transport "sent" is the
+/// request's last byte written, after the dispatch (`send_ms`, the connect and the write), and
+/// every latency counts from it; the server gets the whole body. Over reqwest there is no
+/// `send_ms` and "sent" is the dispatch.
+#[test]
+fn a_long_prompt_is_timed_from_its_last_byte_written() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let prompt = triage_core::endpoint::synthetic_prompt(50_000);
+    for stamps in [Stamps::Kernel, Stamps::User] {
+        let server = rt
+            .block_on(ScriptedServer::start(
+                script,
+                ServerConfig { max_requests: 4, lifetime: Duration::from_secs(60) },
+            ))
+            .expect("scripted server");
+        let opts = ProbeOptions {
+            url: server.base_url(),
+            api: Api::Openai,
+            model: "stamps".into(),
+            prompt: prompt.clone(),
+            max_tokens: 12,
+            requests: 4,
+            concurrency: 2,
+            rate: None,
+            arrival: Arrival::Constant,
+            seed: 0,
+            timeout: Duration::from_secs(20),
+            headers: vec![],
+            api_key: None,
+            timer: TimerConfig::default(),
+            traceparent: true,
+        };
+        let origin = Instant::now();
+        let run = rt.block_on(probe::run_with(&opts, origin, &|_| {}, stamps)).expect("probe run");
+        let records = server.records();
+        server.shutdown();
+        assert_eq!(run.report.summary.ok, 4, "{:?}", run.report.summary.failures);
+        assert!(records.iter().all(|r| r.body.contains(prompt.as_str())), "the whole prompt arrived");
+        for (r, t) in run.report.requests.iter().zip(&run.timings) {
+            let t = t.as_ref().expect("timing");
+            let dispatch = run.started_ns + (r.sent_at_ms * 1e6).round() as u64;
+            match stamps {
+                Stamps::Kernel => {
+                    let send = r.send_ms.expect("send_ms on the kernel-stamped transport");
+                    assert!(send > 0.0, "#{}: send_ms {send}", r.index);
+                    assert!(t.sent_ns + 1_000 >= dispatch, "#{}: sent before the dispatch", r.index);
+                    assert!(t.sent_ns <= t.headers_ns.unwrap(), "#{}: sent after the headers", r.index);
+                    let json = serde_json::to_value(r).unwrap();
+                    assert!(json["send_ms"].is_number());
+                }
+                Stamps::User => {
+                    assert_eq!(r.send_ms, None);
+                    assert!(serde_json::to_value(r).unwrap().get("send_ms").is_none());
+                }
+            }
+            assert!(r.ttft_ms.is_some());
+        }
+    }
+}
+
+/// The connections a kernel-stamped run opens ahead are checked before use: a server that closes
+/// a connection left idle (here after 50 ms; real servers after their keep-alive timeout) does
+/// not cost a request. The second request of this open-loop run is due 500 ms after the start,
+/// long after the server closed its spare connection; it goes out on a fresh one and succeeds.
+#[test]
+fn a_spare_connection_the_server_closed_is_not_used() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = {
+        let served = Arc::clone(&served);
+        rt.spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else { return };
+                let served = Arc::clone(&served);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let mut got = Vec::new();
+                    // Idle for 50 ms: closed, as a keep-alive timeout would.
+                    match tokio::time::timeout(Duration::from_millis(50), s.read(&mut buf)).await {
+                        Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") || !got.ends_with(b"}") {
+                        match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+                            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+                            _ => return,
+                        }
+                    }
+                    let body = "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    // Counted before the answer, so the count is in before the probe can finish.
+                    served.fetch_add(1, Ordering::Relaxed);
+                    let _ = s.write_all(head.as_bytes()).await;
+                    let _ = s.write_all(body.as_bytes()).await;
+                });
+            }
+        })
+    };
+    let opts = ProbeOptions {
+        url: format!("http://{addr}"),
+        api: Api::Openai,
+        model: "spare".into(),
+        prompt: "spare".into(),
+        max_tokens: 4,
+        requests: 2,
+        concurrency: 2,
+        rate: Some(2.0),
+        arrival: Arrival::Constant,
+        seed: 0,
+        timeout: Duration::from_secs(10),
+        headers: vec![],
+        api_key: None,
+        timer: TimerConfig::default(),
+        traceparent: false,
+    };
+    let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let run = client_rt
+        .block_on(probe::run_with(&opts, Instant::now(), &|_| {}, Stamps::Kernel))
+        .expect("probe run");
+    server.abort();
+    assert_eq!(
+        run.report.summary.ok,
+        2,
+        "{:#?}",
+        run.report.requests.iter().map(|r| (&r.error, r.sent_at_ms, r.send_ms)).collect::<Vec<_>>()
+    );
+    assert_eq!(served.load(Ordering::Relaxed), 2);
+    assert!(run.report.requests.iter().all(|r| r.stamp_source == StampSource::Kernel));
+}
