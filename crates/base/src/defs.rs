@@ -33,9 +33,9 @@ impl Definition {
 /// Time to first token.
 pub const TTFT: Definition = Definition {
     name: "TTFT",
-    meaning: "request sent -> first SSE event carrying any generated token (text, reasoning or tool call); a role-only first chunk is not a token",
+    meaning: "request sent -> first SSE event carrying any generated token (text, reasoning or tool call); a role-only first chunk is not a token. Sent: the request's last byte written where the record has send_ms (the kernel-stamped transport), else handed to the HTTP client",
     others: "vLLM bench TTFT; aiperf TTFT; vLLM Prometheus time_to_first_token_seconds starts at server arrival, without the network",
-    meaning_zh: "请求发出 -> 第一个携带生成 token（文本、推理或工具调用）的 SSE 事件；只有 role 的首个数据块不算 token",
+    meaning_zh: "请求发出 -> 第一个携带生成 token（文本、推理或工具调用）的 SSE 事件；只有 role 的首个数据块不算 token。发出：记录带 send_ms 时（内核时间戳传输）为请求最后一个字节写出，否则为交给 HTTP 客户端",
     others_zh: "vLLM bench 的 TTFT；aiperf 的 TTFT；vLLM Prometheus 的 time_to_first_token_seconds 从请求到达服务端开始计时，不含网络",
 };
 
@@ -87,9 +87,9 @@ pub const ITL_PER_TOKEN: Definition = Definition {
 /// How late the client started a request of an open-loop run.
 pub const DISPATCH_LAG: Definition = Definition {
     name: "dispatch lag",
-    meaning: "scheduled start -> request sent, open loop (--rate): the client's own delay — its timer (~1 ms), a busy client, or a request waiting for a free --concurrency slot",
+    meaning: "scheduled start -> request dispatched, open loop (--rate): the client's own delay — its timer (~1 ms), a busy client, or a request waiting for a free --concurrency slot",
     others: "what coordinated omission hides: closed-loop tools start a request only when the client is ready",
-    meaning_zh: "计划开始 -> 请求发出（开环，--rate）：客户端自身的延迟——定时器（约 1 ms）、繁忙的客户端，或等待空闲 --concurrency 名额的请求",
+    meaning_zh: "计划开始 -> 请求派发（开环，--rate）：客户端自身的延迟——定时器（约 1 ms）、繁忙的客户端，或等待空闲 --concurrency 名额的请求",
     others_zh: "协调遗漏（coordinated omission）所隐藏的部分：闭环工具只在客户端就绪时才发请求",
 };
 
