@@ -4,6 +4,7 @@
 //! the whole recording, in bounded memory.
 
 use super::{Cx, SectionParser};
+use crate::kind::is_recording_line;
 use triage_gpu::recording::{Finished, Recording};
 use triage_gpu::series::Meta;
 use triage_gpu::{GpuSample, WatchConfig};
@@ -106,14 +107,6 @@ impl Default for GpuSeriesParser {
 #[derive(serde::Deserialize)]
 struct MetaLine {
     meta: Meta,
-}
-
-/// A line of the runner's recording: a sample (`"t"`, `"gpu"` and an NVML field) or its meta.
-pub(crate) fn is_recording_line(t: &str) -> bool {
-    t.starts_with('{')
-        && (t.contains("\"sm_clock_mhz\"") || t.contains("\"power_mw\"") || t.contains("\"mem_used_bytes\""))
-        && t.contains("\"gpu\"")
-        || t.starts_with("{\"meta\"") && t.contains("\"gpus\"")
 }
 
 impl SectionParser for GpuSeriesParser {

@@ -19,7 +19,7 @@
 //! Every list is bounded; the reader never fails on a line (a figure it cannot read is skipped).
 
 use crate::report::EvidenceLine;
-use crate::text::{leading_number, number_after};
+use crate::text::{gin_fields, leading_number, number_after};
 use std::collections::BTreeMap;
 
 /// Entries kept per list.
@@ -297,15 +297,6 @@ impl LlamaFacts {
             self.loads.push(load);
         }
     }
-}
-
-/// Gin's access line (`[GIN] 2025/09/22 - 14:01:10 | 500 |  30.001221904s | 10.0.0.9 | POST
-/// "/api/chat"`): the status, and the latency field as printed.
-pub(crate) fn gin_fields(line: &str) -> Option<(u16, Option<&str>)> {
-    let (_, rest) = line.split_once("[GIN] ")?;
-    let mut fields = rest.split('|').skip(1);
-    let status = fields.next()?.trim().parse().ok()?;
-    Some((status, fields.next().map(str::trim)))
 }
 
 /// `key="23.6 GiB"` (or MiB) → GiB.
