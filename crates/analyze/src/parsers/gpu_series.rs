@@ -4,36 +4,11 @@
 //! the whole recording, in bounded memory.
 
 use super::{Cx, SectionParser};
+pub use crate::facts::gpu_series::{GpuSeriesFacts, SeriesSource};
 use crate::kind::is_recording_line;
-use triage_gpu::recording::{Finished, Recording};
+use triage_gpu::recording::Recording;
 use triage_gpu::series::Meta;
 use triage_gpu::{GpuSample, WatchConfig};
-
-/// What a GPU recording was read from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SeriesSource {
-    /// The runner's NVML JSON lines (`triage-runner record`).
-    #[default]
-    Nvml,
-    /// `nvidia-smi --query-gpu … --format=csv -l N`.
-    SmiCsv,
-    /// `nvidia-smi dmon`.
-    SmiDmon,
-    /// dcgm-exporter scrapes, one after another.
-    Dcgm,
-}
-
-impl SeriesSource {
-    /// How a reader names it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            SeriesSource::Nvml => "NVML recording",
-            SeriesSource::SmiCsv => "nvidia-smi --query-gpu series",
-            SeriesSource::SmiDmon => "nvidia-smi dmon series",
-            SeriesSource::Dcgm => "dcgm-exporter scrapes",
-        }
-    }
-}
 
 /// The fewest ticks of an nvidia-smi or DCGM series judged as a recording: the GPU rules need a
 /// condition to hold over [`triage_gpu::WatchConfig::sustain_s`] (2 s), three ticks at 1 Hz.
@@ -71,24 +46,6 @@ impl TickClock {
     pub(crate) fn assumed_interval_s(&self) -> Option<f64> {
         self.assumed.then_some(ASSUMED_INTERVAL_S)
     }
-}
-
-/// One recording read from an input.
-#[derive(Clone, Debug)]
-pub struct GpuSeriesFacts {
-    /// The input it was read from.
-    pub input: std::sync::Arc<str>,
-    /// What it was read from.
-    pub source: SeriesSource,
-    /// Some ticks had no time of their own and were placed this many seconds after the one
-    /// before ([`ASSUMED_INTERVAL_S`]).
-    pub assumed_interval_s: Option<f64>,
-    /// The meta line, when there was one (driver, GPU names and UUIDs).
-    pub meta: Option<Meta>,
-    /// What the GPU rules found over it.
-    pub finished: Finished,
-    /// Samples read.
-    pub samples: u64,
 }
 
 /// Reads one section of NVML JSON lines.
