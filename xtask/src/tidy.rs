@@ -1,5 +1,6 @@
 //! Tidy checks that keep the repository honest: docs that cannot drift from the code.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -291,4 +292,302 @@ fn metric_names_read_are_in_the_crosswalk() {
 fn metric_names_are_found_in_code_only() {
     let text = "const A: &str = \"vllm:num_requests_waiting\";\nlet s = \"vllm: not a name\";\n#[cfg(test)]\nmod tests { const B: &str = \"sglang:x\"; }\n";
     assert_eq!(metric_names(text), vec!["vllm:num_requests_waiting".to_owned()]);
+}
+
+/// Rust source reduced to its tokens: identifiers, `::` and single punctuation characters.
+/// Comments, string and character literals are dropped (their text names no module).
+fn tokens(text: &str) -> Vec<String> {
+    let c: Vec<char> = text.chars().collect();
+    let (mut out, mut i) = (Vec::new(), 0);
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let at = |j: usize| c.get(j).copied().unwrap_or(' ');
+    while i < c.len() {
+        if c[i] == '/' && at(i + 1) == '/' {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if c[i] == '/' && at(i + 1) == '*' {
+            i += 2;
+            while i < c.len() && !(c[i] == '*' && at(i + 1) == '/') {
+                i += 1;
+            }
+            i += 2;
+        } else if c[i] == 'r' && (at(i + 1) == '"' || at(i + 1) == '#') && (i == 0 || !ident(c[i - 1])) {
+            // A raw string: r"…" or r#"…"#.
+            let hashes = (1..).take_while(|&k| at(i + k) == '#').count();
+            if at(i + hashes + 1) != '"' {
+                out.push("r".to_owned());
+                i += 1;
+                continue;
+            }
+            i += hashes + 2;
+            while i < c.len() && !(c[i] == '"' && (1..=hashes).all(|k| at(i + k) == '#')) {
+                i += 1;
+            }
+            i += hashes + 1;
+        } else if c[i] == '"' {
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if c[i] == '\'' && (at(i + 1) == '\\' || at(i + 2) == '\'') {
+            // A character literal ('x', '\n', '\u{1F600}'); a lifetime has no closing quote.
+            i += 2;
+            while i < c.len() && c[i] != '\'' {
+                i += 1;
+            }
+            i += 1;
+        } else if ident(c[i]) {
+            let start = i;
+            while i < c.len() && ident(c[i]) {
+                i += 1;
+            }
+            out.push(c[start..i].iter().collect());
+        } else if c[i] == ':' && at(i + 1) == ':' {
+            out.push("::".to_owned());
+            i += 2;
+        } else {
+            if !c[i].is_whitespace() {
+                out.push(c[i].to_string());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `tokens` without the items marked `#[cfg(test)]`, and the names of the modules so marked
+/// whose code is in files of their own (`#[cfg(test)] mod tests;`).
+fn without_tests(t: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let is = |k: usize, s: &str| t.get(k).is_some_and(|x| x == s);
+    let (mut out, mut test_files, mut i) = (Vec::new(), Vec::new(), 0);
+    while i < t.len() {
+        let cfg_test = ["#", "[", "cfg", "(", "test", ")", "]"];
+        if !cfg_test.iter().enumerate().all(|(k, s)| is(i + k, s)) {
+            out.push(t[i].clone());
+            i += 1;
+            continue;
+        }
+        i += cfg_test.len();
+        let start = i;
+        let is_use = t[start..].iter().take(4).any(|x| x == "use");
+        let mut depth = 0usize;
+        while i < t.len() {
+            match t[i].as_str() {
+                "{" => depth += 1,
+                "}" => {
+                    depth -= 1;
+                    if depth == 0 && !is_use {
+                        break;
+                    }
+                }
+                ";" if depth == 0 => {
+                    if i >= 2 && t[i - 2] == "mod" {
+                        test_files.push(t[i - 1].clone());
+                    }
+                    break;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+    (out, test_files)
+}
+
+/// The top-level modules of the crate at `src` (its `lib.rs`'s `mod` declarations) and the
+/// modules each one names through `crate::…` and `super::…` paths (and, in `lib.rs`, through
+/// paths that start with a module's name), tests excluded: a module's tests may drive the whole
+/// crate. The root's own items are the node `lib`. Each edge keeps the files that make it.
+fn module_graph(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let (lib, _) = without_tests(tokens(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs")));
+    let modules: BTreeSet<String> =
+        lib.windows(3).filter(|w| w[0] == "mod" && w[2] == ";").map(|w| w[1].clone()).collect();
+    // Names the root imports: `crate::name` is the module they come from, or no module of the
+    // crate at all (`pub use triage_report as report`).
+    let mut imported: BTreeMap<String, Option<String>> = BTreeMap::new();
+    for (i, _) in lib.iter().enumerate().filter(|(_, x)| *x == "use") {
+        let item: Vec<&String> = lib[i + 1..].iter().take_while(|x| *x != ";").collect();
+        let from = item.iter().find(|x| **x != "::").map(|x| x.to_string()).filter(|x| modules.contains(x));
+        let last = item.last().map(|x| x.as_str());
+        let names = item.windows(2).filter(|w| matches!(w[1].as_str(), "," | "}")).map(|w| w[0]);
+        for name in names.chain(last.filter(|l| *l != "}").and(item.last().copied())) {
+            imported.insert(name.clone(), from.clone());
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let path_of = |f: &Path| -> Vec<String> {
+        let rel = f.strip_prefix(src).expect("under src").with_extension("");
+        let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+            parts.pop();
+        }
+        parts
+    };
+    files.sort_by_key(|f| path_of(f).len());
+    let mut test_modules: Vec<Vec<String>> = Vec::new();
+    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for file in &files {
+        let here = path_of(file);
+        if test_modules.iter().any(|m| here.starts_with(m)) {
+            continue;
+        }
+        let (t, tests) = without_tests(tokens(&std::fs::read_to_string(file).expect("source")));
+        test_modules.extend(tests.into_iter().map(|m| [here.clone(), vec![m]].concat()));
+        let from = here.first().cloned().unwrap_or_else(|| "lib".to_owned());
+        let rel = file.strip_prefix(src).expect("under src").display().to_string();
+        let (mut inline, mut depth) = (Vec::<(String, usize)>::new(), 0usize);
+        let is = |k: usize, s: &str| t.get(k).is_some_and(|x| x == s);
+        let mut targets = Vec::new();
+        for i in 0..t.len() {
+            match t[i].as_str() {
+                "mod" if is(i + 2, "{") => inline.push((t[i + 1].clone(), depth)),
+                "{" => depth += 1,
+                "}" => {
+                    depth = depth.saturating_sub(1);
+                    if inline.last().is_some_and(|m| m.1 == depth) {
+                        inline.pop();
+                    }
+                }
+                "crate" | "super" if is(i + 1, "::") && !(i > 0 && is(i - 1, "::")) => {
+                    let mut at: Vec<String> =
+                        [here.clone(), inline.iter().map(|m| m.0.clone()).collect()].concat();
+                    let mut k = i;
+                    if t[k] == "crate" {
+                        at.clear();
+                        k += 2;
+                    } else {
+                        while is(k, "super") && is(k + 1, "::") {
+                            at.pop();
+                            k += 2;
+                        }
+                    }
+                    if let Some(top) = at.first() {
+                        targets.push(top.clone());
+                    } else if is(k, "{") {
+                        // `crate::{a, b::c}`: the first name of each part.
+                        let mut nest = 0;
+                        for j in k..t.len() {
+                            match t[j].as_str() {
+                                "{" => nest += 1,
+                                "}" => nest -= 1,
+                                _ if nest == 1 && (t[j - 1] == "{" || t[j - 1] == ",") => {
+                                    targets.push(t[j].clone())
+                                }
+                                _ => {}
+                            }
+                            if nest == 0 {
+                                break;
+                            }
+                        }
+                    } else if let Some(name) = t.get(k) {
+                        targets.push(name.clone());
+                    }
+                }
+                name if here.is_empty()
+                    && modules.contains(name)
+                    && is(i + 1, "::")
+                    && !(i > 0 && is(i - 1, "::")) =>
+                {
+                    targets.push(name.to_owned())
+                }
+                _ => {}
+            }
+        }
+        for target in targets {
+            // A name that is neither a module nor imported by the root is the root's own item.
+            let to = match imported.get(&target) {
+                _ if modules.contains(&target) => target,
+                Some(Some(module)) => module.clone(),
+                Some(None) => continue,
+                None => "lib".to_owned(),
+            };
+            if to != from && !(to == "lib" && here.is_empty()) {
+                graph.entry(from.clone()).or_default().entry(to).or_default().insert(rel.clone());
+            }
+        }
+    }
+    graph
+}
+
+/// One cycle of `graph` through each group of modules that reach each other, as `a → b → a`
+/// with the files behind each step; empty when the graph is layered.
+fn cycles(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>) -> Vec<String> {
+    let reaches = |from: &str, to: &str| -> Option<Vec<String>> {
+        // Breadth-first, so the cycle shown is a shortest one.
+        let mut came: BTreeMap<String, String> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([from.to_owned()]);
+        while let Some(n) = queue.pop_front() {
+            for next in graph.get(&n).into_iter().flat_map(|e| e.keys()) {
+                if next == to {
+                    let mut path = vec![n.clone()];
+                    while let Some(p) = came.get(path.last().expect("path")) {
+                        path.push(p.clone());
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                if next != from && !came.contains_key(next) {
+                    came.insert(next.clone(), n.clone());
+                    queue.push_back(next.clone());
+                }
+            }
+        }
+        None
+    };
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut out = Vec::new();
+    for module in graph.keys() {
+        if seen.contains(module) {
+            continue;
+        }
+        if let Some(mut path) = reaches(module, module) {
+            seen.extend(path.iter().cloned());
+            path.push(module.clone());
+            let steps: Vec<String> = path
+                .windows(2)
+                .map(|w| {
+                    let files: Vec<&str> = graph[&w[0]][&w[1]].iter().map(String::as_str).take(3).collect();
+                    format!("{} → {} ({})", w[0], w[1], files.join(", "))
+                })
+                .collect();
+            out.push(steps.join("; "));
+        }
+    }
+    out
+}
+
+#[test]
+fn module_paths_are_read_from_code_only() {
+    let t = tokens(
+        "use crate::a::b; // crate::c\nlet s = \"super::d\"; let c = '\"'; r#\"crate::e\"#; 'x: loop {}",
+    );
+    assert_eq!(t.iter().filter(|x| *x == "crate" || *x == "super").count(), 1, "{t:?}");
+    let (t, tests) = without_tests(tokens(
+        "#[cfg(test)]\nuse super::{x, y};\n#[cfg(test)]\nmod tests;\n#[cfg(test)]\nmod inline { fn f() {} }\nfn g() {}",
+    ));
+    assert_eq!(t.join(" "), "fn g ( ) { }");
+    assert_eq!(tests, ["tests"]);
+    let graph = BTreeMap::from([
+        ("a".to_owned(), BTreeMap::from([("b".to_owned(), BTreeSet::from(["a.rs".to_owned()]))])),
+        ("b".to_owned(), BTreeMap::from([("a".to_owned(), BTreeSet::from(["b/mod.rs".to_owned()]))])),
+    ]);
+    assert_eq!(cycles(&graph), ["a → b (a.rs); b → a (b/mod.rs)"]);
+}
+
+/// The modules of the analyzer are layered — the text helpers and rule ids, then the signals,
+/// the facts, the parsers, the rules, the `Analyzer` and the Prometheus replay — so each can be
+/// read knowing only what is below it: no module reaches, through any other, back to itself.
+#[test]
+fn analyzer_modules_are_layered() {
+    let graph = module_graph(&root().join("crates/analyze/src"));
+    assert!(
+        graph.contains_key("rules") && graph["rules"].contains_key("facts"),
+        "the graph was not read: {graph:?}"
+    );
+    let cycles = cycles(&graph);
+    assert!(cycles.is_empty(), "import cycles between modules of triage-analyze:\n{}", cycles.join("\n"));
 }
