@@ -267,7 +267,7 @@ fn metric_names_read_are_in_the_crosswalk() {
     let doc = read("docs/metrics-crosswalk.md");
     let listed = |n: &str| doc.contains(&format!("`{n}`"));
     let mut files = Vec::new();
-    for krate in ["analyze", "gpu", "watch", "prometheus"] {
+    for krate in ["analyze", "gpu", "watch", "prometheus", "base"] {
         rust_files(&root().join("crates").join(krate).join("src"), &mut files);
     }
     let mut missing = Vec::new();

@@ -13,13 +13,15 @@
 //!   summaries), [`fault`] (every network failure classified), [`trace`] (the W3C
 //!   `traceparent` a probe sends);
 //! - text from outside: [`safe`] (redaction, cutting, quoting, terminal-safe escaping),
-//!   [`expo`] (a Prometheus exposition sample line), [`time`] (timestamps as logs write them),
+//!   [`expo`] (a Prometheus exposition sample line), [`engine_metrics`] (the serving engines'
+//!   state metrics), [`time`] (timestamps as logs write them),
 //!   [`words`] (byte and substring searches), [`lang`] (English / Chinese).
 
 #![deny(missing_docs)]
 
 pub mod defs;
 pub mod endpoint;
+pub mod engine_metrics;
 pub mod expo;
 pub mod fault;
 mod fixture;
