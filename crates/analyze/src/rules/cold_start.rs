@@ -123,7 +123,8 @@ fn slow_first_requests(f: &Facts, lang: Lang) -> Option<Judged> {
     let mut first: Vec<f64> = r.earliest.iter().take(5).filter_map(|row| row.ttft_ms).collect();
     triage_base::sort::sort_f64(&mut first);
     let &median_first = first.get(first.len() / 2)?;
-    if median_first < 5.0 * p50 || median_first < 1000.0 {
+    let slow = median_first >= 5.0 * p50 && median_first >= 1000.0;
+    if !slow {
         return None;
     }
     let why = lang.pick(
