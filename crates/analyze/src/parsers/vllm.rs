@@ -211,56 +211,15 @@ impl SectionParser for VllmParser {
         let has = |bits: u64| m & bits != 0;
         let all = |bits: u64| m & bits == bits;
         if m == 0 {
-            if !looks_like_log(line) {
-                self.strangers += 1;
-                self.first_stranger.get_or_insert(no);
-            }
+            self.unless_a_log(no, line);
             return;
         }
         if has(AVG_PROMPT | AVG_GEN) || all(KV_USAGE | RUNNING) {
-            let [prompt_tps, gen_tps, running, waiting, swapped, preemptions, kv, cpu_kv, prefix] =
-                parse_stats(line);
-            let stat = VllmStat {
-                t: stamp(line),
-                prompt_tps,
-                gen_tps,
-                running,
-                waiting,
-                swapped,
-                preemptions,
-                kv_usage_pct: kv,
-                cpu_kv_usage_pct: cpu_kv,
-                prefix_hit_pct: prefix,
-                evidence: cx.evidence(no, line),
-            };
-            if stat.running.is_none() && stat.kv_usage_pct.is_none() {
-                cx.issue_in(
-                    no,
-                    "a vLLM stats line without Running or KV usage figures",
-                    "vLLM 统计行缺少 Running 或 KV 使用率数据",
-                );
-            }
-            let v = &mut cx.facts.vllm;
-            if v.stats.len() < MAX_STATS {
-                v.stats.push(stat);
-            } else {
-                v.stats_dropped += 1;
-            }
+            stats_line(cx, no, line);
             return;
         }
-        if has(HTTP) && line.contains('"') {
-            // `… "POST /v1/chat/completions HTTP/1.1" 404 Not Found`
-            if let Some(close) = line.rfind('"')
-                && let Some(code) =
-                    line[close + 1..].split_whitespace().next().and_then(|c| c.parse::<u16>().ok())
-            {
-                *cx.facts.vllm.access.entry(code).or_insert(0) += 1;
-                if !cx.facts.vllm.access_examples.contains_key(&code) {
-                    let e = cx.evidence(no, line);
-                    cx.facts.vllm.access_examples.insert(code, e);
-                }
-                return;
-            }
+        if has(HTTP) && line.contains('"') && access_line(cx, no, line) {
+            return;
         }
         if has(PREEMPTED) {
             cx.facts.vllm.preemptions += 1;
@@ -268,18 +227,7 @@ impl SectionParser for VllmParser {
             push_bounded(&mut cx.facts.vllm.preemption_lines, e, MAX_LINES);
             return;
         }
-        let fatal = if has(NO_BLOCKS) {
-            Some(FatalMemory::NoCacheBlocks)
-        } else if has(KV_LARGER) {
-            Some(FatalMemory::KvLargerThanAvailable)
-        } else if has(FREE_LESS) {
-            Some(FatalMemory::FreeLessThanDesired)
-        } else if has(MAX_SEQ) {
-            Some(FatalMemory::MaxSeqLenTooLarge)
-        } else {
-            None
-        };
-        if let Some(kind) = fatal {
+        if let Some(kind) = fatal_memory(m) {
             let e = cx.evidence(no, line);
             if cx.facts.vllm.fatal_memory.len() < MAX_LINES {
                 cx.facts.vllm.fatal_memory.push((kind, e));
@@ -310,33 +258,11 @@ impl SectionParser for VllmParser {
             return;
         }
         if has(ABORTED) {
-            cx.facts.vllm.aborts += 1;
-            if let Some(t) = stamp(line) {
-                for id in request_ids(line, finder!("Aborted request")) {
-                    if let Some(added) = cx.facts.vllm.added_at.remove(id)
-                        && cx.facts.vllm.abort_after_s.len() < MAX_ABORT_AGES
-                    {
-                        let e = cx.evidence(no, line);
-                        cx.facts.vllm.abort_after_s.push((t - added, e));
-                    }
-                }
-            }
-            // Quoting costs an allocation: only for the lines kept.
-            if cx.facts.vllm.abort_lines.len() < MAX_LINES {
-                let e = cx.evidence(no, line);
-                cx.facts.vllm.abort_lines.push(e);
-            }
+            aborted(cx, no, line);
             return;
         }
         if has(ADDED) {
-            if let Some(t) = stamp(line) {
-                let v = &mut cx.facts.vllm;
-                for id in request_ids(line, finder!("Added request")) {
-                    if v.added_at.len() < MAX_OPEN {
-                        v.added_at.insert(id.to_owned(), t);
-                    }
-                }
-            }
+            added(cx, line);
             return;
         }
         if has(CHUNKED) {
@@ -344,15 +270,7 @@ impl SectionParser for VllmParser {
             cx.facts.vllm.chunked_prefill_line.get_or_insert(e);
         }
         if has(NON_DEFAULT | WITH_CONFIG | NAMESPACE | ENGINE_ARGS) {
-            for (canonical, names) in ARGS {
-                if let Some(value) = names.iter().find_map(|n| arg_value(line, n)) {
-                    let e = cx.evidence(no, line);
-                    cx.facts
-                        .vllm
-                        .args
-                        .insert((*canonical).to_owned(), EngineArg { value: value.to_owned(), evidence: e });
-                }
-            }
+            engine_args(cx, no, line);
             return;
         }
         if has(TIMEOUT_ERROR) || has(TIMED_OUT | TIMEOUT) && has(ERROR_UPPER | ERROR_WORD) {
@@ -360,10 +278,7 @@ impl SectionParser for VllmParser {
             push_bounded(&mut cx.facts.vllm.timeouts, e, MAX_LINES);
             return;
         }
-        if !looks_like_log(line) {
-            self.strangers += 1;
-            self.first_stranger.get_or_insert(no);
-        }
+        self.unless_a_log(no, line);
     }
 
     fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
@@ -374,6 +289,126 @@ impl SectionParser for VllmParser {
                 format!("{n} line(s) in this vLLM log section are not log records and were skipped"),
                 format!("本段 vLLM 日志中有 {n} 行不是日志记录，已跳过"),
             );
+        }
+    }
+}
+
+impl VllmParser {
+    /// Counts `line` as a stranger unless it looks like a log line.
+    fn unless_a_log(&mut self, no: usize, line: &str) {
+        if !looks_like_log(line) {
+            self.strangers += 1;
+            self.first_stranger.get_or_insert(no);
+        }
+    }
+}
+
+/// A periodic stats line (V0 or V1): its figures, kept up to [`MAX_STATS`].
+fn stats_line(cx: &mut Cx<'_>, no: usize, line: &str) {
+    let [prompt_tps, gen_tps, running, waiting, swapped, preemptions, kv, cpu_kv, prefix] = parse_stats(line);
+    let stat = VllmStat {
+        t: stamp(line),
+        prompt_tps,
+        gen_tps,
+        running,
+        waiting,
+        swapped,
+        preemptions,
+        kv_usage_pct: kv,
+        cpu_kv_usage_pct: cpu_kv,
+        prefix_hit_pct: prefix,
+        evidence: cx.evidence(no, line),
+    };
+    if stat.running.is_none() && stat.kv_usage_pct.is_none() {
+        cx.issue_in(
+            no,
+            "a vLLM stats line without Running or KV usage figures",
+            "vLLM 统计行缺少 Running 或 KV 使用率数据",
+        );
+    }
+    let v = &mut cx.facts.vllm;
+    if v.stats.len() < MAX_STATS {
+        v.stats.push(stat);
+    } else {
+        v.stats_dropped += 1;
+    }
+}
+
+/// An API server access line: its status counted, the first of each kept. `false` when no status
+/// follows the request.
+fn access_line(cx: &mut Cx<'_>, no: usize, line: &str) -> bool {
+    // `… "POST /v1/chat/completions HTTP/1.1" 404 Not Found`
+    if let Some(close) = line.rfind('"')
+        && let Some(code) = line[close + 1..].split_whitespace().next().and_then(|c| c.parse::<u16>().ok())
+    {
+        *cx.facts.vllm.access.entry(code).or_insert(0) += 1;
+        if !cx.facts.vllm.access_examples.contains_key(&code) {
+            let e = cx.evidence(no, line);
+            cx.facts.vllm.access_examples.insert(code, e);
+        }
+        return true;
+    }
+    false
+}
+
+/// The fatal memory error a line's needles name, if any.
+fn fatal_memory(m: u64) -> Option<FatalMemory> {
+    use needle::*;
+    let has = |bits: u64| m & bits != 0;
+    if has(NO_BLOCKS) {
+        Some(FatalMemory::NoCacheBlocks)
+    } else if has(KV_LARGER) {
+        Some(FatalMemory::KvLargerThanAvailable)
+    } else if has(FREE_LESS) {
+        Some(FatalMemory::FreeLessThanDesired)
+    } else if has(MAX_SEQ) {
+        Some(FatalMemory::MaxSeqLenTooLarge)
+    } else {
+        None
+    }
+}
+
+/// `Aborted request …`: counted, kept, and each request's age when the engine added it was seen.
+fn aborted(cx: &mut Cx<'_>, no: usize, line: &str) {
+    cx.facts.vllm.aborts += 1;
+    if let Some(t) = stamp(line) {
+        for id in request_ids(line, finder!("Aborted request")) {
+            if let Some(added) = cx.facts.vllm.added_at.remove(id)
+                && cx.facts.vllm.abort_after_s.len() < MAX_ABORT_AGES
+            {
+                let e = cx.evidence(no, line);
+                cx.facts.vllm.abort_after_s.push((t - added, e));
+            }
+        }
+    }
+    // Quoting costs an allocation: only for the lines kept.
+    if cx.facts.vllm.abort_lines.len() < MAX_LINES {
+        let e = cx.evidence(no, line);
+        cx.facts.vllm.abort_lines.push(e);
+    }
+}
+
+/// `Added request …`: when each request arrived, to time its abort (bounded by [`MAX_OPEN`]).
+fn added(cx: &mut Cx<'_>, line: &str) {
+    if let Some(t) = stamp(line) {
+        let v = &mut cx.facts.vllm;
+        for id in request_ids(line, finder!("Added request")) {
+            if v.added_at.len() < MAX_OPEN {
+                v.added_at.insert(id.to_owned(), t);
+            }
+        }
+    }
+}
+
+/// An engine-arguments line: the arguments of interest ([`ARGS`]) by canonical name.
+fn engine_args(cx: &mut Cx<'_>, no: usize, line: &str) {
+    for (canonical, names) in ARGS {
+        if let Some(value) = names.iter().find_map(|n| arg_value(line, n)) {
+            let e = cx.evidence(no, line);
+            cx.facts
+                .vllm
+                .args
+                .insert((*canonical).to_owned(), EngineArg { value: value.to_owned(), evidence: e });
         }
     }
 }
