@@ -2,7 +2,7 @@
 //!
 //! Not a check over the facts like the others: it runs after them ([`finding`]), because a
 //! block of alarm lines is explained exactly when a rule that fired cites it, or a known message
-//! in it belongs to a rule that fired (`signals.rs`).
+//! in it belongs to a rule that fired (`signals/`).
 
 use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};

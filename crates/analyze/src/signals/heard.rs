@@ -1,4 +1,4 @@
-//! What the line scan hears besides the known messages (`signals.rs`): the generic families'
+//! What the line scan hears besides the known messages (`signals/`): the generic families'
 //! words (`families.rs`) and the statuses that stand for them, and the ports servers announce and
 //! clients call.
 
