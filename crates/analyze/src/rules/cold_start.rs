@@ -193,9 +193,9 @@ fn models_swapped(f: &Facts, lang: Lang) -> Option<Judged> {
     let mean = l.loads.iter().map(|s| s.seconds).sum::<f64>() / l.loads.len() as f64;
     let (n, loads) = (l.eviction_count, l.loads.len());
     let why = lang.pick(
-            format!("models are swapped: {n} eviction(s) to make space and {loads} load(s) of about {mean:.0} s each, so requests wait for a model to load"),
-            format!("模型在来回换入换出：为腾出显存驱逐了 {n} 次、加载了 {loads} 次，每次约 {mean:.0} s，请求要等模型加载"),
-        );
+        format!("models are swapped: {n} eviction(s) to make space and {loads} load(s) of about {mean:.0} s each, so requests wait for a model to load"),
+        format!("模型在来回换入换出：为腾出显存驱逐了 {n} 次、加载了 {loads} 次，每次约 {mean:.0} s，请求要等模型加载"),
+    );
     let mut lines: Vec<EvidenceLine> = l.evictions.iter().take(1).cloned().collect();
     lines.extend(l.loads.iter().take(2).map(|s| s.evidence.clone()));
     Some((0.8, why, lines))
@@ -225,18 +225,18 @@ fn slow_load(f: &Facts, lang: Lang) -> Option<Judged> {
     let confidence = if waited.is_some() { sure } else { 0.8 };
     let s = load.seconds;
     let why = match waited {
-                Some((w, _)) if w > 2.0 * s => lang.pick(
-                    format!("the model took {s:.1} s to load before a request that took {w:.1} s in all: its first token waited for the load"),
-                    format!("模型加载用了 {s:.1} s，之后有请求总共用了 {w:.1} s：它的第一个 token 要等模型加载完"),
-                ),
-                Some((w, _)) => lang.pick(
-                    format!("the model took {s:.1} s to load and a request waited {w:.1} s for it"),
-                    format!("模型加载用了 {s:.1} s，有请求为此等了 {w:.1} s"),
-                ),
-                None => lang.pick(
-                    format!("the request spent {s:.1} s loading the model before its first token"),
-                    format!("这个请求在第一个 token 之前花了 {s:.1} s 加载模型"),
-                ),
+        Some((w, _)) if w > 2.0 * s => lang.pick(
+            format!("the model took {s:.1} s to load before a request that took {w:.1} s in all: its first token waited for the load"),
+            format!("模型加载用了 {s:.1} s，之后有请求总共用了 {w:.1} s：它的第一个 token 要等模型加载完"),
+        ),
+        Some((w, _)) => lang.pick(
+            format!("the model took {s:.1} s to load and a request waited {w:.1} s for it"),
+            format!("模型加载用了 {s:.1} s，有请求为此等了 {w:.1} s"),
+        ),
+        None => lang.pick(
+            format!("the request spent {s:.1} s loading the model before its first token"),
+            format!("这个请求在第一个 token 之前花了 {s:.1} s 加载模型"),
+        ),
             };
     let mut lines = vec![load.evidence.clone()];
     lines.extend(waited.map(|(_, e)| e.clone()));
@@ -268,9 +268,9 @@ fn reload_while_serving(f: &Facts, lang: Lang) -> Option<Judged> {
 fn first_request(f: &Facts, lang: Lang) -> Option<Judged> {
     let (first, rest, lines) = first_request_outlier(f)?;
     let why = lang.pick(
-            format!("the first request took {:.1} s and the ones after it {:.1} s (median): the first paid for the engine's warm-up", first / 1e3, rest / 1e3),
-            format!("第一个请求用了 {:.1} s，之后的请求只要 {:.1} s（中位数）：第一个请求承担了引擎的预热", first / 1e3, rest / 1e3),
-        );
+        format!("the first request took {:.1} s and the ones after it {:.1} s (median): the first paid for the engine's warm-up", first / 1e3, rest / 1e3),
+        format!("第一个请求用了 {:.1} s，之后的请求只要 {:.1} s（中位数）：第一个请求承担了引擎的预热", first / 1e3, rest / 1e3),
+    );
     Some((0.6, why, lines))
 }
 

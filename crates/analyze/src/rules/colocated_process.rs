@@ -145,9 +145,9 @@ fn taken_before_load(f: &Facts, lang: Lang) -> Option<Judged> {
     }
     let taken = (1.0 - free / total) * 100.0;
     let why = lang.pick(
-            format!("only {free:.1} of {total:.1} GiB was free before the model loaded ({taken:.0} % taken by something else)"),
-            format!("加载模型之前只有 {free:.1} / {total:.1} GiB 空闲（{taken:.0}% 被别的东西占着）"),
-        );
+        format!("only {free:.1} of {total:.1} GiB was free before the model loaded ({taken:.0} % taken by something else)"),
+        format!("加载模型之前只有 {free:.1} / {total:.1} GiB 空闲（{taken:.0}% 被别的东西占着）"),
+    );
     let mut lines = vec![e.clone()];
     if let Some(p) =
         f.gpus.processes.iter().max_by(|a, b| a.mem_mib.unwrap_or(0.0).total_cmp(&b.mem_mib.unwrap_or(0.0)))
@@ -172,9 +172,9 @@ fn shared_gpu(f: &Facts, lang: Lang) -> Option<Judged> {
     }
     let (gpu, procs) = per_gpu.iter().filter(|(_, v)| v.len() >= 2).max_by_key(|(_, v)| v.len())?;
     let full = f.gpus.readings.iter().any(|r| {
-            r.index == *gpu
-                && matches!((r.mem_used_mib, r.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= FULL_SHARE)
-        });
+        r.index == *gpu
+            && matches!((r.mem_used_mib, r.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= FULL_SHARE)
+    });
     // Sharing is a risk, not a failure: it becomes the likely cause with an OOM beside it.
     let c = if !f.ooms.is_empty() || !f.vllm.fatal_memory.is_empty() {
         0.7
