@@ -237,7 +237,7 @@ fn slow_load(f: &Facts, lang: Lang) -> Option<Judged> {
             format!("the request spent {s:.1} s loading the model before its first token"),
             format!("这个请求在第一个 token 之前花了 {s:.1} s 加载模型"),
         ),
-            };
+    };
     let mut lines = vec![load.evidence.clone()];
     lines.extend(waited.map(|(_, e)| e.clone()));
     Some((confidence, why, lines))
