@@ -30,6 +30,17 @@ const MAX_EXAMPLES: usize = 4;
 impl LlamaFacts {
     /// Read one line (ANSI stripped). `evidence` quotes it when something is kept.
     pub fn line(&mut self, line: &str, evidence: impl Fn() -> EvidenceLine) {
+        if self.trt_iteration(line, &evidence)
+            || self.lmcache(line, &evidence)
+            || self.memory_before_load(line, &evidence)
+        {
+            return;
+        }
+        self.llama_or_ollama(line, &evidence);
+    }
+
+    /// TensorRT-LLM's per-iteration line. `true` when `line` was one.
+    fn trt_iteration(&mut self, line: &str, evidence: &impl Fn() -> EvidenceLine) -> bool {
         if line.contains("num_scheduled_requests") && line.contains("iter = ") {
             let it = TrtIteration {
                 iter: number_after(line, "iter = ").unwrap_or(f64::NAN),
@@ -50,8 +61,13 @@ impl LlamaFacts {
             } else if let Some(last) = self.trt_iterations.last_mut() {
                 *last = it;
             }
-            return;
+            return true;
         }
+        false
+    }
+
+    /// LMCache's hit line. `true` when `line` was one.
+    fn lmcache(&mut self, line: &str, evidence: &impl Fn() -> EvidenceLine) -> bool {
         if let Some(hit) = number_after(line, "LMCache hit tokens:")
             && let Some(total) = number_after(line, "Total tokens ")
         {
@@ -62,18 +78,24 @@ impl LlamaFacts {
             if c.examples.len() < 2 {
                 c.examples.push(evidence());
             }
-            return;
+            return true;
         }
+        false
+    }
+
+    /// What was free before the model loaded (Ollama's `inference compute`, TensorRT-LLM's
+    /// `Total GPU memory` then `model: free / total`). `true` when `line` said so.
+    fn memory_before_load(&mut self, line: &str, evidence: &impl Fn() -> EvidenceLine) -> bool {
         if line.contains("inference compute")
             && !line.contains("library=cpu")
             && let (Some(total), Some(free)) = (gib_after(line, "total="), gib_after(line, "available="))
         {
             self.free_before(free, total, evidence());
-            return;
+            return true;
         }
         if let Some(total) = number_after(line, "Total GPU memory (GiB):") {
             self.trt_total_gib = Some(total);
-            return;
+            return true;
         }
         if let Some(rest) = line.trim_start().strip_prefix("model: ")
             && let Some(total) = self.trt_total_gib
@@ -81,8 +103,14 @@ impl LlamaFacts {
             && let Ok(free) = before.trim().parse::<f64>()
         {
             self.free_before(free, total, evidence());
-            return;
+            return true;
         }
+        false
+    }
+
+    /// llama-server's and Ollama's own lines: prefill and decode timings, model loads and
+    /// evictions, Gin's access lines, the slot gauges.
+    fn llama_or_ollama(&mut self, line: &str, evidence: &impl Fn() -> EvidenceLine) {
         if let Some(i) = line.find("prompt eval time =") {
             let rest = &line[i + "prompt eval time =".len()..];
             if let (Some(ms), Some(tokens)) = (leading_number(rest), number_after(rest, "ms /")) {
@@ -139,23 +167,27 @@ impl LlamaFacts {
                 self.evictions.push(evidence());
             }
         } else if let Some((status, latency)) = gin_fields(line) {
-            *self.gin.entry(status).or_insert(0) += 1;
-            let e = evidence();
-            let examples = self.gin_examples.entry(status).or_default();
-            if examples.len() < MAX_EXAMPLES {
-                examples.push(e.clone());
-            }
-            if let Some(s) = latency.and_then(go_duration)
-                && self.gin_latency.len() < MAX
-            {
-                self.gin_latency.push((status, s, e));
-            }
+            self.gin_line(status, latency, evidence());
         } else if let Some(n) = number_after(line, "llamacpp:requests_deferred") {
             if self.deferred.as_ref().is_none_or(|d| n > d.value) {
                 self.deferred = Some(Stated { value: n, evidence: evidence() });
             }
         } else if let Some(n) = number_after(line, "llamacpp:requests_processing") {
             self.processing = Some(self.processing.map_or(n, |p| p.max(n)));
+        }
+    }
+
+    /// A Gin access line (Ollama): its status counted, a few kept, and its latency.
+    fn gin_line(&mut self, status: u16, latency: Option<&str>, e: EvidenceLine) {
+        *self.gin.entry(status).or_insert(0) += 1;
+        let examples = self.gin_examples.entry(status).or_default();
+        if examples.len() < MAX_EXAMPLES {
+            examples.push(e.clone());
+        }
+        if let Some(s) = latency.and_then(go_duration)
+            && self.gin_latency.len() < MAX
+        {
+            self.gin_latency.push((status, s, e));
         }
     }
 
