@@ -661,11 +661,7 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("site/src/pages/cards/mod.rs", "CardsPage"),
     ("site/src/pages/prometheus.rs", "PromSource"),
     // Analyzer and estimator steps not split yet.
-    ("crates/analyze/src/figures.rs", "request_log"),
-    ("crates/analyze/src/rules/unclaimed_error.rs", "finding"),
     ("crates/analyze/src/rules/slow_gpu.rs", "causes"),
-    ("crates/analyze/src/rules/scheduler_stall.rs", "check"),
-    ("crates/analyze/src/parsers/llama.rs", "line"),
     ("crates/analyze/src/parsers/table/kv.rs", "figures"),
     ("crates/analyze/src/parsers/table/vocab.rs", "metric"),
     ("crates/kv/src/estimate/mod.rs", "estimate"),
