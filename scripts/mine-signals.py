@@ -48,7 +48,7 @@ def known_needles():
 
 def scan_safe(piece):
     """The line scan caches by shape (digits zeroed), so first needles have no digit (a test in
-    signals.rs holds this). Also trim a [0-9a-f] word cut at either edge (`the e`, `docs/e`): a
+    signals/tests.rs holds this). Also trim a [0-9a-f] word cut at either edge (`the e`, `docs/e`): a
     needle ends on whole words."""
     piece = re.sub(r"^[0-9a-f]+(?![A-Za-z0-9_])", "", piece)
     piece = re.sub(r"(?<![A-Za-z0-9_])[0-9a-f]+$", "", piece)

@@ -1,7 +1,7 @@
 //! The generic layer under the engine rules: words that mean the same thing in any engine's,
 //! runtime's, gateway's or SDK's format.
 //!
-//! The signal table (`signal_table.rs`) knows the exact templates the engines print, each mined
+//! The signal table (`signals/table.rs`) knows the exact templates the engines print, each mined
 //! from their source. Strangers paste text from allocators, launchers and clients no table will
 //! ever list — a Vulkan `ErrorOutOfDeviceMemory`, a TVM `CUDA: out of memory`, a Go runtime's
 //! `SIGILL`, an app's `Restarting process … (Attempt 3/5)`, a gateway's `404 page not found` —

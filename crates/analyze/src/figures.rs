@@ -3,7 +3,7 @@
 //! values are the same in every language.
 
 use super::facts::Facts;
-use super::parsers::request_log::Row;
+use super::facts::request_log::{RequestFacts, Row};
 use super::report::Figure;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -87,144 +87,157 @@ fn request_log(out: &mut Figures, f: &Facts) {
     let lang = out.lang;
     let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
     let r = &f.requests;
-    if !r.is_empty() {
-        // Every row is in the reservoir until it overflows: then quantiles are exact.
-        let exact = r.rows as usize <= r.sample.len();
-        let note = if exact {
+    if r.is_empty() {
+        return;
+    }
+    // Every row is in the reservoir until it overflows: then quantiles are exact.
+    let exact = r.rows as usize <= r.sample.len();
+    let note = if exact {
+        tr(
+            "; quantiles exact, interpolated linearly between closest ranks",
+            "；分位数为精确值，在相邻秩之间线性插值",
+        )
+    } else {
+        tr(
+            "; quantiles from a sketch with ≤ 1 % relative error",
+            "；分位数来自相对误差 ≤ 1% 的草图（sketch）",
+        )
+    };
+    out.put(
+        "request_log.requests",
+        Some(json!(r.rows)),
+        "requests",
+        tr("rows read from request logs", "从请求日志读到的行数"),
+    );
+    request_distributions(out, r, exact, note);
+    out.put(
+        "request_log.failed",
+        Some(json!(r.failed)),
+        "requests",
+        tr(
+            "rows whose status is ≥ 400 or names an error, timeout or abort",
+            "状态码 ≥ 400，或状态为错误、超时、中止的行",
+        ),
+    );
+    slowest_requests(out, r);
+}
+
+/// Each per-request figure's quantiles: exact while every row is in the reservoir, else the
+/// sketch's; `note` says which.
+fn request_distributions(out: &mut Figures, r: &RequestFacts, exact: bool, note: &str) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
+    type Get = fn(&Row) -> Option<f64>;
+    let table: [(&str, &QuantileSketch, Get, &str, &str); 8] = [
+        (
+            "ttft_ms",
+            &r.ttft_ms,
+            |x| x.ttft_ms,
+            "ms",
             tr(
-                "; quantiles exact, interpolated linearly between closest ranks",
-                "；分位数为精确值，在相邻秩之间线性插值",
-            )
-        } else {
+                "server-side TTFT: first_token_time − enqueue_time (or a logged TTFT)",
+                "服务端 TTFT（首 token 延迟）：first_token_time − enqueue_time（或日志里记录的 TTFT）",
+            ),
+        ),
+        (
+            "queue_ms",
+            &r.queue_ms,
+            |x| x.queue_ms,
+            "ms",
             tr(
-                "; quantiles from a sketch with ≤ 1 % relative error",
-                "；分位数来自相对误差 ≤ 1% 的草图（sketch）",
-            )
-        };
-        out.put(
-            "request_log.requests",
-            Some(json!(r.rows)),
-            "requests",
-            tr("rows read from request logs", "从请求日志读到的行数"),
-        );
-        type Get = fn(&Row) -> Option<f64>;
-        let table: [(&str, &QuantileSketch, Get, &str, &str); 8] = [
-            (
-                "ttft_ms",
-                &r.ttft_ms,
-                |x| x.ttft_ms,
-                "ms",
-                tr(
-                    "server-side TTFT: first_token_time − enqueue_time (or a logged TTFT)",
-                    "服务端 TTFT（首 token 延迟）：first_token_time − enqueue_time（或日志里记录的 TTFT）",
-                ),
+                "queue: scheduled − enqueue (or a logged queue time)",
+                "排队：scheduled − enqueue（或日志里记录的排队时间）",
             ),
-            (
-                "queue_ms",
-                &r.queue_ms,
-                |x| x.queue_ms,
-                "ms",
-                tr(
-                    "queue: scheduled − enqueue (or a logged queue time)",
-                    "排队：scheduled − enqueue（或日志里记录的排队时间）",
-                ),
-            ),
-            (
-                "prefill_ms",
-                &r.prefill_ms,
-                |x| x.prefill_ms,
-                "ms",
-                tr("prefill: first_token − scheduled", "预填充（prefill）：first_token − scheduled"),
-            ),
-            (
-                "decode_ms",
-                &r.decode_ms,
-                |x| x.decode_ms,
-                "ms",
-                tr("decode: last_token − first_token", "解码（decode）：last_token − first_token"),
-            ),
-            (
-                "e2e_ms",
-                &r.e2e_ms,
-                |x| x.e2e_ms,
-                "ms",
-                tr(
-                    "E2E: finish (or last token) − enqueue",
-                    "端到端（E2E）：finish（或最后一个 token）− enqueue",
-                ),
-            ),
-            (
-                "tpot_ms",
-                &r.tpot_ms,
-                |x| x.tpot_ms,
-                "ms",
-                tr(
-                    "TPOT: (last − first token) / (output tokens − 1), per request",
-                    "TPOT（每输出 token 时间）：每个请求的（最后 − 首个 token 时间）/（输出 token 数 − 1）",
-                ),
-            ),
-            (
-                "prompt_tokens",
-                &r.prompt_tokens,
-                |x| x.prompt_tokens,
-                "tokens",
-                tr("prompt length per request", "每个请求的 prompt 长度"),
-            ),
-            (
-                "output_tokens",
-                &r.output_tokens,
-                |x| x.output_tokens,
-                "tokens",
-                tr("output length per request", "每个请求的输出长度"),
-            ),
-        ];
-        for (name, sketch, get, unit, definition) in table {
-            let value = if exact {
-                let values: Vec<f64> = r.sample.iter().filter_map(get).collect();
-                Summary::from_values(&values).map(|s| {
-                    json!({
-                        "p50": round(s.p50, 1), "p90": round(s.p90, 1), "p99": round(s.p99, 1),
-                        "max": round(s.max, 1), "mean": round(s.mean, 1), "n": s.count,
-                    })
-                })
-            } else {
-                quantiles(sketch)
-            };
-            out.put(&format!("request_log.{name}"), value, unit, &format!("{definition}{note}"));
-        }
-        out.put(
-            "request_log.failed",
-            Some(json!(r.failed)),
-            "requests",
+        ),
+        (
+            "prefill_ms",
+            &r.prefill_ms,
+            |x| x.prefill_ms,
+            "ms",
+            tr("prefill: first_token − scheduled", "预填充（prefill）：first_token − scheduled"),
+        ),
+        (
+            "decode_ms",
+            &r.decode_ms,
+            |x| x.decode_ms,
+            "ms",
+            tr("decode: last_token − first_token", "解码（decode）：last_token − first_token"),
+        ),
+        (
+            "e2e_ms",
+            &r.e2e_ms,
+            |x| x.e2e_ms,
+            "ms",
+            tr("E2E: finish (or last token) − enqueue", "端到端（E2E）：finish（或最后一个 token）− enqueue"),
+        ),
+        (
+            "tpot_ms",
+            &r.tpot_ms,
+            |x| x.tpot_ms,
+            "ms",
             tr(
-                "rows whose status is ≥ 400 or names an error, timeout or abort",
-                "状态码 ≥ 400，或状态为错误、超时、中止的行",
+                "TPOT: (last − first token) / (output tokens − 1), per request",
+                "TPOT（每输出 token 时间）：每个请求的（最后 − 首个 token 时间）/（输出 token 数 − 1）",
             ),
-        );
-        let slowest: Vec<serde_json::Value> = r
-            .slowest
-            .iter()
-            .map(|row| {
-                let ms = |v: Option<f64>| v.map(|v| round(v, 1));
+        ),
+        (
+            "prompt_tokens",
+            &r.prompt_tokens,
+            |x| x.prompt_tokens,
+            "tokens",
+            tr("prompt length per request", "每个请求的 prompt 长度"),
+        ),
+        (
+            "output_tokens",
+            &r.output_tokens,
+            |x| x.output_tokens,
+            "tokens",
+            tr("output length per request", "每个请求的输出长度"),
+        ),
+    ];
+    for (name, sketch, get, unit, definition) in table {
+        let value = if exact {
+            let values: Vec<f64> = r.sample.iter().filter_map(get).collect();
+            Summary::from_values(&values).map(|s| {
                 json!({
-                    "id": row.id, "input": row.evidence.as_ref().map(|e| e.input.clone()), "line": row.line,
-                    "ttft_ms": ms(row.ttft_ms), "queue_ms": ms(row.queue_ms), "prefill_ms": ms(row.prefill_ms),
-                    "decode_ms": ms(row.decode_ms), "e2e_ms": ms(row.e2e_ms),
-                    "prompt_tokens": row.prompt_tokens, "output_tokens": row.output_tokens, "status": row.status,
+                    "p50": round(s.p50, 1), "p90": round(s.p90, 1), "p99": round(s.p99, 1),
+                    "max": round(s.max, 1), "mean": round(s.mean, 1), "n": s.count,
                 })
             })
-            .collect();
-        if !slowest.is_empty() {
-            out.put(
-                "request_log.slowest",
-                Some(json!(slowest)),
-                "requests",
-                tr(
-                    "the slowest requests by TTFT, with their timeline: queue = scheduled − enqueue, prefill = first token − scheduled, decode = last token − first token",
-                    "TTFT 最慢的请求及其时间线：排队 = scheduled − enqueue，prefill = 首 token − scheduled，decode = 最后 token − 首 token",
-                ),
-            );
-        }
+        } else {
+            quantiles(sketch)
+        };
+        out.put(&format!("request_log.{name}"), value, unit, &format!("{definition}{note}"));
+    }
+}
+
+/// The slowest requests by TTFT, each with its timeline.
+fn slowest_requests(out: &mut Figures, r: &RequestFacts) {
+    let lang = out.lang;
+    let tr = |en: &'static str, zh: &'static str| lang.pick(en, zh);
+    let slowest: Vec<serde_json::Value> = r
+        .slowest
+        .iter()
+        .map(|row| {
+            let ms = |v: Option<f64>| v.map(|v| round(v, 1));
+            json!({
+                "id": row.id, "input": row.evidence.as_ref().map(|e| e.input.clone()), "line": row.line,
+                "ttft_ms": ms(row.ttft_ms), "queue_ms": ms(row.queue_ms), "prefill_ms": ms(row.prefill_ms),
+                "decode_ms": ms(row.decode_ms), "e2e_ms": ms(row.e2e_ms),
+                "prompt_tokens": row.prompt_tokens, "output_tokens": row.output_tokens, "status": row.status,
+            })
+        })
+        .collect();
+    if !slowest.is_empty() {
+        out.put(
+            "request_log.slowest",
+            Some(json!(slowest)),
+            "requests",
+            tr(
+                "the slowest requests by TTFT, with their timeline: queue = scheduled − enqueue, prefill = first token − scheduled, decode = last token − first token",
+                "TTFT 最慢的请求及其时间线：排队 = scheduled − enqueue，prefill = 首 token − scheduled，decode = 最后 token − 首 token",
+            ),
+        );
     }
 }
 

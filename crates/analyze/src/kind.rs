@@ -237,7 +237,7 @@ pub fn recognize(line: &str) -> Option<InputKind> {
     if t.starts_with("data:") || t.starts_with("event:") {
         return Some(InputKind::SseStream);
     }
-    if super::parsers::gpu_series::is_recording_line(t) {
+    if is_recording_line(t) {
         return Some(InputKind::GpuSeries);
     }
     if t.starts_with("# HELP ") || t.starts_with("# TYPE ") || t.starts_with("# UNIT ") || t == "# EOF" {
@@ -294,6 +294,14 @@ pub fn recognize(line: &str) -> Option<InputKind> {
         return Some(InputKind::VllmLog);
     }
     None
+}
+
+/// A line of the runner's recording: a sample (`"t"`, `"gpu"` and an NVML field) or its meta.
+pub(crate) fn is_recording_line(t: &str) -> bool {
+    t.starts_with('{')
+        && (t.contains("\"sm_clock_mhz\"") || t.contains("\"power_mw\"") || t.contains("\"mem_used_bytes\""))
+        && t.contains("\"gpu\"")
+        || t.starts_with("{\"meta\"") && t.contains("\"gpus\"")
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 pub mod facts;
 pub mod families;
 pub mod figures;
-pub mod heard;
+pub mod ids;
 pub mod kind;
 pub mod names;
 pub use triage_report::markdown;
@@ -28,8 +28,8 @@ pub mod prefixes;
 pub mod prometheus;
 pub use triage_report as report;
 pub mod rules;
-mod signal_table;
 pub mod signals;
+pub use signals::heard;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod text;

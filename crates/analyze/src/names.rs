@@ -240,6 +240,25 @@ pub fn all() -> impl Iterator<Item = &'static str> {
 mod tests {
     use super::*;
 
+    /// The engines' state names (`triage_base::engine_metrics`, read by the GPU rules and the
+    /// watch) are grouped as here: each vLLM or SGLang name is in this table's family of its
+    /// quantity, so the three readers agree on what a name measures.
+    #[test]
+    fn engine_state_names_are_grouped_as_here() {
+        use triage_base::engine_metrics::{ENGINE_METRICS, Engine, Quantity};
+        for m in ENGINE_METRICS.iter().filter(|m| m.engine != Engine::Tgi) {
+            let key = match m.quantity {
+                Quantity::Running => "vllm:num_requests_running",
+                Quantity::Waiting => "vllm:num_requests_waiting",
+                Quantity::KvUsage => "vllm:kv_cache_usage_perc",
+                Quantity::PromptTokens => "vllm:prompt_tokens_total",
+                Quantity::GenerationTokens => "vllm:generation_tokens_total",
+                Quantity::Steps => continue,
+            };
+            assert_eq!(family(m.name).map(|f| f.key), Some(key), "{}", m.name);
+        }
+    }
+
     #[test]
     fn a_name_is_in_one_family_and_the_key_first() {
         let mut seen = std::collections::BTreeSet::new();

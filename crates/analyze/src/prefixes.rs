@@ -1,6 +1,6 @@
 //! The prefixes log collectors and multi-process engines put before an engine's message —
 //! container timestamps, `[rank0]:`, `(EngineCore_0 pid=12)`, SGLang's `[2025-03-04 10:00:01
-//! TP0] ` — removed for the line scan (`signals.rs`) and the parsers' `bare` line. (The damage a
+//! TP0] ` — removed for the line scan (`signals/`) and the parsers' `bare` line. (The damage a
 //! paste adds on top — markdown, journald, compose — is `normalize.rs`'s.)
 
 /// Remove what log collectors and multi-process engines put before a message: container

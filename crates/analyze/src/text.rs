@@ -5,6 +5,9 @@ use std::borrow::Cow;
 pub(crate) use triage_base::finder;
 pub use triage_base::safe::{quote, quote_redacted};
 
+/// One line of text in both languages: (English, Chinese).
+pub(crate) type Both = (&'static str, &'static str);
+
 /// Remove ANSI escape sequences (colours in terminal logs). Borrowed when there are none.
 pub fn strip_ansi(s: &str) -> Cow<'_, str> {
     if memchr::memchr(0x1b, s.as_bytes()).is_none() {
@@ -92,6 +95,15 @@ fn plain_decimal(b: &[u8]) -> Option<f64> {
         return None;
     }
     Some(mantissa as f64 / 10f64.powi(scale))
+}
+
+/// Gin's access line (`[GIN] 2025/09/22 - 14:01:10 | 500 |  30.001221904s | 10.0.0.9 | POST
+/// "/api/chat"`): the status, and the latency field as printed.
+pub(crate) fn gin_fields(line: &str) -> Option<(u16, Option<&str>)> {
+    let (_, rest) = line.split_once("[GIN] ")?;
+    let mut fields = rest.split('|').skip(1);
+    let status = fields.next()?.trim().parse().ok()?;
+    Some((status, fields.next().map(str::trim)))
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@
 //!   summaries), [`fault`] (every network failure classified), [`trace`] (the W3C
 //!   `traceparent` a probe sends), [`arrival`] (an open-loop run's schedule of starts);
 //! - text from outside: [`safe`] (redaction, cutting, quoting, terminal-safe escaping),
-//!   [`expo`] (a Prometheus exposition sample line), [`time`] (timestamps as logs write them),
+//!   [`expo`] (a Prometheus exposition sample line), [`engine_metrics`] (the serving engines'
+//!   state metrics), [`time`] (timestamps as logs write them),
 //!   [`words`] (byte and substring searches), [`lang`] (English / Chinese).
 
 #![deny(missing_docs)]
@@ -21,6 +22,7 @@
 pub mod arrival;
 pub mod defs;
 pub mod endpoint;
+pub mod engine_metrics;
 pub mod expo;
 pub mod fault;
 mod fixture;

@@ -1,7 +1,9 @@
 //! The local engine's state as the GPU rules need it, read from a Prometheus `/metrics` scrape
-//! (vLLM's `vllm:*` or SGLang's `sglang:*` families), or from JSON lines of [`EngineSample`].
+//! (vLLM's `vllm:*` or SGLang's `sglang:*` names of [`ENGINE_METRICS`], the vocabulary the watch
+//! reads too), or from JSON lines of [`EngineSample`].
 
 use serde::{Deserialize, Serialize};
+use triage_base::engine_metrics::{ENGINE_METRICS, Engine, Quantity, metric};
 use triage_base::expo::parse_sample;
 use triage_report::Issue;
 
@@ -27,24 +29,20 @@ pub struct EngineSample {
     pub generation_tokens_total: Option<f64>,
 }
 
-/// (field, metric names in order of preference). vLLM renamed `gpu_cache_usage_perc` to
-/// `kv_cache_usage_perc` (both are 0–1 despite the name); SGLang's `token_usage` is the share of
-/// the KV pool in use.
-const NAMES: [(Field, &[&str]); 5] = [
-    (Field::Running, &["vllm:num_requests_running", "sglang:num_running_reqs"]),
-    (Field::Waiting, &["vllm:num_requests_waiting", "sglang:num_queue_reqs"]),
-    (Field::KvUsage, &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"]),
-    (Field::Prompt, &["vllm:prompt_tokens_total", "sglang:prompt_tokens_total"]),
-    (Field::Generation, &["vllm:generation_tokens_total", "sglang:generation_tokens_total"]),
-];
+/// The engines whose names the GPU rules read (TGI's names are the watch's only).
+const ENGINES: [Engine; 2] = [Engine::Vllm, Engine::Sglang];
 
-#[derive(Clone, Copy)]
-enum Field {
-    Running,
-    Waiting,
-    KvUsage,
-    Prompt,
-    Generation,
+/// Where a quantity goes in [`EngineSample::from_metrics`]'s findings (the sample's fields in
+/// order); `None`: not a field of the sample.
+fn slot(q: Quantity) -> Option<usize> {
+    match q {
+        Quantity::Running => Some(0),
+        Quantity::Waiting => Some(1),
+        Quantity::KvUsage => Some(2),
+        Quantity::PromptTokens => Some(3),
+        Quantity::GenerationTokens => Some(4),
+        Quantity::Steps => None,
+    }
 }
 
 impl EngineSample {
@@ -63,29 +61,34 @@ impl EngineSample {
             if !value.is_finite() {
                 continue;
             }
-            for (slot, (field, names)) in NAMES.iter().enumerate() {
-                let Some(rank) = names.iter().position(|n| *n == name) else { continue };
-                let entry = &mut found[slot];
-                *entry = match *entry {
-                    Some((r, _)) if r < rank => *entry,
-                    Some((r, v)) if r == rank => {
-                        Some((r, if matches!(field, Field::KvUsage) { v.max(value) } else { v + value }))
-                    }
-                    _ => Some((rank, value)),
-                };
-            }
+            let Some((i, row)) = metric(&name) else { continue };
+            let Some(at) = slot(row.quantity).filter(|_| ENGINES.contains(&row.engine)) else { continue };
+            // The name's preference: its place among the names of its quantity
+            // ([`ENGINE_METRICS`] lists the preferred first).
+            let rank = ENGINE_METRICS[..i]
+                .iter()
+                .filter(|m| m.quantity == row.quantity && ENGINES.contains(&m.engine))
+                .count();
+            let entry = &mut found[at];
+            *entry = match *entry {
+                Some((r, _)) if r < rank => *entry,
+                Some((r, v)) if r == rank => {
+                    Some((r, if row.quantity == Quantity::KvUsage { v.max(value) } else { v + value }))
+                }
+                _ => Some((rank, value)),
+            };
         }
         if found.iter().all(Option::is_none) {
             return None;
         }
-        let get = |f: Field| found[f as usize].map(|(_, v)| v);
+        let get = |q: Quantity| slot(q).and_then(|i| found[i]).map(|(_, v)| v);
         Some(EngineSample {
             t,
-            running: get(Field::Running),
-            waiting: get(Field::Waiting),
-            kv_usage: get(Field::KvUsage),
-            prompt_tokens_total: get(Field::Prompt),
-            generation_tokens_total: get(Field::Generation),
+            running: get(Quantity::Running),
+            waiting: get(Quantity::Waiting),
+            kv_usage: get(Quantity::KvUsage),
+            prompt_tokens_total: get(Quantity::PromptTokens),
+            generation_tokens_total: get(Quantity::GenerationTokens),
         })
     }
 }

@@ -131,28 +131,9 @@ fn aliases(keys: &[&str]) -> String {
 
 /// Parse an already-decoded `config.json`.
 pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError> {
-    let root = match v {
-        Value::Object(m) => m,
-        Value::Array(_) => return Err(KvError::NotAnObject("an array")),
-        Value::String(_) => return Err(KvError::NotAnObject("a string")),
-        Value::Number(_) => return Err(KvError::NotAnObject("a number")),
-        Value::Bool(_) => return Err(KvError::NotAnObject("a boolean")),
-        Value::Null => return Err(KvError::NotAnObject("null")),
-    };
+    let root = object(v)?;
     let mut notes = Notes { lang: opts.lang, list: Vec::new() };
-    let text = ["text_config", "llm_config", "language_config"]
-        .iter()
-        .find_map(|k| root.get(*k).and_then(Value::as_object).map(|m| (*k, m)));
-    let f = match text {
-        Some((k, m)) => {
-            notes.push(
-                format!("multimodal config: the text model is read from `{k}`"),
-                format!("多模态 config：文本模型读自 `{k}`"),
-            );
-            Fields { text: m, root }
-        }
-        None => Fields { text: root, root },
-    };
+    let f = text_fields(root, &mut notes);
     let model_type = f.text.get("model_type").and_then(Value::as_str).or_else(|| f.str("model_type"));
     let model_type = model_type.map(str::to_owned);
     let name = root
@@ -164,141 +145,31 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
         .unwrap_or_else(|| "config.json".to_owned());
     let mt = model_type.as_deref().unwrap_or("");
 
-    // Layers.
-    let (_, layers) = f.uint(LAYERS)?.ok_or_else(|| KvError::MissingField {
-        field: LAYERS[0],
-        aliases: aliases(LAYERS),
-        why: "the number of layers cannot be assumed".to_owned(),
-    })?;
-    if layers == 0 {
-        return Err(KvError::invalid(LAYERS[0], 0, "a model needs at least one layer"));
-    }
-    if layers > 10_000 {
-        return Err(KvError::invalid(LAYERS[0], layers, "more than 10,000 layers is not a real model"));
-    }
-
-    // Heads.
-    let (_, heads) = f.uint(HEADS)?.ok_or_else(|| KvError::MissingField {
-        field: HEADS[0],
-        aliases: aliases(HEADS),
-        why: "needed for the kv heads and head_dim".to_owned(),
-    })?;
-    if heads == 0 || heads > 100_000 {
-        return Err(KvError::invalid(HEADS[0], heads, "must be between 1 and 100,000"));
-    }
-    let heads = heads as u32;
+    let layers = layer_count(&f)?;
+    let heads = head_count(&f)?;
 
     let hidden = f.uint(HIDDEN)?.map(|(_, n)| n);
     if hidden == Some(0) {
         return Err(KvError::invalid(HIDDEN[0], 0, "must be positive"));
     }
 
-    // MLA.
-    let mla = match f.uint(&["kv_lora_rank"])? {
-        Some((_, 0)) => return Err(KvError::invalid("kv_lora_rank", 0, "must be positive for an MLA model")),
-        Some((_, rank)) => {
-            let rope = match f.uint(&["qk_rope_head_dim"])? {
-                Some((_, r)) => r,
-                None if opts.assume_defaults => {
-                    notes.push(
-                        "no `qk_rope_head_dim`: assumed 64 (DeepSeek V2/V3)",
-                        "缺少 `qk_rope_head_dim`：按 64 计（DeepSeek V2/V3）",
-                    );
-                    64
-                }
-                None => {
-                    return Err(KvError::MissingWithDefault {
-                        field: "qk_rope_head_dim",
-                        assumed: "64 (DeepSeek V2/V3's rope key width)".to_owned(),
-                    });
-                }
-            };
-            if rank > 65_536 || rope > 65_536 {
-                return Err(KvError::invalid("kv_lora_rank", rank, "implausibly large"));
-            }
-            Some(MlaDims { kv_lora_rank: rank as u32, qk_rope_head_dim: rope as u32 })
-        }
-        None => None,
-    };
+    let mla = mla_dims(&f, opts, &mut notes)?;
 
-    // KV heads.
     let kv_heads = kv_heads(&f, heads, mla.is_some(), opts, &mut notes)?;
 
-    // Head dim.
-    let head_dim = match f.uint(HEAD_DIM)? {
-        Some((k, 0)) => return Err(KvError::invalid(k, 0, "must be positive")),
-        Some((_, d)) => d,
-        None => match hidden {
-            Some(h) if h % u64::from(heads) == 0 => {
-                let d = h / u64::from(heads);
-                if mla.is_none() {
-                    notes.push(
-                        format!("no `head_dim`: head_dim = hidden_size / num_attention_heads = {h} / {heads} = {d}"),
-                        format!("缺少 `head_dim`：head_dim = hidden_size / num_attention_heads = {h} / {heads} = {d}"),
-                    );
-                }
-                d
-            }
-            Some(h) => {
-                return Err(KvError::invalid(
-                    "hidden_size",
-                    h,
-                    format!("is not a multiple of num_attention_heads ({heads}) and there is no `head_dim`"),
-                ));
-            }
-            None if mla.is_some() => 0,
-            None => {
-                return Err(KvError::MissingField {
-                    field: "head_dim",
-                    aliases: " (nor hidden_size to derive it as hidden_size / num_attention_heads)"
-                        .to_owned(),
-                    why: "the width of a KV head cannot be assumed".to_owned(),
-                });
-            }
-        },
-    };
-    if head_dim > 65_536 {
-        return Err(KvError::invalid("head_dim", head_dim, "implausibly large"));
-    }
+    let head_dim = head_dim(&f, heads, hidden, mla.is_some(), &mut notes)?;
 
     let kinds = layer_kinds(&f, mt, layers as usize, mla.is_some(), &mut notes)?;
 
     // Context length, as vLLM derives its default max_model_len.
     let max_model_len = derive_max_len(&f, mt, &mut notes)?;
 
-    // Dtype.
-    let dtype = match f.str("torch_dtype").or_else(|| f.str("dtype")) {
-        Some(s) => match ModelDtype::parse(s) {
-            Some(d) => Some(d),
-            None => {
-                notes.push(
-                    format!("torch_dtype {s:?} not recognised: treated as bf16"),
-                    format!("无法识别 torch_dtype {s:?}：按 bf16 处理"),
-                );
-                Some(ModelDtype::Bf16)
-            }
-        },
-        None => {
-            notes.push(
-                "no `torch_dtype`: the model is assumed to be served in bf16",
-                "缺少 `torch_dtype`：假定模型以 bf16 提供服务",
-            );
-            None
-        }
-    };
+    let dtype = dtype(&f, &mut notes);
     let weight_dtype = quantization(&f, &mut notes);
 
     // MoE and MLP sizes (for the weights and activation estimates only).
     let intermediate = f.uint(INTERMEDIATE)?.map(|(_, n)| n);
-    let vocab = f.uint(VOCAB)?.map(|(_, n)| n).or_else(|| {
-        mt.starts_with("gemma3").then(|| {
-            notes.push(
-                "no `vocab_size`: 262208, transformers' Gemma3TextConfig default",
-                "缺少 `vocab_size`：按 262208 计，即 transformers 中 Gemma3TextConfig 的默认值",
-            );
-            262_208
-        })
-    });
+    let vocab = vocab_size(&f, mt, &mut notes)?;
     let moe = moe_shape(&f, intermediate)?;
     let tie = f.bool("tie_word_embeddings").unwrap_or(true);
     let q_lora_rank = f.uint(&["q_lora_rank"])?.map(|(_, n)| n);
@@ -307,20 +178,7 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
         _ => None,
     };
 
-    if let Some((_, n)) = f.uint(&["num_nextn_predict_layers"])?
-        && n > 0
-    {
-        notes.push(
-            format!("{n} multi-token-prediction layer(s) not counted: vLLM loads them only for speculative decoding"),
-            format!("未计入 {n} 个 multi-token-prediction 层：vLLM 只在投机解码时加载它们"),
-        );
-    }
-    if f.raw("index_topk").is_some() {
-        notes.push(
-            "DeepSeek-V3.2 sparse attention: the lightning indexer's own small cache is not counted",
-            "DeepSeek-V3.2 稀疏注意力：lightning indexer 自己的小缓存未计入",
-        );
-    }
+    note_what_is_not_counted(&f, &mut notes)?;
 
     let mut shape = ModelShape {
         name,
@@ -346,6 +204,199 @@ pub fn from_value(v: &Value, opts: &ConfigOptions) -> Result<ModelShape, KvError
     };
     shape.params = count_params(&shape).map(|n| (n, ParamSource::Estimated));
     Ok(shape)
+}
+
+/// The text model's fields: a multimodal config keeps them under `text_config` (or `llm_config`,
+/// `language_config`), which a note says.
+fn text_fields<'a>(root: &'a Map<String, Value>, notes: &mut Notes) -> Fields<'a> {
+    let text = ["text_config", "llm_config", "language_config"]
+        .iter()
+        .find_map(|k| root.get(*k).and_then(Value::as_object).map(|m| (*k, m)));
+    match text {
+        Some((k, m)) => {
+            notes.push(
+                format!("multimodal config: the text model is read from `{k}`"),
+                format!("多模态 config：文本模型读自 `{k}`"),
+            );
+            Fields { text: m, root }
+        }
+        None => Fields { text: root, root },
+    }
+}
+
+/// The top-level object, or what the JSON is instead.
+fn object(v: &Value) -> Result<&Map<String, Value>, KvError> {
+    match v {
+        Value::Object(m) => Ok(m),
+        Value::Array(_) => Err(KvError::NotAnObject("an array")),
+        Value::String(_) => Err(KvError::NotAnObject("a string")),
+        Value::Number(_) => Err(KvError::NotAnObject("a number")),
+        Value::Bool(_) => Err(KvError::NotAnObject("a boolean")),
+        Value::Null => Err(KvError::NotAnObject("null")),
+    }
+}
+
+/// The number of layers: required, and plausible.
+fn layer_count(f: &Fields<'_>) -> Result<u64, KvError> {
+    let (_, layers) = f.uint(LAYERS)?.ok_or_else(|| KvError::MissingField {
+        field: LAYERS[0],
+        aliases: aliases(LAYERS),
+        why: "the number of layers cannot be assumed".to_owned(),
+    })?;
+    if layers == 0 {
+        return Err(KvError::invalid(LAYERS[0], 0, "a model needs at least one layer"));
+    }
+    if layers > 10_000 {
+        return Err(KvError::invalid(LAYERS[0], layers, "more than 10,000 layers is not a real model"));
+    }
+    Ok(layers)
+}
+
+/// The number of attention heads: required, and plausible.
+fn head_count(f: &Fields<'_>) -> Result<u32, KvError> {
+    let (_, heads) = f.uint(HEADS)?.ok_or_else(|| KvError::MissingField {
+        field: HEADS[0],
+        aliases: aliases(HEADS),
+        why: "needed for the kv heads and head_dim".to_owned(),
+    })?;
+    if heads == 0 || heads > 100_000 {
+        return Err(KvError::invalid(HEADS[0], heads, "must be between 1 and 100,000"));
+    }
+    Ok(heads as u32)
+}
+
+/// Multi-head latent attention's dimensions (DeepSeek V2/V3), when the config has a
+/// `kv_lora_rank`.
+fn mla_dims(f: &Fields<'_>, opts: &ConfigOptions, notes: &mut Notes) -> Result<Option<MlaDims>, KvError> {
+    Ok(match f.uint(&["kv_lora_rank"])? {
+        Some((_, 0)) => return Err(KvError::invalid("kv_lora_rank", 0, "must be positive for an MLA model")),
+        Some((_, rank)) => {
+            let rope = match f.uint(&["qk_rope_head_dim"])? {
+                Some((_, r)) => r,
+                None if opts.assume_defaults => {
+                    notes.push(
+                        "no `qk_rope_head_dim`: assumed 64 (DeepSeek V2/V3)",
+                        "缺少 `qk_rope_head_dim`：按 64 计（DeepSeek V2/V3）",
+                    );
+                    64
+                }
+                None => {
+                    return Err(KvError::MissingWithDefault {
+                        field: "qk_rope_head_dim",
+                        assumed: "64 (DeepSeek V2/V3's rope key width)".to_owned(),
+                    });
+                }
+            };
+            if rank > 65_536 || rope > 65_536 {
+                return Err(KvError::invalid("kv_lora_rank", rank, "implausibly large"));
+            }
+            Some(MlaDims { kv_lora_rank: rank as u32, qk_rope_head_dim: rope as u32 })
+        }
+        None => None,
+    })
+}
+
+/// The width of a KV head: `head_dim`, else hidden_size / num_attention_heads (0 for MLA, whose
+/// widths are its own).
+fn head_dim(
+    f: &Fields<'_>,
+    heads: u32,
+    hidden: Option<u64>,
+    mla: bool,
+    notes: &mut Notes,
+) -> Result<u64, KvError> {
+    let head_dim = match f.uint(HEAD_DIM)? {
+        Some((k, 0)) => return Err(KvError::invalid(k, 0, "must be positive")),
+        Some((_, d)) => d,
+        None => match hidden {
+            Some(h) if h % u64::from(heads) == 0 => {
+                let d = h / u64::from(heads);
+                if !mla {
+                    notes.push(
+                        format!("no `head_dim`: head_dim = hidden_size / num_attention_heads = {h} / {heads} = {d}"),
+                        format!("缺少 `head_dim`：head_dim = hidden_size / num_attention_heads = {h} / {heads} = {d}"),
+                    );
+                }
+                d
+            }
+            Some(h) => {
+                return Err(KvError::invalid(
+                    "hidden_size",
+                    h,
+                    format!("is not a multiple of num_attention_heads ({heads}) and there is no `head_dim`"),
+                ));
+            }
+            None if mla => 0,
+            None => {
+                return Err(KvError::MissingField {
+                    field: "head_dim",
+                    aliases: " (nor hidden_size to derive it as hidden_size / num_attention_heads)"
+                        .to_owned(),
+                    why: "the width of a KV head cannot be assumed".to_owned(),
+                });
+            }
+        },
+    };
+    if head_dim > 65_536 {
+        return Err(KvError::invalid("head_dim", head_dim, "implausibly large"));
+    }
+    Ok(head_dim)
+}
+
+/// The dtype the model is served in (`torch_dtype`), `None` when the config does not say.
+fn dtype(f: &Fields<'_>, notes: &mut Notes) -> Option<ModelDtype> {
+    match f.str("torch_dtype").or_else(|| f.str("dtype")) {
+        Some(s) => match ModelDtype::parse(s) {
+            Some(d) => Some(d),
+            None => {
+                notes.push(
+                    format!("torch_dtype {s:?} not recognised: treated as bf16"),
+                    format!("无法识别 torch_dtype {s:?}：按 bf16 处理"),
+                );
+                Some(ModelDtype::Bf16)
+            }
+        },
+        None => {
+            notes.push(
+                "no `torch_dtype`: the model is assumed to be served in bf16",
+                "缺少 `torch_dtype`：假定模型以 bf16 提供服务",
+            );
+            None
+        }
+    }
+}
+
+/// The vocabulary size (for the weights estimate), with Gemma 3's default when absent.
+fn vocab_size(f: &Fields<'_>, mt: &str, notes: &mut Notes) -> Result<Option<u64>, KvError> {
+    Ok(f.uint(VOCAB)?.map(|(_, n)| n).or_else(|| {
+        mt.starts_with("gemma3").then(|| {
+            notes.push(
+                "no `vocab_size`: 262208, transformers' Gemma3TextConfig default",
+                "缺少 `vocab_size`：按 262208 计，即 transformers 中 Gemma3TextConfig 的默认值",
+            );
+            262_208
+        })
+    }))
+}
+
+/// Notes on what the config holds that the estimate leaves out (multi-token-prediction layers,
+/// DeepSeek-V3.2's indexer cache).
+fn note_what_is_not_counted(f: &Fields<'_>, notes: &mut Notes) -> Result<(), KvError> {
+    if let Some((_, n)) = f.uint(&["num_nextn_predict_layers"])?
+        && n > 0
+    {
+        notes.push(
+            format!("{n} multi-token-prediction layer(s) not counted: vLLM loads them only for speculative decoding"),
+            format!("未计入 {n} 个 multi-token-prediction 层：vLLM 只在投机解码时加载它们"),
+        );
+    }
+    if f.raw("index_topk").is_some() {
+        notes.push(
+            "DeepSeek-V3.2 sparse attention: the lightning indexer's own small cache is not counted",
+            "DeepSeek-V3.2 稀疏注意力：lightning indexer 自己的小缓存未计入",
+        );
+    }
+    Ok(())
 }
 
 fn kv_heads(

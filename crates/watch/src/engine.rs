@@ -2,68 +2,21 @@
 //! exposition parser ([`triage_base::expo`]): how many requests run and wait, and
 //! the counters that move whenever the engine does work.
 //!
-//! The names were checked against the engines' released source: vLLM 0.11.0
-//! (`vllm/v1/metrics/loggers.py`), SGLang 0.5.23 (`srt/observability/metrics_collector.py`)
-//! and text-generation-inference (`backends/v3/src/{backend,queue}.rs`, `router/src/server.rs`).
-//! Every series of a name is summed over its labels (several engines or data-parallel ranks
-//! behind one `/metrics`).
+//! The names are the serving engines' vocabulary ([`ENGINE_METRICS`], shared with the GPU rules'
+//! engine reader): the running and waiting gauges, and the progress counters. Every series of a
+//! name is summed over its labels (several engines or data-parallel ranks behind one `/metrics`).
 
-use serde::{Deserialize, Serialize};
+use triage_base::engine_metrics::{ENGINE_METRICS, EngineMetric, Quantity, metric};
 use triage_base::expo::parse_sample;
 
-/// Which engine's names a scrape holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Family {
-    /// vLLM (`vllm:*`).
-    Vllm,
-    /// SGLang (`sglang:*`).
-    Sglang,
-    /// Hugging Face text-generation-inference (`tgi_*`).
-    Tgi,
+/// Which engine's names a scrape holds (`vllm`, `sglang`, `tgi`).
+pub use triage_base::engine_metrics::Engine as Family;
+
+/// Progress counters: each moves whenever the engine completes a step or a request (their
+/// rows of [`ENGINE_METRICS`], in its order).
+pub fn progress() -> impl Iterator<Item = &'static EngineMetric> {
+    ENGINE_METRICS.iter().filter(|m| m.quantity.is_progress())
 }
-
-impl Family {
-    /// The serialised name (`vllm`, `sglang`, `tgi`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Family::Vllm => "vllm",
-            Family::Sglang => "sglang",
-            Family::Tgi => "tgi",
-        }
-    }
-}
-
-/// Gauges of requests in the running batch, by family.
-pub const RUNNING: &[(&str, Family)] = &[
-    ("vllm:num_requests_running", Family::Vllm),
-    ("sglang:num_running_reqs", Family::Sglang),
-    ("tgi_batch_current_size", Family::Tgi),
-];
-
-/// Gauges of requests queued, not yet scheduled, by family.
-pub const WAITING: &[(&str, Family)] = &[
-    ("vllm:num_requests_waiting", Family::Vllm),
-    ("sglang:num_queue_reqs", Family::Sglang),
-    ("tgi_queue_size", Family::Tgi),
-];
-
-/// Progress counters: each moves whenever the engine completes a step or a request. vLLM's
-/// token counters and its per-step histogram's count move every engine step; SGLang's
-/// `realtime_tokens_total` every log interval (its token totals when a request ends); TGI's
-/// `tgi_batch_inference_count` every prefill or decode step (the exporter writes it with or
-/// without `_total`), its generated-tokens histogram's sum when a request ends.
-pub const PROGRESS: &[(&str, Family)] = &[
-    ("vllm:generation_tokens_total", Family::Vllm),
-    ("vllm:prompt_tokens_total", Family::Vllm),
-    ("vllm:iteration_tokens_total_count", Family::Vllm),
-    ("sglang:generation_tokens_total", Family::Sglang),
-    ("sglang:prompt_tokens_total", Family::Sglang),
-    ("sglang:realtime_tokens_total", Family::Sglang),
-    ("tgi_batch_inference_count", Family::Tgi),
-    ("tgi_batch_inference_count_total", Family::Tgi),
-    ("tgi_request_generated_tokens_sum", Family::Tgi),
-];
 
 /// The engine as one scrape showed it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -76,7 +29,7 @@ pub struct EngineScrape {
     pub running: Option<f64>,
     /// Requests waiting to be scheduled, summed over series.
     pub waiting: Option<f64>,
-    /// Each progress counter present ([`PROGRESS`] order), summed over series.
+    /// Each progress counter present ([`progress`] order), summed over series.
     pub counters: Vec<(&'static str, f64)>,
     /// The largest sample timestamp the exposition itself carries (ms), when it has any.
     pub exposition_ms: Option<i64>,
@@ -93,7 +46,8 @@ impl EngineScrape {
     /// not samples are counted in `unreadable`, non-finite values are skipped.
     pub fn parse(text: &str, at_ns: u64) -> EngineScrape {
         let mut s = EngineScrape { at_ns, digest: fnv1a(text.as_bytes()), ..EngineScrape::default() };
-        let mut counters: [Option<f64>; PROGRESS.len()] = [None; PROGRESS.len()];
+        // By row of ENGINE_METRICS; the progress counters' are kept.
+        let mut counters: [Option<f64>; ENGINE_METRICS.len()] = [None; ENGINE_METRICS.len()];
         let add = |slot: &mut Option<f64>, v: f64| *slot = Some(slot.unwrap_or(0.0) + v);
         for line in text.lines() {
             let line = line.trim();
@@ -111,24 +65,24 @@ impl EngineScrape {
             if let Some(ts) = ts {
                 s.exposition_ms = Some(s.exposition_ms.map_or(ts, |m| m.max(ts)));
             }
-            let mut seen = |family: Family| {
-                if s.family.is_none() {
-                    s.family = Some(family);
-                }
+            let Some((i, row)) = metric(&name) else { continue };
+            let slot = match row.quantity {
+                Quantity::Running => &mut s.running,
+                Quantity::Waiting => &mut s.waiting,
+                q if q.is_progress() => &mut counters[i],
+                _ => continue,
             };
-            if let Some((_, f)) = RUNNING.iter().find(|(n, _)| *n == name) {
-                seen(*f);
-                add(&mut s.running, value);
-            } else if let Some((_, f)) = WAITING.iter().find(|(n, _)| *n == name) {
-                seen(*f);
-                add(&mut s.waiting, value);
-            } else if let Some(i) = PROGRESS.iter().position(|(n, _)| *n == name) {
-                seen(PROGRESS[i].1);
-                add(&mut counters[i], value);
+            add(slot, value);
+            if s.family.is_none() {
+                s.family = Some(row.engine);
             }
         }
-        s.counters =
-            PROGRESS.iter().zip(counters).filter_map(|((name, _), v)| v.map(|v| (*name, v))).collect();
+        s.counters = ENGINE_METRICS
+            .iter()
+            .zip(counters)
+            .filter(|(m, _)| m.quantity.is_progress())
+            .filter_map(|(m, v)| v.map(|v| (m.name, v)))
+            .collect();
         s
     }
 

@@ -10,7 +10,7 @@
 //! the connection and said nothing) or after headers but before the first token (or the stream
 //! stopped mid-way). The metrics: requests running or waiting in two *distinct* scrapes (read at
 //! different times, and not the same exposition timestamp) and none of the engine's progress
-//! counters ([`engine::PROGRESS`]) moved between them. An idle engine — nothing running or
+//! counters ([`engine::progress`]) moved between them. An idle engine — nothing running or
 //! waiting, counters flat — is never stalled.
 //!
 //! Memory is bounded however long it runs: the last [`RECENT`] scrapes, a fixed-bucket TTFT

@@ -257,7 +257,7 @@ pub fn definitions(c: WatchConfig) -> Vec<Def> {
         d("idle", "nothing running or waiting and counters flat: not a stall".to_owned()),
         d(
             "progress counters",
-            super::engine::PROGRESS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+            super::engine::progress().map(|m| m.name).collect::<Vec<_>>().join(", "),
         ),
     ]
 }

@@ -4,35 +4,11 @@
 //! the whole recording, in bounded memory.
 
 use super::{Cx, SectionParser};
+pub use crate::facts::gpu_series::{GpuSeriesFacts, SeriesSource};
+use crate::kind::is_recording_line;
 use triage_gpu::WatchConfig;
-use triage_gpu::recording::{Finished, Recording};
+use triage_gpu::recording::Recording;
 use triage_gpu::series::Meta;
-
-/// What a GPU recording was read from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SeriesSource {
-    /// The runner's NVML JSON lines (`triage-runner record`).
-    #[default]
-    Nvml,
-    /// `nvidia-smi --query-gpu … --format=csv -l N`.
-    SmiCsv,
-    /// `nvidia-smi dmon`.
-    SmiDmon,
-    /// dcgm-exporter scrapes, one after another.
-    Dcgm,
-}
-
-impl SeriesSource {
-    /// How a reader names it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            SeriesSource::Nvml => "NVML recording",
-            SeriesSource::SmiCsv => "nvidia-smi --query-gpu series",
-            SeriesSource::SmiDmon => "nvidia-smi dmon series",
-            SeriesSource::Dcgm => "dcgm-exporter scrapes",
-        }
-    }
-}
 
 /// The fewest ticks of an nvidia-smi or DCGM series judged as a recording: the GPU rules need a
 /// condition to hold over [`triage_gpu::WatchConfig::sustain_s`] (2 s), three ticks at 1 Hz.
@@ -72,24 +48,6 @@ impl TickClock {
     }
 }
 
-/// One recording read from an input.
-#[derive(Clone, Debug)]
-pub struct GpuSeriesFacts {
-    /// The input it was read from.
-    pub input: std::sync::Arc<str>,
-    /// What it was read from.
-    pub source: SeriesSource,
-    /// Some ticks had no time of their own and were placed this many seconds after the one
-    /// before ([`ASSUMED_INTERVAL_S`]).
-    pub assumed_interval_s: Option<f64>,
-    /// The meta line, when there was one (driver, GPU names and UUIDs).
-    pub meta: Option<Meta>,
-    /// What the GPU rules found over it.
-    pub finished: Finished,
-    /// Samples read.
-    pub samples: u64,
-}
-
 /// Reads one section of NVML JSON lines.
 pub struct GpuSeriesParser {
     recording: Recording,
@@ -114,14 +72,6 @@ pub(crate) fn is_sample_line(t: &str) -> bool {
     // `gpu` is the second field, within the first 64 bytes (a `t` is at most ~25 of them).
     let head = t.as_bytes().get(..64).unwrap_or(t.as_bytes());
     t.starts_with("{\"t\": ") && t.ends_with('}') && head.windows(7).any(|w| w == b"\"gpu\": ")
-}
-
-/// A line of the runner's recording: a sample (`"t"`, `"gpu"` and an NVML field) or its meta.
-pub(crate) fn is_recording_line(t: &str) -> bool {
-    t.starts_with('{')
-        && (t.contains("\"sm_clock_mhz\"") || t.contains("\"power_mw\"") || t.contains("\"mem_used_bytes\""))
-        && t.contains("\"gpu\"")
-        || t.starts_with("{\"meta\"") && t.contains("\"gpus\"")
 }
 
 impl SectionParser for GpuSeriesParser {

@@ -18,139 +18,29 @@
 //!
 //! Every list is bounded; the reader never fails on a line (a figure it cannot read is skipped).
 
+pub use crate::facts::llama::{DecodeRate, LlamaFacts, LmcacheHits, Load, Prefill, Stated, TrtIteration};
 use crate::report::EvidenceLine;
-use crate::text::{leading_number, number_after};
-use std::collections::BTreeMap;
+use crate::text::{gin_fields, leading_number, number_after};
 
 /// Entries kept per list.
 const MAX: usize = 512;
 /// Example lines kept per Gin status.
 const MAX_EXAMPLES: usize = 4;
 
-/// One prefill: a prompt's tokens and how long they took.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Prefill {
-    /// How long it took, seconds.
-    pub seconds: f64,
-    /// Prompt tokens processed.
-    pub tokens: f64,
-    /// Which slot and task (`0/1041`).
-    pub task: String,
-    /// Still running: the latest `prompt processing … t = …` progress, not `prompt eval time`.
-    pub running: bool,
-    /// The line, quoted.
-    pub evidence: EvidenceLine,
-}
-
-/// One decode-rate line of a generation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DecodeRate {
-    /// `id N | task M`: which generation.
-    pub task: String,
-    /// Tokens generated so far (`n_gen`).
-    pub n_gen: f64,
-    /// Tokens per second over the last 3 s (`tg_3s`), else since the start (`tg`).
-    pub tokens_per_s: f64,
-    /// The line, quoted.
-    pub evidence: EvidenceLine,
-}
-
-/// LMCache's per-request lines, added up.
-#[derive(Debug, Default)]
-pub struct LmcacheHits {
-    /// Request lines read.
-    pub requests: u64,
-    /// Tokens of those requests.
-    pub total_tokens: f64,
-    /// Of them, tokens LMCache had.
-    pub hit_tokens: f64,
-    /// The first lines.
-    pub examples: Vec<EvidenceLine>,
-}
-
-/// A model load and how long it took.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Load {
-    /// How long it took, seconds.
-    pub seconds: f64,
-    /// Timed inside a request (`ollama run --verbose`'s `load duration`), not by the server's
-    /// start-up (`llama-server started in …`).
-    pub in_request: bool,
-    /// The line, quoted.
-    pub evidence: EvidenceLine,
-}
-
-/// A figure with the line that stated it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stated {
-    /// The figure.
-    pub value: f64,
-    /// The line that stated it.
-    pub evidence: EvidenceLine,
-}
-
-/// One TensorRT-LLM executor iteration.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TrtIteration {
-    /// Iteration number (`iter`).
-    pub iter: f64,
-    /// Requests scheduled in the iteration.
-    pub scheduled: f64,
-    /// `kv_cache_util`, as printed.
-    pub kv_util: Option<f64>,
-    /// `currank_total_requests = fetched/total`: the total, which grows with every arrival.
-    pub total_requests: Option<f64>,
-    /// Device time of the iteration, ms.
-    pub device_ms: Option<f64>,
-    /// Host time of the iteration, ms.
-    pub host_ms: Option<f64>,
-    /// The line, quoted.
-    pub evidence: EvidenceLine,
-}
-
-/// Figures llama.cpp, Ollama, TensorRT-LLM and LMCache print, read from any line.
-#[derive(Debug, Default)]
-pub struct LlamaFacts {
-    /// LMCache: `Reqid: …, Total tokens N, …, LMCache hit tokens: M, …` per request.
-    pub lmcache: LmcacheHits,
-    /// TensorRT-LLM's per-iteration lines (kept: the first [`MAX`]; then every line replaces the
-    /// last kept, so the series ends where the log ends).
-    pub trt_iterations: Vec<TrtIteration>,
-    /// Finished prefills (`prompt eval time`), and prefills still running (the last
-    /// `prompt processing … t = …` of a task), in input order.
-    pub prefills: Vec<Prefill>,
-    /// Decode-rate lines, in input order.
-    pub decode: Vec<DecodeRate>,
-    /// Model loads: `started in N seconds`, `load duration`.
-    pub loads: Vec<Load>,
-    /// The first few model-eviction lines.
-    pub evictions: Vec<EvidenceLine>,
-    /// Ollama's scheduler starting a model load (`new model will fit in available VRAM …,
-    /// loading` before v0.6, `loading first model`, `new model fits with existing models,
-    /// loading`): the first few, with how many Gin requests had been answered before each.
-    pub load_starts: Vec<(EvidenceLine, u64)>,
-    /// Model evictions seen.
-    pub eviction_count: u64,
-    /// Gin: status → count, a few lines of each, and (status, seconds) of each request.
-    pub gin: BTreeMap<u16, u64>,
-    /// A few lines of each status.
-    pub gin_examples: BTreeMap<u16, Vec<EvidenceLine>>,
-    /// (status, seconds, line) of each request.
-    pub gin_latency: Vec<(u16, f64, EvidenceLine)>,
-    /// The most `llamacpp:requests_deferred` seen, and `requests_processing` beside it.
-    pub deferred: Option<Stated>,
-    /// `llamacpp:requests_processing` beside the most deferred.
-    pub processing: Option<f64>,
-    /// GPU memory free before the model loaded, and the GPU's total (GiB): Ollama's `inference
-    /// compute … total="23.6 GiB" available="3.4 GiB"`, TensorRT-LLM's `Total GPU memory (GiB)`
-    /// and `model: <free before> / <free after>`. The least free seen.
-    pub free_before_load: Option<(f64, f64, EvidenceLine)>,
-    trt_total_gib: Option<f64>,
-}
-
 impl LlamaFacts {
     /// Read one line (ANSI stripped). `evidence` quotes it when something is kept.
     pub fn line(&mut self, line: &str, evidence: impl Fn() -> EvidenceLine) {
+        if self.trt_iteration(line, &evidence)
+            || self.lmcache(line, &evidence)
+            || self.memory_before_load(line, &evidence)
+        {
+            return;
+        }
+        self.llama_or_ollama(line, &evidence);
+    }
+
+    /// TensorRT-LLM's per-iteration line. `true` when `line` was one.
+    fn trt_iteration(&mut self, line: &str, evidence: &impl Fn() -> EvidenceLine) -> bool {
         if line.contains("num_scheduled_requests") && line.contains("iter = ") {
             let it = TrtIteration {
                 iter: number_after(line, "iter = ").unwrap_or(f64::NAN),
@@ -171,8 +61,13 @@ impl LlamaFacts {
             } else if let Some(last) = self.trt_iterations.last_mut() {
                 *last = it;
             }
-            return;
+            return true;
         }
+        false
+    }
+
+    /// LMCache's hit line. `true` when `line` was one.
+    fn lmcache(&mut self, line: &str, evidence: &impl Fn() -> EvidenceLine) -> bool {
         if let Some(hit) = number_after(line, "LMCache hit tokens:")
             && let Some(total) = number_after(line, "Total tokens ")
         {
@@ -183,18 +78,24 @@ impl LlamaFacts {
             if c.examples.len() < 2 {
                 c.examples.push(evidence());
             }
-            return;
+            return true;
         }
+        false
+    }
+
+    /// What was free before the model loaded (Ollama's `inference compute`, TensorRT-LLM's
+    /// `Total GPU memory` then `model: free / total`). `true` when `line` said so.
+    fn memory_before_load(&mut self, line: &str, evidence: &impl Fn() -> EvidenceLine) -> bool {
         if line.contains("inference compute")
             && !line.contains("library=cpu")
             && let (Some(total), Some(free)) = (gib_after(line, "total="), gib_after(line, "available="))
         {
             self.free_before(free, total, evidence());
-            return;
+            return true;
         }
         if let Some(total) = number_after(line, "Total GPU memory (GiB):") {
             self.trt_total_gib = Some(total);
-            return;
+            return true;
         }
         if let Some(rest) = line.trim_start().strip_prefix("model: ")
             && let Some(total) = self.trt_total_gib
@@ -202,8 +103,14 @@ impl LlamaFacts {
             && let Ok(free) = before.trim().parse::<f64>()
         {
             self.free_before(free, total, evidence());
-            return;
+            return true;
         }
+        false
+    }
+
+    /// llama-server's and Ollama's own lines: prefill and decode timings, model loads and
+    /// evictions, Gin's access lines, the slot gauges.
+    fn llama_or_ollama(&mut self, line: &str, evidence: &impl Fn() -> EvidenceLine) {
         if let Some(i) = line.find("prompt eval time =") {
             let rest = &line[i + "prompt eval time =".len()..];
             if let (Some(ms), Some(tokens)) = (leading_number(rest), number_after(rest, "ms /")) {
@@ -260,23 +167,27 @@ impl LlamaFacts {
                 self.evictions.push(evidence());
             }
         } else if let Some((status, latency)) = gin_fields(line) {
-            *self.gin.entry(status).or_insert(0) += 1;
-            let e = evidence();
-            let examples = self.gin_examples.entry(status).or_default();
-            if examples.len() < MAX_EXAMPLES {
-                examples.push(e.clone());
-            }
-            if let Some(s) = latency.and_then(go_duration)
-                && self.gin_latency.len() < MAX
-            {
-                self.gin_latency.push((status, s, e));
-            }
+            self.gin_line(status, latency, evidence());
         } else if let Some(n) = number_after(line, "llamacpp:requests_deferred") {
             if self.deferred.as_ref().is_none_or(|d| n > d.value) {
                 self.deferred = Some(Stated { value: n, evidence: evidence() });
             }
         } else if let Some(n) = number_after(line, "llamacpp:requests_processing") {
             self.processing = Some(self.processing.map_or(n, |p| p.max(n)));
+        }
+    }
+
+    /// A Gin access line (Ollama): its status counted, a few kept, and its latency.
+    fn gin_line(&mut self, status: u16, latency: Option<&str>, e: EvidenceLine) {
+        *self.gin.entry(status).or_insert(0) += 1;
+        let examples = self.gin_examples.entry(status).or_default();
+        if examples.len() < MAX_EXAMPLES {
+            examples.push(e.clone());
+        }
+        if let Some(s) = latency.and_then(go_duration)
+            && self.gin_latency.len() < MAX
+        {
+            self.gin_latency.push((status, s, e));
         }
     }
 
@@ -297,15 +208,6 @@ impl LlamaFacts {
             self.loads.push(load);
         }
     }
-}
-
-/// Gin's access line (`[GIN] 2025/09/22 - 14:01:10 | 500 |  30.001221904s | 10.0.0.9 | POST
-/// "/api/chat"`): the status, and the latency field as printed.
-pub(crate) fn gin_fields(line: &str) -> Option<(u16, Option<&str>)> {
-    let (_, rest) = line.split_once("[GIN] ")?;
-    let mut fields = rest.split('|').skip(1);
-    let status = fields.next()?.trim().parse().ok()?;
-    Some((status, fields.next().map(str::trim)))
 }
 
 /// `key="23.6 GiB"` (or MiB) → GiB.

@@ -5,20 +5,10 @@
 //! counts are real, durations are not (and are not reported).
 
 use super::{Cx, SectionParser};
+pub use crate::facts::sse::StreamFacts;
 use crate::report::EvidenceLine;
-use triage_base::fault::{FaultKind, judge_stream};
-use triage_base::timing::{RequestTiming, StreamTimer, TimerConfig};
-
-/// One pasted SSE response, timed with line numbers for times (a paste has no clock).
-#[derive(Clone, Debug, PartialEq)]
-pub struct StreamFacts {
-    /// What the timer measured, each line's number standing for its arrival time.
-    pub timing: RequestTiming,
-    /// What a probe would call this stream's failure, if any.
-    pub fault: Option<(FaultKind, String)>,
-    /// The stream's first line, quoted.
-    pub evidence: EvidenceLine,
-}
+use triage_base::fault::judge_stream;
+use triage_base::timing::{StreamTimer, TimerConfig};
 
 /// Most pasted streams kept.
 const MAX_STREAMS: usize = 64;

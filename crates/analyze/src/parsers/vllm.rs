@@ -7,125 +7,9 @@
 
 use super::{Cx, SectionParser};
 use crate::facts::push_bounded;
-use crate::report::EvidenceLine;
+pub use crate::facts::vllm::{EngineArg, FatalMemory, VllmFacts, VllmStat};
+use crate::signals::vllm_needles as needle;
 use crate::text::finder;
-use std::collections::BTreeMap;
-
-/// One periodic stats line.
-#[derive(Clone, Debug, PartialEq)]
-pub struct VllmStat {
-    /// Seconds since the start of the year, from the `MM-DD HH:MM:SS` prefix (vLLM prints no
-    /// year); good for ordering and gaps within one log.
-    pub t: Option<f64>,
-    /// `Avg prompt throughput`, tokens/s.
-    pub prompt_tps: Option<f64>,
-    /// `Avg generation throughput`, tokens/s.
-    pub gen_tps: Option<f64>,
-    /// `Running: N reqs`.
-    pub running: Option<f64>,
-    /// `Waiting: N reqs`.
-    pub waiting: Option<f64>,
-    /// V0: `Swapped`.
-    pub swapped: Option<f64>,
-    /// The `Preemptions` count the stats line prints, when it prints one.
-    pub preemptions: Option<f64>,
-    /// Percent.
-    pub kv_usage_pct: Option<f64>,
-    /// V0: `CPU KV cache usage`, percent.
-    pub cpu_kv_usage_pct: Option<f64>,
-    /// `Prefix cache hit rate`, percent.
-    pub prefix_hit_pct: Option<f64>,
-    /// The line, quoted.
-    pub evidence: EvidenceLine,
-}
-
-/// The fatal memory errors vLLM raises at start-up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum FatalMemory {
-    /// `No available memory for the cache blocks`.
-    NoCacheBlocks,
-    /// `… KV cache is needed, which is larger than the available KV cache memory …`.
-    KvLargerThanAvailable,
-    /// `Free memory on device … is less than desired GPU memory utilization`.
-    FreeLessThanDesired,
-    /// `The model's max seq len (X) is larger than the maximum number of tokens that can be
-    /// stored in KV cache (Y)`.
-    MaxSeqLenTooLarge,
-}
-
-/// An engine argument as logged (`non-default args: {…}`, `with config: …`, `Namespace(…)`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct EngineArg {
-    /// The value as logged (quotes kept).
-    pub value: String,
-    /// The line it was logged on.
-    pub evidence: EvidenceLine,
-}
-
-/// What a vLLM server log says.
-#[derive(Debug, Default)]
-pub struct VllmFacts {
-    /// Stats lines, in order (at most 50,000).
-    pub stats: Vec<VllmStat>,
-    /// Stats lines beyond the kept maximum (still counted).
-    pub stats_dropped: u64,
-    /// Preemption warnings seen.
-    pub preemptions: u64,
-    /// The first few preemption warnings.
-    pub preemption_lines: Vec<EvidenceLine>,
-    /// Startup capacity lines (`Available KV cache memory`, `GPU KV cache size`, …), for the KV
-    /// estimator to reconcile.
-    pub startup_lines: Vec<EvidenceLine>,
-    /// Fatal memory errors at start-up, with their lines.
-    pub fatal_memory: Vec<(FatalMemory, EvidenceLine)>,
-    /// Lines saying the engine died (`EngineDeadError`, the engine core died or its loop did).
-    pub engine_dead: Vec<EvidenceLine>,
-    /// NCCL errors and process-group watchdog timeouts.
-    pub nccl: Vec<EvidenceLine>,
-    /// Error lines about a timeout (`TimeoutError`, `timed out` with an error).
-    pub timeouts: Vec<EvidenceLine>,
-    /// When each request still open was added (`Added request ID`, log time in seconds), to
-    /// time its abort. Bounded ([`MAX_OPEN`]).
-    pub added_at: std::collections::HashMap<String, f64>,
-    /// Seconds from `Added request` to `Aborted request` for the same request id: a client
-    /// that gives up after a fixed time aborts its requests at the same age.
-    pub abort_after_s: Vec<(f64, EvidenceLine)>,
-    /// `Aborted request …` lines: the engine freed a request's KV on a client's behalf.
-    pub aborts: u64,
-    /// The first few `Aborted request` lines.
-    pub abort_lines: Vec<EvidenceLine>,
-    /// Model loading / CUDA graph capture lines: the server was (re)starting.
-    pub startup_events: Vec<EvidenceLine>,
-    /// HTTP status → count, from the API server's access lines.
-    pub access: BTreeMap<u16, u64>,
-    /// The first access line of each status.
-    pub access_examples: BTreeMap<u16, EvidenceLine>,
-    /// Engine arguments of interest by canonical name (`enable_chunked_prefill`, …).
-    pub args: BTreeMap<String, EngineArg>,
-    /// `Chunked prefill is enabled with max_num_batched_tokens=…`.
-    pub chunked_prefill_line: Option<EvidenceLine>,
-}
-
-impl VllmFacts {
-    /// The engine argument `name` (canonical name), when logged.
-    pub fn arg(&self, name: &str) -> Option<&EngineArg> {
-        self.args.get(name)
-    }
-
-    /// Parse an argument as a boolean (`True`, `true`, `1`).
-    pub fn arg_bool(&self, name: &str) -> Option<bool> {
-        self.arg(name).and_then(|a| match a.value.trim_matches(['\'', '"']).to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => Some(true),
-            "false" | "0" | "no" => Some(false),
-            _ => None,
-        })
-    }
-
-    /// The engine argument `name` read as a number.
-    pub fn arg_f64(&self, name: &str) -> Option<f64> {
-        self.arg(name).and_then(|a| a.value.trim_matches(['\'', '"']).parse().ok())
-    }
-}
 
 const MAX_STATS: usize = 50_000;
 /// Requests whose add time is kept to time their abort.
@@ -223,109 +107,6 @@ fn arg_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let end = rest.find([',', ')', '}', ' ']).unwrap_or(rest.len());
     Some(&rest[..end])
 }
-
-/// The strings [`VllmParser::line`] dispatches on. The alarm watch's one scan of every line
-/// finds them ([`Cx::vllm_needles`]): the parser reads no line twice. Overlapping matches are
-/// all reported (`TimeoutError` sets `Timeout` and `Error` too); no branch depends on a needle
-/// being absent where another contains it. No digits: lines equal but for their digits are
-/// read alike.
-mod needle {
-    pub const AVG_PROMPT: u64 = 1 << 0;
-    pub const AVG_GEN: u64 = 1 << 1;
-    pub const KV_USAGE: u64 = 1 << 2;
-    pub const RUNNING: u64 = 1 << 3;
-    pub const PREEMPTED: u64 = 1 << 4;
-    pub const NO_BLOCKS: u64 = 1 << 5;
-    pub const KV_LARGER: u64 = 1 << 6;
-    pub const FREE_LESS: u64 = 1 << 7;
-    pub const MAX_SEQ: u64 = 1 << 8;
-    pub const AVAILABLE_KV: u64 = 1 << 9;
-    pub const KV_SIZE: u64 = 1 << 10;
-    pub const MAX_CONC: u64 = 1 << 11;
-    pub const GPU_BLOCKS: u64 = 1 << 12;
-    pub const WEIGHTS_TAKE: u64 = 1 << 13;
-    pub const MODEL_LOADING: u64 = 1 << 14;
-    pub const REST_FOR_KV: u64 = 1 << 15;
-    pub const CAPTURING: u64 = 1 << 16;
-    pub const CAPTURE_DONE: u64 = 1 << 17;
-    pub const STARTING: u64 = 1 << 18;
-    pub const LOADING_WEIGHTS: u64 = 1 << 19;
-    pub const ENGINE_DEAD_ERR: u64 = 1 << 20;
-    pub const LOOP_DIED: u64 = 1 << 21;
-    pub const CORE_ENCOUNTERED: u64 = 1 << 22;
-    pub const CORE_PROC: u64 = 1 << 23;
-    pub const DIED: u64 = 1 << 24;
-    pub const ENGINE_IS_DEAD: u64 = 1 << 25;
-    pub const WATCHDOG: u64 = 1 << 26;
-    pub const NCCL_ERROR: u64 = 1 << 27;
-    pub const NCCL_INTERNAL: u64 = 1 << 28;
-    pub const NCCL_SYSTEM: u64 = 1 << 29;
-    pub const PG_NCCL: u64 = 1 << 30;
-    pub const LOWER_TIMEOUT: u64 = 1 << 31;
-    pub const ABORTED: u64 = 1 << 32;
-    pub const CHUNKED: u64 = 1 << 33;
-    pub const HTTP: u64 = 1 << 34;
-    pub const NON_DEFAULT: u64 = 1 << 35;
-    pub const WITH_CONFIG: u64 = 1 << 36;
-    pub const NAMESPACE: u64 = 1 << 37;
-    pub const ENGINE_ARGS: u64 = 1 << 38;
-    pub const TIMEOUT_ERROR: u64 = 1 << 39;
-    pub const TIMED_OUT: u64 = 1 << 40;
-    pub const TIMEOUT: u64 = 1 << 41;
-    pub const ERROR_UPPER: u64 = 1 << 42;
-    pub const ERROR_WORD: u64 = 1 << 43;
-    pub const ADDED: u64 = 1 << 44;
-    pub const CUDA_OOM: u64 = 1 << 45;
-}
-
-pub(crate) const NEEDLE_TEXT: [&str; 46] = [
-    "Avg prompt throughput",
-    "Avg generation throughput",
-    "GPU KV cache usage:",
-    "Running:",
-    "preempted by PreemptionMode",
-    "No available memory for the cache blocks",
-    "larger than the available KV cache memory",
-    "is less than desired GPU memory utilization",
-    "larger than the maximum number of tokens that can be stored in KV cache",
-    "Available KV cache memory",
-    "GPU KV cache size",
-    "Maximum concurrency for",
-    "# GPU blocks",
-    "model weights take",
-    "Model loading took",
-    "the rest of the memory reserved for KV Cache",
-    "Capturing CUDA graph",
-    "Graph capturing finished",
-    "Starting vLLM API server",
-    "Loading weights took",
-    "EngineDeadError",
-    "Engine loop has died",
-    "EngineCore encountered",
-    "Engine core proc",
-    "died",
-    "Background loop has errored already",
-    "Watchdog caught collective operation timeout",
-    "NCCL error",
-    "ncclInternalError",
-    "ncclSystemError",
-    "ProcessGroupNCCL",
-    "timeout",
-    "Aborted request",
-    "Chunked prefill is enabled",
-    " HTTP/",
-    "non-default args",
-    "with config:",
-    "Namespace(",
-    "engine_args",
-    "TimeoutError",
-    "timed out",
-    "Timeout",
-    "ERROR",
-    "Error",
-    "Added request",
-    "CUDA out of memory",
-];
 
 /// The request ids after `key` (`Added request ID.`, `Aborted request(s) ID1, ID2.`).
 fn request_ids<'a>(line: &'a str, key: &memchr::memmem::Finder<'_>) -> impl Iterator<Item = &'a str> {
@@ -434,57 +215,15 @@ impl SectionParser for VllmParser {
         let has = |bits: u64| m & bits != 0;
         let all = |bits: u64| m & bits == bits;
         if m == 0 {
-            if !looks_like_log(line) {
-                self.strangers += 1;
-                self.first_stranger.get_or_insert(no);
-            }
+            self.unless_a_log(no, line);
             return;
         }
         if has(AVG_PROMPT | AVG_GEN) || all(KV_USAGE | RUNNING) {
-            let [prompt_tps, gen_tps, running, waiting, swapped, preemptions, kv, cpu_kv, prefix] =
-                parse_stats(line);
-            if running.is_none() && kv.is_none() {
-                cx.issue_in(
-                    no,
-                    "a vLLM stats line without Running or KV usage figures",
-                    "vLLM 统计行缺少 Running 或 KV 使用率数据",
-                );
-            }
-            // The line is quoted (and searched for secrets) only when it is kept: past
-            // `MAX_STATS`, only counted.
-            if cx.facts.vllm.stats.len() < MAX_STATS {
-                let stat = VllmStat {
-                    t: stamp(line),
-                    prompt_tps,
-                    gen_tps,
-                    running,
-                    waiting,
-                    swapped,
-                    preemptions,
-                    kv_usage_pct: kv,
-                    cpu_kv_usage_pct: cpu_kv,
-                    prefix_hit_pct: prefix,
-                    evidence: cx.evidence(no, line),
-                };
-                cx.facts.vllm.stats.push(stat);
-            } else {
-                cx.facts.vllm.stats_dropped += 1;
-            }
+            stats_line(cx, no, line);
             return;
         }
-        if has(HTTP) && line.contains('"') {
-            // `… "POST /v1/chat/completions HTTP/1.1" 404 Not Found`
-            if let Some(close) = line.rfind('"')
-                && let Some(code) =
-                    line[close + 1..].split_whitespace().next().and_then(|c| c.parse::<u16>().ok())
-            {
-                *cx.facts.vllm.access.entry(code).or_insert(0) += 1;
-                if !cx.facts.vllm.access_examples.contains_key(&code) {
-                    let e = cx.evidence(no, line);
-                    cx.facts.vllm.access_examples.insert(code, e);
-                }
-                return;
-            }
+        if has(HTTP) && line.contains('"') && access_line(cx, no, line) {
+            return;
         }
         if has(PREEMPTED) {
             cx.facts.vllm.preemptions += 1;
@@ -492,18 +231,7 @@ impl SectionParser for VllmParser {
             push_bounded(&mut cx.facts.vllm.preemption_lines, e, MAX_LINES);
             return;
         }
-        let fatal = if has(NO_BLOCKS) {
-            Some(FatalMemory::NoCacheBlocks)
-        } else if has(KV_LARGER) {
-            Some(FatalMemory::KvLargerThanAvailable)
-        } else if has(FREE_LESS) {
-            Some(FatalMemory::FreeLessThanDesired)
-        } else if has(MAX_SEQ) {
-            Some(FatalMemory::MaxSeqLenTooLarge)
-        } else {
-            None
-        };
-        if let Some(kind) = fatal {
+        if let Some(kind) = fatal_memory(m) {
             let e = cx.evidence(no, line);
             if cx.facts.vllm.fatal_memory.len() < MAX_LINES {
                 cx.facts.vllm.fatal_memory.push((kind, e));
@@ -534,33 +262,11 @@ impl SectionParser for VllmParser {
             return;
         }
         if has(ABORTED) {
-            cx.facts.vllm.aborts += 1;
-            if let Some(t) = stamp(line) {
-                for id in request_ids(line, finder!("Aborted request")) {
-                    if let Some(added) = cx.facts.vllm.added_at.remove(id)
-                        && cx.facts.vllm.abort_after_s.len() < MAX_ABORT_AGES
-                    {
-                        let e = cx.evidence(no, line);
-                        cx.facts.vllm.abort_after_s.push((t - added, e));
-                    }
-                }
-            }
-            // Quoting costs an allocation: only for the lines kept.
-            if cx.facts.vllm.abort_lines.len() < MAX_LINES {
-                let e = cx.evidence(no, line);
-                cx.facts.vllm.abort_lines.push(e);
-            }
+            aborted(cx, no, line);
             return;
         }
         if has(ADDED) {
-            if let Some(t) = stamp(line) {
-                let v = &mut cx.facts.vllm;
-                for id in request_ids(line, finder!("Added request")) {
-                    if v.added_at.len() < MAX_OPEN {
-                        v.added_at.insert(id.to_owned(), t);
-                    }
-                }
-            }
+            added(cx, line);
             return;
         }
         if has(CHUNKED) {
@@ -568,15 +274,7 @@ impl SectionParser for VllmParser {
             cx.facts.vllm.chunked_prefill_line.get_or_insert(e);
         }
         if has(NON_DEFAULT | WITH_CONFIG | NAMESPACE | ENGINE_ARGS) {
-            for (canonical, names) in ARGS {
-                if let Some(value) = names.iter().find_map(|n| arg_value(line, n)) {
-                    let e = cx.evidence(no, line);
-                    cx.facts
-                        .vllm
-                        .args
-                        .insert((*canonical).to_owned(), EngineArg { value: value.to_owned(), evidence: e });
-                }
-            }
+            engine_args(cx, no, line);
             return;
         }
         if has(TIMEOUT_ERROR) || has(TIMED_OUT | TIMEOUT) && has(ERROR_UPPER | ERROR_WORD) {
@@ -584,10 +282,7 @@ impl SectionParser for VllmParser {
             push_bounded(&mut cx.facts.vllm.timeouts, e, MAX_LINES);
             return;
         }
-        if !looks_like_log(line) {
-            self.strangers += 1;
-            self.first_stranger.get_or_insert(no);
-        }
+        self.unless_a_log(no, line);
     }
 
     fn finish(self: Box<Self>, cx: &mut Cx<'_>) {
@@ -598,6 +293,127 @@ impl SectionParser for VllmParser {
                 format!("{n} line(s) in this vLLM log section are not log records and were skipped"),
                 format!("本段 vLLM 日志中有 {n} 行不是日志记录，已跳过"),
             );
+        }
+    }
+}
+
+impl VllmParser {
+    /// Counts `line` as a stranger unless it looks like a log line.
+    fn unless_a_log(&mut self, no: usize, line: &str) {
+        if !looks_like_log(line) {
+            self.strangers += 1;
+            self.first_stranger.get_or_insert(no);
+        }
+    }
+}
+
+/// A periodic stats line (V0 or V1): its figures, kept up to [`MAX_STATS`].
+fn stats_line(cx: &mut Cx<'_>, no: usize, line: &str) {
+    let [prompt_tps, gen_tps, running, waiting, swapped, preemptions, kv, cpu_kv, prefix] = parse_stats(line);
+    if running.is_none() && kv.is_none() {
+        cx.issue_in(
+            no,
+            "a vLLM stats line without Running or KV usage figures",
+            "vLLM 统计行缺少 Running 或 KV 使用率数据",
+        );
+    }
+    // The line is quoted (and searched for secrets) only when it is kept: past `MAX_STATS`, only
+    // counted.
+    if cx.facts.vllm.stats.len() >= MAX_STATS {
+        cx.facts.vllm.stats_dropped += 1;
+        return;
+    }
+    let stat = VllmStat {
+        t: stamp(line),
+        prompt_tps,
+        gen_tps,
+        running,
+        waiting,
+        swapped,
+        preemptions,
+        kv_usage_pct: kv,
+        cpu_kv_usage_pct: cpu_kv,
+        prefix_hit_pct: prefix,
+        evidence: cx.evidence(no, line),
+    };
+    cx.facts.vllm.stats.push(stat);
+}
+
+/// An API server access line: its status counted, the first of each kept. `false` when no status
+/// follows the request.
+fn access_line(cx: &mut Cx<'_>, no: usize, line: &str) -> bool {
+    // `… "POST /v1/chat/completions HTTP/1.1" 404 Not Found`
+    if let Some(close) = line.rfind('"')
+        && let Some(code) = line[close + 1..].split_whitespace().next().and_then(|c| c.parse::<u16>().ok())
+    {
+        *cx.facts.vllm.access.entry(code).or_insert(0) += 1;
+        if !cx.facts.vllm.access_examples.contains_key(&code) {
+            let e = cx.evidence(no, line);
+            cx.facts.vllm.access_examples.insert(code, e);
+        }
+        return true;
+    }
+    false
+}
+
+/// The fatal memory error a line's needles name, if any.
+fn fatal_memory(m: u64) -> Option<FatalMemory> {
+    use needle::*;
+    let has = |bits: u64| m & bits != 0;
+    if has(NO_BLOCKS) {
+        Some(FatalMemory::NoCacheBlocks)
+    } else if has(KV_LARGER) {
+        Some(FatalMemory::KvLargerThanAvailable)
+    } else if has(FREE_LESS) {
+        Some(FatalMemory::FreeLessThanDesired)
+    } else if has(MAX_SEQ) {
+        Some(FatalMemory::MaxSeqLenTooLarge)
+    } else {
+        None
+    }
+}
+
+/// `Aborted request …`: counted, kept, and each request's age when the engine added it was seen.
+fn aborted(cx: &mut Cx<'_>, no: usize, line: &str) {
+    cx.facts.vllm.aborts += 1;
+    if let Some(t) = stamp(line) {
+        for id in request_ids(line, finder!("Aborted request")) {
+            if let Some(added) = cx.facts.vllm.added_at.remove(id)
+                && cx.facts.vllm.abort_after_s.len() < MAX_ABORT_AGES
+            {
+                let e = cx.evidence(no, line);
+                cx.facts.vllm.abort_after_s.push((t - added, e));
+            }
+        }
+    }
+    // Quoting costs an allocation: only for the lines kept.
+    if cx.facts.vllm.abort_lines.len() < MAX_LINES {
+        let e = cx.evidence(no, line);
+        cx.facts.vllm.abort_lines.push(e);
+    }
+}
+
+/// `Added request …`: when each request arrived, to time its abort (bounded by [`MAX_OPEN`]).
+fn added(cx: &mut Cx<'_>, line: &str) {
+    if let Some(t) = stamp(line) {
+        let v = &mut cx.facts.vllm;
+        for id in request_ids(line, finder!("Added request")) {
+            if v.added_at.len() < MAX_OPEN {
+                v.added_at.insert(id.to_owned(), t);
+            }
+        }
+    }
+}
+
+/// An engine-arguments line: the arguments of interest ([`ARGS`]) by canonical name.
+fn engine_args(cx: &mut Cx<'_>, no: usize, line: &str) {
+    for (canonical, names) in ARGS {
+        if let Some(value) = names.iter().find_map(|n| arg_value(line, n)) {
+            let e = cx.evidence(no, line);
+            cx.facts
+                .vllm
+                .args
+                .insert((*canonical).to_owned(), EngineArg { value: value.to_owned(), evidence: e });
         }
     }
 }

@@ -3,7 +3,7 @@
 use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, q, texts};
 use crate::facts::Facts;
-use crate::report::{Class, Finding};
+use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
@@ -29,7 +29,7 @@ pub(crate) const RULE: Rule = Rule {
 /// window) and vLLM's TTFT histogram over the window has p99 ≥ 3× p50 and ≥ half the TTFT
 /// target (p99 at its bucket's lower bound, p50 at its upper). `up` at 0 in the first scrape —
 /// Prometheus found no `/metrics` while the engine loaded — makes it surer.
-fn from_metrics(f: &Facts, lang: Lang) -> Option<(f64, String, Vec<crate::report::EvidenceLine>)> {
+fn from_metrics(f: &Facts, lang: Lang) -> Option<Judged> {
     use triage_base::stats::{BucketQuantile, histogram_quantile};
     let m = &f.metrics;
     let (first, last) = m.window()?;
@@ -72,155 +72,21 @@ fn from_metrics(f: &Facts, lang: Lang) -> Option<(f64, String, Vec<crate::report
     Some((if down.is_some() { 0.8 } else { 0.7 }, why, evidence))
 }
 
+/// What a way of seeing a cold start found: its confidence, why (one sentence), and the lines.
+type Judged = (f64, String, Vec<EvidenceLine>);
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
-    let r = &f.requests;
-    let mut confidence: f64 = 0.0;
-    let mut reasons = Vec::new();
-    let mut evidence = Vec::new();
-    if r.earliest.len() >= 5
-        && let Some(p50) = q(&r.ttft_ms, 0.5)
-        && r.ttft_ms.count() >= 20
-    {
-        let mut first: Vec<f64> = r.earliest.iter().take(5).filter_map(|row| row.ttft_ms).collect();
-        triage_base::sort::sort_f64(&mut first);
-        if let Some(&median_first) = first.get(first.len() / 2)
-            && median_first >= 5.0 * p50
-            && median_first >= 1000.0
-        {
-            confidence = 0.7;
-            reasons.push(lang.pick(
-                format!("the 5 earliest requests have a median TTFT of {median_first:.0} ms against {p50:.0} ms overall"),
-                format!("最早的 5 个请求 TTFT 中位数为 {median_first:.0} ms，而整体为 {p50:.0} ms"),
-            ));
-            evidence.extend(r.earliest.iter().take(2).filter_map(|row| row.evidence.clone()));
-        }
-    }
-    // A start-up in the log corroborates slow first requests; on its own (every complete log
-    // starts with one) it says nothing about latency.
-    if !f.vllm.startup_events.is_empty() && confidence > 0.0 {
-        confidence = 0.85;
-        reasons.push(
-            lang.pick(
-                "the engine log shows the instance (re)starting (weights loading, CUDA graph capture) in the same window",
-                "引擎日志显示实例在同一时间窗口内（重新）启动（加载权重、捕获 CUDA graph）",
-            )
-            .to_owned(),
-        );
-        evidence.push(f.vllm.startup_events[0].clone());
-    }
-    // Stats only: the first stats lines after the start-up show a queue that then drains —
-    // the requests that arrived while the engine was loading, compiling and capturing.
-    if confidence == 0.0
-        && let Some(started) =
-            f.vllm.startup_events.iter().filter_map(|e| crate::parsers::vllm::stamp(&e.text)).reduce(f64::max)
-        && let Some(first) = f.vllm.stats.iter().find(|s| s.t.is_some_and(|t| t >= started))
-        && first.t.is_some_and(|t| t - started <= 120.0)
-        && let Some(backlog) = first.waiting.filter(|w| *w > 0.0)
-        && let Some(last) =
-            f.vllm.stats.iter().rev().find(|s| s.t.is_some_and(|t| t > first.t.unwrap_or(0.0)))
-        && last.waiting.is_some_and(|w| w <= backlog / 2.0)
-    {
-        confidence = 0.8;
-        let (then, now) = (backlog, last.waiting.unwrap_or(0.0));
-        reasons.push(lang.pick(
-            format!("the first stats line after the start-up shows {then:.0} requests waiting, which drain to {now:.0}: they arrived while the engine was loading, compiling and capturing graphs"),
-            format!("启动后的第一条统计行有 {then:.0} 个请求在排队，随后降到 {now:.0}：它们是在引擎加载权重、编译和捕获 CUDA graph 时到达的"),
-        ));
-        evidence.push(f.vllm.startup_events[f.vllm.startup_events.len() - 1].clone());
-        evidence.push(first.evidence.clone());
-        evidence.push(last.evidence.clone());
-    }
-    // Metrics over a window (two scrapes with timestamps, or `triage analyze --prometheus`): the
-    // process started within the window and the TTFT tail is far above its median.
-    if confidence == 0.0
-        && let Some((c, why, lines)) = from_metrics(f, lang)
-    {
-        confidence = c;
-        reasons.push(why);
-        evidence.extend(lines);
-    }
-    // llama-server / Ollama: models swapped in and out (each request waits for a load), or one
-    // slow load that a request waited for (Gin's latency, `ollama run --verbose`'s load duration).
-    let l = &f.llama;
-    if confidence == 0.0 && l.eviction_count >= 2 && l.loads.len() >= 2 {
-        confidence = 0.8;
-        let mean = l.loads.iter().map(|s| s.seconds).sum::<f64>() / l.loads.len() as f64;
-        let (n, loads) = (l.eviction_count, l.loads.len());
-        reasons.push(lang.pick(
-            format!("models are swapped: {n} eviction(s) to make space and {loads} load(s) of about {mean:.0} s each, so requests wait for a model to load"),
-            format!("模型在来回换入换出：为腾出显存驱逐了 {n} 次、加载了 {loads} 次，每次约 {mean:.0} s，请求要等模型加载"),
-        ));
-        evidence.extend(l.evictions.iter().take(1).cloned());
-        evidence.extend(l.loads.iter().take(2).map(|s| s.evidence.clone()));
-    }
-    if confidence == 0.0
-        && let Some(load) =
-            l.loads.iter().filter(|s| s.seconds >= 5.0).max_by(|a, b| a.seconds.total_cmp(&b.seconds))
-    {
-        // A request whose latency is mostly the load (surer), or that waited for it and went on
-        // generating (less sure: a slow generation after it adds to it).
-        let waited = |hi: f64| {
-            l.gin_latency
-                .iter()
-                .filter(|(_, s, _)| (0.8 * load.seconds..=hi).contains(s) && *s * 1e3 >= f.slo.ttft_ms)
-                .map(|(_, s, e)| (*s, e))
-                .next()
-        };
-        let (sure, waited) = match waited(2.0 * load.seconds) {
-            Some(w) => (0.8, Some(w)),
-            None => (0.6, waited(f64::INFINITY)),
-        };
-        if (waited.is_some() || load.in_request) && (load.seconds >= 10.0 || waited.is_some()) {
-            confidence = if waited.is_some() { sure } else { 0.8 };
-            let s = load.seconds;
-            reasons.push(match waited {
-                Some((w, _)) if w > 2.0 * s => lang.pick(
-                    format!("the model took {s:.1} s to load before a request that took {w:.1} s in all: its first token waited for the load"),
-                    format!("模型加载用了 {s:.1} s，之后有请求总共用了 {w:.1} s：它的第一个 token 要等模型加载完"),
-                ),
-                Some((w, _)) => lang.pick(
-                    format!("the model took {s:.1} s to load and a request waited {w:.1} s for it"),
-                    format!("模型加载用了 {s:.1} s，有请求为此等了 {w:.1} s"),
-                ),
-                None => lang.pick(
-                    format!("the request spent {s:.1} s loading the model before its first token"),
-                    format!("这个请求在第一个 token 之前花了 {s:.1} s 加载模型"),
-                ),
-            });
-            evidence.push(load.evidence.clone());
-            evidence.extend(waited.map(|(_, e)| e.clone()));
-        }
-    }
-    // Ollama loading a model while it is already serving (a reload when clients switch, a model
-    // evicted and loaded again), and requests that took seconds: they waited for the load.
-    if confidence == 0.0
-        && let Some((start, served)) = l.load_starts.iter().find(|(_, served)| *served > 0)
-        && let Some((_, s, slow)) = l
-            .gin_latency
-            .iter()
-            .filter(|(status, s, _)| *status < 400 && *s * 1e3 >= f.slo.ttft_ms)
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-    {
-        confidence = 0.6;
-        reasons.push(lang.pick(
-            format!("the model is loaded again after {served} request(s) were already served, and a request took {s:.1} s: requests wait for the load before their first token"),
-            format!("在已经处理了 {served} 个请求之后，模型又被重新加载，有请求用了 {s:.1} s：请求在第一个 token 之前要等模型加载"),
-        ));
-        evidence.push(start.clone());
-        evidence.push(slow.clone());
-    }
-    // A client's own timings, request by request: the first took ten times the rest (and more
-    // than the TTFT target): it paid for the warm-up (CUDA graphs, compilation, caches).
-    if confidence == 0.0
-        && let Some((first, rest, lines)) = first_request_outlier(f)
-    {
-        confidence = 0.6;
-        reasons.push(lang.pick(
-            format!("the first request took {:.1} s and the ones after it {:.1} s (median): the first paid for the engine's warm-up", first / 1e3, rest / 1e3),
-            format!("第一个请求用了 {:.1} s，之后的请求只要 {:.1} s（中位数）：第一个请求承担了引擎的预热", first / 1e3, rest / 1e3),
-        ));
-        evidence.extend(lines);
-    }
+    let (confidence, reasons, evidence) = match slow_first_requests(f, lang) {
+        Some(first) => with_startup(f, lang, first),
+        // Without a request log: each other sign of a start that requests waited for, in turn.
+        None => backlog_after_startup(f, lang)
+            .or_else(|| from_metrics(f, lang))
+            .or_else(|| models_swapped(f, lang))
+            .or_else(|| slow_load(f, lang))
+            .or_else(|| reload_while_serving(f, lang))
+            .or_else(|| first_request(f, lang))
+            .map_or((0.0, Vec::new(), Vec::new()), |(c, why, lines)| (c, vec![why], lines)),
+    };
     // The English summary is the reasons alone; the Chinese one is led by "冷启动".
     RULE.doc.finding_from_reasons(lang, ("", "冷启动"), &reasons, FindingBody {
         confidence,
@@ -246,11 +112,173 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
     })
 }
 
+/// A request log whose first requests waited far longer than the rest: the 5 earliest
+/// requests' median TTFT at least 5× the overall median and at least a second.
+fn slow_first_requests(f: &Facts, lang: Lang) -> Option<Judged> {
+    let r = &f.requests;
+    if r.earliest.len() < 5 || r.ttft_ms.count() < 20 {
+        return None;
+    }
+    let p50 = q(&r.ttft_ms, 0.5)?;
+    let mut first: Vec<f64> = r.earliest.iter().take(5).filter_map(|row| row.ttft_ms).collect();
+    triage_base::sort::sort_f64(&mut first);
+    let &median_first = first.get(first.len() / 2)?;
+    let slow = median_first >= 5.0 * p50 && median_first >= 1000.0;
+    if !slow {
+        return None;
+    }
+    let why = lang.pick(
+        format!(
+            "the 5 earliest requests have a median TTFT of {median_first:.0} ms against {p50:.0} ms overall"
+        ),
+        format!("最早的 5 个请求 TTFT 中位数为 {median_first:.0} ms，而整体为 {p50:.0} ms"),
+    );
+    let lines = r.earliest.iter().take(2).filter_map(|row| row.evidence.clone()).collect();
+    Some((0.7, why, lines))
+}
+
+/// A start-up in the log corroborates slow first requests; on its own (every complete log
+/// starts with one) it says nothing about latency.
+fn with_startup(
+    f: &Facts,
+    lang: Lang,
+    (confidence, why, mut evidence): Judged,
+) -> (f64, Vec<String>, Vec<EvidenceLine>) {
+    let mut reasons = vec![why];
+    let Some(started) = f.vllm.startup_events.first() else { return (confidence, reasons, evidence) };
+    reasons.push(
+        lang.pick(
+            "the engine log shows the instance (re)starting (weights loading, CUDA graph capture) in the same window",
+            "引擎日志显示实例在同一时间窗口内（重新）启动（加载权重、捕获 CUDA graph）",
+        )
+        .to_owned(),
+    );
+    evidence.push(started.clone());
+    (0.85, reasons, evidence)
+}
+
+/// Stats only: the first stats lines after the start-up show a queue that then drains —
+/// the requests that arrived while the engine was loading, compiling and capturing.
+fn backlog_after_startup(f: &Facts, lang: Lang) -> Option<Judged> {
+    if let Some(started) =
+        f.vllm.startup_events.iter().filter_map(|e| crate::parsers::vllm::stamp(&e.text)).reduce(f64::max)
+        && let Some(first) = f.vllm.stats.iter().find(|s| s.t.is_some_and(|t| t >= started))
+        && first.t.is_some_and(|t| t - started <= 120.0)
+        && let Some(backlog) = first.waiting.filter(|w| *w > 0.0)
+        && let Some(last) =
+            f.vllm.stats.iter().rev().find(|s| s.t.is_some_and(|t| t > first.t.unwrap_or(0.0)))
+        && last.waiting.is_some_and(|w| w <= backlog / 2.0)
+    {
+        let (then, now) = (backlog, last.waiting.unwrap_or(0.0));
+        let why = lang.pick(
+            format!("the first stats line after the start-up shows {then:.0} requests waiting, which drain to {now:.0}: they arrived while the engine was loading, compiling and capturing graphs"),
+            format!("启动后的第一条统计行有 {then:.0} 个请求在排队，随后降到 {now:.0}：它们是在引擎加载权重、编译和捕获 CUDA graph 时到达的"),
+        );
+        let lines = vec![
+            f.vllm.startup_events[f.vllm.startup_events.len() - 1].clone(),
+            first.evidence.clone(),
+            last.evidence.clone(),
+        ];
+        return Some((0.8, why, lines));
+    }
+    None
+}
+
+/// llama-server / Ollama: models swapped in and out, so each request waits for a load.
+fn models_swapped(f: &Facts, lang: Lang) -> Option<Judged> {
+    let l = &f.llama;
+    if l.eviction_count < 2 || l.loads.len() < 2 {
+        return None;
+    }
+    let mean = l.loads.iter().map(|s| s.seconds).sum::<f64>() / l.loads.len() as f64;
+    let (n, loads) = (l.eviction_count, l.loads.len());
+    let why = lang.pick(
+        format!("models are swapped: {n} eviction(s) to make space and {loads} load(s) of about {mean:.0} s each, so requests wait for a model to load"),
+        format!("模型在来回换入换出：为腾出显存驱逐了 {n} 次、加载了 {loads} 次，每次约 {mean:.0} s，请求要等模型加载"),
+    );
+    let mut lines: Vec<EvidenceLine> = l.evictions.iter().take(1).cloned().collect();
+    lines.extend(l.loads.iter().take(2).map(|s| s.evidence.clone()));
+    Some((0.8, why, lines))
+}
+
+/// llama-server / Ollama: one slow load (5 s or more) that a request waited for (Gin's latency,
+/// `ollama run --verbose`'s load duration).
+fn slow_load(f: &Facts, lang: Lang) -> Option<Judged> {
+    let l = &f.llama;
+    let load = l.loads.iter().filter(|s| s.seconds >= 5.0).max_by(|a, b| a.seconds.total_cmp(&b.seconds))?;
+    // A request whose latency is mostly the load (surer), or that waited for it and went on
+    // generating (less sure: a slow generation after it adds to it).
+    let waited = |hi: f64| {
+        l.gin_latency
+            .iter()
+            .filter(|(_, s, _)| (0.8 * load.seconds..=hi).contains(s) && *s * 1e3 >= f.slo.ttft_ms)
+            .map(|(_, s, e)| (*s, e))
+            .next()
+    };
+    let (sure, waited) = match waited(2.0 * load.seconds) {
+        Some(w) => (0.8, Some(w)),
+        None => (0.6, waited(f64::INFINITY)),
+    };
+    if !((waited.is_some() || load.in_request) && (load.seconds >= 10.0 || waited.is_some())) {
+        return None;
+    }
+    let confidence = if waited.is_some() { sure } else { 0.8 };
+    let s = load.seconds;
+    let why = match waited {
+        Some((w, _)) if w > 2.0 * s => lang.pick(
+            format!("the model took {s:.1} s to load before a request that took {w:.1} s in all: its first token waited for the load"),
+            format!("模型加载用了 {s:.1} s，之后有请求总共用了 {w:.1} s：它的第一个 token 要等模型加载完"),
+        ),
+        Some((w, _)) => lang.pick(
+            format!("the model took {s:.1} s to load and a request waited {w:.1} s for it"),
+            format!("模型加载用了 {s:.1} s，有请求为此等了 {w:.1} s"),
+        ),
+        None => lang.pick(
+            format!("the request spent {s:.1} s loading the model before its first token"),
+            format!("这个请求在第一个 token 之前花了 {s:.1} s 加载模型"),
+        ),
+    };
+    let mut lines = vec![load.evidence.clone()];
+    lines.extend(waited.map(|(_, e)| e.clone()));
+    Some((confidence, why, lines))
+}
+
+/// Ollama loading a model while it is already serving (a reload when clients switch, a model
+/// evicted and loaded again), and requests that took seconds: they waited for the load.
+fn reload_while_serving(f: &Facts, lang: Lang) -> Option<Judged> {
+    let l = &f.llama;
+    if let Some((start, served)) = l.load_starts.iter().find(|(_, served)| *served > 0)
+        && let Some((_, s, slow)) = l
+            .gin_latency
+            .iter()
+            .filter(|(status, s, _)| *status < 400 && *s * 1e3 >= f.slo.ttft_ms)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    {
+        let why = lang.pick(
+            format!("the model is loaded again after {served} request(s) were already served, and a request took {s:.1} s: requests wait for the load before their first token"),
+            format!("在已经处理了 {served} 个请求之后，模型又被重新加载，有请求用了 {s:.1} s：请求在第一个 token 之前要等模型加载"),
+        );
+        return Some((0.6, why, vec![start.clone(), slow.clone()]));
+    }
+    None
+}
+
+/// A client's own timings, request by request: the first took ten times the rest (and more
+/// than the TTFT target): it paid for the warm-up (CUDA graphs, compilation, caches).
+fn first_request(f: &Facts, lang: Lang) -> Option<Judged> {
+    let (first, rest, lines) = first_request_outlier(f)?;
+    let why = lang.pick(
+        format!("the first request took {:.1} s and the ones after it {:.1} s (median): the first paid for the engine's warm-up", first / 1e3, rest / 1e3),
+        format!("第一个请求用了 {:.1} s，之后的请求只要 {:.1} s（中位数）：第一个请求承担了引擎的预热", first / 1e3, rest / 1e3),
+    );
+    Some((0.6, why, lines))
+}
+
 /// Requests timed one by one in a pasted table or `key: value` lines (`Response time: 29.57`,
 /// one figure per request, in input order): the first's time, the median of the rest and the two
 /// lines, when the first is at least ten times the rest and above the TTFT target.
-fn first_request_outlier(f: &Facts) -> Option<(f64, f64, Vec<crate::report::EvidenceLine>)> {
-    let per_request: Vec<(f64, &crate::report::EvidenceLine)> = f
+fn first_request_outlier(f: &Facts) -> Option<(f64, f64, Vec<EvidenceLine>)> {
+    let per_request: Vec<(f64, &EvidenceLine)> = f
         .tables
         .rows
         .iter()

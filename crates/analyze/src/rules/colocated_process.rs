@@ -37,145 +37,24 @@ const BIG_PROCESS_MIB: f64 = 2048.0;
 /// A GPU this full has no room for a second tenant to grow.
 const FULL_SHARE: f64 = 0.9;
 
+/// What one sign of another process found: its confidence, why (one sentence), and the lines.
+type Judged = (f64, String, Vec<EvidenceLine>);
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    let signs = [
+        oom_names_others(f, lang),
+        less_free_at_start(f, lang),
+        taken_before_load(f, lang),
+        shared_gpu(f, lang),
+        engine_says_unbalanced(f, lang),
+    ];
     let mut confidence: f64 = 0.0;
     let mut reasons: Vec<String> = Vec::new();
     let mut evidence: Vec<EvidenceLine> = Vec::new();
-
-    // The OOM message itself names the other processes.
-    let oom = f
-        .ooms
-        .iter()
-        .filter_map(|o| {
-            let others = o.others_gib();
-            let total = o.total_or_smi(&f.gpus);
-            let floor = total.map_or(MIN_GIB, |t| MIN_SHARE * t);
-            (others > 0.0 && others >= floor).then_some((o, others, total))
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((o, others, total)) = oom {
-        let big = total.is_some_and(|t| others >= 0.25 * t);
-        confidence = confidence.max(if big { 0.85 } else { 0.65 });
-        let list: Vec<String> = o
-            .other_processes()
-            .iter()
-            .map(|(pid, gib)| {
-                lang.pick(
-                    format!("process {pid} holds {}", fmt_gib(*gib)),
-                    format!("进程 {pid} 占用 {}", fmt_gib(*gib)),
-                )
-            })
-            .collect();
-        let of = total.map_or(String::new(), |t| {
-            let pct = others / t * 100.0;
-            lang.pick(
-                format!(" ({pct:.0} % of {})", fmt_gib(t)),
-                format!("（占 {} 的 {pct:.0}%）", fmt_gib(t)),
-            )
-        });
-        let gpu = o.gpu_name();
-        reasons.push(lang.pick(
-            format!("the OOM on {gpu} says {}{of}", list.join(", ")),
-            format!("{gpu} 的 OOM 信息显示{}{of}", list.join("，")),
-        ));
-        evidence.extend(o.evidence.iter().take(2).cloned());
-    }
-
-    // vLLM found less free memory at start than it was told to take.
-    if let Some((_, e)) = f.vllm.fatal_memory.iter().find(|(k, _)| *k == FatalMemory::FreeLessThanDesired) {
-        confidence = confidence.max(0.8);
-        reasons.push(
-            lang.pick(
-                "vLLM found less memory free at start-up than --gpu-memory-utilization asks for: something else holds the GPU",
-                "vLLM 启动时发现空闲显存少于 --gpu-memory-utilization 的要求：有别的东西占着这张卡",
-            )
-            .to_owned(),
-        );
-        evidence.push(e.clone());
-    }
-
-    // A start-up that failed for memory with most of the GPU already taken before the model
-    // loaded (Ollama's and TensorRT-LLM's own figures): another process holds it.
-    const STARTUP_OOM: &[RuleId] =
-        &[RuleId::WeightsExceedGpu, RuleId::WarmupOom, RuleId::KvReservationTooLarge];
-    if let Some((free, total, e)) = &f.llama.free_before_load
-        && *free < 0.5 * total
-        && STARTUP_OOM.iter().any(|&r| f.signals.count_for(r) > 0)
-    {
-        confidence = confidence.max(0.9);
-        let taken = (1.0 - free / total) * 100.0;
-        reasons.push(lang.pick(
-            format!("only {free:.1} of {total:.1} GiB was free before the model loaded ({taken:.0} % taken by something else)"),
-            format!("加载模型之前只有 {free:.1} / {total:.1} GiB 空闲（{taken:.0}% 被别的东西占着）"),
-        ));
-        evidence.push(e.clone());
-        if let Some(p) = f
-            .gpus
-            .processes
-            .iter()
-            .max_by(|a, b| a.mem_mib.unwrap_or(0.0).total_cmp(&b.mem_mib.unwrap_or(0.0)))
-        {
-            evidence.push(p.evidence.clone());
-        }
-    }
-
-    // nvidia-smi: two or more big processes on one GPU.
-    let mut per_gpu: BTreeMap<u32, Vec<&crate::parsers::nvidia_smi::GpuProcess>> = BTreeMap::new();
-    for p in &f.gpus.processes {
-        if let (Some(gpu), Some(mib)) = (p.gpu, p.mem_mib)
-            && mib >= BIG_PROCESS_MIB
-        {
-            let procs = per_gpu.entry(gpu).or_default();
-            if !procs.iter().any(|q| q.pid.is_some() && q.pid == p.pid) {
-                procs.push(p);
-            }
-        }
-    }
-    if let Some((gpu, procs)) = per_gpu.iter().filter(|(_, v)| v.len() >= 2).max_by_key(|(_, v)| v.len()) {
-        let full = f.gpus.readings.iter().any(|r| {
-            r.index == *gpu
-                && matches!((r.mem_used_mib, r.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= FULL_SHARE)
-        });
-        // Sharing is a risk, not a failure: it becomes the likely cause with an OOM beside it.
-        let c = if !f.ooms.is_empty() || !f.vllm.fatal_memory.is_empty() {
-            0.7
-        } else if full {
-            0.4
-        } else {
-            0.0
-        };
-        if c > 0.0 {
-            confidence = confidence.max(c);
-            let list: Vec<String> = procs
-                .iter()
-                .map(|p| {
-                    let pid = p.pid.map_or(String::new(), |x| format!(" (pid {x})"));
-                    let mib = p.mem_mib.unwrap_or(0.0);
-                    lang.pick(
-                        format!("{}{pid} with {mib:.0} MiB", p.name),
-                        format!("{}{pid} 占 {mib:.0} MiB", p.name),
-                    )
-                })
-                .collect();
-            let n = procs.len();
-            reasons.push(lang.pick(
-                format!("nvidia-smi shows {n} processes on GPU {gpu}: {}", list.join(", ")),
-                format!("nvidia-smi 显示 GPU {gpu} 上有 {n} 个进程：{}", list.join("，")),
-            ));
-            evidence.extend(procs.iter().take(3).map(|p| p.evidence.clone()));
-        }
-    }
-
-    // The engine's own check says another process holds memory on some GPU (SGLang's
-    // `The memory capacity is unbalanced`).
-    let said = f.signals.own_lines(RULE.doc.id, 2);
-    if !said.is_empty() {
-        confidence = confidence.max(0.8);
-        reasons.push(lang.pick(
-            "the engine found less free memory on some GPUs than on others: another process holds memory there".to_owned(),
-            "引擎发现部分 GPU 的可用显存比其他 GPU 少：那里有别的进程占着显存".to_owned(),
-        ));
-        evidence.extend(said);
+    for (c, why, lines) in signs.into_iter().flatten() {
+        confidence = confidence.max(c);
+        reasons.push(why);
+        evidence.extend(lines);
     }
     RULE.doc.finding_from_reasons(
         lang,
@@ -204,6 +83,141 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             )]),
         },
     )
+}
+
+/// The OOM message itself names the other processes, holding a share of the GPU that matters.
+fn oom_names_others(f: &Facts, lang: Lang) -> Option<Judged> {
+    let oom = f
+        .ooms
+        .iter()
+        .filter_map(|o| {
+            let others = o.others_gib();
+            let total = o.total_or_smi(&f.gpus);
+            let floor = total.map_or(MIN_GIB, |t| MIN_SHARE * t);
+            (others > 0.0 && others >= floor).then_some((o, others, total))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let (o, others, total) = oom?;
+    let big = total.is_some_and(|t| others >= 0.25 * t);
+    let list: Vec<String> = o
+        .other_processes()
+        .iter()
+        .map(|(pid, gib)| {
+            lang.pick(
+                format!("process {pid} holds {}", fmt_gib(*gib)),
+                format!("进程 {pid} 占用 {}", fmt_gib(*gib)),
+            )
+        })
+        .collect();
+    let of = total.map_or(String::new(), |t| {
+        let pct = others / t * 100.0;
+        lang.pick(format!(" ({pct:.0} % of {})", fmt_gib(t)), format!("（占 {} 的 {pct:.0}%）", fmt_gib(t)))
+    });
+    let gpu = o.gpu_name();
+    let why = lang.pick(
+        format!("the OOM on {gpu} says {}{of}", list.join(", ")),
+        format!("{gpu} 的 OOM 信息显示{}{of}", list.join("，")),
+    );
+    Some((if big { 0.85 } else { 0.65 }, why, o.evidence.iter().take(2).cloned().collect()))
+}
+
+/// vLLM found less free memory at start than it was told to take.
+fn less_free_at_start(f: &Facts, lang: Lang) -> Option<Judged> {
+    let (_, e) = f.vllm.fatal_memory.iter().find(|(k, _)| *k == FatalMemory::FreeLessThanDesired)?;
+    let why =
+            lang.pick(
+                "vLLM found less memory free at start-up than --gpu-memory-utilization asks for: something else holds the GPU",
+                "vLLM 启动时发现空闲显存少于 --gpu-memory-utilization 的要求：有别的东西占着这张卡",
+            )
+            .to_owned();
+    Some((0.8, why, vec![e.clone()]))
+}
+
+/// A start-up that failed for memory with most of the GPU already taken before the model
+/// loaded (Ollama's and TensorRT-LLM's own figures): another process holds it.
+fn taken_before_load(f: &Facts, lang: Lang) -> Option<Judged> {
+    const STARTUP_OOM: &[RuleId] =
+        &[RuleId::WeightsExceedGpu, RuleId::WarmupOom, RuleId::KvReservationTooLarge];
+    let (free, total, e) = f.llama.free_before_load.as_ref()?;
+    let mostly_taken = *free < 0.5 * total;
+    if !mostly_taken || !STARTUP_OOM.iter().any(|&r| f.signals.count_for(r) > 0) {
+        return None;
+    }
+    let taken = (1.0 - free / total) * 100.0;
+    let why = lang.pick(
+        format!("only {free:.1} of {total:.1} GiB was free before the model loaded ({taken:.0} % taken by something else)"),
+        format!("加载模型之前只有 {free:.1} / {total:.1} GiB 空闲（{taken:.0}% 被别的东西占着）"),
+    );
+    let mut lines = vec![e.clone()];
+    if let Some(p) =
+        f.gpus.processes.iter().max_by(|a, b| a.mem_mib.unwrap_or(0.0).total_cmp(&b.mem_mib.unwrap_or(0.0)))
+    {
+        lines.push(p.evidence.clone());
+    }
+    Some((0.9, why, lines))
+}
+
+/// nvidia-smi: two or more big processes on one GPU — a cause beside an OOM, a risk on a full GPU.
+fn shared_gpu(f: &Facts, lang: Lang) -> Option<Judged> {
+    let mut per_gpu: BTreeMap<u32, Vec<&crate::parsers::nvidia_smi::GpuProcess>> = BTreeMap::new();
+    for p in &f.gpus.processes {
+        if let (Some(gpu), Some(mib)) = (p.gpu, p.mem_mib)
+            && mib >= BIG_PROCESS_MIB
+        {
+            let procs = per_gpu.entry(gpu).or_default();
+            if !procs.iter().any(|q| q.pid.is_some() && q.pid == p.pid) {
+                procs.push(p);
+            }
+        }
+    }
+    let (gpu, procs) = per_gpu.iter().filter(|(_, v)| v.len() >= 2).max_by_key(|(_, v)| v.len())?;
+    let full = f.gpus.readings.iter().any(|r| {
+        r.index == *gpu
+            && matches!((r.mem_used_mib, r.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= FULL_SHARE)
+    });
+    // Sharing is a risk, not a failure: it becomes the likely cause with an OOM beside it.
+    let c = if !f.ooms.is_empty() || !f.vllm.fatal_memory.is_empty() {
+        0.7
+    } else if full {
+        0.4
+    } else {
+        0.0
+    };
+    if c <= 0.0 {
+        return None;
+    }
+    let list: Vec<String> = procs
+        .iter()
+        .map(|p| {
+            let pid = p.pid.map_or(String::new(), |x| format!(" (pid {x})"));
+            let mib = p.mem_mib.unwrap_or(0.0);
+            lang.pick(
+                format!("{}{pid} with {mib:.0} MiB", p.name),
+                format!("{}{pid} 占 {mib:.0} MiB", p.name),
+            )
+        })
+        .collect();
+    let n = procs.len();
+    let why = lang.pick(
+        format!("nvidia-smi shows {n} processes on GPU {gpu}: {}", list.join(", ")),
+        format!("nvidia-smi 显示 GPU {gpu} 上有 {n} 个进程：{}", list.join("，")),
+    );
+    Some((c, why, procs.iter().take(3).map(|p| p.evidence.clone()).collect()))
+}
+
+/// The engine's own check says another process holds memory on some GPU (SGLang's
+/// `The memory capacity is unbalanced`).
+fn engine_says_unbalanced(f: &Facts, lang: Lang) -> Option<Judged> {
+    let said = f.signals.own_lines(RULE.doc.id, 2);
+    if said.is_empty() {
+        return None;
+    }
+    let why = lang.pick(
+        "the engine found less free memory on some GPUs than on others: another process holds memory there"
+            .to_owned(),
+        "引擎发现部分 GPU 的可用显存比其他 GPU 少：那里有别的进程占着显存".to_owned(),
+    );
+    Some((0.8, why, said))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
-use crate::report::{Class, Finding};
+use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
@@ -28,110 +28,25 @@ pub(crate) const RULE: Rule = Rule {
 /// KV usage (a fraction) below this is an empty cache: an idle engine's.
 const EMPTY_CACHE: f64 = 0.05;
 
+/// What one sign of a leak found: its confidence, why (one sentence), and the lines.
+type Judged = (f64, String, Vec<EvidenceLine>);
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    let engine_signs =
+        [vllm_idle_full(f, lang), sglang_idle_full(f, lang), leak_check(f, lang), scrape_idle_full(f, lang)];
     let mut confidence: f64 = 0.0;
     let mut reasons = Vec::new();
     let mut evidence = Vec::new();
-    let leaked: Vec<_> = f
-        .vllm
-        .stats
-        .iter()
-        .filter(|s| s.running == Some(0.0) && s.kv_usage_pct.unwrap_or(0.0) >= 50.0)
-        .collect();
-    if leaked.len() >= 2 {
-        confidence = 0.8;
-        let worst = leaked.iter().map(|s| s.kv_usage_pct.unwrap_or(0.0)).fold(0.0, f64::max);
-        let n = leaked.len();
-        reasons.push(lang.pick(
-            format!("{n} stats lines show 0 running requests with KV usage up to {worst:.1} %"),
-            format!("{n} 条统计行显示运行中请求为 0，KV 使用率却高达 {worst:.1}%"),
-        ));
-        evidence.push(leaked[0].evidence.clone());
+    for (c, why, lines) in engine_signs.into_iter().flatten() {
+        confidence = confidence.max(c);
+        reasons.push(why);
+        evidence.extend(lines);
     }
-    // SGLang: decode batches with nothing running and the pool still mostly used, or the
-    // scheduler's own leak check (`token_to_kv_pool_allocator memory leak detected!`).
-    let sgl: Vec<_> = f
-        .sglang
-        .batches
-        .iter()
-        .filter(|b| b.running == Some(0.0) && b.token_usage.unwrap_or(0.0) >= 0.5)
-        .collect();
-    if let Some(b) = sgl.first() {
-        confidence = confidence.max(0.7);
-        let pct = b.token_usage.unwrap_or(0.0) * 100.0;
-        reasons.push(lang.pick(
-            format!("SGLang reports 0 running requests with token usage at {pct:.0} %"),
-            format!("SGLang 显示运行中请求为 0，token usage 却为 {pct:.0}%"),
-        ));
-        evidence.push(b.evidence.clone());
-    }
-    let checks = f.signals.lines_for(RULE.doc.id, 2);
-    if !checks.is_empty() {
-        confidence = confidence.max(0.85);
-        reasons.push(lang.pick(
-            "the engine's own leak check reports KV-cache slots that no request holds".to_owned(),
-            "引擎自己的泄漏检查报告有 KV 缓存槽位不属于任何请求".to_owned(),
-        ));
-        evidence.extend(checks);
-    }
-    if let Some(scrape) = f.metrics.latest()
-        && let (Some((usage, s)), Some((running, _))) =
-            (scrape.max("vllm:kv_cache_usage_perc"), scrape.sum("vllm:num_requests_running"))
-        && running == 0.0
-        && usage >= 0.5
-    {
-        confidence = confidence.max(0.75);
-        let pct = usage * 100.0;
-        reasons.push(lang.pick(
-            format!("the last scrape shows KV usage {pct:.0} % with 0 running requests"),
-            format!("最后一次抓取显示 KV 使用率 {pct:.0}%，运行中请求为 0"),
-        ));
-        evidence.push(scrape.evidence(s));
-    }
-    // GPU side: memory held, no compute. Normal for an idle vLLM (it preallocates), so on its own
-    // this is only a hint; with the engine's view it confirms. In a series (CSV `-l`, dmon, a
-    // Prometheus window) only each GPU's last reading counts: a GPU idle for one sample of a
-    // busy series — the first scrape after start-up — has released nothing.
-    let mut last: std::collections::BTreeMap<(&str, u32), u64> = std::collections::BTreeMap::new();
-    for g in &f.gpus.readings {
-        let e = last.entry((&*g.evidence.input, g.index)).or_insert(g.snapshot);
-        *e = (*e).max(g.snapshot);
-    }
-    let idle_full: Vec<_> = f
-        .gpus
-        .readings
-        .iter()
-        .filter(|g| last.get(&(&*g.evidence.input, g.index)) == Some(&g.snapshot))
-        .filter(|g| {
-            g.util_pct == Some(0.0)
-                && matches!((g.mem_used_mib, g.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= 0.85)
-        })
-        .collect();
-    // The engine's own view, in the same analysis, says idle with the cache empty: the memory
-    // the GPU holds is vLLM's preallocated KV cache, not a leak, and the hint yields.
-    let empty_cache = |running: Option<f64>, usage: Option<f64>| {
-        running == Some(0.0) && usage.is_some_and(|u| u < EMPTY_CACHE)
-    };
-    let engine_idle_empty =
-        f.metrics.latest().is_some_and(|s| {
-            empty_cache(
-                s.sum("vllm:num_requests_running").map(|x| x.0),
-                s.max("vllm:kv_cache_usage_perc").map(|x| x.0),
-            )
-        }) || f.vllm.stats.last().is_some_and(|s| empty_cache(s.running, s.kv_usage_pct.map(|p| p / 100.0)));
-    if !idle_full.is_empty() && !(confidence == 0.0 && engine_idle_empty) {
-        if confidence > 0.0 {
-            confidence = 0.9;
-        } else {
-            confidence = 0.3;
-        }
-        let g = idle_full[0];
-        let (idx, used, total) = (g.index, g.mem_used_mib.unwrap_or(0.0), g.mem_total_mib.unwrap_or(0.0));
-        reasons.push(lang.pick(
-            format!("GPU {idx} has {used:.0} of {total:.0} MiB in use at 0 % utilisation"),
-            format!("GPU {idx} 显存已用 {used:.0} / {total:.0} MiB，利用率却是 0%"),
-        ));
-        evidence.push(g.evidence.clone());
+    // The GPU side confirms the engine's signs; on its own it is a hint.
+    if let Some((why, line)) = gpu_idle_full(f, lang, confidence > 0.0) {
+        confidence = if confidence > 0.0 { 0.9 } else { 0.3 };
+        reasons.push(why);
+        evidence.push(line);
     }
     // A weak finding says what else it could be.
     let hint = || {
@@ -176,6 +91,119 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             ]),
         },
     )
+}
+
+/// vLLM's stats lines: nothing running while the KV cache stays at least half used.
+fn vllm_idle_full(f: &Facts, lang: Lang) -> Option<Judged> {
+    let leaked: Vec<_> = f
+        .vllm
+        .stats
+        .iter()
+        .filter(|s| s.running == Some(0.0) && s.kv_usage_pct.unwrap_or(0.0) >= 50.0)
+        .collect();
+    if leaked.len() < 2 {
+        return None;
+    }
+    let worst = leaked.iter().map(|s| s.kv_usage_pct.unwrap_or(0.0)).fold(0.0, f64::max);
+    let n = leaked.len();
+    let why = lang.pick(
+        format!("{n} stats lines show 0 running requests with KV usage up to {worst:.1} %"),
+        format!("{n} 条统计行显示运行中请求为 0，KV 使用率却高达 {worst:.1}%"),
+    );
+    Some((0.8, why, vec![leaked[0].evidence.clone()]))
+}
+
+/// SGLang: decode batches with nothing running and the pool still mostly used.
+fn sglang_idle_full(f: &Facts, lang: Lang) -> Option<Judged> {
+    let sgl: Vec<_> = f
+        .sglang
+        .batches
+        .iter()
+        .filter(|b| b.running == Some(0.0) && b.token_usage.unwrap_or(0.0) >= 0.5)
+        .collect();
+    let b = sgl.first()?;
+    let pct = b.token_usage.unwrap_or(0.0) * 100.0;
+    let why = lang.pick(
+        format!("SGLang reports 0 running requests with token usage at {pct:.0} %"),
+        format!("SGLang 显示运行中请求为 0，token usage 却为 {pct:.0}%"),
+    );
+    Some((0.7, why, vec![b.evidence.clone()]))
+}
+
+/// The engine's own leak check (SGLang's `token_to_kv_pool_allocator memory leak detected!`).
+fn leak_check(f: &Facts, lang: Lang) -> Option<Judged> {
+    let checks = f.signals.lines_for(RULE.doc.id, 2);
+    if checks.is_empty() {
+        return None;
+    }
+    let why = lang.pick(
+        "the engine's own leak check reports KV-cache slots that no request holds".to_owned(),
+        "引擎自己的泄漏检查报告有 KV 缓存槽位不属于任何请求".to_owned(),
+    );
+    Some((0.85, why, checks))
+}
+
+/// The last scrape: KV usage at least half with nothing running.
+fn scrape_idle_full(f: &Facts, lang: Lang) -> Option<Judged> {
+    if let Some(scrape) = f.metrics.latest()
+        && let (Some((usage, s)), Some((running, _))) =
+            (scrape.max("vllm:kv_cache_usage_perc"), scrape.sum("vllm:num_requests_running"))
+        && running == 0.0
+        && usage >= 0.5
+    {
+        let pct = usage * 100.0;
+        let why = lang.pick(
+            format!("the last scrape shows KV usage {pct:.0} % with 0 running requests"),
+            format!("最后一次抓取显示 KV 使用率 {pct:.0}%，运行中请求为 0"),
+        );
+        return Some((0.75, why, vec![scrape.evidence(s)]));
+    }
+    None
+}
+
+/// GPU side: memory held, no compute. Normal for an idle vLLM (it preallocates), so on its own
+/// this is only a hint; with the engine's view it confirms. In a series (CSV `-l`, dmon, a
+/// Prometheus window) only each GPU's last reading counts: a GPU idle for one sample of a
+/// busy series — the first scrape after start-up — has released nothing.
+/// `engine_says_leak`: an engine sign above fired.
+fn gpu_idle_full(f: &Facts, lang: Lang, engine_says_leak: bool) -> Option<(String, EvidenceLine)> {
+    let mut last: std::collections::BTreeMap<(&str, u32), u64> = std::collections::BTreeMap::new();
+    for g in &f.gpus.readings {
+        let e = last.entry((&*g.evidence.input, g.index)).or_insert(g.snapshot);
+        *e = (*e).max(g.snapshot);
+    }
+    let idle_full: Vec<_> = f
+        .gpus
+        .readings
+        .iter()
+        .filter(|g| last.get(&(&*g.evidence.input, g.index)) == Some(&g.snapshot))
+        .filter(|g| {
+            g.util_pct == Some(0.0)
+                && matches!((g.mem_used_mib, g.mem_total_mib), (Some(u), Some(t)) if t > 0.0 && u / t >= 0.85)
+        })
+        .collect();
+    // The engine's own view, in the same analysis, says idle with the cache empty: the memory
+    // the GPU holds is vLLM's preallocated KV cache, not a leak, and the hint yields.
+    let empty_cache = |running: Option<f64>, usage: Option<f64>| {
+        running == Some(0.0) && usage.is_some_and(|u| u < EMPTY_CACHE)
+    };
+    let engine_idle_empty =
+        f.metrics.latest().is_some_and(|s| {
+            empty_cache(
+                s.sum("vllm:num_requests_running").map(|x| x.0),
+                s.max("vllm:kv_cache_usage_perc").map(|x| x.0),
+            )
+        }) || f.vllm.stats.last().is_some_and(|s| empty_cache(s.running, s.kv_usage_pct.map(|p| p / 100.0)));
+    let g = *idle_full.first()?;
+    if !engine_says_leak && engine_idle_empty {
+        return None;
+    }
+    let (idx, used, total) = (g.index, g.mem_used_mib.unwrap_or(0.0), g.mem_total_mib.unwrap_or(0.0));
+    let why = lang.pick(
+        format!("GPU {idx} has {used:.0} of {total:.0} MiB in use at 0 % utilisation"),
+        format!("GPU {idx} 显存已用 {used:.0} / {total:.0} MiB，利用率却是 0%"),
+    );
+    Some((why, g.evidence.clone()))
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 
 use super::facts::Facts;
 use super::report::{Class, EvidenceLine, Finding};
-pub use registry::{RULES, RuleId, listed};
+pub use crate::ids::{RuleId, listed};
+pub use registry::RULES;
 pub use triage_base::lang::Lang;
 
 mod activation_peak;
@@ -116,8 +117,7 @@ pub struct Rule {
     pub check: fn(&Facts, Lang) -> Option<Finding>,
 }
 
-/// One line of text in both languages: (English, Chinese).
-pub(crate) type Both = (&'static str, &'static str);
+pub(crate) use crate::text::Both;
 
 /// A parser's `lines` for a rule together with the known messages the signal table matched for
 /// it (`rule`, at most `max`) in any other section — each line once, in input then line order.

@@ -25,124 +25,26 @@ pub(crate) const RULE: Rule = Rule {
     check,
 };
 
+/// What one sign of a queue found: its confidence, why (one sentence), and the lines.
+type Judged = (f64, String, Vec<EvidenceLine>);
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    let signs = [
+        queue_in_request_log(f, lang),
+        vllm_waiting(f, lang),
+        scrape_waiting(f, lang),
+        sglang_queue(f, lang),
+        tgi_queue(f, lang),
+        rejected_when_full(f, lang),
+        slots_busy(f, lang),
+    ];
     let mut evidence: Vec<EvidenceLine> = Vec::new();
     let mut reasons = Vec::new();
     let mut confidence: f64 = 0.0;
-
-    let r = &f.requests;
-    if let (Some(share), Some(q90)) = (q(&r.queue_share, 0.5), q(&r.queue_ms, 0.9))
-        && r.queue_share.count() >= 5
-        && share >= 0.5
-        && q90 >= 200.0
-    {
-        confidence = confidence.max(0.55 + 0.35 * share);
-        let pct = share * 100.0;
-        reasons.push(lang.pick(
-            format!("queue time is {pct:.0} % of TTFT at the median (queue p90 {q90:.0} ms)"),
-            format!("按中位数，排队时间占 TTFT 的 {pct:.0}%（排队 p90 {q90:.0} ms）"),
-        ));
-        if let Some(e) =
-            r.slowest.iter().find(|row| row.queue_ms.is_some()).and_then(|row| row.evidence.clone())
-        {
-            evidence.push(e);
-        }
-    }
-
-    let stats = &f.vllm.stats;
-    let busy: Vec<_> = stats.iter().filter(|s| s.running.unwrap_or(0.0) > 0.0).collect();
-    let waiting: Vec<_> = busy.iter().filter(|s| s.waiting.unwrap_or(0.0) > 0.0).collect();
-    if busy.len() >= 2 && waiting.len() * 2 >= busy.len() {
-        let worst =
-            waiting.iter().max_by(|a, b| a.waiting.unwrap_or(0.0).total_cmp(&b.waiting.unwrap_or(0.0)))?;
-        let max_waiting = worst.waiting.unwrap_or(0.0);
-        if max_waiting >= 5.0 || max_waiting >= worst.running.unwrap_or(0.0) {
-            confidence = confidence.max(0.75);
-            let (w, b) = (waiting.len(), busy.len());
-            reasons.push(lang.pick(
-                format!("requests were waiting in {w} of {b} busy vLLM stats lines (up to {max_waiting:.0} waiting)"),
-                format!("{b} 条有请求在跑的 vLLM 统计行中，有 {w} 条存在等待请求（最多 {max_waiting:.0} 个在等待）"),
-            ));
-            evidence.push(worst.evidence.clone());
-        }
-    }
-
-    if let Some(scrape) = f.metrics.latest()
-        && let Some((waiting, series)) = scrape
-            .sum("vllm:num_requests_waiting")
-            .or_else(|| scrape.sum("sglang:num_queue_reqs"))
-            .or_else(|| scrape.sum("tgi_queue_size"))
-    {
-        let running = scrape
-            .sum("vllm:num_requests_running")
-            .or_else(|| scrape.sum("sglang:num_running_reqs"))
-            .map_or(0.0, |x| x.0);
-        if waiting >= 4.0_f64.max(running * 0.25) {
-            confidence = confidence.max(0.7);
-            reasons.push(lang.pick(
-                format!("the last scrape shows {waiting:.0} requests waiting with {running:.0} running"),
-                format!("最后一次抓取显示 {waiting:.0} 个请求在等待、{running:.0} 个在运行"),
-            ));
-            evidence.push(scrape.evidence(series));
-        }
-    }
-
-    let queued: Vec<_> = f.sglang.batches.iter().filter(|b| b.queue.unwrap_or(0.0) > 0.0).collect();
-    if queued.len() >= 2 && queued.len() * 2 >= f.sglang.batches.len() {
-        confidence = confidence.max(0.7);
-        let worst = queued.iter().max_by(|a, b| a.queue.unwrap_or(0.0).total_cmp(&b.queue.unwrap_or(0.0)))?;
-        let (n, all, most) = (queued.len(), f.sglang.batches.len(), worst.queue.unwrap_or(0.0));
-        reasons.push(lang.pick(
-            format!("SGLang reported a waiting queue in {n} of {all} batches (up to {most:.0})"),
-            format!("SGLang 的 {all} 个 batch 中有 {n} 个报告了等待队列（最多 {most:.0} 个）"),
-        ));
-        evidence.push(worst.evidence.clone());
-    }
-
-    if let (Some(share), Some(total)) = (q(&f.tgi.queue_ms, 0.5), q(&f.tgi.total_ms, 0.5))
-        && total > 0.0
-        && share / total >= 0.5
-    {
-        confidence = confidence.max(0.65);
-        let pct = share / total * 100.0;
-        reasons.push(lang.pick(
-            format!("TGI spans spend {pct:.0} % of the median request in the queue"),
-            format!("TGI span 显示，中位数请求有 {pct:.0}% 的时间花在排队上"),
-        ));
-        evidence.extend(f.tgi.slowest.clone());
-    }
-
-    // The server turned requests away because its queue was full (TGI's `Model is overloaded`
-    // 429, SGLang's `The request queue is full`, Ray Serve dropping for backpressure).
-    const REJECTIONS: &[&str] = &[
-        "tgi-model-overloaded",
-        "sglang-the-request-queue-is-full",
-        "ray-request-dropped-due-to-backpressure-num",
-        "ollama-server-busy",
-    ];
-    let hits: Vec<_> = REJECTIONS.iter().filter_map(|id| f.signals.seen(id)).collect();
-    let mut rejected: Vec<EvidenceLine> = hits.iter().flat_map(|h| h.lines.iter().cloned()).take(2).collect();
-    triage_base::sort::sort_by_key(&mut rejected, |e| e.line);
-    let n_rejected = f.tgi.overloaded.max(hits.iter().map(|h| h.count).sum());
-    if !rejected.is_empty() || f.tgi.overloaded > 0 {
-        confidence = confidence.max(0.7);
-        reasons.push(lang.pick(
-            format!("the server rejected {n_rejected} request(s) because its queue was full"),
-            format!("服务端因为队列已满拒绝了 {n_rejected} 个请求"),
-        ));
-        evidence.extend(rejected);
-        // The access lines of the rejected requests (Ollama answers them 503 through Gin).
-        evidence.extend(f.llama.gin_examples.get(&503).into_iter().flatten().take(2).cloned());
-    }
-    // llama-server: every slot busy, requests deferred until one frees.
-    if let Some(d) = f.llama.deferred.as_ref().filter(|d| d.value > 0.0) {
-        confidence = confidence.max(0.6);
-        let busy = f.llama.processing.map(|p| format!(" ({p:.0} processing)")).unwrap_or_default();
-        reasons.push(lang.pick(
-            format!("llama-server holds {:.0} request(s) deferred until a slot frees{busy}", d.value),
-            format!("llama-server 有 {:.0} 个请求被推迟，等待空闲的 slot{busy}", d.value),
-        ));
-        evidence.push(d.evidence.clone());
+    for (c, why, lines) in signs.into_iter().flatten() {
+        confidence = confidence.max(c);
+        reasons.push(why);
+        evidence.extend(lines);
     }
     RULE.doc.finding_from_reasons(
         lang,
@@ -181,6 +83,145 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             ]),
         },
     )
+}
+
+/// The request log: queue time is most of TTFT at the median, and the queue's p90 long.
+fn queue_in_request_log(f: &Facts, lang: Lang) -> Option<Judged> {
+    let mut lines: Vec<EvidenceLine> = Vec::new();
+    let r = &f.requests;
+    if let (Some(share), Some(q90)) = (q(&r.queue_share, 0.5), q(&r.queue_ms, 0.9))
+        && r.queue_share.count() >= 5
+        && share >= 0.5
+        && q90 >= 200.0
+    {
+        let pct = share * 100.0;
+        let why = lang.pick(
+            format!("queue time is {pct:.0} % of TTFT at the median (queue p90 {q90:.0} ms)"),
+            format!("按中位数，排队时间占 TTFT 的 {pct:.0}%（排队 p90 {q90:.0} ms）"),
+        );
+        if let Some(e) =
+            r.slowest.iter().find(|row| row.queue_ms.is_some()).and_then(|row| row.evidence.clone())
+        {
+            lines.push(e);
+        }
+        return Some((0.55 + 0.35 * share, why, lines));
+    }
+    None
+}
+
+/// vLLM's stats lines: requests waiting in most of the busy intervals, many of them.
+fn vllm_waiting(f: &Facts, lang: Lang) -> Option<Judged> {
+    let stats = &f.vllm.stats;
+    let busy: Vec<_> = stats.iter().filter(|s| s.running.unwrap_or(0.0) > 0.0).collect();
+    let waiting: Vec<_> = busy.iter().filter(|s| s.waiting.unwrap_or(0.0) > 0.0).collect();
+    if busy.len() >= 2 && waiting.len() * 2 >= busy.len() {
+        let worst =
+            waiting.iter().max_by(|a, b| a.waiting.unwrap_or(0.0).total_cmp(&b.waiting.unwrap_or(0.0)))?;
+        let max_waiting = worst.waiting.unwrap_or(0.0);
+        if max_waiting >= 5.0 || max_waiting >= worst.running.unwrap_or(0.0) {
+            let (w, b) = (waiting.len(), busy.len());
+            let why = lang.pick(
+                format!("requests were waiting in {w} of {b} busy vLLM stats lines (up to {max_waiting:.0} waiting)"),
+                format!("{b} 条有请求在跑的 vLLM 统计行中，有 {w} 条存在等待请求（最多 {max_waiting:.0} 个在等待）"),
+            );
+            return Some((0.75, why, vec![worst.evidence.clone()]));
+        }
+    }
+    None
+}
+
+/// The last scrape: many requests waiting beside those running.
+fn scrape_waiting(f: &Facts, lang: Lang) -> Option<Judged> {
+    if let Some(scrape) = f.metrics.latest()
+        && let Some((waiting, series)) = scrape
+            .sum("vllm:num_requests_waiting")
+            .or_else(|| scrape.sum("sglang:num_queue_reqs"))
+            .or_else(|| scrape.sum("tgi_queue_size"))
+    {
+        let running = scrape
+            .sum("vllm:num_requests_running")
+            .or_else(|| scrape.sum("sglang:num_running_reqs"))
+            .map_or(0.0, |x| x.0);
+        if waiting >= 4.0_f64.max(running * 0.25) {
+            let why = lang.pick(
+                format!("the last scrape shows {waiting:.0} requests waiting with {running:.0} running"),
+                format!("最后一次抓取显示 {waiting:.0} 个请求在等待、{running:.0} 个在运行"),
+            );
+            return Some((0.7, why, vec![scrape.evidence(series)]));
+        }
+    }
+    None
+}
+
+/// SGLang's batch lines: a waiting queue in most of them.
+fn sglang_queue(f: &Facts, lang: Lang) -> Option<Judged> {
+    let queued: Vec<_> = f.sglang.batches.iter().filter(|b| b.queue.unwrap_or(0.0) > 0.0).collect();
+    if queued.len() >= 2 && queued.len() * 2 >= f.sglang.batches.len() {
+        let worst = queued.iter().max_by(|a, b| a.queue.unwrap_or(0.0).total_cmp(&b.queue.unwrap_or(0.0)))?;
+        let (n, all, most) = (queued.len(), f.sglang.batches.len(), worst.queue.unwrap_or(0.0));
+        let why = lang.pick(
+            format!("SGLang reported a waiting queue in {n} of {all} batches (up to {most:.0})"),
+            format!("SGLang 的 {all} 个 batch 中有 {n} 个报告了等待队列（最多 {most:.0} 个）"),
+        );
+        return Some((0.7, why, vec![worst.evidence.clone()]));
+    }
+    None
+}
+
+/// TGI's spans: the median request spends most of its time in the queue.
+fn tgi_queue(f: &Facts, lang: Lang) -> Option<Judged> {
+    if let (Some(share), Some(total)) = (q(&f.tgi.queue_ms, 0.5), q(&f.tgi.total_ms, 0.5))
+        && total > 0.0
+        && share / total >= 0.5
+    {
+        let pct = share / total * 100.0;
+        let why = lang.pick(
+            format!("TGI spans spend {pct:.0} % of the median request in the queue"),
+            format!("TGI span 显示，中位数请求有 {pct:.0}% 的时间花在排队上"),
+        );
+        return Some((0.65, why, f.tgi.slowest.clone().into_iter().collect()));
+    }
+    None
+}
+
+/// The server turned requests away because its queue was full (TGI's `Model is overloaded`
+/// 429, SGLang's `The request queue is full`, Ray Serve dropping for backpressure).
+fn rejected_when_full(f: &Facts, lang: Lang) -> Option<Judged> {
+    let mut lines: Vec<EvidenceLine> = Vec::new();
+    const REJECTIONS: &[&str] = &[
+        "tgi-model-overloaded",
+        "sglang-the-request-queue-is-full",
+        "ray-request-dropped-due-to-backpressure-num",
+        "ollama-server-busy",
+    ];
+    let hits: Vec<_> = REJECTIONS.iter().filter_map(|id| f.signals.seen(id)).collect();
+    let mut rejected: Vec<EvidenceLine> = hits.iter().flat_map(|h| h.lines.iter().cloned()).take(2).collect();
+    triage_base::sort::sort_by_key(&mut rejected, |e| e.line);
+    let n_rejected = f.tgi.overloaded.max(hits.iter().map(|h| h.count).sum());
+    if !rejected.is_empty() || f.tgi.overloaded > 0 {
+        let why = lang.pick(
+            format!("the server rejected {n_rejected} request(s) because its queue was full"),
+            format!("服务端因为队列已满拒绝了 {n_rejected} 个请求"),
+        );
+        lines.extend(rejected);
+        // The access lines of the rejected requests (Ollama answers them 503 through Gin).
+        lines.extend(f.llama.gin_examples.get(&503).into_iter().flatten().take(2).cloned());
+        return Some((0.7, why, lines));
+    }
+    None
+}
+
+/// llama-server: every slot busy, requests deferred until one frees.
+fn slots_busy(f: &Facts, lang: Lang) -> Option<Judged> {
+    if let Some(d) = f.llama.deferred.as_ref().filter(|d| d.value > 0.0) {
+        let busy = f.llama.processing.map(|p| format!(" ({p:.0} processing)")).unwrap_or_default();
+        let why = lang.pick(
+            format!("llama-server holds {:.0} request(s) deferred until a slot frees{busy}", d.value),
+            format!("llama-server 有 {:.0} 个请求被推迟，等待空闲的 slot{busy}", d.value),
+        );
+        return Some((0.6, why, vec![d.evidence.clone()]));
+    }
+    None
 }
 
 #[cfg(test)]

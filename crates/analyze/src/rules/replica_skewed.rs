@@ -206,7 +206,7 @@ pub(crate) fn model_label(labels: &[(String, String)]) -> Option<&str> {
 }
 
 /// The model a Prometheus series is labelled with.
-pub(crate) fn model_label_of(s: &crate::prometheus::answer::RangeSeries) -> Option<&str> {
+pub(crate) fn model_label_of(s: &triage_prometheus::answer::RangeSeries) -> Option<&str> {
     ["model_name", "model", "gen_ai_request_model", "model_group"].iter().find_map(|k| s.label(k))
 }
 

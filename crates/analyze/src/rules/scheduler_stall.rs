@@ -3,7 +3,7 @@
 use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
-use crate::report::{Class, Finding};
+use crate::report::{Class, EvidenceLine, Finding};
 
 pub(crate) const RULE: Rule = Rule {
     doc: RuleDoc {
@@ -25,93 +25,21 @@ pub(crate) const RULE: Rule = Rule {
     check,
 };
 
+/// What one sign of a stall found: its confidence, why (one sentence), and the lines.
+type Judged = (f64, String, Vec<EvidenceLine>);
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    let stuck = stuck_stats(f, lang);
+    // A queue that only grows says the same as stuck lines, less surely: read when they are not.
+    let piling = if stuck.is_none() { queue_piles_up(f, lang) } else { None };
+    let signs = [stuck, scrape_stalled(f, lang), piling, watchdog(f, lang)];
     let mut confidence: f64 = 0.0;
     let mut reasons = Vec::new();
     let mut evidence = Vec::new();
-    // The longest run of stuck stats lines.
-    let mut run = Vec::new();
-    let mut best: Vec<&crate::parsers::vllm::VllmStat> = Vec::new();
-    for s in &f.vllm.stats {
-        let stuck =
-            s.running.unwrap_or(0.0) > 0.0 && s.gen_tps == Some(0.0) && s.prompt_tps.unwrap_or(0.0) == 0.0;
-        if stuck {
-            run.push(s);
-            if run.len() > best.len() {
-                best.clone_from(&run);
-            }
-        } else {
-            run.clear();
-        }
-    }
-    if best.len() >= 3 {
-        confidence = 0.8;
-        let (n, running) = (best.len(), best[0].running.unwrap_or(0.0));
-        reasons.push(lang.pick(
-            format!(
-                "{n} consecutive stats lines show {running:.0} requests running and 0 tokens/s generated"
-            ),
-            format!("连续 {n} 条统计行显示 {running:.0} 个请求在运行，生成速度 0 tokens/s"),
-        ));
-        evidence.push(best[0].evidence.clone());
-        evidence.push(best[best.len() - 1].evidence.clone());
-    }
-    if let Some((first, last)) = f.metrics.window() {
-        let running =
-            |s: &crate::parsers::prom::Scrape| s.sum("vllm:num_requests_running").map_or(0.0, |x| x.0);
-        if running(first) > 0.0
-            && running(last) > 0.0
-            && let Some(d) = f.metrics.delta("vllm:generation_tokens_total")
-            && d == 0.0
-        {
-            confidence = confidence.max(0.8);
-            let n = running(last);
-            reasons.push(lang.pick(
-                format!("between two scrapes {n:.0} requests stayed running while vllm:generation_tokens_total did not move"),
-                format!("两次抓取之间有 {n:.0} 个请求一直在运行，而 vllm:generation_tokens_total 纹丝不动"),
-            ));
-            if let Some((_, s)) = last.sum("vllm:generation_tokens_total") {
-                evidence.push(last.evidence(s));
-            }
-        }
-    }
-    // Requests pile up in the queue while nothing is admitted or generated (V0 multi-step
-    // scheduling stuck; `Pending` / `Waiting` growing, every throughput at zero).
-    let mut piling: Vec<&crate::parsers::vllm::VllmStat> = Vec::new();
-    let mut longest: Vec<&crate::parsers::vllm::VllmStat> = Vec::new();
-    for s in &f.vllm.stats {
-        let idle = s.gen_tps.unwrap_or(0.0) == 0.0 && s.prompt_tps.unwrap_or(0.0) == 0.0;
-        let grows = piling.last().is_none_or(|p| s.waiting.unwrap_or(0.0) >= p.waiting.unwrap_or(0.0));
-        if idle && s.waiting.unwrap_or(0.0) > 0.0 && grows {
-            piling.push(s);
-            if piling.len() > longest.len() {
-                longest.clone_from(&piling);
-            }
-        } else {
-            piling.clear();
-        }
-    }
-    let grew = longest.len() >= 3 && longest[longest.len() - 1].waiting > longest[0].waiting;
-    if best.len() < 3 && grew {
-        confidence = confidence.max(0.75);
-        let (a, b) = (longest[0].waiting.unwrap_or(0.0), longest[longest.len() - 1].waiting.unwrap_or(0.0));
-        reasons.push(lang.pick(
-            format!("{} consecutive stats lines show the queue at {a:.0} → {b:.0} requests while nothing is prefilled or generated", longest.len()),
-            format!("连续 {} 条统计行显示排队请求 {a:.0} → {b:.0}，却没有任何 prefill 或生成", longest.len()),
-        ));
-        evidence.push(longest[0].evidence.clone());
-        evidence.push(longest[longest.len() - 1].evidence.clone());
-    }
-    // The engine's own watchdog says the scheduler stopped (SGLang's watchdog timeout, a
-    // detokenizer that stopped answering the health check).
-    let watchdog = f.signals.lines_for(RULE.doc.id, 3);
-    if !watchdog.is_empty() {
-        confidence = confidence.max(0.8);
-        reasons.push(lang.pick(
-            "the engine's watchdog reports that the scheduler stopped making progress".to_owned(),
-            "引擎自己的 watchdog 报告调度器不再推进".to_owned(),
-        ));
-        evidence.extend(watchdog);
+    for (c, why, lines) in signs.into_iter().flatten() {
+        confidence = confidence.max(c);
+        reasons.push(why);
+        evidence.extend(lines);
     }
     RULE.doc.finding_from_reasons(
         lang,
@@ -146,6 +74,97 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             ]),
         },
     )
+}
+
+/// vLLM's stats lines: the longest run of lines with requests running and nothing generated,
+/// three or more.
+fn stuck_stats(f: &Facts, lang: Lang) -> Option<Judged> {
+    let mut run = Vec::new();
+    let mut best: Vec<&crate::parsers::vllm::VllmStat> = Vec::new();
+    for s in &f.vllm.stats {
+        let stuck =
+            s.running.unwrap_or(0.0) > 0.0 && s.gen_tps == Some(0.0) && s.prompt_tps.unwrap_or(0.0) == 0.0;
+        if stuck {
+            run.push(s);
+            if run.len() > best.len() {
+                best.clone_from(&run);
+            }
+        } else {
+            run.clear();
+        }
+    }
+    if best.len() < 3 {
+        return None;
+    }
+    let (n, running) = (best.len(), best[0].running.unwrap_or(0.0));
+    let why = lang.pick(
+        format!("{n} consecutive stats lines show {running:.0} requests running and 0 tokens/s generated"),
+        format!("连续 {n} 条统计行显示 {running:.0} 个请求在运行，生成速度 0 tokens/s"),
+    );
+    Some((0.8, why, vec![best[0].evidence.clone(), best[best.len() - 1].evidence.clone()]))
+}
+
+/// Two scrapes: requests running at both, and the generated-tokens counter did not move.
+fn scrape_stalled(f: &Facts, lang: Lang) -> Option<Judged> {
+    let (first, last) = f.metrics.window()?;
+    let running = |s: &crate::parsers::prom::Scrape| s.sum("vllm:num_requests_running").map_or(0.0, |x| x.0);
+    if running(first) > 0.0
+        && running(last) > 0.0
+        && let Some(d) = f.metrics.delta("vllm:generation_tokens_total")
+        && d == 0.0
+    {
+        let n = running(last);
+        let why = lang.pick(
+            format!("between two scrapes {n:.0} requests stayed running while vllm:generation_tokens_total did not move"),
+            format!("两次抓取之间有 {n:.0} 个请求一直在运行，而 vllm:generation_tokens_total 纹丝不动"),
+        );
+        let lines = last.sum("vllm:generation_tokens_total").map(|(_, s)| last.evidence(s));
+        return Some((0.8, why, lines.into_iter().collect()));
+    }
+    None
+}
+
+/// Requests pile up in the queue while nothing is admitted or generated (V0 multi-step
+/// scheduling stuck; `Pending` / `Waiting` growing, every throughput at zero).
+fn queue_piles_up(f: &Facts, lang: Lang) -> Option<Judged> {
+    let mut piling: Vec<&crate::parsers::vllm::VllmStat> = Vec::new();
+    let mut longest: Vec<&crate::parsers::vllm::VllmStat> = Vec::new();
+    for s in &f.vllm.stats {
+        let idle = s.gen_tps.unwrap_or(0.0) == 0.0 && s.prompt_tps.unwrap_or(0.0) == 0.0;
+        let grows = piling.last().is_none_or(|p| s.waiting.unwrap_or(0.0) >= p.waiting.unwrap_or(0.0));
+        if idle && s.waiting.unwrap_or(0.0) > 0.0 && grows {
+            piling.push(s);
+            if piling.len() > longest.len() {
+                longest.clone_from(&piling);
+            }
+        } else {
+            piling.clear();
+        }
+    }
+    let grew = longest.len() >= 3 && longest[longest.len() - 1].waiting > longest[0].waiting;
+    if !grew {
+        return None;
+    }
+    let (a, b) = (longest[0].waiting.unwrap_or(0.0), longest[longest.len() - 1].waiting.unwrap_or(0.0));
+    let why = lang.pick(
+        format!("{} consecutive stats lines show the queue at {a:.0} → {b:.0} requests while nothing is prefilled or generated", longest.len()),
+        format!("连续 {} 条统计行显示排队请求 {a:.0} → {b:.0}，却没有任何 prefill 或生成", longest.len()),
+    );
+    Some((0.75, why, vec![longest[0].evidence.clone(), longest[longest.len() - 1].evidence.clone()]))
+}
+
+/// The engine's own watchdog says the scheduler stopped (SGLang's watchdog timeout, a
+/// detokenizer that stopped answering the health check).
+fn watchdog(f: &Facts, lang: Lang) -> Option<Judged> {
+    let watchdog = f.signals.lines_for(RULE.doc.id, 3);
+    if watchdog.is_empty() {
+        return None;
+    }
+    let why = lang.pick(
+        "the engine's watchdog reports that the scheduler stopped making progress".to_owned(),
+        "引擎自己的 watchdog 报告调度器不再推进".to_owned(),
+    );
+    Some((0.8, why, watchdog))
 }
 
 #[cfg(test)]

@@ -85,9 +85,59 @@ fn timeouts(f: &Facts) -> (u64, Option<EvidenceLine>) {
     (from_statuses + engine, f.vllm.timeouts.first().cloned())
 }
 
+/// What a way of seeing the timeout found: its confidence, why (one sentence), and the lines.
+type Judged = (f64, String, Vec<EvidenceLine>);
+
 fn check(f: &Facts, lang: Lang) -> Option<Finding> {
+    let (confidence, summary, evidence) = configured(f, lang)
+        .or_else(|| abort_age(f, lang))
+        .or_else(|| client_errors(f, lang))
+        .or_else(|| gin_latency(f, lang))
+        .or_else(|| closed_while_loading(f, lang))?;
+    Some(RULE.doc.finding(
+        lang,
+        lang.pick(
+            format!(
+                "Slow answers are cut off by the client: {summary}. A TBT tail then looks like client timeouts, not slow tokens."
+            ),
+            format!("慢回答被客户端掐断了：{summary}。这样 TBT 长尾看起来就成了客户端超时，而不是 token 慢。"),
+        ),
+        FindingBody {
+            confidence,
+            evidence,
+            remediation: texts(lang, &[
+                (
+                    "while triaging set the client timeout to 60 s or more (settings.json: \"API_TIMEOUT_MS\": \"60000\"; config.toml: timeout_ms = 60000)",
+                    "排查期间把客户端超时设到 60 s 以上（settings.json：\"API_TIMEOUT_MS\": \"60000\"；config.toml：timeout_ms = 60000）",
+                ),
+                (
+                    "keep the timeout above the p99 end-to-end latency you measure, and cap max_tokens instead of cutting answers off by time",
+                    "超时要高于实测的端到端 p99 延迟；用 max_tokens 限制长度，而不是按时间掐断回答",
+                ),
+                (
+                    "make sure the server aborts requests whose client disconnected (vLLM does on disconnect; custom servers must call abort), or the KV cache leaks",
+                    "确保服务端会 abort 客户端已断开的请求（vLLM 在断开时会做；自研服务必须调用 abort），否则 KV 缓存会泄漏",
+                ),
+            ]),
+            next_checks: texts(lang, &[
+                (
+                    "compare the client's timeout errors with the server's per-request E2E: timeouts at exactly the configured value mean the client, not the server, ended them",
+                    "对比客户端的超时错误和服务端每个请求的 E2E：如果超时恰好等于配置值，说明是客户端而不是服务端结束了请求",
+                ),
+                (
+                    "look at TBT (ITL) p99 over the same window to find what made the answers slow",
+                    "看同一时间窗口的 TBT（ITL）p99，找出回答变慢的原因",
+                ),
+            ]),
+        },
+    ))
+}
+
+/// A client setting that is short (under [`MIN_MS`]) or below the tail the inputs show, the
+/// surest of them: its confidence, why, and its lines.
+fn configured(f: &Facts, lang: Lang) -> Option<Judged> {
     let (timed_out, timeout_line) = timeouts(f);
-    let mut best: Option<(f64, String, Vec<EvidenceLine>)> = None;
+    let mut best: Option<Judged> = None;
     for c in &f.clients {
         let settings: [(&str, Option<&Setting<f64>>, bool); 2] = [
             (lang.pick("client timeout", "客户端超时"), c.timeout_ms.as_ref(), false),
@@ -144,118 +194,86 @@ fn check(f: &Facts, lang: Lang) -> Option<Finding> {
             }
         }
     }
-    // Without a client config: the engine aborted requests at the same age, the mark of a
-    // client timeout (a person gives up at random times; a timer does not).
-    if best.is_none()
-        && let Some((age, evidence)) = fixed_abort_age(f)
-    {
-        let n = f.vllm.abort_after_s.len();
-        best = Some((
-            0.75,
-            lang.pick(
-                format!("the engine aborted {n} request(s) each about {age:.0} s after it arrived: a client timeout of ~{age:.0} s"),
-                format!("引擎 abort 了 {n} 个请求，每个都在到达约 {age:.0} s 后：客户端超时约为 {age:.0} s"),
-            ),
-            evidence,
-        ));
-    }
-    // Without a config or abort ages: the client's own timeout errors while the server kept
-    // working (it was generating, or it aborted what the client dropped).
-    if best.is_none()
-        && let Some((n, evidence, secs)) = client_timeouts(f)
-        && (f.health_evidence()
-            || f.vllm.aborts > 0
-            || f.signals.count_for(RULE.doc.id) > n
-            || f.streams.iter().any(|s| !s.timing.token_times_ns.is_empty()))
-    {
-        let setting = match (secs, lang) {
-            (Some(s), Lang::En) => format!(" (timeout={s:.0} s)"),
-            (Some(s), Lang::Zh) => format!("（timeout={s:.0} s）"),
-            (None, _) => String::new(),
-        };
-        best = Some((
-            0.7,
-            lang.pick(
-                format!("the client reports {n} timeout error(s){setting} while the server kept serving and dropped what the client abandoned"),
-                format!("客户端报告了 {n} 个超时错误{setting}，而服务端仍在正常服务，并丢弃了客户端放弃的请求"),
-            ),
-            evidence,
-        ));
-    }
-    // Ollama: requests answered with an error after the same time each (Gin's latency) while the
-    // log says the client closed the connection.
-    if best.is_none()
-        && f.signals.count_for(RULE.doc.id) > 0
-        && let Some((secs, n, evidence)) = fixed_gin_latency(f)
-    {
-        best = Some((
-            0.75,
-            lang.pick(
-                format!("{n} request(s) ended in an error after {secs:.1} s each while the server logged the client closing the connection: a client timeout of ~{secs:.0} s"),
-                format!("有 {n} 个请求都在 {secs:.1} s 后以错误结束，同时服务端记录了客户端关闭连接：客户端超时约为 {secs:.0} s"),
-            ),
-            evidence,
-        ));
-    }
-    // Ollama: the client hung up while the model was still loading (Ollama says so and aborts the
-    // load); Gin logs the request closed by the client (499) after the client's timeout.
-    if best.is_none()
-        && let Some(hits) = f.signals.seen("ollama-client-closed-while-loading")
-    {
-        let mut evidence: Vec<EvidenceLine> = hits.lines.iter().take(1).cloned().collect();
-        let closed = f.llama.gin_latency.iter().find(|(status, _, _)| *status == 499);
-        let after = match (closed, lang) {
-            (Some((_, s, _)), Lang::En) => format!(" after {s:.1} s"),
-            (Some((_, s, _)), Lang::Zh) => format!("（{s:.1} s 后）"),
-            (None, _) => String::new(),
-        };
-        evidence.extend(closed.map(|(_, _, e)| e.clone()));
-        best = Some((
-            0.8,
-            lang.pick(
-                format!("the client closed the connection{after} while the model was still loading, and the load was aborted: the client's timeout is shorter than a model load"),
-                format!("模型还在加载时客户端就关闭了连接{after}，加载随之被中止：客户端超时比一次模型加载还短"),
-            ),
-            evidence,
-        ));
-    }
-    let (confidence, summary, evidence) = best?;
-    Some(RULE.doc.finding(
-        lang,
+    best
+}
+
+/// Without a client config: the engine aborted requests at the same age, the mark of a
+/// client timeout (a person gives up at random times; a timer does not).
+fn abort_age(f: &Facts, lang: Lang) -> Option<Judged> {
+    let (age, evidence) = fixed_abort_age(f)?;
+    let n = f.vllm.abort_after_s.len();
+    Some((
+        0.75,
         lang.pick(
-            format!(
-                "Slow answers are cut off by the client: {summary}. A TBT tail then looks like client timeouts, not slow tokens."
-            ),
-            format!("慢回答被客户端掐断了：{summary}。这样 TBT 长尾看起来就成了客户端超时，而不是 token 慢。"),
+            format!("the engine aborted {n} request(s) each about {age:.0} s after it arrived: a client timeout of ~{age:.0} s"),
+            format!("引擎 abort 了 {n} 个请求，每个都在到达约 {age:.0} s 后：客户端超时约为 {age:.0} s"),
         ),
-        FindingBody {
-            confidence,
-            evidence,
-            remediation: texts(lang, &[
-                (
-                    "while triaging set the client timeout to 60 s or more (settings.json: \"API_TIMEOUT_MS\": \"60000\"; config.toml: timeout_ms = 60000)",
-                    "排查期间把客户端超时设到 60 s 以上（settings.json：\"API_TIMEOUT_MS\": \"60000\"；config.toml：timeout_ms = 60000）",
-                ),
-                (
-                    "keep the timeout above the p99 end-to-end latency you measure, and cap max_tokens instead of cutting answers off by time",
-                    "超时要高于实测的端到端 p99 延迟；用 max_tokens 限制长度，而不是按时间掐断回答",
-                ),
-                (
-                    "make sure the server aborts requests whose client disconnected (vLLM does on disconnect; custom servers must call abort), or the KV cache leaks",
-                    "确保服务端会 abort 客户端已断开的请求（vLLM 在断开时会做；自研服务必须调用 abort），否则 KV 缓存会泄漏",
-                ),
-            ]),
-            next_checks: texts(lang, &[
-                (
-                    "compare the client's timeout errors with the server's per-request E2E: timeouts at exactly the configured value mean the client, not the server, ended them",
-                    "对比客户端的超时错误和服务端每个请求的 E2E：如果超时恰好等于配置值，说明是客户端而不是服务端结束了请求",
-                ),
-                (
-                    "look at TBT (ITL) p99 over the same window to find what made the answers slow",
-                    "看同一时间窗口的 TBT（ITL）p99，找出回答变慢的原因",
-                ),
-            ]),
-        },
+        evidence,
+    ))
+}
+
+/// Without a config or abort ages: the client's own timeout errors while the server kept
+/// working (it was generating, or it aborted what the client dropped).
+fn client_errors(f: &Facts, lang: Lang) -> Option<Judged> {
+    let (n, evidence, secs) = client_timeouts(f)?;
+    let server_kept_working = f.health_evidence()
+        || f.vllm.aborts > 0
+        || f.signals.count_for(RULE.doc.id) > n
+        || f.streams.iter().any(|s| !s.timing.token_times_ns.is_empty());
+    if !server_kept_working {
+        return None;
+    }
+    let setting = match (secs, lang) {
+        (Some(s), Lang::En) => format!(" (timeout={s:.0} s)"),
+        (Some(s), Lang::Zh) => format!("（timeout={s:.0} s）"),
+        (None, _) => String::new(),
+    };
+    Some((
+        0.7,
+        lang.pick(
+            format!("the client reports {n} timeout error(s){setting} while the server kept serving and dropped what the client abandoned"),
+            format!("客户端报告了 {n} 个超时错误{setting}，而服务端仍在正常服务，并丢弃了客户端放弃的请求"),
+        ),
+        evidence,
+    ))
+}
+
+/// Ollama: requests answered with an error after the same time each (Gin's latency) while the
+/// log says the client closed the connection.
+fn gin_latency(f: &Facts, lang: Lang) -> Option<Judged> {
+    if f.signals.count_for(RULE.doc.id) == 0 {
+        return None;
+    }
+    let (secs, n, evidence) = fixed_gin_latency(f)?;
+    Some((
+        0.75,
+        lang.pick(
+            format!("{n} request(s) ended in an error after {secs:.1} s each while the server logged the client closing the connection: a client timeout of ~{secs:.0} s"),
+            format!("有 {n} 个请求都在 {secs:.1} s 后以错误结束，同时服务端记录了客户端关闭连接：客户端超时约为 {secs:.0} s"),
+        ),
+        evidence,
+    ))
+}
+
+/// Ollama: the client hung up while the model was still loading (Ollama says so and aborts the
+/// load); Gin logs the request closed by the client (499) after the client's timeout.
+fn closed_while_loading(f: &Facts, lang: Lang) -> Option<Judged> {
+    let hits = f.signals.seen("ollama-client-closed-while-loading")?;
+    let mut evidence: Vec<EvidenceLine> = hits.lines.iter().take(1).cloned().collect();
+    let closed = f.llama.gin_latency.iter().find(|(status, _, _)| *status == 499);
+    let after = match (closed, lang) {
+        (Some((_, s, _)), Lang::En) => format!(" after {s:.1} s"),
+        (Some((_, s, _)), Lang::Zh) => format!("（{s:.1} s 后）"),
+        (None, _) => String::new(),
+    };
+    evidence.extend(closed.map(|(_, _, e)| e.clone()));
+    Some((
+        0.8,
+        lang.pick(
+            format!("the client closed the connection{after} while the model was still loading, and the load was aborted: the client's timeout is shorter than a model load"),
+            format!("模型还在加载时客户端就关闭了连接{after}，加载随之被中止：客户端超时比一次模型加载还短"),
+        ),
+        evidence,
     ))
 }
 

@@ -2,11 +2,12 @@
 //!
 //! Not a check over the facts like the others: it runs after them ([`finding`]), because a
 //! block of alarm lines is explained exactly when a rule that fired cites it, or a known message
-//! in it belongs to a rule that fired (`signals.rs`).
+//! in it belongs to a rule that fired (`signals/`).
 
 use super::RuleId;
 use super::{FindingBody, Lang, Rule, RuleDoc, RuleText, texts};
 use crate::facts::Facts;
+use crate::facts::sse::StreamFacts;
 use crate::report::{Class, Finding};
 use crate::signals::{Alarm, BENIGN, Block, SIGNALS};
 
@@ -35,6 +36,32 @@ const MAX_QUOTED: usize = 5;
 
 /// The `unclaimed-error` finding, given the findings of every other rule.
 pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Finding> {
+    let (open, dropped) = unexplained_blocks(f, found);
+    let broken = broken_streams(f, found);
+    if open.is_empty() && dropped == 0 && broken.is_empty() {
+        return None;
+    }
+    let n = open.len() as u64 + dropped + broken.len() as u64;
+    let summary = summary(n, &open, &broken, lang);
+    let next = what_to_paste(&open, &broken, lang);
+    Some(RULE.doc.finding(
+        lang,
+        summary,
+        FindingBody {
+            confidence: 0.5,
+            evidence: open.iter().map(|b| b.quote.clone()).chain(broken.iter().map(|s| s.evidence.clone())).take(MAX_QUOTED).collect(),
+            remediation: texts(lang, &[(
+                "change nothing on this evidence alone: if the service is down, restart it and keep the whole log of the failed run for the diagnosis",
+                "仅凭这些证据不要改配置：如果服务已经挂了，先重启，并保留失败那次运行的完整日志用于诊断",
+            )]),
+            next_checks: next,
+        },
+    ))
+}
+
+/// The error blocks no finding explains, and how many more were dropped past the bound with a
+/// line no finding claims.
+fn unexplained_blocks<'a>(f: &'a Facts, found: &[Finding]) -> (Vec<&'a Block>, u64) {
     // A consequence (a dead engine) explains no error: the error that killed it needs a cause.
     let consequences = super::consequences(f);
     let fired = |rule: RuleId| found.iter().any(|x| x.rule == rule && !consequences.contains(&rule));
@@ -67,9 +94,15 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
                 && b.families & generic == 0
         })
         .collect();
-    // A stream that broke off (no terminal event, an error event) is an error too.
-    let broken: Vec<&crate::parsers::sse::StreamFacts> = f
-        .streams
+    let dropped =
+        f.signals.dropped_unknown + u64::from(f.signals.dropped_signals.iter().any(|&i| !claimed_signal(i)));
+    (open, dropped)
+}
+
+/// A stream that broke off (no terminal event, an error event) is an error too, unless a finding
+/// cites it.
+fn broken_streams<'a>(f: &'a Facts, found: &[Finding]) -> Vec<&'a StreamFacts> {
+    f.streams
         .iter()
         .filter(|s| s.fault.is_some())
         .filter(|s| {
@@ -77,13 +110,11 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
                 .iter()
                 .any(|x| x.evidence.iter().any(|e| e.input == s.evidence.input && e.line >= s.evidence.line))
         })
-        .collect();
-    let dropped =
-        f.signals.dropped_unknown + u64::from(f.signals.dropped_signals.iter().any(|&i| !claimed_signal(i)));
-    if open.is_empty() && dropped == 0 && broken.is_empty() {
-        return None;
-    }
-    let n = open.len() as u64 + dropped + broken.len() as u64;
+        .collect()
+}
+
+/// The finding's sentence: how many errors, and the first one's lines.
+fn summary(n: u64, open: &[&Block], broken: &[&StreamFacts], lang: Lang) -> String {
     // The quote is the block's telling line — often its last (the exception after the
     // traceback) —, so the block's extent is said apart from the quoted line.
     let first =
@@ -92,7 +123,7 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
                 .first()
                 .map(|s| ((s.evidence.line, s.evidence.line), s.evidence.line, s.evidence.text.as_str()))
         });
-    let summary = match first {
+    match first {
         Some(((from, to), line, text)) if from != to => lang.pick(
             format!("{n} error block(s) that no rule explains; the first spans lines {from}–{to}, and line {line} reads: {text}"),
             format!("有 {n} 处错误没有规则能解释；第一处在第 {from}–{to} 行，其中第 {line} 行：{text}"),
@@ -108,9 +139,14 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
             ),
             format!("前 {} 处之后还有 {n} 处错误没有规则能解释", crate::signals::MAX_BLOCKS),
         ),
-    };
+    }
+}
+
+/// What to paste next: what the known messages in the blocks ask for, then what broken streams,
+/// cut tracebacks and error answers need, then what any unexplained error needs.
+fn what_to_paste(open: &[&Block], broken: &[&StreamFacts], lang: Lang) -> Vec<String> {
     let mut next: Vec<String> = Vec::new();
-    for b in &open {
+    for b in open {
         for &i in &b.signals {
             if let Some((en, zh)) = SIGNALS[i].next {
                 let t = lang.pick(en, zh).to_owned();
@@ -120,7 +156,7 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
             }
         }
     }
-    for s in &broken {
+    for s in broken {
         if let Some((kind, what)) = &s.fault {
             let t = lang.pick(
                 format!("the stream broke off ({}: {what}): paste the server's log from the same seconds, and the client's error if it printed one", kind.as_str()),
@@ -159,19 +195,7 @@ pub(crate) fn finding(f: &Facts, found: &[Finding], lang: Lang) -> Option<Findin
             "补充引擎版本和启动参数（`non-default args` / `ServerArgs` 那一行），以及同一时刻的 `nvidia-smi`",
         ),
     ]));
-    Some(RULE.doc.finding(
-        lang,
-        summary,
-        FindingBody {
-            confidence: 0.5,
-            evidence: open.iter().map(|b| b.quote.clone()).chain(broken.iter().map(|s| s.evidence.clone())).take(MAX_QUOTED).collect(),
-            remediation: texts(lang, &[(
-                "change nothing on this evidence alone: if the service is down, restart it and keep the whole log of the failed run for the diagnosis",
-                "仅凭这些证据不要改配置：如果服务已经挂了，先重启，并保留失败那次运行的完整日志用于诊断",
-            )]),
-            next_checks: next,
-        },
-    ))
+    next
 }
 
 #[cfg(test)]

@@ -146,7 +146,7 @@ pub(super) fn exception_line(t: &str) -> bool {
 /// The status of an access line: `"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error`.
 pub(super) fn status_of(line: &str, scan: &Scan) -> Option<u16> {
     if scan.aux & aux::GIN != 0 {
-        return crate::parsers::llama::gin_fields(line).map(|(status, _)| status);
+        return crate::text::gin_fields(line).map(|(status, _)| status);
     }
     if scan.aux & aux::HTTP == 0 {
         return None;

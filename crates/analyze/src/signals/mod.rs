@@ -16,14 +16,13 @@
 //! rule explains: the `unclaimed-error` finding quotes it, and the verdict cannot be HEALTHY.
 
 use super::families::{Family, WORDS};
-use super::heard::{ANNOUNCE_KEYS, CLIENT_KEYS, STATUS_KEYS, families_of_line};
-pub use super::heard::{FamilyHits, Ports};
+use super::ids::RuleId;
 pub use super::prefixes::strip_prefixes;
 pub(crate) use super::prefixes::strip_remembered;
 use super::report::EvidenceLine;
-use super::rules::Both;
-use super::text::{finder, number_after, quote_redacted};
-use crate::rules::RuleId;
+use super::text::{Both, finder, number_after, quote_redacted};
+use heard::{ANNOUNCE_KEYS, CLIENT_KEYS, STATUS_KEYS, families_of_line};
+pub use heard::{FamilyHits, Ports};
 use std::collections::BTreeMap;
 
 /// The pseudo-rule of messages that look like failures but are not faults.
@@ -46,14 +45,17 @@ pub struct Signal {
     pub next: Option<Both>,
 }
 
-pub use super::signal_table::SIGNALS;
+pub use table::SIGNALS;
 
 mod alarm;
 mod block;
 mod cache;
+pub mod heard;
 mod scan;
+mod table;
 #[cfg(test)]
 mod tests;
+pub(crate) mod vllm_needles;
 
 use alarm::{alarm_of, continues, ok_response, shape_alarm, status_of, work_done};
 use scan::{aux, capacity_not_positive};

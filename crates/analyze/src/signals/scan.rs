@@ -80,7 +80,7 @@ pub(super) struct Target {
     /// The signals it is the first needle of.
     signals: Vec<usize>,
     pub(super) aux: u32,
-    /// Bits of the vLLM parser's dispatch needles ([`crate::parsers::vllm::NEEDLE_TEXT`]).
+    /// Bits of the vLLM parser's dispatch needles ([`super::vllm_needles::NEEDLE_TEXT`]).
     vllm: u64,
     /// One of its signals has a digit in a later needle ([`Scan::digit_bound`]).
     pub(super) digit_bound: bool,
@@ -124,7 +124,7 @@ pub(super) static SCANNER: std::sync::LazyLock<(Automaton, Vec<Target>, Vec<&'st
                 slot(&mut table, key).aux |= bit;
             }
         }
-        for (i, text) in crate::parsers::vllm::NEEDLE_TEXT.iter().enumerate() {
+        for (i, text) in vllm_needles::NEEDLE_TEXT.iter().enumerate() {
             slot(&mut table, text).vllm |= 1 << i;
         }
         let (patterns, targets): (Vec<&str>, Vec<Target>) = table.into_iter().unzip();

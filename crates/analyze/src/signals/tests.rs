@@ -30,7 +30,7 @@ fn scan_patterns() -> Vec<&'static str> {
         SIGNALS.iter().map(|s| s.needles[0]).filter(|n| *n != CAPACITY_SIGNAL).collect();
     all.extend(AUX.iter().map(|(t, _)| *t));
     all.extend(CAPACITY_KEYS);
-    all.extend(crate::parsers::vllm::NEEDLE_TEXT);
+    all.extend(vllm_needles::NEEDLE_TEXT);
     all
 }
 

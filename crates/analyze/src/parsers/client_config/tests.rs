@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::testutil::{fixture, run};
+use triage_base::endpoint::Api;
 
 const SETTINGS_ONELINE: &str = fixture!("configs/claude_settings_oneline.json");
 const SETTINGS_PRETTY: &str = fixture!("configs/claude_settings.json");

@@ -29,6 +29,7 @@ mod kv;
 pub(crate) mod vocab;
 
 use super::Cx;
+pub use crate::facts::table::{Row, TableFacts};
 use crate::report::EvidenceLine;
 use vocab::{
     Metric, Unit, bench_test, cell_number, figure, is_stat_cell, leading, metric, normal, split_unit, stat,
@@ -44,24 +45,6 @@ const MAX_LINES: usize = 8;
 const MAX_COLS: usize = 32;
 /// Longest line read (longer ones are prose or data dumps, not table rows).
 const MAX_LINE: usize = 4096;
-
-/// One row of a table, or one block of `key: value` lines.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Row {
-    /// Rows with the same id come from one table (or one run of blocks) and can be compared.
-    pub table: u32,
-    /// The row's text cells (model, backend, configuration), joined with ` | `.
-    pub label: String,
-    /// What the row measured: the text cells but the test's name (llama-bench's rows of one
-    /// configuration share it).
-    pub subject: String,
-    /// Figure name → value, in the order read (the first of a name wins).
-    pub values: Vec<(String, f64, u8)>,
-    /// The lines the figures were read from (`values`' third field indexes this).
-    pub lines: Vec<EvidenceLine>,
-    /// Read from `key: value` lines, not from a table with a header.
-    pub block: bool,
-}
 
 impl Row {
     /// The value of figure `name`.
@@ -151,16 +134,6 @@ impl Row {
                 || matches!(k.as_str(), "pp_tps" | "tg_tps" | "output_tps" | "req_per_s" | "words_per_s")
         })
     }
-}
-
-/// Every row read, whatever section it was in.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TableFacts {
-    /// Rows in input order (at most [`MAX_ROWS`]).
-    pub rows: Vec<Row>,
-    /// Rows read beyond the bound.
-    pub dropped: usize,
-    next_table: u32,
 }
 
 impl TableFacts {

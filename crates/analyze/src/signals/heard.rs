@@ -1,10 +1,10 @@
-//! What the line scan hears besides the known messages (`signals.rs`): the generic families'
+//! What the line scan hears besides the known messages (`signals/`): the generic families'
 //! words (`families.rs`) and the statuses that stand for them, and the ports servers announce and
 //! clients call.
 
-use super::families::{Family, is_hint, lead};
-use super::report::EvidenceLine;
-use super::signals::Signals;
+use super::Signals;
+use crate::families::{Family, is_hint, lead};
+use crate::report::EvidenceLine;
 
 /// A status an SDK or a client quotes (`Error code: 401 - {…}`, `status code 404`): its family
 /// is read from the number after it ([`status_families`]).

@@ -1,17 +1,40 @@
 //! Everything the parsers learned, in one place, for the rules to read.
 //!
 //! Parsers write facts; rules only read them. Large inputs are summarised here (sketches,
-//! top-k, reservoirs) so memory stays bounded however long the log is.
+//! top-k, reservoirs) so memory stays bounded however long the log is. Each source's fact types
+//! are in a file of their own, named as its parser is (`facts/vllm.rs` for `parsers/vllm.rs`):
+//! the parsers write them, the rules read them, and neither is needed to name them.
+
+pub mod bench;
+pub mod client_config;
+pub mod gpu_series;
+pub mod llama;
+pub mod nvidia_smi;
+pub mod oom;
+pub mod prom;
+pub mod request_log;
+pub mod sglang;
+pub mod sse;
+pub mod table;
+pub mod tgi;
+pub mod vllm;
 
 use super::kind::InputKind;
-use super::parsers::{
-    bench::BenchFacts, client_config::ClientFacts, llama::LlamaFacts, nvidia_smi::GpuFacts, oom::OomFacts,
-    prom::MetricsFacts, request_log::RequestFacts, sglang::SglangFacts, sse::StreamFacts, table::TableFacts,
-    tgi::TgiFacts, vllm::VllmFacts,
-};
 use super::report::EvidenceLine;
 use super::signals::Signals;
+use bench::BenchFacts;
+use client_config::ClientFacts;
+use llama::LlamaFacts;
+use nvidia_smi::GpuFacts;
+use oom::OomFacts;
+use prom::MetricsFacts;
+use request_log::RequestFacts;
+use sglang::SglangFacts;
+use sse::StreamFacts;
 use std::collections::BTreeSet;
+use table::TableFacts;
+use tgi::TgiFacts;
+use vllm::VllmFacts;
 
 /// What the parsers read from every input, for the rules: summaries with bounded memory.
 #[derive(Debug, Default)]
@@ -28,8 +51,8 @@ pub struct Facts {
     pub metrics: MetricsFacts,
     /// nvidia-smi readings and processes.
     pub gpus: GpuFacts,
-    /// Each GPU recording over time, judged by the GPU rules ([`super::parsers::gpu_series`]).
-    pub gpu_series: Vec<super::parsers::gpu_series::GpuSeriesFacts>,
+    /// Each GPU recording over time, judged by the GPU rules ([`gpu_series`]).
+    pub gpu_series: Vec<gpu_series::GpuSeriesFacts>,
     /// Each out-of-memory trace, in input order.
     pub ooms: Vec<OomFacts>,
     /// Each client configuration (base URLs, timeouts, retries).
