@@ -23,7 +23,7 @@ use crate::{cargo, step, step_counting_tests, workspace_root};
 /// demand (`deck.json`, the workers' scripts): a little above the last measured total, so growth
 /// is noticed and raised on purpose. Each raise, with the sizes measured and what was tried to
 /// avoid it, is recorded in `docs/measurements.md`.
-pub const BUDGET_GZIP_BYTES: u64 = 1_440 * 1024;
+pub const BUDGET_GZIP_BYTES: u64 = 1_444 * 1024;
 /// What the first visit downloads ([`FIRST_VISIT`]) must stay under this: 600 KB gzip, what a
 /// user waits for before any page works. Everything that judges is loaded on demand (see
 /// [`BUDGET_GZIP_BYTES`]), so this budget does not grow with the rules.
@@ -32,7 +32,7 @@ pub const FIRST_VISIT_BUDGET_GZIP_BYTES: u64 = 600_000;
 /// speed (`opt-level = 3`, so the browser reads a log at close to native speed; `"z"` would be
 /// smaller and about a third slower), it grows with the rules and their docs in two languages:
 /// the last measured size with a little room (`docs/measurements.md`).
-pub const ANALYZER_BUDGET_GZIP_BYTES: u64 = 808 * 1024;
+pub const ANALYZER_BUDGET_GZIP_BYTES: u64 = 812 * 1024;
 /// The analysis worker's wasm module, as `wasm-bindgen` names it.
 pub const ANALYZER_WASM: &str = "triage_site_analyzer_bg.wasm";
 /// What the first visit to the page downloads; everything else in `site/dist` is loaded on
