@@ -1288,6 +1288,9 @@ test('the probe\'s results: Copy as Markdown and Download JSON in the triage.pro
   const env = { ...process.env };
   for (const k of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'TAOTOKEN_API_KEY']) delete env[k];
   const cli = JSON.parse(execFileSync(triageBin, ['probe', base, '--model', 'scripted', '--requests', String(n), '--max-tokens', '16', '--prompt', 'Explain continuous batching in one paragraph.', '--format', 'json'], { env }).toString('utf8'));
+  // `send_ms` (dispatch → the request's last byte written) is the kernel-stamped transport's own
+  // (docs/contracts.md): a browser's fetch() cannot see the write, so the page has no such field.
+  for (const r of cli.requests) delete r.send_ms;
   const { page, context, requests } = await open('#/probe');
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   await page.fill('[data-testid=probe-url]', base);
