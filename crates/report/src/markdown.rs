@@ -13,7 +13,7 @@ use triage_base::lang::Lang;
 /// Markdown: every character that opens a link, an image, emphasis, a code span, HTML or a
 /// table cell is backslash-escaped, and a line break becomes a space — so a label cannot inject
 /// a link, an image or markup into the ticket the report is pasted into.
-fn md_escape(s: &str) -> String {
+pub fn md_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -16,6 +16,8 @@ use leptos::prelude::*;
 use std::fmt::Write as _;
 use triage_base::endpoint::{self, Api};
 use triage_base::probe::{ProbeReport, Quantiles, RequestRecord, RunConfig};
+// Text from outside (a URL, a model name, a server's message) made inert as the report's Markdown makes it.
+use triage_report::markdown::md_escape;
 
 /// A report's two exports, as the worker wrote them.
 #[derive(Clone, Debug, PartialEq)]
@@ -172,23 +174,6 @@ pub fn probe(
     };
     let json = serde_json::to_string_pretty(&report(Lang::En)).map(|j| j + "\n").unwrap_or_default();
     Exports { json, markdown: probe_markdown(&report(lang), lang) }
-}
-
-/// Text from outside (a URL, a model name, a server's message), inert in Markdown.
-fn md_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '(' | ')' | '!' | '|' | '#' | '{' | '}'
-            | '~' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A probe report as Markdown, in `lang`.
